@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/ProtonMail/go-crypto v1.5.2 // indirect
 	github.com/cavaliergopher/cpio v1.0.1 // indirect
+	github.com/cloudflare/circl v1.6.3 // indirect
 	github.com/go-air/gini v1.0.4 // indirect
 	github.com/google/rpmpack v0.7.1 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

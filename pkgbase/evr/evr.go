@@ -3,6 +3,11 @@
 // (apt-rpm repositories), and decides whether a provide satisfies a require.
 package evr
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Semantics selects the comparison rules.
 type Semantics int
 
@@ -31,4 +36,199 @@ type EVR struct {
 	Version  string //
 	Release  string // "" when absent
 	Disttag  string // "" when absent (ALT only)
+}
+
+// setPrefix marks ALT set-versions ("set:jhpXPckiq2"); see set.go.
+const setPrefix = "set:"
+
+// maxEpoch caps epochs that do not fit an int. rpm itself stores epochs as
+// 32-bit numbers, so real labels never come near it; the cap only keeps
+// Parse total on garbage input.
+const maxEpoch = int(^uint(0) >> 1)
+
+// Parse splits a label of the form [E:]V[-R[:DISTTAG]] the way rpm's
+// parseEVR does, extended by ALT's disttag:
+//   - the epoch is the text before the first ':' if that text is all ASCII
+//     digits (an empty epoch, ":V", means 0, as in rpm);
+//   - the release starts after the last '-' of the remainder;
+//   - the disttag follows the first ':' inside the release.
+//
+// A version starting with "set:" is an ALT set-version and is kept whole.
+// Parse never fails: every string is some label. apt's "@BUILDTIME"
+// suffix is not recognised here; strip it before calling.
+func Parse(s string) EVR {
+	var e EVR
+	rest := s
+	if k := strings.IndexByte(s, ':'); k >= 0 && allDigits(s[:k]) {
+		e.HasEpoch = true
+		e.Epoch = atoiSat(s[:k])
+		rest = s[k+1:]
+	}
+	if strings.HasPrefix(rest, setPrefix) {
+		e.Version = rest
+		return e
+	}
+	k := strings.LastIndexByte(rest, '-')
+	if k < 0 {
+		e.Version = rest
+		return e
+	}
+	e.Version = rest[:k]
+	rel := rest[k+1:]
+	if d := strings.IndexByte(rel, ':'); d >= 0 {
+		e.Release, e.Disttag = rel[:d], rel[d+1:]
+	} else {
+		e.Release = rel
+	}
+	return e
+}
+
+// String gives the canonical label: "E:" only when HasEpoch, "-R" only
+// when there is a release and ":D" only when there is a disttag. A disttag
+// without a release is written "V-:D" so that Parse reads it back the same.
+func (e EVR) String() string {
+	n := len(e.Version) + len(e.Release) + len(e.Disttag) + 2
+	if e.HasEpoch {
+		n += 21
+	}
+	b := make([]byte, 0, n)
+	if e.HasEpoch {
+		b = strconv.AppendInt(b, int64(e.Epoch), 10)
+		b = append(b, ':')
+	}
+	b = append(b, e.Version...)
+	if e.Release != "" || e.Disttag != "" {
+		b = append(b, '-')
+		b = append(b, e.Release...)
+	}
+	if e.Disttag != "" {
+		b = append(b, ':')
+		b = append(b, e.Disttag...)
+	}
+	return string(b)
+}
+
+// epoch returns the epoch with an absent one counting as 0.
+func (e EVR) epoch() int {
+	if e.HasEpoch {
+		return e.Epoch
+	}
+	return 0
+}
+
+// unversioned reports whether e is the empty label (a dependency without
+// a version).
+func (e EVR) unversioned() bool {
+	return !e.HasEpoch && e.Version == "" && e.Release == "" && e.Disttag == ""
+}
+
+// Compare orders two labels the way rpm's label compare does: epoch (an
+// absent epoch counts as 0), then Vercmp of the versions, then Vercmp of
+// the releases. Disttags do not take part; see Newer.
+func Compare(sem Semantics, a, b EVR) int {
+	if c := cmpInt(a.epoch(), b.epoch()); c != 0 {
+		return c
+	}
+	if c := Vercmp(sem, a.Version, b.Version); c != 0 {
+		return c
+	}
+	return Vercmp(sem, a.Release, b.Release)
+}
+
+// CompareLabel is Compare of two unparsed labels.
+func CompareLabel(sem Semantics, a, b string) int {
+	return Compare(sem, Parse(a), Parse(b))
+}
+
+// Newer orders two candidate packages of one name, best (newest) last, and
+// returns -1, 0 or 1 like Compare.
+//
+// Under ALT (rpmEVRDTCompare in ALT's rpm) this is epoch, version, release;
+// then, only if both have a disttag, the branch prefixes of the disttags
+// (the text before '+'; a disttag without '+' has an empty prefix): the
+// prefix equal to targetBranch wins, otherwise an empty prefix is the
+// oldest and other prefixes are ordered by Vercmp; finally the build times
+// (0 means unknown and is the oldest).
+//
+// Under RPM it is Compare and then the build times.
+func Newer(sem Semantics, a, b EVR, aBuildTime, bBuildTime int64, targetBranch string) int {
+	if c := Compare(sem, a, b); c != 0 {
+		return c
+	}
+	if sem == ALT && a.Disttag != "" && b.Disttag != "" {
+		if c := cmpBranch(branchOf(a.Disttag), branchOf(b.Disttag), targetBranch); c != 0 {
+			return c
+		}
+	}
+	return cmpInt64(aBuildTime, bBuildTime)
+}
+
+// branchOf returns the branch prefix of an ALT disttag
+// ("p10+415595.100.2.1" -> "p10"). Like ALT's rpm_cmp_disttag, a disttag
+// without '+' has an empty branch.
+func branchOf(disttag string) string {
+	if k := strings.IndexByte(disttag, '+'); k >= 0 {
+		return disttag[:k]
+	}
+	return ""
+}
+
+// cmpBranch orders two disttag branch prefixes for Newer.
+func cmpBranch(a, b, target string) int {
+	switch {
+	case a == b:
+		return 0
+	case target != "" && a == target:
+		return 1
+	case target != "" && b == target:
+		return -1
+	case a == "":
+		return -1
+	case b == "":
+		return 1
+	}
+	return Vercmp(ALT, a, b)
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// atoiSat converts a string of ASCII digits, saturating at maxEpoch
+// instead of wrapping around.
+func atoiSat(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		d := int(s[i] - '0')
+		if n > (maxEpoch-d)/10 {
+			return maxEpoch
+		}
+		n = n*10 + d
+	}
+	return n
 }

@@ -1,0 +1,693 @@
+package repo
+
+// rpm-md repositories (what createrepo_c writes and dnf reads):
+// repodata/repomd.xml lists the metadata files with their checksums;
+// primary.xml carries the package list with dependencies and the "primary"
+// subset of file names; filelists.xml carries every file.
+
+import (
+	"cmp"
+	"context"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nodeforge/builder/pkgbase/evr"
+)
+
+// RepomdPath is where an rpm-md repository's index lives.
+const RepomdPath = "repodata/repomd.xml"
+
+// maxRepomdSize caps repomd.xml itself (real ones are a few KB).
+const maxRepomdSize = 64 << 20
+
+// Checksum is a digest as repomd.xml and primary.xml give it.
+type Checksum struct {
+	Type  string // "sha256", "sha512", "sha1" (or "sha"), "md5", ...
+	Value string // lower-case hex
+}
+
+// RepomdData is one <data> entry of repomd.xml.
+type RepomdData struct {
+	Type         string   // "primary", "filelists", "other", "primary_db", ...
+	Location     string   // location/@href, relative to the repository root
+	Checksum     Checksum // of the file as stored (compressed)
+	OpenChecksum Checksum // of the decompressed content; zero when absent
+	Size         int64    // of the file as stored; 0 when absent
+	OpenSize     int64    // decompressed; 0 when absent
+	Timestamp    int64    // 0 when absent
+}
+
+// Repomd is a parsed repodata/repomd.xml.
+type Repomd struct {
+	Revision string
+	Data     []RepomdData
+}
+
+// Get returns the first entry of the given type, or nil.
+func (m *Repomd) Get(typ string) *RepomdData {
+	for i := range m.Data {
+		if m.Data[i].Type == typ {
+			return &m.Data[i]
+		}
+	}
+	return nil
+}
+
+type xmlChecksum struct {
+	Type  string `xml:"type,attr"`
+	PkgID string `xml:"pkgid,attr"`
+	Value string `xml:",chardata"`
+}
+
+type xmlRepomd struct {
+	Revision string `xml:"revision"`
+	Data     []struct {
+		Type         string       `xml:"type,attr"`
+		Checksum     *xmlChecksum `xml:"checksum"`
+		OpenChecksum *xmlChecksum `xml:"open-checksum"`
+		Location     struct {
+			Href string `xml:"href,attr"`
+		} `xml:"location"`
+		Timestamp string `xml:"timestamp"`
+		Size      string `xml:"size"`
+		OpenSize  string `xml:"open-size"`
+	} `xml:"data"`
+}
+
+// rootElement reads up to the document's root element and checks its name.
+func rootElement(d *xml.Decoder, want, what string) (xml.StartElement, error) {
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return xml.StartElement{}, fmt.Errorf("not %s: no root element", what)
+		}
+		if err != nil {
+			return xml.StartElement{}, fmt.Errorf("%s: %w", what, err)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			if se.Name.Local != want {
+				return se, fmt.Errorf("not %s: root element is <%s>, want <%s>", what, se.Name.Local, want)
+			}
+			return se, nil
+		}
+	}
+}
+
+func newDecoder(r io.Reader) *xml.Decoder {
+	d := xml.NewDecoder(r)
+	// createrepo_c writes UTF-8; other declared charsets are passed through
+	// rather than refused (names and paths are ASCII in practice).
+	d.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
+	return d
+}
+
+// ParseRepomd parses repodata/repomd.xml.
+func ParseRepomd(r io.Reader) (*Repomd, error) {
+	d := newDecoder(r)
+	root, err := rootElement(d, "repomd", "a repomd.xml")
+	if err != nil {
+		return nil, err
+	}
+	var x xmlRepomd
+	if err := d.DecodeElement(&x, &root); err != nil {
+		return nil, fmt.Errorf("repomd.xml: %w", err)
+	}
+	m := &Repomd{Revision: strings.TrimSpace(x.Revision)}
+	for i, xd := range x.Data {
+		rd := RepomdData{
+			Type:     strings.TrimSpace(xd.Type),
+			Location: strings.TrimSpace(xd.Location.Href),
+		}
+		what := fmt.Sprintf("repomd.xml: data %d (%q)", i+1, rd.Type)
+		if xd.Checksum != nil {
+			rd.Checksum = checksumOf(xd.Checksum)
+		}
+		if xd.OpenChecksum != nil {
+			rd.OpenChecksum = checksumOf(xd.OpenChecksum)
+		}
+		if rd.Size, err = parseSize(xd.Size); err != nil {
+			return nil, fmt.Errorf("%s: size: %w", what, err)
+		}
+		if rd.OpenSize, err = parseSize(xd.OpenSize); err != nil {
+			return nil, fmt.Errorf("%s: open-size: %w", what, err)
+		}
+		// Timestamps are informational (some tools write fractions).
+		if ts := strings.TrimSpace(xd.Timestamp); ts != "" {
+			if f, err := strconv.ParseFloat(ts, 64); err == nil && f >= 0 && f < math.MaxInt64 {
+				rd.Timestamp = int64(f)
+			}
+		}
+		m.Data = append(m.Data, rd)
+	}
+	return m, nil
+}
+
+func checksumOf(x *xmlChecksum) Checksum {
+	return Checksum{
+		Type:  strings.ToLower(strings.TrimSpace(x.Type)),
+		Value: strings.ToLower(strings.TrimSpace(x.Value)),
+	}
+}
+
+// parseSize parses a non-negative decimal; "" gives 0.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("invalid number %q", s)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("negative number %q", s)
+	}
+	return n, nil
+}
+
+// primary.xml, one <package> element.
+type xmlPackage struct {
+	Name    string      `xml:"name"`
+	Arch    string      `xml:"arch"`
+	Version xmlEVR      `xml:"version"`
+	Sum     xmlChecksum `xml:"checksum"`
+	Time    struct {
+		Build string `xml:"build,attr"`
+	} `xml:"time"`
+	Size struct {
+		Package   string `xml:"package,attr"`
+		Installed string `xml:"installed,attr"`
+	} `xml:"size"`
+	Location struct {
+		Href string `xml:"href,attr"`
+		Base string `xml:"base,attr"` // xml:base: packages hosted elsewhere
+	} `xml:"location"`
+	Format struct {
+		License   string     `xml:"license"`
+		SourceRPM string     `xml:"sourcerpm"`
+		Provides  []xmlEntry `xml:"provides>entry"`
+		Requires  []xmlEntry `xml:"requires>entry"`
+		Conflicts []xmlEntry `xml:"conflicts>entry"`
+		Obsoletes []xmlEntry `xml:"obsoletes>entry"`
+		Files     []xmlFile  `xml:"file"`
+	} `xml:"format"`
+}
+
+type xmlEVR struct {
+	Epoch *string `xml:"epoch,attr"`
+	Ver   string  `xml:"ver,attr"`
+	Rel   string  `xml:"rel,attr"`
+}
+
+type xmlEntry struct {
+	Name  string  `xml:"name,attr"`
+	Flags string  `xml:"flags,attr"`
+	Epoch *string `xml:"epoch,attr"`
+	Ver   string  `xml:"ver,attr"`
+	Rel   string  `xml:"rel,attr"`
+	Pre   string  `xml:"pre,attr"`
+}
+
+type xmlFile struct {
+	Type string `xml:"type,attr"` // "dir", "ghost" or absent
+	Path string `xml:",chardata"`
+}
+
+// rpm-md's names for rpm's sense flags.
+var senseFlags = map[string]uint32{
+	"EQ": evr.FlagEqual,
+	"LT": evr.FlagLess,
+	"GT": evr.FlagGreater,
+	"LE": evr.FlagLess | evr.FlagEqual,
+	"GE": evr.FlagGreater | evr.FlagEqual,
+}
+
+// ParsePrimary reads primary.xml (decompressed) one <package> at a time and
+// returns the packages in document order, with Repo set to repoURL and
+// Semantics to evr.RPM. Files holds only primary's subset of file names
+// (LoadRPMMD with Filelists merges the full lists).
+func ParsePrimary(r io.Reader, repoURL string) ([]*Package, error) {
+	var pkgs []*Package
+	err := parsePrimary(r, repoURL, func(_ string, p *Package) error {
+		pkgs = append(pkgs, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return pkgs, nil
+}
+
+// parsePrimary calls fn for each package with its pkgid (the checksum
+// primary.xml marks pkgid="YES", which filelists.xml refers to).
+func parsePrimary(r io.Reader, repoURL string, fn func(pkgid string, p *Package) error) error {
+	d := newDecoder(r)
+	if _, err := rootElement(d, "metadata", "a primary.xml"); err != nil {
+		return err
+	}
+	n := 0
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // the root element was not closed
+			}
+			return fmt.Errorf("primary.xml: after %d packages: %w", n, err)
+		}
+		switch t := tok.(type) {
+		case xml.EndElement:
+			return nil // end of <metadata>
+		case xml.StartElement:
+			if t.Name.Local != "package" {
+				if err := d.Skip(); err != nil {
+					return fmt.Errorf("primary.xml: after %d packages: %w", n, err)
+				}
+				continue
+			}
+			line, _ := d.InputPos()
+			var x xmlPackage
+			if err := d.DecodeElement(&x, &t); err != nil {
+				return fmt.Errorf("primary.xml: package %d (line %d): %w", n+1, line, err)
+			}
+			n++
+			p, pkgid, err := x.toPackage(repoURL)
+			if err != nil {
+				return fmt.Errorf("primary.xml: package %d (line %d): %w", n, line, err)
+			}
+			if err := fn(pkgid, p); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (x *xmlPackage) toPackage(repoURL string) (*Package, string, error) {
+	p := &Package{
+		Name:      strings.TrimSpace(x.Name),
+		Arch:      strings.TrimSpace(x.Arch),
+		SourceRPM: strings.TrimSpace(x.Format.SourceRPM),
+		License:   strings.TrimSpace(x.Format.License),
+		Semantics: evr.RPM,
+		Repo:      repoURL,
+		Location:  strings.TrimSpace(x.Location.Href),
+	}
+	if p.Name == "" {
+		return nil, "", errors.New("no <name>")
+	}
+	if p.Arch == "" {
+		return nil, "", fmt.Errorf("%s: no <arch>", p.Name)
+	}
+	if x.Version.Ver == "" {
+		return nil, "", fmt.Errorf("%s: no version/@ver", p.Name)
+	}
+	if p.Location == "" {
+		return nil, "", fmt.Errorf("%s: no location/@href", p.Name)
+	}
+	if b := strings.TrimSpace(x.Location.Base); b != "" {
+		p.Repo = strings.TrimSuffix(b, "/")
+	}
+	p.EVR = evr.EVR{Version: x.Version.Ver, Release: x.Version.Rel}
+	// createrepo always writes epoch="0": present means HasEpoch.
+	if x.Version.Epoch != nil && *x.Version.Epoch != "" {
+		e, err := parseEpoch(*x.Version.Epoch)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", p.Name, err)
+		}
+		p.EVR.Epoch, p.EVR.HasEpoch = e, true
+	}
+	var err error
+	if p.BuildTime, err = parseSize(x.Time.Build); err != nil {
+		return nil, "", fmt.Errorf("%s: time/@build: %w", p.Name, err)
+	}
+	if p.Size, err = parseSize(x.Size.Installed); err != nil {
+		return nil, "", fmt.Errorf("%s: size/@installed: %w", p.Name, err)
+	}
+	if p.FileSize, err = parseSize(x.Size.Package); err != nil {
+		return nil, "", fmt.Errorf("%s: size/@package: %w", p.Name, err)
+	}
+	sum := checksumOf(&x.Sum)
+	switch sum.Type {
+	case "sha256":
+		p.SHA256 = sum.Value
+	case "sha", "sha1":
+		p.SHA1 = sum.Value
+	case "md5":
+		p.MD5 = sum.Value
+	}
+	for _, dl := range []struct {
+		dst  *[]Dep
+		src  []xmlEntry
+		what string
+	}{
+		{&p.Provides, x.Format.Provides, "provides"},
+		{&p.Requires, x.Format.Requires, "requires"},
+		{&p.Conflicts, x.Format.Conflicts, "conflicts"},
+		{&p.Obsoletes, x.Format.Obsoletes, "obsoletes"},
+	} {
+		for _, e := range dl.src {
+			dep, err := e.toDep()
+			if err != nil {
+				return nil, "", fmt.Errorf("%s: %s: %w", p.Name, dl.what, err)
+			}
+			*dl.dst = append(*dl.dst, dep)
+		}
+	}
+	for _, f := range x.Format.Files {
+		if f.Path != "" {
+			p.Files = append(p.Files, f.Path)
+		}
+	}
+	return p, sum.Value, nil
+}
+
+// parseEpoch accepts rpm's epoch range (uint32).
+func parseEpoch(s string) (int, error) {
+	e, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("invalid epoch %q", s)
+	}
+	return int(e), nil
+}
+
+func (e *xmlEntry) toDep() (Dep, error) {
+	if e.Name == "" {
+		return Dep{}, errors.New("rpm:entry without a name")
+	}
+	dep := Dep{Name: e.Name}
+	if e.Flags != "" {
+		f, ok := senseFlags[e.Flags]
+		if !ok {
+			return Dep{}, fmt.Errorf("%s: unknown flags %q", e.Name, e.Flags)
+		}
+		dep.Flags = f
+	}
+	if e.Pre == "1" || e.Pre == "true" {
+		dep.Flags |= evr.FlagPrereq
+	}
+	dep.Version = depVersion(e.Epoch, e.Ver, e.Rel)
+	return dep, nil
+}
+
+// depVersion renders [epoch:]ver[-rel]. createrepo_c writes epoch="0" for
+// every versioned dependency whether or not it had one, so (like libsolv)
+// epoch 0 is dropped; under rpm's rules a missing epoch compares as 0 anyway.
+// A version that itself looks like "N:..." keeps an explicit "0:" so it
+// cannot be misread as an epoch.
+func depVersion(epoch *string, ver, rel string) string {
+	e := ""
+	if epoch != nil && *epoch != "0" {
+		e = *epoch
+	}
+	if ver == "" && rel == "" {
+		if e == "" {
+			return ""
+		}
+		return e + ":"
+	}
+	s := ver
+	if rel != "" {
+		s += "-" + rel
+	}
+	if e != "" {
+		return e + ":" + s
+	}
+	if i := strings.IndexFunc(ver, func(r rune) bool { return r < '0' || r > '9' }); i > 0 && ver[i] == ':' {
+		return "0:" + s
+	}
+	return s
+}
+
+// filelists.xml, one <package> element.
+type xmlFilelistsPackage struct {
+	PkgID string    `xml:"pkgid,attr"`
+	Name  string    `xml:"name,attr"`
+	Arch  string    `xml:"arch,attr"`
+	Files []xmlFile `xml:"file"`
+}
+
+// ParseFilelists reads filelists.xml (decompressed) one <package> at a time
+// and calls fn with each package's pkgid, name, arch and full file list
+// (directories and ghosts included). An error from fn stops the parse and is
+// returned as is.
+func ParseFilelists(r io.Reader, fn func(pkgid, name, arch string, files []string) error) error {
+	d := newDecoder(r)
+	if _, err := rootElement(d, "filelists", "a filelists.xml"); err != nil {
+		return err
+	}
+	n := 0
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("filelists.xml: after %d packages: %w", n, err)
+		}
+		switch t := tok.(type) {
+		case xml.EndElement:
+			return nil
+		case xml.StartElement:
+			if t.Name.Local != "package" {
+				if err := d.Skip(); err != nil {
+					return fmt.Errorf("filelists.xml: after %d packages: %w", n, err)
+				}
+				continue
+			}
+			line, _ := d.InputPos()
+			var x xmlFilelistsPackage
+			if err := d.DecodeElement(&x, &t); err != nil {
+				return fmt.Errorf("filelists.xml: package %d (line %d): %w", n+1, line, err)
+			}
+			n++
+			pkgid := strings.ToLower(strings.TrimSpace(x.PkgID))
+			if pkgid == "" {
+				return fmt.Errorf("filelists.xml: package %d (line %d, %q): no pkgid", n, line, x.Name)
+			}
+			files := make([]string, 0, len(x.Files))
+			for _, f := range x.Files {
+				if f.Path != "" {
+					files = append(files, f.Path)
+				}
+			}
+			if err := fn(pkgid, x.Name, x.Arch, files); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// LoadOptions tunes LoadRPMMD.
+type LoadOptions struct {
+	// Filelists also fetches filelists.xml and replaces each package's
+	// primary subset of files with its full list.
+	Filelists bool
+	// MaxIndexSize caps each decompressed metadata file (0: MaxIndexSize).
+	MaxIndexSize int64
+}
+
+// LoadRPMMD reads an rpm-md repository: repodata/repomd.xml, then primary
+// (and filelists when asked), verifying each file's size and checksum (and
+// the decompressed open-size and open-checksum when listed) against
+// repomd.xml. The packages are sorted by name, version string, arch and
+// location. repomd.xml itself is not verified (no signature check here).
+func LoadRPMMD(ctx context.Context, src Source, opts LoadOptions) ([]*Package, error) {
+	base := src.URL()
+	rc, err := src.Open(ctx, RepomdPath)
+	if err != nil {
+		return nil, err
+	}
+	md, err := ParseRepomd(LimitReader(rc, maxRepomdSize, base+"/"+RepomdPath))
+	rc.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", base, RepomdPath, err)
+	}
+	prim := md.Get("primary")
+	if prim == nil {
+		return nil, fmt.Errorf("%s/%s: no primary metadata listed", base, RepomdPath)
+	}
+	var (
+		pkgs []*Package
+		byID = map[string][]*Package{}
+	)
+	err = fetchVerified(ctx, src, prim, opts.MaxIndexSize, func(r io.Reader) error {
+		return parsePrimary(r, base, func(pkgid string, p *Package) error {
+			if len(pkgs)%1024 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			pkgs = append(pkgs, p)
+			if pkgid != "" {
+				byID[pkgid] = append(byID[pkgid], p)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if opts.Filelists {
+		fl := md.Get("filelists")
+		if fl == nil {
+			return nil, fmt.Errorf("%s/%s: no filelists metadata listed", base, RepomdPath)
+		}
+		n := 0
+		err = fetchVerified(ctx, src, fl, opts.MaxIndexSize, func(r io.Reader) error {
+			return ParseFilelists(r, func(pkgid, name, arch string, files []string) error {
+				if n++; n%1024 == 0 && ctx.Err() != nil {
+					return ctx.Err()
+				}
+				shared := false
+				for _, p := range byID[pkgid] {
+					// pkgid is the package's checksum; name and arch are
+					// checked so a stray entry cannot relabel a package.
+					if p.Name == name && p.Arch == arch {
+						if shared {
+							files = slices.Clone(files)
+						}
+						p.Files, shared = files, true
+					}
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(pkgs, func(a, b *Package) int {
+		return cmp.Or(
+			strings.Compare(a.Name, b.Name),
+			strings.Compare(a.VR(), b.VR()),
+			strings.Compare(a.Arch, b.Arch),
+			strings.Compare(a.Location, b.Location),
+		)
+	})
+	return pkgs, nil
+}
+
+// newHash returns a hash for a repomd checksum type.
+func newHash(typ string) (hash.Hash, error) {
+	switch typ {
+	case "sha256":
+		return sha256.New(), nil
+	case "sha512":
+		return sha512.New(), nil
+	case "sha384":
+		return sha512.New384(), nil
+	case "sha224":
+		return sha256.New224(), nil
+	case "sha1", "sha":
+		return sha1.New(), nil
+	case "md5":
+		return md5.New(), nil
+	case "":
+		return nil, errors.New("no checksum listed")
+	}
+	return nil, fmt.Errorf("unsupported checksum type %q", typ)
+}
+
+type counter struct{ n int64 }
+
+func (c *counter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// fetchVerified opens d's file, streams it decompressed to parse, and then
+// checks size and checksum of the stored and of the decompressed bytes. The
+// parse result is only trusted once the checksums match, so a checksum
+// mismatch is reported in preference to the parse error it likely caused.
+func fetchVerified(ctx context.Context, src Source, d *RepomdData, limit int64, parse func(io.Reader) error) error {
+	name := src.URL() + "/" + d.Location
+	if d.Location == "" {
+		return fmt.Errorf("%s/%s: %s metadata has no location", src.URL(), RepomdPath, d.Type)
+	}
+	h, err := newHash(d.Checksum.Type)
+	if err != nil {
+		return fmt.Errorf("%s: %s checksum in repomd.xml: %w", name, d.Type, err)
+	}
+	var oh hash.Hash
+	if d.OpenChecksum.Type != "" {
+		if oh, err = newHash(d.OpenChecksum.Type); err != nil {
+			return fmt.Errorf("%s: %s open-checksum in repomd.xml: %w", name, d.Type, err)
+		}
+	}
+	if limit <= 0 {
+		limit = MaxIndexSize
+	}
+	rc, err := src.Open(ctx, d.Location)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+
+	// Stored bytes: at most the listed size (a longer file fails early).
+	storedLimit := limit
+	if d.Size > 0 {
+		storedLimit = d.Size
+	}
+	var sc counter
+	stored := io.TeeReader(LimitReader(rc, storedLimit, name), io.MultiWriter(h, &sc))
+
+	openLimit := limit
+	if d.OpenSize > 0 && d.OpenSize < openLimit {
+		openLimit = d.OpenSize
+	}
+	var oc counter
+	var perr, derr error
+	dr, zerr := DecompressLimit(d.Location, stored, openLimit)
+	if zerr == nil {
+		ow := io.Writer(&oc)
+		if oh != nil {
+			ow = io.MultiWriter(oh, &oc)
+		}
+		opened := io.TeeReader(dr, ow)
+		perr = parse(opened)
+		// Finish the stream so the checksums cover all of it.
+		if perr == nil || !errors.Is(perr, context.Canceled) && !errors.Is(perr, context.DeadlineExceeded) {
+			_, derr = io.Copy(io.Discard, opened)
+		}
+		dr.Close()
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", name, ctx.Err())
+	}
+	if _, err := io.Copy(io.Discard, stored); err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return fmt.Errorf("%s: size mismatch: repomd.xml says %d bytes, the file is larger", name, d.Size)
+		}
+		return err
+	}
+	if d.Size > 0 && sc.n != d.Size {
+		return fmt.Errorf("%s: size mismatch: repomd.xml says %d bytes, got %d", name, d.Size, sc.n)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != d.Checksum.Value {
+		return fmt.Errorf("%s: %s checksum mismatch: repomd.xml says %s, got %s", name, d.Checksum.Type, d.Checksum.Value, got)
+	}
+	if zerr != nil {
+		return fmt.Errorf("%s: %w", name, zerr)
+	}
+	if perr != nil {
+		return fmt.Errorf("%s: %w", name, perr)
+	}
+	if derr != nil {
+		return fmt.Errorf("%s: %w", name, derr)
+	}
+	if d.OpenSize > 0 && oc.n != d.OpenSize {
+		return fmt.Errorf("%s: open-size mismatch: repomd.xml says %d decompressed bytes, got %d", name, d.OpenSize, oc.n)
+	}
+	if oh != nil {
+		if got := hex.EncodeToString(oh.Sum(nil)); got != d.OpenChecksum.Value {
+			return fmt.Errorf("%s: %s open-checksum mismatch: repomd.xml says %s, got %s", name, d.OpenChecksum.Type, d.OpenChecksum.Value, got)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,308 @@
+package rpmfile
+
+import (
+	"crypto"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"strings"
+
+	"github.com/nodeforge/builder/pkgbase/cpio"
+	"github.com/nodeforge/builder/pkgbase/keyring"
+	"github.com/nodeforge/builder/pkgbase/rpmhdr"
+)
+
+// Check is the outcome of one digest or size check.
+type Check struct {
+	Name   string `json:"name"` // e.g. "header-sha256", "payload-digest", "md5"
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// SigResult is the outcome of one OpenPGP signature.
+type SigResult struct {
+	Tag       uint32 `json:"tag"`
+	KeyID     string `json:"keyid"`
+	Algorithm string `json:"algorithm"` // e.g. "RSA/SHA256"
+	Covers    string `json:"covers"`    // "header" or "header+payload"
+	Verified  bool   `json:"verified"`
+	Signer    string `json:"signer,omitempty"` // fingerprint of the primary key
+	Error     string `json:"error,omitempty"`
+}
+
+// Verification collects every check made on a package.
+type Verification struct {
+	Checks     []Check     `json:"checks"`
+	Signatures []SigResult `json:"signatures"`
+	// PayloadSize is the number of compressed payload bytes read.
+	PayloadSize int64 `json:"payload_size"`
+}
+
+// DigestsOK reports whether every digest and size check passed.
+func (v *Verification) DigestsOK() bool {
+	for _, c := range v.Checks {
+		if !c.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// Err returns nil when all digests hold and, if requireSignature, at least
+// one signature verified. Otherwise it names every failed check.
+func (v *Verification) Err(requireSignature bool) error {
+	var msgs []string
+	for _, c := range v.Checks {
+		if !c.OK {
+			msgs = append(msgs, fmt.Sprintf("%s check failed: %s", c.Name, c.Detail))
+		}
+	}
+	if requireSignature {
+		ok := false
+		for _, s := range v.Signatures {
+			ok = ok || s.Verified
+		}
+		if !ok {
+			if len(v.Signatures) == 0 {
+				msgs = append(msgs, "package is not signed")
+			}
+			for _, s := range v.Signatures {
+				msgs = append(msgs, fmt.Sprintf("signature (%s over %s, key %s) failed: %s", s.Algorithm, s.Covers, s.KeyID, s.Error))
+			}
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// VerifyOptions tunes Verify.
+type VerifyOptions struct {
+	// Keyring verifies signatures; nil reports them unverified.
+	Keyring *keyring.Keyring
+	// Entry, when set, is called for each payload entry with its data;
+	// the archive is always walked so a corrupt payload is caught.
+	Entry func(e *cpio.Entry, data io.Reader) error
+}
+
+type pendingSig struct {
+	res  int // index into Signatures
+	sig  *keyring.Signature
+	hash hash.Hash
+}
+
+// Verify reads the rest of the package (the payload) and checks header and
+// payload digests, the package size, and every signature. It returns an
+// error only when reading fails in a way that prevents the checks; failed
+// checks are reported in the Verification.
+func (p *Package) Verify(opts VerifyOptions) (*Verification, error) {
+	v := &Verification{Checks: []Check{}, Signatures: []SigResult{}}
+	sigh, hdr := p.Signature, p.Header
+
+	// Header-only digests.
+	if want := sigh.String(rpmhdr.SigSHA256); want != "" {
+		v.Checks = append(v.Checks, digestCheck("header-sha256", sha256.New(), hdr.Raw, want))
+	}
+	if want := sigh.String(rpmhdr.SigSHA1); want != "" {
+		v.Checks = append(v.Checks, digestCheck("header-sha1", sha1.New(), hdr.Raw, want))
+	}
+
+	// Writers fed with header+payload and with the payload alone.
+	var whole, payloadOnly []io.Writer
+	md5h := md5.New()
+	md5h.Write(hdr.Raw)
+	wantMD5 := hexOrEmpty(sigh.Bytes(rpmhdr.SigMD5))
+	if wantMD5 != "" {
+		whole = append(whole, md5h)
+	}
+	var payDigest hash.Hash
+	wantPay := ""
+	if d := hdr.Strings(rpmhdr.TagPayloadDigest); len(d) > 0 {
+		wantPay = d[0]
+		algo := int64(rpmhdr.HashSHA256)
+		if a, ok := hdr.Int(rpmhdr.TagPayloadDigestAlgo); ok {
+			algo = a
+		}
+		ch, ok := cryptoHash(uint32(algo))
+		if !ok {
+			v.Checks = append(v.Checks, Check{Name: "payload-digest", Detail: fmt.Sprintf("unknown digest algorithm %d", algo)})
+		} else {
+			payDigest = ch.New()
+			payloadOnly = append(payloadOnly, payDigest)
+		}
+	}
+
+	// Signatures: parse each, start its hash.
+	var pend []pendingSig
+	addSig := func(tag uint32, raw []byte, covers string) {
+		r := SigResult{Tag: tag, Covers: covers}
+		s, err := keyring.ParseSignature(raw)
+		if err != nil {
+			r.Error = "unreadable signature: " + err.Error()
+			v.Signatures = append(v.Signatures, r)
+			return
+		}
+		r.KeyID = s.KeyIDHex()
+		r.Algorithm = s.Algorithm + "/" + hashName(s.Hash)
+		h, err := s.NewHash()
+		if err != nil {
+			r.Error = err.Error()
+			v.Signatures = append(v.Signatures, r)
+			return
+		}
+		h.Write(hdr.Raw)
+		v.Signatures = append(v.Signatures, r)
+		pend = append(pend, pendingSig{res: len(v.Signatures) - 1, sig: s, hash: h})
+		if covers == "header+payload" {
+			whole = append(whole, h)
+		}
+	}
+	for _, tag := range []uint32{rpmhdr.SigRSA, rpmhdr.SigDSA} {
+		if b := sigh.Bytes(tag); b != nil {
+			addSig(tag, b, "header")
+		}
+	}
+	for _, s := range sigh.Strings(rpmhdr.SigOpenPGP) {
+		if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+			addSig(rpmhdr.SigOpenPGP, b, "header")
+		} else {
+			v.Signatures = append(v.Signatures, SigResult{Tag: rpmhdr.SigOpenPGP, Covers: "header", Error: "signature is not base64"})
+		}
+	}
+	for _, tag := range []uint32{rpmhdr.SigPGP, rpmhdr.SigGPG} {
+		if b := sigh.Bytes(tag); b != nil {
+			addSig(tag, b, "header+payload")
+		}
+	}
+
+	// Stream the payload once through every hash, walking the archive.
+	counter := &countWriter{}
+	tee := io.TeeReader(p.payload, io.MultiWriter(append(append(whole, payloadOnly...), counter)...))
+	archiveErr := walkPayload(p.Compressor(), tee, opts.Entry)
+	if _, err := io.Copy(io.Discard, tee); err != nil {
+		return nil, fmt.Errorf("reading payload: %w", err)
+	}
+	v.PayloadSize = counter.n
+	if archiveErr != nil {
+		v.Checks = append(v.Checks, Check{Name: "payload-archive", Detail: archiveErr.Error()})
+	} else {
+		v.Checks = append(v.Checks, Check{Name: "payload-archive", OK: true})
+	}
+	if payDigest != nil {
+		got := hex.EncodeToString(payDigest.Sum(nil))
+		v.Checks = append(v.Checks, cmpCheck("payload-digest", got, wantPay))
+	}
+	if wantMD5 != "" {
+		v.Checks = append(v.Checks, cmpCheck("md5", hex.EncodeToString(md5h.Sum(nil)), wantMD5))
+	}
+	size := int64(len(hdr.Raw)) + counter.n
+	if want, ok := sigh.Int(rpmhdr.SigLongSize); ok {
+		v.Checks = append(v.Checks, sizeCheck(size, want))
+	} else if want, ok := sigh.Int(rpmhdr.SigSize); ok {
+		v.Checks = append(v.Checks, sizeCheck(size, want))
+	}
+
+	for _, ps := range pend {
+		r := &v.Signatures[ps.res]
+		if opts.Keyring == nil || opts.Keyring.Len() == 0 {
+			r.Error = "no keyring given"
+			continue
+		}
+		fp, err := opts.Keyring.Verify(ps.sig, ps.hash)
+		if err != nil {
+			r.Error = err.Error()
+			continue
+		}
+		r.Verified, r.Signer = true, fp
+	}
+	return v, nil
+}
+
+func walkPayload(compressor string, r io.Reader, fn func(*cpio.Entry, io.Reader) error) error {
+	dr, err := Decompress(compressor, r)
+	if err != nil {
+		return err
+	}
+	defer dr.Close()
+	cr := cpio.NewReader(dr)
+	for {
+		e, err := cr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fn != nil {
+			if err := fn(e, cr); err != nil {
+				return fmt.Errorf("%s: %w", e.Name, err)
+			}
+		}
+	}
+}
+
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+func digestCheck(name string, h hash.Hash, data []byte, want string) Check {
+	h.Write(data)
+	return cmpCheck(name, hex.EncodeToString(h.Sum(nil)), want)
+}
+
+func cmpCheck(name, got, want string) Check {
+	if strings.EqualFold(got, want) {
+		return Check{Name: name, OK: true}
+	}
+	return Check{Name: name, Detail: fmt.Sprintf("expected %s, computed %s", want, got)}
+}
+
+func sizeCheck(got, want int64) Check {
+	if got == want {
+		return Check{Name: "size", OK: true}
+	}
+	return Check{Name: "size", Detail: fmt.Sprintf("header+payload is %d bytes, signature header says %d", got, want)}
+}
+
+func cryptoHash(algo uint32) (crypto.Hash, bool) {
+	switch algo {
+	case rpmhdr.HashMD5:
+		return crypto.MD5, true
+	case rpmhdr.HashSHA1:
+		return crypto.SHA1, true
+	case rpmhdr.HashSHA256:
+		return crypto.SHA256, true
+	case rpmhdr.HashSHA384:
+		return crypto.SHA384, true
+	case rpmhdr.HashSHA512:
+		return crypto.SHA512, true
+	case rpmhdr.HashSHA224:
+		return crypto.SHA224, true
+	}
+	return 0, false
+}
+
+func hashName(h crypto.Hash) string {
+	switch h {
+	case crypto.MD5:
+		return "MD5"
+	case crypto.SHA1:
+		return "SHA1"
+	case crypto.SHA224:
+		return "SHA224"
+	case crypto.SHA256:
+		return "SHA256"
+	case crypto.SHA384:
+		return "SHA384"
+	case crypto.SHA512:
+		return "SHA512"
+	}
+	return h.String()
+}
