@@ -4,6 +4,7 @@
 package evr
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -18,6 +19,28 @@ const (
 	// RPM is upstream rpm (rpm.org), used for rpm-md repositories.
 	RPM
 )
+
+// String returns "alt" or "rpm".
+func (s Semantics) String() string {
+	switch s {
+	case ALT:
+		return "alt"
+	case RPM:
+		return "rpm"
+	}
+	return "Semantics(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ParseSemantics maps "alt" or "rpm" (any case) to a Semantics.
+func ParseSemantics(s string) (Semantics, error) {
+	switch strings.ToLower(s) {
+	case "alt":
+		return ALT, nil
+	case "rpm":
+		return RPM, nil
+	}
+	return 0, fmt.Errorf("evr: unknown version semantics %q (want alt or rpm)", s)
+}
 
 // Dependency sense flags, as rpm stores them in RPMTAG_*FLAGS.
 const (

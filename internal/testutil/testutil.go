@@ -1,0 +1,50 @@
+// Package testutil holds helpers shared by tests: locating the shared
+// fixtures and requiring outside tools (skipped on a workstation, fatal in CI).
+package testutil
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// RepoRoot is the project's root directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Fixtures returns ../shared/fixtures/<rel> beside the project root. A
+// missing fixture skips the test on a workstation and fails it in CI.
+func Fixtures(t testing.TB, rel string) string {
+	t.Helper()
+	p := filepath.Join(RepoRoot(), "..", "shared", "fixtures", rel)
+	if _, err := os.Stat(p); err != nil {
+		Missing(t, "fixture "+p)
+	}
+	return p
+}
+
+// CI reports whether the tests run under CI (CI=true).
+func CI() bool { return os.Getenv("CI") == "true" }
+
+// Missing skips on a workstation and fails in CI.
+func Missing(t testing.TB, what string) {
+	t.Helper()
+	if CI() {
+		t.Fatalf("%s is missing (required in CI)", what)
+	}
+	t.Skipf("%s is missing", what)
+}
+
+// NeedTool returns the path of an outside tool, or skips/fails.
+func NeedTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, "tool "+name)
+	}
+	return p
+}
