@@ -55,7 +55,10 @@ func ReadHeader(r io.Reader) (*Header, error) {
 		if n == 0 && errors.Is(err, io.EOF) {
 			return nil, ErrNoMoreHeaders
 		}
-		return nil, fmt.Errorf("header preamble truncated after %d bytes", n)
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("header preamble truncated after %d bytes", n)
+		}
+		return nil, fmt.Errorf("reading header: %w", err)
 	}
 	if !bytes.Equal(pre[:4], Magic) {
 		return nil, fmt.Errorf("bad header magic % x", pre[:4])
