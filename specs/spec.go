@@ -1,0 +1,275 @@
+// Package specs holds release specs: which package base a release is built
+// from (repositories, formats, components, keyrings) and which packages each
+// part of the node OS draws from it. The shipped specs for ALT branches are
+// embedded; every value in them can be overridden.
+package specs
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Spec is one release spec.
+type Spec struct {
+	// Name identifies the spec, usually the branch ("p11").
+	Name string `yaml:"name" json:"name"`
+	// Branch is the package base branch; ALT's best-candidate order prefers
+	// packages whose disttag names it.
+	Branch string `yaml:"branch" json:"branch"`
+	// Version is the node OS release version.
+	Version string `yaml:"version" json:"version"`
+	// Architectures to build, e.g. [x86_64, aarch64].
+	Architectures []string `yaml:"architectures" json:"architectures"`
+	// Repositories of the package base.
+	Repositories []Repository `yaml:"repositories" json:"repositories"`
+	// Components: the package set of each part of the node OS.
+	Components map[string]Component `yaml:"components" json:"components"`
+	// Excludes are package name globs never chosen.
+	Excludes []string `yaml:"excludes,omitempty" json:"excludes,omitempty"`
+	// MultiVersion are regexps of names that may be installed side by side.
+	MultiVersion []string `yaml:"multiversion,omitempty" json:"multiversion,omitempty"`
+
+	// Dir is the directory of the spec file; relative paths resolve there.
+	Dir string `yaml:"-" json:"-"`
+	// Raw is the spec file's bytes as read.
+	Raw []byte `yaml:"-" json:"-"`
+}
+
+// Repository is one repository of the base.
+type Repository struct {
+	Name string `yaml:"name" json:"name"`
+	// URL is the repository root: for ALT the directory holding the dists
+	// (".../p11/branch"), for rpm-md the directory holding repodata/.
+	URL string `yaml:"url" json:"url"`
+	// Format is "alt" (apt-rpm) or "rpm-md".
+	Format string `yaml:"format" json:"format"`
+	// Dists (ALT only) are the dist directories under URL; "{arch}" is
+	// replaced by each architecture. Default ["{arch}", "noarch"].
+	Dists []string `yaml:"dists,omitempty" json:"dists,omitempty"`
+	// Components (ALT only) to read; empty means all the release lists.
+	Components []string `yaml:"components,omitempty" json:"components,omitempty"`
+	// Keyring files (armored or binary) that verify the repository.
+	Keyring []string `yaml:"keyring,omitempty" json:"keyring,omitempty"`
+	// Fingerprints, when set, pin which keys of the keyring may sign it.
+	Fingerprints []string `yaml:"fingerprints,omitempty" json:"fingerprints,omitempty"`
+	// InsecureSkipVerify accepts an unsigned repository (tests only).
+	InsecureSkipVerify bool `yaml:"insecure-skip-verify,omitempty" json:"insecure_skip_verify,omitempty"`
+}
+
+// Component is the package set of one part (rootfs, kernel, installer, an extension).
+type Component struct {
+	// Kind is "rootfs", "kernel", "installer" or "extension".
+	Kind     string   `yaml:"kind" json:"kind"`
+	Packages []string `yaml:"packages" json:"packages"`
+}
+
+//go:embed *.yaml
+var shipped embed.FS
+
+// Shipped lists the names of the embedded specs.
+func Shipped() []string {
+	ents, _ := shipped.ReadDir(".")
+	var out []string
+	for _, e := range ents {
+		out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LoadShipped returns an embedded spec by branch name.
+func LoadShipped(name string) (*Spec, error) {
+	b, err := shipped.ReadFile(name + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("no shipped spec for branch %q (have %s)", name, strings.Join(Shipped(), ", "))
+	}
+	return Parse(b, "")
+}
+
+// Load reads and validates a spec file.
+func Load(path string) (*Spec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	s, err := Parse(b, abs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Parse parses and validates spec bytes; dir resolves relative paths.
+func Parse(b []byte, dir string) (*Spec, error) {
+	var s Spec
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("spec: %w", err)
+	}
+	s.Dir, s.Raw = dir, b
+	if err := s.normalize(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
+
+func (s *Spec) normalize() error {
+	var errs []string
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
+	if !nameRe.MatchString(s.Name) {
+		bad("name %q: want letters, digits, . _ + -", s.Name)
+	}
+	if s.Branch == "" {
+		s.Branch = s.Name
+	}
+	if s.Version == "" {
+		bad("version is required")
+	}
+	if len(s.Architectures) == 0 {
+		bad("architectures: at least one is required")
+	}
+	for _, a := range s.Architectures {
+		if !nameRe.MatchString(a) || a == "noarch" {
+			bad("architecture %q is not valid", a)
+		}
+	}
+	if len(s.Repositories) == 0 {
+		bad("repositories: at least one is required")
+	}
+	seen := map[string]bool{}
+	for i := range s.Repositories {
+		r := &s.Repositories[i]
+		if !nameRe.MatchString(r.Name) {
+			bad("repository %d: name %q is not valid", i+1, r.Name)
+		}
+		if seen[r.Name] {
+			bad("repository %q is listed twice", r.Name)
+		}
+		seen[r.Name] = true
+		if r.URL == "" {
+			bad("repository %q: url is required", r.Name)
+		}
+		switch r.Format {
+		case "alt":
+			if len(r.Dists) == 0 {
+				r.Dists = []string{"{arch}", "noarch"}
+			}
+		case "rpm-md":
+		default:
+			bad("repository %q: format %q: want alt or rpm-md", r.Name, r.Format)
+		}
+		if len(r.Keyring) == 0 && !r.InsecureSkipVerify {
+			bad("repository %q: a keyring is required (or insecure-skip-verify: true)", r.Name)
+		}
+		for j, k := range r.Keyring {
+			r.Keyring[j] = s.Path(k)
+		}
+		if !strings.Contains(r.URL, "://") {
+			r.URL = s.Path(r.URL)
+		}
+		for j, f := range r.Fingerprints {
+			r.Fingerprints[j] = strings.ToUpper(strings.ReplaceAll(f, " ", ""))
+		}
+	}
+	if len(s.Components) == 0 {
+		bad("components: at least one is required")
+	}
+	for name, c := range s.Components {
+		if !nameRe.MatchString(name) {
+			bad("component %q: name is not valid", name)
+		}
+		switch c.Kind {
+		case "rootfs", "kernel", "installer", "extension":
+		default:
+			bad("component %q: kind %q: want rootfs, kernel, installer or extension", name, c.Kind)
+		}
+		if len(c.Packages) == 0 {
+			bad("component %q lists no packages", name)
+		}
+	}
+	for _, m := range s.MultiVersion {
+		if _, err := regexp.Compile(m); err != nil {
+			bad("multiversion %q: %v", m, err)
+		}
+	}
+	for _, e := range s.Excludes {
+		if _, err := filepath.Match(e, ""); err != nil {
+			bad("exclude %q: %v", e, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New("spec: " + strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Path resolves p relative to the spec's directory.
+func (s *Spec) Path(p string) string {
+	if p == "" || filepath.IsAbs(p) || s.Dir == "" {
+		return p
+	}
+	return filepath.Join(s.Dir, p)
+}
+
+// ComponentNames returns the component names sorted.
+func (s *Spec) ComponentNames() []string {
+	out := make([]string, 0, len(s.Components))
+	for n := range s.Components {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DistURLs returns the dist URLs of an ALT repository for arch.
+func (r *Repository) DistURLs(arch string) []string {
+	var out []string
+	for _, d := range r.Dists {
+		out = append(out, strings.TrimRight(r.URL, "/")+"/"+strings.ReplaceAll(d, "{arch}", arch))
+	}
+	return out
+}
+
+// Override applies NAME=URL and NAME=KEYRING overrides from the command line.
+func (s *Spec) Override(urls, keyrings map[string]string) error {
+	for name, u := range urls {
+		r := s.repo(name)
+		if r == nil {
+			return fmt.Errorf("no repository %q in spec %s", name, s.Name)
+		}
+		r.URL = u
+	}
+	for name, k := range keyrings {
+		r := s.repo(name)
+		if r == nil {
+			return fmt.Errorf("no repository %q in spec %s", name, s.Name)
+		}
+		r.Keyring = []string{k}
+	}
+	return nil
+}
+
+func (s *Spec) repo(name string) *Repository {
+	for i := range s.Repositories {
+		if s.Repositories[i].Name == name {
+			return &s.Repositories[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package specs
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestShippedSpecsParse(t *testing.T) {
+	names := Shipped()
+	want := []string{"c10f2", "p10", "p11", "sisyphus"}
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Fatalf("shipped specs %v, want %v", names, want)
+	}
+	for _, n := range names {
+		s, err := LoadShipped(n)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if s.Name != n || len(s.Repositories) == 0 || len(s.Repositories[0].Fingerprints) == 0 {
+			t.Errorf("%s: %+v", n, s)
+		}
+		if got := s.Repositories[0].DistURLs("x86_64"); len(got) != 2 || !strings.HasSuffix(got[0], "/x86_64") || !strings.HasSuffix(got[1], "/noarch") {
+			t.Errorf("%s: dist urls %v", n, got)
+		}
+		for _, c := range []string{"kernel", "rootfs", "installer", "cri", "zfs", "btrfs", "nvidia"} {
+			if _, ok := s.Components[c]; !ok {
+				t.Errorf("%s: no component %s", n, c)
+			}
+		}
+	}
+}
+
+func TestSpecErrors(t *testing.T) {
+	cases := map[string]string{
+		"unknown field":  "name: x\nversion: 1\nbogus: 1\n",
+		"no version":     "name: x\narchitectures: [x86_64]\n",
+		"bad format":     "name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: /x, format: deb, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n",
+		"no keyring":     "name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: /x, format: alt}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n",
+		"bad kind":       "name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: other, packages: [a]}}\n",
+		"empty packages": "name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: []}}\n",
+	}
+	for name, y := range cases {
+		if _, err := Parse([]byte(y), "/spec"); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	s, err := Parse([]byte("name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: base, format: alt, keyring: [k.asc]}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n"), "/spec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Repositories[0].URL != "/spec/base" || s.Repositories[0].Keyring[0] != "/spec/k.asc" {
+		t.Errorf("relative paths not resolved: %+v", s.Repositories[0])
+	}
+	if err := s.Override(map[string]string{"r": "http://mirror/x"}, nil); err != nil || s.Repositories[0].URL != "http://mirror/x" {
+		t.Errorf("override: %v %+v", err, s.Repositories[0])
+	}
+	if err := s.Override(map[string]string{"nope": "x"}, nil); err == nil {
+		t.Error("override of an unknown repository accepted")
+	}
+}
