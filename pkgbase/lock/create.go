@@ -1,0 +1,260 @@
+package lock
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/nodeforge/builder/pkgbase/cache"
+	"github.com/nodeforge/builder/pkgbase/evr"
+	"github.com/nodeforge/builder/pkgbase/keyring"
+	"github.com/nodeforge/builder/pkgbase/repo"
+	"github.com/nodeforge/builder/pkgbase/resolve"
+	"github.com/nodeforge/builder/pkgbase/rpmfile"
+	"github.com/nodeforge/builder/specs"
+)
+
+// Options tunes Create.
+type Options struct {
+	Cache  *cache.Cache
+	Source repo.SourceOptions
+	// Log receives one line per step (loading, resolving, fetching).
+	Log func(format string, args ...any)
+}
+
+// loadedRepo is one dist of one spec repository.
+type loadedRepo struct {
+	spec    *specs.Repository
+	loaded  *repo.Loaded
+	keyring *keyring.Keyring
+}
+
+// Create resolves the spec against its package base for every
+// architecture, fetches each chosen package through the verified cache,
+// checks its digests and signature, and returns the lock.
+func Create(ctx context.Context, s *specs.Spec, opts Options) (*Lock, error) {
+	logf := opts.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	sum := sha256.Sum256(s.Raw)
+	l := &Lock{
+		LockVersion:   FormatVersion,
+		Spec:          SpecRef{Name: s.Name, Branch: s.Branch, Version: s.Version, SHA256: hex.EncodeToString(sum[:])},
+		Architectures: map[string]*Arch{},
+		Repositories:  []Repository{},
+		Keyrings:      []Keyring{},
+	}
+	keyrings := map[string]*keyring.Keyring{}
+	for i := range s.Repositories {
+		r := &s.Repositories[i]
+		if len(r.Keyring) == 0 {
+			continue
+		}
+		kr, err := keyring.Load(r.Keyring...)
+		if err != nil {
+			return nil, fmt.Errorf("repository %s: %w", r.Name, err)
+		}
+		keyrings[r.Name] = kr
+		l.Keyrings = append(l.Keyrings, Keyring{Repository: r.Name, Fingerprints: kr.Fingerprints()})
+	}
+	seenRepo := map[string]bool{}
+	for _, arch := range s.Architectures {
+		var all []*repo.Package
+		var loaded []loadedRepo
+		for i := range s.Repositories {
+			r := &s.Repositories[i]
+			urls := []string{r.URL}
+			if r.Format == repo.FormatALT {
+				urls = r.DistURLs(arch)
+			}
+			for _, u := range urls {
+				logf("reading %s (%s)", u, r.Format)
+				ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: r.Format, Keyring: keyrings[r.Name],
+					InsecureSkipVerify: r.InsecureSkipVerify, Components: r.Components, Source: opts.Source})
+				if err != nil {
+					return nil, fmt.Errorf("repository %s: %w", r.Name, err)
+				}
+				if err := checkPinned(r, ld.Signers); err != nil {
+					return nil, fmt.Errorf("repository %s at %s: %w", r.Name, u, err)
+				}
+				loaded = append(loaded, loadedRepo{spec: r, loaded: ld, keyring: keyrings[r.Name]})
+				all = append(all, ld.Packages...)
+				if !seenRepo[ld.URL] {
+					seenRepo[ld.URL] = true
+					rl := Repository{Name: r.Name, Format: ld.Format, URL: ld.URL,
+						Release: Digest{Algorithm: "sha256", Value: ld.ReleaseSHA256}, Indexes: []Index{}, Signers: ld.Signers}
+					if rl.Signers == nil {
+						rl.Signers = []string{}
+					}
+					for _, ix := range ld.Indexes {
+						rl.Indexes = append(rl.Indexes, Index(ix))
+					}
+					l.Repositories = append(l.Repositories, rl)
+				}
+			}
+		}
+		a, err := resolveArch(ctx, s, arch, all, loaded, opts, logf)
+		if err != nil {
+			return nil, err
+		}
+		l.Architectures[arch] = a
+		for _, p := range a.Packages {
+			if p.BuildTime > l.SourceDateEpoch {
+				l.SourceDateEpoch = p.BuildTime
+			}
+		}
+	}
+	l.sort()
+	return l, nil
+}
+
+// checkPinned enforces the spec's fingerprint pins on the release signers.
+func checkPinned(r *specs.Repository, signers []string) error {
+	if len(r.Fingerprints) == 0 || r.InsecureSkipVerify {
+		return nil
+	}
+	for _, s := range signers {
+		for _, f := range r.Fingerprints {
+			if strings.EqualFold(s, f) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("signed by %v, but the spec pins %v", signers, r.Fingerprints)
+}
+
+func resolveArch(ctx context.Context, s *specs.Spec, arch string, all []*repo.Package, loaded []loadedRepo, opts Options, logf func(string, ...any)) (*Arch, error) {
+	sem := evr.ALT
+	if len(loaded) > 0 && loaded[0].loaded.Format == repo.FormatRPMMD {
+		sem = evr.RPM
+	}
+	ropts := resolve.Options{Arch: arch, Semantics: sem, TargetBranch: s.Branch, Excludes: s.Excludes, MultiVersion: s.MultiVersion}
+	var requests []string
+	for _, c := range s.ComponentNames() {
+		requests = append(requests, s.Components[c].Packages...)
+	}
+	logf("resolving %d requests for %s among %d packages", len(requests), arch, len(all))
+	whole, err := resolve.Resolve(all, dedupe(requests), ropts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", arch, err)
+	}
+	a := &Arch{Components: map[string][]string{}}
+	// Each component's closure, drawn from the consistent whole.
+	for _, c := range s.ComponentNames() {
+		res, err := resolve.Resolve(whole.Packages, s.Components[c].Packages, ropts)
+		if err != nil {
+			return nil, fmt.Errorf("%s component %s: %w", arch, c, err)
+		}
+		names := []string{}
+		for _, p := range res.Packages {
+			names = append(names, p.NEVRA())
+		}
+		a.Components[c] = names
+	}
+	// Fetch and verify every package.
+	srcOf := map[string]loadedRepo{}
+	for _, lr := range loaded {
+		srcOf[lr.loaded.URL] = lr
+	}
+	wants := make([]cache.Want, len(whole.Packages))
+	for i, p := range whole.Packages {
+		lr, ok := srcOf[p.Repo]
+		if !ok {
+			return nil, fmt.Errorf("%s: repository %s unknown", p.NEVRA(), p.Repo)
+		}
+		if wants[i], err = cache.WantFor(p, lr.loaded.Source); err != nil {
+			return nil, err
+		}
+	}
+	logf("fetching %d packages for %s", len(wants), arch)
+	paths, err := opts.Cache.Fetch(ctx, wants)
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	for i, p := range whole.Packages {
+		lr := srcOf[p.Repo]
+		lp, err := pinPackage(p, paths[i], lr, wants[i])
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		a.Packages = append(a.Packages, lp)
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return nil, fmt.Errorf("%s: %d package(s) refused:\n%s", arch, len(problems), strings.Join(problems, "\n"))
+	}
+	return a, nil
+}
+
+// pinPackage opens a verified download, checks that it is the package the
+// index described, that its digests hold and that its signature verifies.
+func pinPackage(p *repo.Package, path string, lr loadedRepo, w cache.Want) (Package, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Package{}, err
+	}
+	defer f.Close()
+	rp, err := rpmfile.Open(f)
+	if err != nil {
+		return Package{}, fmt.Errorf("%s: %w", p.NEVRA(), err)
+	}
+	info, err := rpmfile.ReadInfo(rp.Header)
+	if err != nil {
+		return Package{}, fmt.Errorf("%s: %w", p.NEVRA(), err)
+	}
+	got, _ := repo.PackageFromHeader(rp.Header, p.Semantics)
+	if got.Name != p.Name || got.Arch != p.Arch || got.EVR != p.EVR {
+		return Package{}, fmt.Errorf("%s: the file %s holds %s instead", p.NEVRA(), p.Location, got.NEVRA())
+	}
+	v, err := rp.Verify(rpmfile.VerifyOptions{Keyring: lr.keyring})
+	if err != nil {
+		return Package{}, fmt.Errorf("%s: %w", p.NEVRA(), err)
+	}
+	requireSig := !lr.spec.InsecureSkipVerify
+	if err := v.Err(requireSig); err != nil {
+		return Package{}, fmt.Errorf("%s: %w", p.NEVRA(), err)
+	}
+	sha, err := cache.SHA256File(path)
+	if err != nil {
+		return Package{}, err
+	}
+	lp := Package{
+		Name: p.Name, Version: p.EVR.Version, Release: p.EVR.Release, Disttag: p.EVR.Disttag, Arch: p.Arch,
+		NEVRA: p.NEVRA(), SourceRPM: info.SourceRPM, License: info.License, BuildTime: info.BuildTime,
+		Repository: lr.spec.Name, URL: lr.loaded.URL, Location: p.Location, Size: p.FileSize, SHA256: sha,
+		IndexDigest: Digest{Algorithm: w.Algo, Value: strings.ToLower(w.Hash)},
+	}
+	if p.EVR.HasEpoch {
+		e := p.EVR.Epoch
+		lp.Epoch = &e
+	}
+	for _, s := range v.Signatures {
+		if s.Verified {
+			lp.SignerKeyID, lp.SignerFingerprint = s.KeyID, s.Signer
+			break
+		}
+	}
+	if lp.SignerKeyID == "" && len(v.Signatures) > 0 {
+		lp.SignerKeyID = v.Signatures[0].KeyID
+	}
+	return lp, nil
+}
+
+func dedupe(ss []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
