@@ -107,8 +107,11 @@ func Parse(s string) EVR {
 }
 
 // String gives the canonical label: "E:" only when HasEpoch, "-R" only
-// when there is a release and ":D" only when there is a disttag. A disttag
-// without a release is written "V-:D" so that Parse reads it back the same.
+// when there is a release and ":D" only when there is a disttag. Labels
+// that Parse produces but that would not survive this rule keep an empty
+// release: a disttag without a release is written "V-:D", and a version
+// containing '-' without a release is written "V-", so that Parse always
+// reads String's output back to the same EVR.
 func (e EVR) String() string {
 	n := len(e.Version) + len(e.Release) + len(e.Disttag) + 2
 	if e.HasEpoch {
@@ -120,7 +123,10 @@ func (e EVR) String() string {
 		b = append(b, ':')
 	}
 	b = append(b, e.Version...)
-	if e.Release != "" || e.Disttag != "" {
+	// The '-' is also needed when the version itself contains one, or
+	// Parse would take the version's last '-' for the separator.
+	if e.Release != "" || e.Disttag != "" ||
+		(strings.IndexByte(e.Version, '-') >= 0 && !strings.HasPrefix(e.Version, setPrefix)) {
 		b = append(b, '-')
 		b = append(b, e.Release...)
 	}

@@ -41,6 +41,7 @@ func TestString(t *testing.T) {
 	canonical := []string{
 		"", "1.0", "1.0-alt1", "0:1.0", "2:5.10.253-alt1", "2:5.10.253-alt1:p10+415595.100.2.1",
 		"1.0-alt1:sisyphus+1.1.1.1", "set:jhpXPckiq2", "3:set:jhpXPckiq2", "1-2-3", "1.0-:p10", "-1",
+		"--", "a-b-", "set:a-b", // a '-' inside the version keeps an empty release
 	}
 	for _, s := range canonical {
 		if got := Parse(s).String(); got != s {

@@ -379,22 +379,48 @@ func SetCmp(provided, required string) int {
 	}
 	switch {
 	case pbpp > rbpp:
-		pv = downsample(pv, rbpp)
+		pv = downsample(pv, pbpp, rbpp)
 	case rbpp > pbpp:
-		rv = downsample(rv, pbpp)
+		rv = downsample(rv, rbpp, pbpp)
 	}
 	return cmpSorted(pv, rv)
 }
 
-// downsample masks sorted unique values to bpp bits and restores order
-// and uniqueness, in place.
-func downsample(v []uint32, bpp int) []uint32 {
-	mask := bppMask(bpp)
-	for i := range v {
-		v[i] &= mask
+// downsample masks sorted unique values (each below 1<<from) down to bpp
+// bits, keeping them sorted and unique. Like ALT's set.c it drops one bit
+// at a time: the values with the top bit set form a sorted tail, and once
+// that bit is cleared the tail merges linearly with the head, which is
+// much cheaper than sorting again.
+func downsample(v []uint32, from, bpp int) []uint32 {
+	buf := make([]uint32, len(v))
+	for b := from - 1; b >= bpp; b-- {
+		mask := bppMask(b)
+		u, _ := slices.BinarySearch(v, mask+1)
+		head, tail := v[:u], v[u:]
+		out := buf[:0]
+		i, j := 0, 0
+		for i < len(head) && j < len(tail) {
+			h, t := head[i], tail[j]&mask
+			switch {
+			case h < t:
+				out = append(out, h)
+				i++
+			case t < h:
+				out = append(out, t)
+				j++
+			default:
+				out = append(out, h)
+				i++
+				j++
+			}
+		}
+		out = append(out, head[i:]...)
+		for ; j < len(tail); j++ {
+			out = append(out, tail[j]&mask)
+		}
+		v, buf = out, v[:cap(v)]
 	}
-	slices.Sort(v)
-	return slices.Compact(v)
+	return v
 }
 
 // cmpSorted compares two sorted unique sets: 1 if p is a strict superset

@@ -248,3 +248,32 @@ func ExampleEncodeSet() {
 	fmt.Println(s, r, SetCmp(s, r))
 	// Output: set:jhpXPckiq2 set:jhpXPuD0 1
 }
+
+// downsample's bit-by-bit merge must equal masking, sorting and
+// deduplicating in one go.
+func TestDownsampleMatchesNaive(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 2000 {
+		from := 11 + r.IntN(22) // 11..32
+		to := 10 + r.IntN(from-10)
+		n := 1 + r.IntN(300)
+		v := make([]uint32, n)
+		for i := range v {
+			v[i] = r.Uint32() & bppMask(from)
+			if r.IntN(4) == 0 { // some small values to make collisions
+				v[i] &= 0x3ff
+			}
+		}
+		slices.Sort(v)
+		v = slices.Compact(v)
+		want := slices.Clone(v)
+		for i := range want {
+			want[i] &= bppMask(to)
+		}
+		slices.Sort(want)
+		want = slices.Compact(want)
+		if got := downsample(slices.Clone(v), from, to); !slices.Equal(got, want) {
+			t.Fatalf("downsample(%d->%d) = %v, want %v", from, to, got, want)
+		}
+	}
+}
