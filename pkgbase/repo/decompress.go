@@ -122,9 +122,13 @@ type limitReader struct {
 	left  int64 // bytes still allowed
 	limit int64
 	name  string
+	err   error // sticky: the byte past the limit has been consumed
 }
 
 func (l *limitReader) Read(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -137,7 +141,8 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	if int64(n) > l.left {
 		n = int(l.left)
 		l.left = 0
-		return n, fmt.Errorf("%s: data exceeds %d bytes: %w", l.name, l.limit, ErrTooLarge)
+		l.err = fmt.Errorf("%s: data exceeds %d bytes: %w", l.name, l.limit, ErrTooLarge)
+		return n, l.err
 	}
 	l.left -= int64(n)
 	return n, err

@@ -86,8 +86,8 @@ type xmlRepomd struct {
 	} `xml:"data"`
 }
 
-// rootElement reads up to the document's root element and checks its name.
-func rootElement(d *xml.Decoder, want, what string) (xml.StartElement, error) {
+// mdRootElement reads up to the document's root element and checks its name.
+func mdRootElement(d *xml.Decoder, want, what string) (xml.StartElement, error) {
 	for {
 		tok, err := d.Token()
 		if err == io.EOF {
@@ -105,7 +105,7 @@ func rootElement(d *xml.Decoder, want, what string) (xml.StartElement, error) {
 	}
 }
 
-func newDecoder(r io.Reader) *xml.Decoder {
+func newMDDecoder(r io.Reader) *xml.Decoder {
 	d := xml.NewDecoder(r)
 	// createrepo_c writes UTF-8; other declared charsets are passed through
 	// rather than refused (names and paths are ASCII in practice).
@@ -115,8 +115,8 @@ func newDecoder(r io.Reader) *xml.Decoder {
 
 // ParseRepomd parses repodata/repomd.xml.
 func ParseRepomd(r io.Reader) (*Repomd, error) {
-	d := newDecoder(r)
-	root, err := rootElement(d, "repomd", "a repomd.xml")
+	d := newMDDecoder(r)
+	root, err := mdRootElement(d, "repomd", "a repomd.xml")
 	if err != nil {
 		return nil, err
 	}
@@ -132,15 +132,15 @@ func ParseRepomd(r io.Reader) (*Repomd, error) {
 		}
 		what := fmt.Sprintf("repomd.xml: data %d (%q)", i+1, rd.Type)
 		if xd.Checksum != nil {
-			rd.Checksum = checksumOf(xd.Checksum)
+			rd.Checksum = mdChecksum(xd.Checksum)
 		}
 		if xd.OpenChecksum != nil {
-			rd.OpenChecksum = checksumOf(xd.OpenChecksum)
+			rd.OpenChecksum = mdChecksum(xd.OpenChecksum)
 		}
-		if rd.Size, err = parseSize(xd.Size); err != nil {
+		if rd.Size, err = parseMDNumber(xd.Size); err != nil {
 			return nil, fmt.Errorf("%s: size: %w", what, err)
 		}
-		if rd.OpenSize, err = parseSize(xd.OpenSize); err != nil {
+		if rd.OpenSize, err = parseMDNumber(xd.OpenSize); err != nil {
 			return nil, fmt.Errorf("%s: open-size: %w", what, err)
 		}
 		// Timestamps are informational (some tools write fractions).
@@ -154,15 +154,15 @@ func ParseRepomd(r io.Reader) (*Repomd, error) {
 	return m, nil
 }
 
-func checksumOf(x *xmlChecksum) Checksum {
+func mdChecksum(x *xmlChecksum) Checksum {
 	return Checksum{
 		Type:  strings.ToLower(strings.TrimSpace(x.Type)),
 		Value: strings.ToLower(strings.TrimSpace(x.Value)),
 	}
 }
 
-// parseSize parses a non-negative decimal; "" gives 0.
-func parseSize(s string) (int64, error) {
+// parseMDNumber parses a non-negative decimal; "" gives 0.
+func parseMDNumber(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, nil
@@ -253,8 +253,8 @@ func ParsePrimary(r io.Reader, repoURL string) ([]*Package, error) {
 // parsePrimary calls fn for each package with its pkgid (the checksum
 // primary.xml marks pkgid="YES", which filelists.xml refers to).
 func parsePrimary(r io.Reader, repoURL string, fn func(pkgid string, p *Package) error) error {
-	d := newDecoder(r)
-	if _, err := rootElement(d, "metadata", "a primary.xml"); err != nil {
+	d := newMDDecoder(r)
+	if _, err := mdRootElement(d, "metadata", "a primary.xml"); err != nil {
 		return err
 	}
 	n := 0
@@ -319,25 +319,27 @@ func (x *xmlPackage) toPackage(repoURL string) (*Package, string, error) {
 		p.Repo = strings.TrimSuffix(b, "/")
 	}
 	p.EVR = evr.EVR{Version: x.Version.Ver, Release: x.Version.Rel}
-	// createrepo always writes epoch="0": present means HasEpoch.
+	// createrepo writes epoch="0" whether or not the package has one, so
+	// 0 cannot be told from none; like dnf, treat it as none (under rpm
+	// rules a missing epoch compares as 0 anyway).
 	if x.Version.Epoch != nil && *x.Version.Epoch != "" {
 		e, err := parseEpoch(*x.Version.Epoch)
 		if err != nil {
 			return nil, "", fmt.Errorf("%s: %w", p.Name, err)
 		}
-		p.EVR.Epoch, p.EVR.HasEpoch = e, true
+		p.EVR.Epoch, p.EVR.HasEpoch = e, e != 0
 	}
 	var err error
-	if p.BuildTime, err = parseSize(x.Time.Build); err != nil {
+	if p.BuildTime, err = parseMDNumber(x.Time.Build); err != nil {
 		return nil, "", fmt.Errorf("%s: time/@build: %w", p.Name, err)
 	}
-	if p.Size, err = parseSize(x.Size.Installed); err != nil {
+	if p.Size, err = parseMDNumber(x.Size.Installed); err != nil {
 		return nil, "", fmt.Errorf("%s: size/@installed: %w", p.Name, err)
 	}
-	if p.FileSize, err = parseSize(x.Size.Package); err != nil {
+	if p.FileSize, err = parseMDNumber(x.Size.Package); err != nil {
 		return nil, "", fmt.Errorf("%s: size/@package: %w", p.Name, err)
 	}
-	sum := checksumOf(&x.Sum)
+	sum := mdChecksum(&x.Sum)
 	switch sum.Type {
 	case "sha256":
 		p.SHA256 = sum.Value
@@ -442,8 +444,8 @@ type xmlFilelistsPackage struct {
 // (directories and ghosts included). An error from fn stops the parse and is
 // returned as is.
 func ParseFilelists(r io.Reader, fn func(pkgid, name, arch string, files []string) error) error {
-	d := newDecoder(r)
-	if _, err := rootElement(d, "filelists", "a filelists.xml"); err != nil {
+	d := newMDDecoder(r)
+	if _, err := mdRootElement(d, "filelists", "a filelists.xml"); err != nil {
 		return err
 	}
 	n := 0
@@ -576,8 +578,8 @@ func LoadRPMMD(ctx context.Context, src Source, opts LoadOptions) ([]*Package, e
 	return pkgs, nil
 }
 
-// newHash returns a hash for a repomd checksum type.
-func newHash(typ string) (hash.Hash, error) {
+// newRepomdHash returns a hash for a repomd checksum type.
+func newRepomdHash(typ string) (hash.Hash, error) {
 	switch typ {
 	case "sha256":
 		return sha256.New(), nil
@@ -597,9 +599,9 @@ func newHash(typ string) (hash.Hash, error) {
 	return nil, fmt.Errorf("unsupported checksum type %q", typ)
 }
 
-type counter struct{ n int64 }
+type byteCounter struct{ n int64 }
 
-func (c *counter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+func (c *byteCounter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
 
 // fetchVerified opens d's file, streams it decompressed to parse, and then
 // checks size and checksum of the stored and of the decompressed bytes. The
@@ -610,13 +612,13 @@ func fetchVerified(ctx context.Context, src Source, d *RepomdData, limit int64, 
 	if d.Location == "" {
 		return fmt.Errorf("%s/%s: %s metadata has no location", src.URL(), RepomdPath, d.Type)
 	}
-	h, err := newHash(d.Checksum.Type)
+	h, err := newRepomdHash(d.Checksum.Type)
 	if err != nil {
 		return fmt.Errorf("%s: %s checksum in repomd.xml: %w", name, d.Type, err)
 	}
 	var oh hash.Hash
 	if d.OpenChecksum.Type != "" {
-		if oh, err = newHash(d.OpenChecksum.Type); err != nil {
+		if oh, err = newRepomdHash(d.OpenChecksum.Type); err != nil {
 			return fmt.Errorf("%s: %s open-checksum in repomd.xml: %w", name, d.Type, err)
 		}
 	}
@@ -634,14 +636,14 @@ func fetchVerified(ctx context.Context, src Source, d *RepomdData, limit int64, 
 	if d.Size > 0 {
 		storedLimit = d.Size
 	}
-	var sc counter
+	var sc byteCounter
 	stored := io.TeeReader(LimitReader(rc, storedLimit, name), io.MultiWriter(h, &sc))
 
 	openLimit := limit
 	if d.OpenSize > 0 && d.OpenSize < openLimit {
 		openLimit = d.OpenSize
 	}
-	var oc counter
+	var oc byteCounter
 	var perr, derr error
 	dr, zerr := DecompressLimit(d.Location, stored, openLimit)
 	if zerr == nil {

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-func readAll(t *testing.T, src Source, rel string) (string, error) {
+func srcString(t *testing.T, src Source, rel string) (string, error) {
 	t.Helper()
 	rc, err := src.Open(context.Background(), rel)
 	if err != nil {
@@ -42,18 +42,18 @@ func TestLocalSource(t *testing.T) {
 		if want := "file://" + filepath.ToSlash(dir); src.URL() != want {
 			t.Errorf("URL() = %q, want %q", src.URL(), want)
 		}
-		got, err := readAll(t, src, "repodata/repomd.xml")
+		got, err := srcString(t, src, "repodata/repomd.xml")
 		if err != nil || got != "hello" {
 			t.Errorf("%s: Open = %q, %v", loc, got, err)
 		}
-		_, err = readAll(t, src, "repodata/missing.xml")
+		_, err = srcString(t, src, "repodata/missing.xml")
 		if !errors.Is(err, ErrNotFound) || !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("missing file: err = %v, want ErrNotFound and fs.ErrNotExist", err)
 		}
 		if err != nil && !strings.Contains(err.Error(), src.URL()+"/repodata/missing.xml") {
 			t.Errorf("missing file: error %q does not name the URL", err)
 		}
-		if _, err := readAll(t, src, "repodata"); err == nil {
+		if _, err := srcString(t, src, "repodata"); err == nil {
 			t.Error("opening a directory succeeded")
 		}
 	}
@@ -85,11 +85,11 @@ func TestPathTraversal(t *testing.T) {
 	bad := []string{"../etc/passwd", "a/../../b", "a/..", "..", "/etc/passwd", `..\x`, `a\..\..\b`, "", ".", "a\x00b"}
 	for _, src := range []Source{local, remote} {
 		for _, rel := range bad {
-			if _, err := readAll(t, src, rel); err == nil {
+			if _, err := srcString(t, src, rel); err == nil {
 				t.Errorf("%s: Open(%q) succeeded", src.URL(), rel)
 			}
 		}
-		if _, err := readAll(t, src, "./ok"); err != nil {
+		if _, err := srcString(t, src, "./ok"); err != nil {
 			t.Errorf("%s: Open(./ok): %v", src.URL(), err)
 		}
 	}
@@ -110,7 +110,7 @@ func TestHTTPSourceRetries(t *testing.T) {
 			}
 			gotUA, gotAE = r.Header.Get("User-Agent"), r.Header.Get("Accept-Encoding")
 			w.Write([]byte("payload"))
-		case "/repo/a%3Fb":
+		case "/repo/a?b": // the server decodes %3F
 			w.Write([]byte("escaped"))
 		case "/repo/forbidden":
 			calls.Add(1)
@@ -133,7 +133,7 @@ func TestHTTPSourceRetries(t *testing.T) {
 		t.Errorf("URL() = %q", src.URL())
 	}
 
-	got, err := readAll(t, src, "flaky")
+	got, err := srcString(t, src, "flaky")
 	if err != nil || got != "payload" {
 		t.Fatalf("flaky: %q, %v", got, err)
 	}
@@ -144,12 +144,12 @@ func TestHTTPSourceRetries(t *testing.T) {
 		t.Errorf("headers: User-Agent %q, Accept-Encoding %q", gotUA, gotAE)
 	}
 
-	if got, err := readAll(t, src, "a?b"); err != nil || got != "escaped" {
+	if got, err := srcString(t, src, "a?b"); err != nil || got != "escaped" {
 		t.Errorf("a?b: %q, %v", got, err)
 	}
 
 	calls.Store(0)
-	_, err = readAll(t, src, "missing.xml")
+	_, err = srcString(t, src, "missing.xml")
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("404: err = %v, want ErrNotFound", err)
 	}
@@ -161,7 +161,7 @@ func TestHTTPSourceRetries(t *testing.T) {
 	}
 
 	calls.Store(0)
-	_, err = readAll(t, src, "forbidden")
+	_, err = srcString(t, src, "forbidden")
 	if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "403") {
 		t.Errorf("403: err = %v", err)
 	}
@@ -170,7 +170,7 @@ func TestHTTPSourceRetries(t *testing.T) {
 	}
 
 	calls.Store(0)
-	_, err = readAll(t, src, "down")
+	_, err = srcString(t, src, "down")
 	if err == nil || !strings.Contains(err.Error(), "502") || !strings.Contains(err.Error(), srv.URL+"/repo/down") {
 		t.Errorf("502: err = %v", err)
 	}
@@ -181,7 +181,7 @@ func TestHTTPSourceRetries(t *testing.T) {
 	// Retries < 0: a single attempt.
 	calls.Store(0)
 	src1, _ := NewSource(srv.URL+"/repo", SourceOptions{Retries: -1, Backoff: time.Millisecond})
-	if _, err := readAll(t, src1, "down"); err == nil || calls.Load() != 1 {
+	if _, err := srcString(t, src1, "down"); err == nil || calls.Load() != 1 {
 		t.Errorf("Retries -1: err %v, %d calls", err, calls.Load())
 	}
 }
@@ -194,7 +194,7 @@ func TestHTTPSourceNetworkErrorAndCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = readAll(t, src, "x")
+	_, err = srcString(t, src, "x")
 	if err == nil || !strings.Contains(err.Error(), u+"/x") || !strings.Contains(err.Error(), "3 attempts") {
 		t.Errorf("refused: err = %v", err)
 	}
