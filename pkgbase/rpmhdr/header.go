@@ -71,12 +71,19 @@ func ReadHeader(r io.Reader) (*Header, error) {
 	if hsize > MaxDataSize {
 		return nil, fmt.Errorf("header data of %d bytes exceeds the limit %d", hsize, MaxDataSize)
 	}
-	raw := make([]byte, 16+int(nindex)*16+int(hsize))
-	copy(raw, pre[:])
-	if _, err := io.ReadFull(r, raw[16:]); err != nil {
-		return nil, fmt.Errorf("header truncated: want %d bytes: %w", len(raw), err)
+	// Grow the buffer as bytes arrive rather than trusting the counts with
+	// one large allocation: a short, hostile stream then costs little.
+	want := int64(nindex)*16 + int64(hsize)
+	var buf bytes.Buffer
+	buf.Grow(16 + int(min(want, 1<<20)))
+	buf.Write(pre[:])
+	if n, err := io.CopyN(&buf, r, want); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("header truncated: %d of %d bytes", 16+n, 16+want)
+		}
+		return nil, fmt.Errorf("reading header: %w", err)
 	}
-	return Parse(raw)
+	return Parse(buf.Bytes())
 }
 
 // Parse parses one complete header blob. The blob is retained, not copied.
