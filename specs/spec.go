@@ -61,6 +61,9 @@ type Repository struct {
 	Keyring []string `yaml:"keyring,omitempty" json:"keyring,omitempty"`
 	// Fingerprints, when set, pin which keys of the keyring may sign it.
 	Fingerprints []string `yaml:"fingerprints,omitempty" json:"fingerprints,omitempty"`
+	// SpecURL is URL as the spec wrote it (relative paths unresolved): the
+	// lock records it, so a lock does not depend on where the spec lives.
+	SpecURL string `yaml:"-" json:"-"`
 	// InsecureSkipVerify accepts an unsigned repository (tests only).
 	InsecureSkipVerify bool `yaml:"insecure-skip-verify,omitempty" json:"insecure_skip_verify,omitempty"`
 }
@@ -180,6 +183,7 @@ func (s *Spec) normalize() error {
 		for j, k := range r.Keyring {
 			r.Keyring[j] = s.Path(k)
 		}
+		r.SpecURL = r.URL
 		if !strings.Contains(r.URL, "://") {
 			r.URL = s.Path(r.URL)
 		}
@@ -240,8 +244,17 @@ func (s *Spec) ComponentNames() []string {
 // DistURLs returns the dist URLs of an ALT repository for arch.
 func (r *Repository) DistURLs(arch string) []string {
 	var out []string
+	for _, d := range r.DistNames(arch) {
+		out = append(out, strings.TrimRight(r.URL, "/")+"/"+d)
+	}
+	return out
+}
+
+// DistNames returns the dist directories of an ALT repository for arch.
+func (r *Repository) DistNames(arch string) []string {
+	var out []string
 	for _, d := range r.Dists {
-		out = append(out, strings.TrimRight(r.URL, "/")+"/"+strings.ReplaceAll(d, "{arch}", arch))
+		out = append(out, strings.ReplaceAll(d, "{arch}", arch))
 	}
 	return out
 }
@@ -253,7 +266,7 @@ func (s *Spec) Override(urls, keyrings map[string]string) error {
 		if r == nil {
 			return fmt.Errorf("no repository %q in spec %s", name, s.Name)
 		}
-		r.URL = u
+		r.URL, r.SpecURL = u, u
 	}
 	for name, k := range keyrings {
 		r := s.repo(name)

@@ -29,6 +29,7 @@ type Options struct {
 // loadedRepo is one dist of one spec repository.
 type loadedRepo struct {
 	spec    *specs.Repository
+	display string // the URL as the lock records it (spec-relative for local repositories)
 	loaded  *repo.Loaded
 	keyring *keyring.Keyring
 }
@@ -68,11 +69,14 @@ func Create(ctx context.Context, s *specs.Spec, opts Options) (*Lock, error) {
 		var loaded []loadedRepo
 		for i := range s.Repositories {
 			r := &s.Repositories[i]
-			urls := []string{r.URL}
+			urls, shown := []string{r.URL}, []string{r.SpecURL}
 			if r.Format == repo.FormatALT {
-				urls = r.DistURLs(arch)
+				urls, shown = r.DistURLs(arch), nil
+				for _, d := range r.DistNames(arch) {
+					shown = append(shown, strings.TrimRight(r.SpecURL, "/")+"/"+d)
+				}
 			}
-			for _, u := range urls {
+			for ui, u := range urls {
 				logf("reading %s (%s)", u, r.Format)
 				ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: r.Format, Keyring: keyrings[r.Name],
 					InsecureSkipVerify: r.InsecureSkipVerify, Components: r.Components, Source: opts.Source})
@@ -82,11 +86,11 @@ func Create(ctx context.Context, s *specs.Spec, opts Options) (*Lock, error) {
 				if err := checkPinned(r, ld.Signers); err != nil {
 					return nil, fmt.Errorf("repository %s at %s: %w", r.Name, u, err)
 				}
-				loaded = append(loaded, loadedRepo{spec: r, loaded: ld, keyring: keyrings[r.Name]})
+				loaded = append(loaded, loadedRepo{spec: r, display: shown[ui], loaded: ld, keyring: keyrings[r.Name]})
 				all = append(all, ld.Packages...)
 				if !seenRepo[ld.URL] {
 					seenRepo[ld.URL] = true
-					rl := Repository{Name: r.Name, Format: ld.Format, URL: ld.URL,
+					rl := Repository{Name: r.Name, Format: ld.Format, URL: shown[ui],
 						Release: Digest{Algorithm: "sha256", Value: ld.ReleaseSHA256}, Indexes: []Index{}, Signers: ld.Signers}
 					if rl.Signers == nil {
 						rl.Signers = []string{}
@@ -228,7 +232,7 @@ func pinPackage(p *repo.Package, path string, lr loadedRepo, w cache.Want) (Pack
 	lp := Package{
 		Name: p.Name, Version: p.EVR.Version, Release: p.EVR.Release, Disttag: p.EVR.Disttag, Arch: p.Arch,
 		NEVRA: p.NEVRA(), SourceRPM: info.SourceRPM, License: info.License, BuildTime: info.BuildTime,
-		Repository: lr.spec.Name, URL: lr.loaded.URL, Location: p.Location, Size: p.FileSize, SHA256: sha,
+		Repository: lr.spec.Name, URL: lr.display, Location: p.Location, Size: p.FileSize, SHA256: sha,
 		IndexDigest: Digest{Algorithm: w.Algo, Value: strings.ToLower(w.Hash)},
 	}
 	if p.EVR.HasEpoch {

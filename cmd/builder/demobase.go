@@ -1,0 +1,167 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodeforge/builder/pkgbase/demobase"
+)
+
+func init() { register(newDemoBaseCmd) }
+
+func newDemoBaseCmd() *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "demo-base [--force] DIR",
+		Short: "Write a small signed ALT-style demo package base and a release spec for it",
+		Long: `demo-base writes a small package base in the layout of an ALT Linux branch, so
+the builder can be tried and tested end to end without a mirror:
+
+  DIR/alt/x86_64/RPMS.classic/*.rpm   the packages (noarch ones in DIR/alt/noarch)
+  DIR/alt/*/base/pkglist.classic.xz   the apt-rpm indexes
+  DIR/alt/*/base/release              signed releases (MD5Sum and BLAKE2b)
+  DIR/keys/demo.asc                   the demo public key
+  DIR/spec.yaml                       release spec "demo" (branch p11)
+
+The base has about thirty packages with the names and dependency shapes a node
+OS draws from an ALT branch: two kernel-image-std-def versions (epoch 2), zfs
+and nvidia modules pinned to one kernel, set-versioned library dependencies,
+subpackages pinned to each other, file dependencies, sisyphus+ disttags and a
+%pre scriptlet. Their files are small shell scripts and text: nothing in it
+runs or boots.
+
+Every package and release is signed with the demo key. It is a demo-only key
+whose secret half is public by design: trust it for nothing else.
+
+The output is byte-identical on every run, whatever the clock, time zone,
+umask, user or working directory. The spec refers to the repository and key
+by paths relative to itself, so DIR may be moved or copied.
+
+DIR must be empty or missing. The base is written into a temporary directory
+beside DIR and renamed into place, so a failure leaves nothing half-written.
+With --force, a non-empty DIR is accepted: its alt/, keys/ and spec.yaml are
+replaced and everything else in it is left alone.`,
+		Example: `  builder demo-base /tmp/demo && builder lock --spec /tmp/demo/spec.yaml
+
+  # rewrite an existing demo base in place
+  builder demo-base --force /tmp/demo`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := filepath.Abs(args[0])
+			if err != nil {
+				return err
+			}
+			// Write where a symlink points, rather than replacing the link.
+			if real, err := filepath.EvalSymlinks(dir); err == nil {
+				dir = real
+			}
+			if err := writeDemoBase(dir, force); err != nil {
+				return err
+			}
+			n, err := demobase.Packages()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "demo base: %d packages in %s; spec %s\n",
+				n, filepath.Join(dir, demobase.RepoDir), filepath.Join(dir, demobase.SpecFile))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "accept a non-empty DIR: replace its alt/, keys/ and spec.yaml, keep everything else")
+	return cmd
+}
+
+// demoEntries are the top-level entries demobase.Write creates.
+var demoEntries = []string{demobase.RepoDir, filepath.Dir(demobase.KeyFile), demobase.SpecFile}
+
+// writeDemoBase writes the base into a temporary directory beside dir and
+// moves it into place only once it is complete.
+func writeDemoBase(dir string, force bool) error {
+	empty := true
+	switch fi, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s exists and is not a directory", dir)
+	default:
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		if len(ents) > 0 && !force {
+			return fmt.Errorf("%s is not empty (give --force to replace the demo base in it)", dir)
+		}
+		empty = len(ents) == 0
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".demo-base-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := demobase.Write(tmp); err != nil {
+		return err
+	}
+	// MkdirTemp makes 0700; the base is meant to be read by others.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	if empty {
+		// Go's Rename refuses an existing directory, even an empty one;
+		// Remove fails if something appeared in it meanwhile.
+		if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("moving the demo base into place: %w", err)
+		}
+		if err := os.Rename(tmp, dir); err != nil {
+			return fmt.Errorf("moving the demo base into place: %w", err)
+		}
+		return nil
+	}
+	return replaceEntries(tmp, dir)
+}
+
+// replaceEntries moves the demo entries of src into dst, putting the old
+// ones aside first and restoring them if a move fails.
+func replaceEntries(src, dst string) error {
+	old, err := os.MkdirTemp(dst, ".demo-base-old-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(old)
+	var moved []string
+	restore := func() {
+		for _, e := range demoEntries {
+			os.RemoveAll(filepath.Join(dst, e))
+		}
+		for _, e := range moved {
+			os.Rename(filepath.Join(old, e), filepath.Join(dst, e))
+		}
+	}
+	for _, e := range demoEntries {
+		err := os.Rename(filepath.Join(dst, e), filepath.Join(old, e))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			restore()
+			return fmt.Errorf("putting the old %s aside: %w", e, err)
+		}
+		moved = append(moved, e)
+	}
+	for _, e := range demoEntries {
+		if err := os.Rename(filepath.Join(src, e), filepath.Join(dst, e)); err != nil {
+			restore()
+			return fmt.Errorf("moving %s into place: %w", e, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package demobase
+
+import (
+	"bytes"
+	"crypto"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/ProtonMail/go-crypto/openpgp/packet"
+)
+
+// demoKey is the demo base's signing key (RSA 2048, no passphrase).
+//
+// DEMO ONLY, PUBLIC BY DESIGN: the secret key is committed so that every run
+// writes byte-identical signatures. It signs nothing but the demo base; never
+// trust it for anything else. genkey.go made it once.
+//
+//go:embed demo-key.asc
+var demoKey []byte
+
+// Key returns the demo signing key, secret part included.
+func Key() (*openpgp.Entity, error) {
+	el, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(demoKey))
+	if err != nil {
+		return nil, fmt.Errorf("demo key: %w", err)
+	}
+	if len(el) != 1 || el[0].PrivateKey == nil {
+		return nil, fmt.Errorf("demo key: want one secret key, got %d entities", len(el))
+	}
+	return el[0], nil
+}
+
+// Fingerprint is the upper-case hex fingerprint of the demo key.
+func Fingerprint() (string, error) {
+	e, err := Key()
+	if err != nil {
+		return "", err
+	}
+	return strings.ToUpper(hex.EncodeToString(e.PrimaryKey.Fingerprint)), nil
+}
+
+// PublicKey returns the armored public demo key, as written to keys/demo.asc.
+func PublicKey() ([]byte, error) {
+	e, err := Key()
+	if err != nil {
+		return nil, err
+	}
+	return armoredPublic(e)
+}
+
+func armoredPublic(e *openpgp.Entity) ([]byte, error) {
+	var b bytes.Buffer
+	w, err := armor.Encode(&b, openpgp.PublicKeyType, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Serialize(w); err != nil {
+		return nil, fmt.Errorf("demo key: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	b.WriteByte('\n')
+	return b.Bytes(), nil
+}
+
+// sigConfig fixes everything that would make two signatures over the same
+// bytes differ: the creation time and go-crypto's random salt notation.
+func sigConfig(at time.Time) *packet.Config {
+	no := false
+	return &packet.Config{
+		DefaultHash:                           crypto.SHA512,
+		Time:                                  func() time.Time { return at },
+		NonDeterministicSignaturesViaNotation: &no,
+	}
+}
+
+// detachSign returns a binary detached signature, as rpm's signature header
+// stores it.
+func detachSign(e *openpgp.Entity, data []byte, at time.Time) ([]byte, error) {
+	var b bytes.Buffer
+	if err := openpgp.DetachSign(&b, e, bytes.NewReader(data), sigConfig(at)); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
