@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"bufio"
 	"compress/bzip2"
 	"errors"
 	"fmt"
@@ -42,6 +43,10 @@ func DecompressLimit(name string, r io.Reader, limit int64) (io.ReadCloser, erro
 		dr    io.Reader
 		close func()
 	)
+	// Decompressors read a byte at a time; buffer the source so each byte
+	// is not a system call. Reading ahead is harmless: callers drain the
+	// compressed stream to check its digest anyway.
+	r = bufio.NewReaderSize(r, 256<<10)
 	lower := strings.ToLower(name)
 	switch {
 	case strings.HasSuffix(lower, ".gz"):
