@@ -1,0 +1,55 @@
+package rootfs
+
+import (
+	"fmt"
+	"io"
+	"sort"
+)
+
+// CpioEntry is one member of an initramfs archive.
+type CpioEntry struct {
+	Name   string // relative, no leading "/" ("init", "lib/modules/...")
+	Mode   uint32 // type bits and permissions, as st_mode
+	Data   []byte // file content or symlink target
+	Origin Origin
+}
+
+// WriteCpio writes a cpio newc archive the way an initramfs must be made
+// reproducibly: entries sorted by name (C locale), owner 0:0, the given
+// mtime, inode numbers assigned in order, then the trailer.
+func WriteCpio(w io.Writer, entries []CpioEntry, mtime int64) error {
+	es := append([]CpioEntry(nil), entries...)
+	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
+	for i := 1; i < len(es); i++ {
+		if es[i].Name == es[i-1].Name {
+			return fmt.Errorf("initramfs: %s appears twice", es[i].Name)
+		}
+	}
+	var off int64
+	write := func(name string, ino, mode uint32, nlink uint32, data []byte) error {
+		hdr := fmt.Sprintf("070701%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x",
+			ino, mode, 0, 0, nlink, uint32(mtime), len(data), 0, 0, 0, 0, len(name)+1, 0)
+		b := append([]byte(hdr), name...)
+		b = append(b, 0)
+		for (off+int64(len(b)))%4 != 0 {
+			b = append(b, 0)
+		}
+		b = append(b, data...)
+		for (off+int64(len(b)))%4 != 0 {
+			b = append(b, 0)
+		}
+		n, err := w.Write(b)
+		off += int64(n)
+		return err
+	}
+	for i, e := range es {
+		nlink := uint32(1)
+		if e.Mode&0o170000 == 0o040000 {
+			nlink = 2
+		}
+		if err := write(e.Name, uint32(i+1), e.Mode, nlink, e.Data); err != nil {
+			return err
+		}
+	}
+	return write("TRAILER!!!", 0, 0, 1, nil)
+}

@@ -1,0 +1,271 @@
+package rootfs
+
+import (
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/nodeforge/builder/pkgbase/cpio"
+	"github.com/nodeforge/builder/pkgbase/rpmfile"
+)
+
+// LayOptions bounds what one package may put into the tree.
+type LayOptions struct {
+	// MaxInstallSize caps the sum of a package's file sizes (default 8 GiB):
+	// a header or payload that promises more is refused before reading.
+	MaxInstallSize int64
+}
+
+// PackageResult describes what one package contributed.
+type PackageResult struct {
+	Info     *rpmfile.Info
+	Scripts  []rpmfile.Script
+	Triggers []rpmfile.Trigger
+	Files    int
+	Bytes    int64
+	Ghosts   []string // %ghost paths: declared, never in the payload
+}
+
+// AddRPM lays the payload of the package file at rpmPath into the tree,
+// checking the package's digests as it streams, and every entry against
+// the header's file list (owner, mode, digest). Scriptlets are returned,
+// never run. On error the tree may hold part of the package: callers
+// discard the tree (a build writes nothing on error).
+func (t *Tree) AddRPM(rpmPath string, origin Origin, opts LayOptions) (*PackageResult, error) {
+	f, err := os.Open(rpmPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	p, err := rpmfile.Open(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", origin.Package, err)
+	}
+	info, err := rpmfile.ReadInfo(p.Header)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", origin.Package, err)
+	}
+	max := opts.MaxInstallSize
+	if max <= 0 {
+		max = 8 << 30
+	}
+	byPath := make(map[string]*rpmfile.File, len(info.Files))
+	var total int64
+	res := &PackageResult{Info: info, Scripts: info.Scripts, Triggers: info.Triggers}
+	for i := range info.Files {
+		fl := &info.Files[i]
+		if fl.Size < 0 {
+			return nil, fmt.Errorf("%s: %s has a negative size", origin.Package, fl.Path)
+		}
+		total += fl.Size
+		byPath[fl.Path] = fl
+		if fl.Ghost {
+			res.Ghosts = append(res.Ghosts, fl.Path)
+		}
+	}
+	if total > max {
+		return nil, fmt.Errorf("%s: its files add up to %d bytes, more than the limit of %d", origin.Package, total, max)
+	}
+	// Hard links: rpm stores the data with the last entry of a link set.
+	type pending struct {
+		node *Node
+		ino  uint32
+	}
+	var links []pending
+	dataByIno := map[uint32][]byte{}
+	seen := map[string]bool{}
+	var unpacked int64
+	v, err := p.Verify(rpmfile.VerifyOptions{Entry: func(e *cpio.Entry, r io.Reader) error {
+		raw := e.Name
+		if strings.HasPrefix(raw, "/") {
+			// rpmpack (and old rpm builders) write absolute member names;
+			// rpm matches them against the header. Accept one only when it
+			// is exactly a path the header lists.
+			if _, ok := byPath[raw]; ok {
+				raw = "." + raw
+			}
+		}
+		name, err := CleanPath(raw)
+		if err != nil {
+			return err
+		}
+		hf, ok := byPath[name]
+		if !ok {
+			return fmt.Errorf("payload entry %s is not in the header's file list", name)
+		}
+		if seen[name] {
+			return fmt.Errorf("payload holds %s twice", name)
+		}
+		seen[name] = true
+		if e.Mode != hf.Mode {
+			return fmt.Errorf("payload mode %o differs from the header's %o", e.Mode, hf.Mode)
+		}
+		n := &Node{Path: name, Mode: hf.Mode & 0o7777, User: hf.User, Group: hf.Group, Origin: origin,
+			Config: hf.Config, Doc: hf.Doc, FileDigest: hf.Digest, FileDigestAlgo: hf.DigestAlgo}
+		if n.User == "" {
+			n.User = "root"
+		}
+		if n.Group == "" {
+			n.Group = "root"
+		}
+		if hf.Caps != "" {
+			x, err := CapabilityXattr(hf.Caps)
+			if err != nil {
+				return err
+			}
+			if x != nil {
+				n.Xattrs = map[string][]byte{"security.capability": x}
+			}
+		}
+		switch e.Mode & cpio.TypeMask {
+		case cpio.TypeReg:
+			n.Kind = KindFile
+			if e.Size > hf.Size {
+				return fmt.Errorf("payload entry is %d bytes, the header says %d", e.Size, hf.Size)
+			}
+			data, err := readAllLimit(r, e.Size)
+			if err != nil {
+				return err
+			}
+			unpacked += int64(len(data))
+			if unpacked > max {
+				return fmt.Errorf("payload unpacks to more than %d bytes", max)
+			}
+			if e.Nlink > 1 {
+				links = append(links, pending{n, e.Ino})
+				if len(data) > 0 {
+					dataByIno[e.Ino] = data
+				}
+				return nil
+			}
+			if int64(len(data)) != hf.Size {
+				return fmt.Errorf("payload entry is %d bytes, the header says %d", len(data), hf.Size)
+			}
+			if err := checkDigest(data, hf); err != nil {
+				return err
+			}
+			n.Data, n.Digest = data, sha256Hex(data)
+		case cpio.TypeDir:
+			n.Kind = KindDir
+		case cpio.TypeLink:
+			n.Kind = KindSymlink
+			target, err := readAllLimit(r, 4096)
+			if err != nil {
+				return err
+			}
+			n.Target = string(target)
+			if n.Target == "" {
+				return errors.New("symlink with an empty target")
+			}
+			if hf.LinkTo != "" && hf.LinkTo != n.Target {
+				return fmt.Errorf("symlink target %q differs from the header's %q", n.Target, hf.LinkTo)
+			}
+		case cpio.TypeChr, cpio.TypeBlk:
+			n.Kind = KindCharDev
+			if e.Mode&cpio.TypeMask == cpio.TypeBlk {
+				n.Kind = KindBlockDev
+			}
+			n.Rdev = e.RdevMajor<<8 | e.RdevMinor
+		case cpio.TypeFifo:
+			n.Kind = KindFifo
+		case cpio.TypeSock:
+			n.Kind = KindSocket
+		default:
+			return fmt.Errorf("unknown file type %o", e.Mode&cpio.TypeMask)
+		}
+		res.Files++
+		return t.Add(n)
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", origin.Package, err)
+	}
+	if err := v.Err(false); err != nil {
+		return nil, fmt.Errorf("%s: %w", origin.Package, err)
+	}
+	// Resolve hard-link sets: every member gets the data; the group is named
+	// by its smallest path so writers emit one file and links to it.
+	groups := map[uint32]string{}
+	for _, l := range links {
+		if g, ok := groups[l.ino]; !ok || l.node.Path < g {
+			groups[l.ino] = l.node.Path
+		}
+	}
+	for _, l := range links {
+		data := dataByIno[l.ino]
+		hf := byPath[l.node.Path]
+		if int64(len(data)) != hf.Size {
+			return nil, fmt.Errorf("%s: %s: hard-linked data is %d bytes, the header says %d", origin.Package, l.node.Path, len(data), hf.Size)
+		}
+		if err := checkDigest(data, hf); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", origin.Package, l.node.Path, err)
+		}
+		l.node.Kind, l.node.Data, l.node.Digest, l.node.LinkGroup = KindFile, data, sha256Hex(data), groups[l.ino]
+		res.Files++
+		if err := t.Add(l.node); err != nil {
+			return nil, fmt.Errorf("%s: %w", origin.Package, err)
+		}
+	}
+	for _, fl := range info.Files {
+		if !seen[fl.Path] && !fl.Ghost {
+			return nil, fmt.Errorf("%s: %s is in the header's file list but not in the payload", origin.Package, fl.Path)
+		}
+		if seen[fl.Path] && fl.Mode&cpio.TypeMask == cpio.TypeReg {
+			res.Bytes += fl.Size
+		}
+	}
+	return res, nil
+}
+
+// readAllLimit reads exactly what r holds, refusing more than n bytes.
+func readAllLimit(r io.Reader, n int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, n+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > n {
+		return nil, fmt.Errorf("entry holds more than %d bytes", n)
+	}
+	return b, nil
+}
+
+// checkDigest compares file content with the header's per-file digest.
+func checkDigest(data []byte, hf *rpmfile.File) error {
+	if hf.Digest == "" {
+		return nil
+	}
+	var h hash.Hash
+	switch hf.DigestAlgo {
+	case "md5":
+		h = md5.New()
+	case "sha1":
+		h = sha1.New()
+	case "sha256":
+		h = sha256.New()
+	case "sha512":
+		h = sha512.New()
+	case "sha384":
+		h = sha512.New384()
+	case "sha224":
+		h = sha256.New224()
+	default:
+		return fmt.Errorf("unknown file digest algorithm %s", hf.DigestAlgo)
+	}
+	h.Write(data)
+	if got := hex.EncodeToString(h.Sum(nil)); got != hf.Digest {
+		return fmt.Errorf("content %s %s differs from the header's %s", hf.DigestAlgo, got, hf.Digest)
+	}
+	return nil
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
