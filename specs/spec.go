@@ -37,6 +37,8 @@ type Spec struct {
 	Excludes []string `yaml:"excludes,omitempty" json:"excludes,omitempty"`
 	// MultiVersion are regexps of names that may be installed side by side.
 	MultiVersion []string `yaml:"multiversion,omitempty" json:"multiversion,omitempty"`
+	// Image says how the node OS image is assembled.
+	Image Image `yaml:"image,omitempty" json:"image"`
 
 	// Dir is the directory of the spec file; relative paths resolve there.
 	Dir string `yaml:"-" json:"-"`
@@ -217,6 +219,7 @@ func (s *Spec) normalize() error {
 			bad("exclude %q: %v", e, err)
 		}
 	}
+	s.Image.normalize(s, bad)
 	if len(errs) > 0 {
 		return errors.New("spec: " + strings.Join(errs, "; "))
 	}

@@ -1,0 +1,185 @@
+package specs
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// Image is how the node OS image is assembled from the locked packages.
+// Every field has a default, so a spec may omit the whole section.
+type Image struct {
+	// OS names the system in /etc/os-release.
+	OS OSRelease `yaml:"os,omitempty" json:"os"`
+	// Cmdline is the kernel command line, one argument per item.
+	Cmdline []string `yaml:"cmdline,omitempty" json:"cmdline"`
+	// Init is the /init of the initramfs: a file of a locked package.
+	Init FileRef `yaml:"init,omitempty" json:"init"`
+	// BootModules are loaded by init before the root is mounted (with
+	// everything they depend on): a distribution kernel builds loop,
+	// squashfs and overlay as modules.
+	BootModules []string `yaml:"boot-modules,omitempty" json:"bootModules"`
+	// Modules selects the kernel modules of the image: empty means all,
+	// otherwise the listed ones plus their dependencies.
+	Modules []string `yaml:"modules,omitempty" json:"modules,omitempty"`
+	// Compression of rootfs.sqsh: zstd (default), xz, gzip, lz4.
+	Compression string `yaml:"compression,omitempty" json:"compression"`
+	// InitramfsCompression: zstd (default, as Talos since 1.8) or xz.
+	InitramfsCompression string `yaml:"initramfs-compression,omitempty" json:"initramfsCompression"`
+	// Drop removes paths by pattern; the report shows bytes saved per rule.
+	Drop []DropRule `yaml:"drop,omitempty" json:"drop"`
+	// Users and Groups are added to the image's passwd and group files.
+	Users  []User  `yaml:"users,omitempty" json:"users,omitempty"`
+	Groups []Group `yaml:"groups,omitempty" json:"groups,omitempty"`
+	// Setuid lists the paths allowed to keep setuid/setgid bits; on others
+	// the bits are an error (or stripped when StripSetuid).
+	Setuid      []string `yaml:"setuid,omitempty" json:"setuid,omitempty"`
+	StripSetuid bool     `yaml:"strip-setuid,omitempty" json:"stripSetuid,omitempty"`
+	// WorldWritable lists the paths allowed to be world-writable (sticky
+	// directories such as /tmp are always allowed).
+	WorldWritable []string `yaml:"world-writable,omitempty" json:"worldWritable,omitempty"`
+	// Devices: "refuse" (default) or "allow" device nodes from packages.
+	Devices string `yaml:"devices,omitempty" json:"devices"`
+}
+
+// OSRelease fields of /etc/os-release.
+type OSRelease struct {
+	ID         string `yaml:"id,omitempty" json:"id"`
+	Name       string `yaml:"name,omitempty" json:"name"`
+	PrettyName string `yaml:"pretty-name,omitempty" json:"prettyName"`
+	HomeURL    string `yaml:"home-url,omitempty" json:"homeUrl,omitempty"`
+}
+
+// FileRef names a file shipped by a package.
+type FileRef struct {
+	Package string `yaml:"package" json:"package"`
+	Path    string `yaml:"path" json:"path"`
+}
+
+// DropRule removes the paths matching its patterns ("**" matches any
+// number of path components, "*" one component's characters).
+type DropRule struct {
+	Name  string   `yaml:"name" json:"name"`
+	Paths []string `yaml:"paths" json:"paths"`
+}
+
+// User is a passwd entry.
+type User struct {
+	Name  string `yaml:"name" json:"name"`
+	UID   int    `yaml:"uid" json:"uid"`
+	Group string `yaml:"group,omitempty" json:"group,omitempty"`
+	Home  string `yaml:"home,omitempty" json:"home,omitempty"`
+	Shell string `yaml:"shell,omitempty" json:"shell,omitempty"`
+}
+
+// Group is a group entry.
+type Group struct {
+	Name string `yaml:"name" json:"name"`
+	GID  int    `yaml:"gid" json:"gid"`
+}
+
+// DefaultCmdline follows Talos's defaults.
+var DefaultCmdline = []string{"init_on_alloc=1", "slab_nomerge", "pti=on", "consoleblank=0", "printk.devkmsg=on"}
+
+// DefaultBootModules are what a squashfs root with an overlay needs on a
+// distribution kernel, plus virtio for virtual machines.
+var DefaultBootModules = []string{"loop", "squashfs", "overlay", "virtio_pci", "virtio_blk", "virtio_scsi"}
+
+// DefaultDrop removes documentation, manuals and locales.
+var DefaultDrop = []DropRule{
+	{Name: "documentation", Paths: []string{"/usr/share/doc/**", "/usr/share/info/**", "/usr/share/licenses/**"}},
+	{Name: "manual pages", Paths: []string{"/usr/share/man/**"}},
+	{Name: "locales", Paths: []string{"/usr/share/locale/**", "/usr/lib/locale/**"}},
+}
+
+func (im *Image) normalize(s *Spec, bad func(string, ...any)) {
+	if im.OS.ID == "" {
+		im.OS.ID = "nodeforge"
+	}
+	if im.OS.Name == "" {
+		im.OS.Name = "Nodeforge"
+	}
+	if im.OS.PrettyName == "" {
+		im.OS.PrettyName = fmt.Sprintf("%s %s (%s)", im.OS.Name, s.Version, s.Branch)
+	}
+	if im.Cmdline == nil {
+		im.Cmdline = append([]string(nil), DefaultCmdline...)
+	}
+	if im.Init.Package == "" {
+		im.Init = FileRef{Package: "talos-installer", Path: "/usr/libexec/talos/init"}
+	}
+	if !path.IsAbs(im.Init.Path) {
+		bad("image.init.path %q must be absolute", im.Init.Path)
+	}
+	if im.BootModules == nil {
+		im.BootModules = append([]string(nil), DefaultBootModules...)
+	}
+	switch im.Compression {
+	case "":
+		im.Compression = "zstd"
+	case "zstd", "xz", "gzip", "lz4":
+	default:
+		bad("image.compression %q: want zstd, xz, gzip or lz4", im.Compression)
+	}
+	switch im.InitramfsCompression {
+	case "":
+		im.InitramfsCompression = "zstd"
+	case "zstd", "xz":
+	default:
+		bad("image.initramfs-compression %q: want zstd or xz", im.InitramfsCompression)
+	}
+	if im.Drop == nil {
+		im.Drop = append([]DropRule(nil), DefaultDrop...)
+	}
+	for _, d := range im.Drop {
+		for _, p := range d.Paths {
+			if _, err := GlobRegexp(p); err != nil {
+				bad("image.drop %q: %v", p, err)
+			}
+		}
+	}
+	switch im.Devices {
+	case "":
+		im.Devices = "refuse"
+	case "refuse", "allow":
+	default:
+		bad("image.devices %q: want refuse or allow", im.Devices)
+	}
+	for _, u := range im.Users {
+		if !nameRe.MatchString(u.Name) || u.UID < 0 {
+			bad("image.users: bad user %q (uid %d)", u.Name, u.UID)
+		}
+	}
+	for _, g := range im.Groups {
+		if !nameRe.MatchString(g.Name) || g.GID < 0 {
+			bad("image.groups: bad group %q (gid %d)", g.Name, g.GID)
+		}
+	}
+}
+
+// GlobRegexp compiles a path pattern: "**" spans directories, "*" and "?"
+// stay within one component.
+func GlobRegexp(pattern string) (*regexp.Regexp, error) {
+	if !strings.HasPrefix(pattern, "/") {
+		return nil, fmt.Errorf("pattern must be absolute")
+	}
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		switch {
+		case c == '*' && i+1 < len(pattern) && pattern[i+1] == '*':
+			b.WriteString(".*")
+			i++
+		case c == '*':
+			b.WriteString("[^/]*")
+		case c == '?':
+			b.WriteString("[^/]")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString("$")
+	return regexp.Compile(b.String())
+}
