@@ -351,8 +351,23 @@ func packages() ([]*pkgDef, error) {
 	// Two kernels: the older one stays in the index, as it does in a branch.
 	kernel := func(version, kver, disttag string, built time.Time) {
 		mods := "/lib/modules/" + kver
+		// Real (minimal) ELF modules whose symbols and aliases give the
+		// dependency shapes of the real ones; depmod's indexes are the
+		// builder's job, so the package ships none.
+		kmods := map[string]kmod{
+			"drivers/virtio/virtio_ring.ko": {name: "virtio_ring", exports: []string{"vring_new_virtqueue", "virtqueue_add_sgs"}},
+			"drivers/virtio/virtio.ko":      {name: "virtio", exports: []string{"register_virtio_driver", "register_virtio_device"}, needs: []string{"vring_new_virtqueue"}},
+			"drivers/virtio/virtio_pci.ko":  {name: "virtio_pci", aliases: []string{"pci:v00001AF4d*sv*sd*bc*sc*i*"}, needs: []string{"register_virtio_device", "vring_new_virtqueue"}},
+			"drivers/block/virtio_blk.ko":   {name: "virtio_blk", aliases: []string{"virtio:d00000002v*"}, needs: []string{"register_virtio_driver", "virtqueue_add_sgs"}},
+			"drivers/block/loop.ko":         {name: "loop", aliases: []string{"block-major-7-*", "devname:loop-control", "char-major-10-237"}},
+			"fs/squashfs/squashfs.ko":       {name: "squashfs", aliases: []string{"fs-squashfs"}},
+			"fs/overlayfs/overlay.ko":       {name: "overlay", aliases: []string{"fs-overlay"}},
+			"fs/btrfs/btrfs.ko":             {name: "btrfs", aliases: []string{"fs-btrfs", "devname:btrfs-control"}, softdep: "pre: crc32c"},
+		}
 		ko := func(rel string) file {
-			return data(mods+"/kernel/"+rel, "NodeForge demo stand-in for the kernel module "+rel+" of "+kver+"; not loadable.\n")
+			m := kmods[rel]
+			m.kver = kver
+			return file{path: mods + "/kernel/" + rel, mode: 0o644, body: string(m.elf())}
 		}
 		add(&pkgDef{
 			name: "kernel-image-std-def", epoch: 2, version: version, release: "alt1", disttag: disttag, built: built,
@@ -375,12 +390,6 @@ func packages() ([]*pkgDef, error) {
 				ko("drivers/virtio/virtio.ko"), ko("drivers/virtio/virtio_pci.ko"), ko("drivers/virtio/virtio_ring.ko"),
 				ko("fs/btrfs/btrfs.ko"), ko("fs/overlayfs/overlay.ko"), ko("fs/squashfs/squashfs.ko"),
 				data(mods+"/modules.builtin", "kernel/fs/ext4/ext4.ko\nkernel/drivers/tty/serial/8250/8250.ko\nkernel/crypto/crc32c_generic.ko\n"),
-				data(mods+"/modules.dep", "kernel/drivers/block/loop.ko:\n"+
-					"kernel/drivers/block/virtio_blk.ko: kernel/drivers/virtio/virtio_ring.ko kernel/drivers/virtio/virtio.ko\n"+
-					"kernel/drivers/virtio/virtio.ko: kernel/drivers/virtio/virtio_ring.ko\n"+
-					"kernel/drivers/virtio/virtio_pci.ko: kernel/drivers/virtio/virtio_ring.ko kernel/drivers/virtio/virtio.ko\n"+
-					"kernel/drivers/virtio/virtio_ring.ko:\n"+
-					"kernel/fs/btrfs/btrfs.ko:\nkernel/fs/overlayfs/overlay.ko:\nkernel/fs/squashfs/squashfs.ko:\n"),
 				data(mods+"/modules.order", "kernel/drivers/virtio/virtio_ring.ko\nkernel/drivers/virtio/virtio.ko\n"+
 					"kernel/drivers/virtio/virtio_pci.ko\nkernel/drivers/block/virtio_blk.ko\nkernel/drivers/block/loop.ko\n"+
 					"kernel/fs/squashfs/squashfs.ko\nkernel/fs/overlayfs/overlay.ko\nkernel/fs/btrfs/btrfs.ko\n"),
@@ -402,8 +411,8 @@ func packages() ([]*pkgDef, error) {
 			requires: []dep{{"kernel-image-std-def", fPrereq | fEqual, "2:" + kernelVersion + "-alt1"}},
 			files: []file{
 				dir(mods, 0o755),
-				data(mods+"/spl.ko", "NodeForge demo stand-in for spl.ko of "+kver+"\n"),
-				data(mods+"/zfs.ko", "NodeForge demo stand-in for zfs.ko of "+kver+"\n"),
+				{path: mods + "/spl.ko", mode: 0o644, body: string(kmod{name: "spl", kver: kver, license: "GPL", exports: []string{"spl_kmem_alloc"}}.elf())},
+				{path: mods + "/zfs.ko", mode: 0o644, body: string(kmod{name: "zfs", kver: kver, license: "CDDL", aliases: []string{"devname:zfs", "char-major-10-249"}, needs: []string{"spl_kmem_alloc"}}.elf())},
 			},
 		})
 	}
@@ -577,9 +586,9 @@ func packages() ([]*pkgDef, error) {
 		},
 		files: []file{
 			dir("/lib/modules/"+kverNew+"/nVidia", 0o755),
-			data("/lib/modules/"+kverNew+"/nVidia/nvidia-modeset.ko", "NodeForge demo stand-in for nvidia-modeset.ko\n"),
-			data("/lib/modules/"+kverNew+"/nVidia/nvidia-uvm.ko", "NodeForge demo stand-in for nvidia-uvm.ko\n"),
-			data("/lib/modules/"+kverNew+"/nVidia/nvidia.ko", "NodeForge demo stand-in for nvidia.ko\n"),
+			{path: "/lib/modules/" + kverNew + "/nVidia/nvidia-modeset.ko", mode: 0o644, body: string(kmod{name: "nvidia_modeset", kver: kverNew, license: "NVIDIA", needs: []string{"nvidia_get_rm_ops"}}.elf())},
+			{path: "/lib/modules/" + kverNew + "/nVidia/nvidia-uvm.ko", mode: 0o644, body: string(kmod{name: "nvidia_uvm", kver: kverNew, license: "NVIDIA", needs: []string{"nvidia_get_rm_ops"}}.elf())},
+			{path: "/lib/modules/" + kverNew + "/nVidia/nvidia.ko", mode: 0o644, body: string(kmod{name: "nvidia", kver: kverNew, license: "NVIDIA", aliases: []string{"pci:v000010DEd*sv*sd*bc03sc*i*"}, exports: []string{"nvidia_get_rm_ops"}}.elf())},
 		},
 	})
 
