@@ -83,7 +83,8 @@ func (t *Tree) AddRPM(rpmPath string, origin Origin, opts LayOptions) (*PackageR
 	dataByIno := map[uint32][]byte{}
 	seen := map[string]bool{}
 	var unpacked int64
-	v, err := p.Verify(rpmfile.VerifyOptions{Entry: func(e *cpio.Entry, r io.Reader) error {
+	var layErr error // the first refusal, reported as itself rather than as a payload failure
+	lay := func(e *cpio.Entry, r io.Reader) error {
 		raw := e.Name
 		if strings.HasPrefix(raw, "/") {
 			// rpmpack (and old rpm builders) write absolute member names;
@@ -183,7 +184,21 @@ func (t *Tree) AddRPM(rpmPath string, origin Origin, opts LayOptions) (*PackageR
 		}
 		res.Files++
 		return t.Add(n)
+	}
+	v, err := p.Verify(rpmfile.VerifyOptions{Entry: func(e *cpio.Entry, r io.Reader) error {
+		if err := lay(e, r); err != nil {
+			var ce *ConflictError
+			if !errors.As(err, &ce) && !errors.Is(err, ErrThroughSymlink) {
+				err = fmt.Errorf("payload entry %s: %w", e.Name, err)
+			}
+			layErr = err
+			return err
+		}
+		return nil
 	}})
+	if layErr != nil {
+		return nil, fmt.Errorf("%s: %w", origin.Package, layErr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", origin.Package, err)
 	}

@@ -1,0 +1,177 @@
+package builder
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/rootfs"
+	"github.com/nodeforge/builder/specs"
+)
+
+// assembly is the root filesystem of one architecture and what was done
+// to make it.
+type assembly struct {
+	tree       *rootfs.Tree
+	accounts   *rootfs.Accounts
+	scriptlets []rootfs.ScriptletOutcome
+	triggers   []rootfs.ScriptletOutcome
+	drops      []rootfs.DropResult
+	policy     rootfs.PolicyResult
+	ghosts     []string
+	packages   []string
+	kernel     *kernelInfo
+}
+
+// generated marks files the builder writes.
+func generated(name string) rootfs.Origin { return rootfs.Origin{Generator: name} }
+
+// assemble lays the rootfs and kernel components into one tree, performs
+// scriptlet effects declaratively, writes the generated files, takes the
+// kernel out, and applies the image policies.
+func assemble(s *specs.Spec, a *lock.Arch, paths map[string]string) (*assembly, error) {
+	as := &assembly{tree: rootfs.New()}
+	byNEVRA := map[string]*lock.Package{}
+	for i := range a.Packages {
+		byNEVRA[a.Packages[i].NEVRA] = &a.Packages[i]
+	}
+	as.packages = componentPackages(s, a, "rootfs", "kernel")
+	type scripted struct {
+		pkg     string
+		results *rootfs.PackageResult
+	}
+	var all []scripted
+	for _, nevra := range as.packages {
+		lp := byNEVRA[nevra]
+		if lp == nil {
+			return nil, fmt.Errorf("component lists %s, which the lock does not pin", nevra)
+		}
+		res, err := as.tree.AddRPM(paths[nevra], rootfs.Origin{Package: nevra, RPMSHA256: lp.SHA256}, rootfs.LayOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range res.Ghosts {
+			as.ghosts = append(as.ghosts, nevra+": "+g)
+		}
+		all = append(all, scripted{nevra, res})
+	}
+
+	// Accounts: the base's own files, then spec entries, then scriptlets.
+	var passwd, group []byte
+	if n := as.tree.Get("/etc/passwd"); n != nil && n.Kind == rootfs.KindFile {
+		passwd = n.Data
+	}
+	if n := as.tree.Get("/etc/group"); n != nil && n.Kind == rootfs.KindFile {
+		group = n.Data
+	}
+	acc, err := rootfs.ParseAccounts(passwd, group)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range s.Image.Groups {
+		acc.AddGroup(g.Name, g.GID)
+	}
+	for _, u := range s.Image.Users {
+		grp := u.Group
+		if grp == "" {
+			grp = u.Name
+		}
+		gid, ok := acc.Groups[grp]
+		if !ok {
+			gid = acc.AddGroup(grp, u.UID)
+		}
+		acc.AddUser(&rootfs.Account{Name: u.Name, UID: u.UID, GID: gid, Home: u.Home, Shell: u.Shell})
+	}
+	for _, sc := range all {
+		for _, script := range sc.results.Scripts {
+			as.scriptlets = append(as.scriptlets, rootfs.ApplyScriptlet(sc.pkg, script.Kind, script.Body, acc))
+		}
+		for _, tr := range sc.results.Triggers {
+			as.triggers = append(as.triggers, rootfs.ScriptletOutcome{Package: sc.pkg, Kind: "trigger on " + tr.Name, Pending: []string{strings.TrimSpace(tr.Body)}})
+		}
+	}
+	as.accounts = acc
+	pw, gr, sh := acc.Files()
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode uint32
+	}{{"/etc/passwd", pw, 0o644}, {"/etc/group", gr, 0o644}, {"/etc/shadow", sh, 0o400}} {
+		if err := as.tree.Replace(&rootfs.Node{Path: f.path, Kind: rootfs.KindFile, Mode: f.mode, User: "root", Group: "root", Data: f.data, Digest: digest(f.data), Origin: generated("accounts")}); err != nil {
+			return nil, err
+		}
+	}
+	osr := osRelease(s)
+	if err := as.tree.Replace(&rootfs.Node{Path: "/etc/os-release", Kind: rootfs.KindFile, Mode: 0o644, User: "root", Group: "root", Data: osr, Digest: digest(osr), Origin: generated("os-release")}); err != nil {
+		return nil, err
+	}
+	// An empty machine-id: each node fills it at first boot.
+	if err := as.tree.Replace(&rootfs.Node{Path: "/etc/machine-id", Kind: rootfs.KindFile, Mode: 0o444, User: "root", Group: "root", Data: []byte{}, Digest: digest(nil), Origin: generated("machine-id")}); err != nil {
+		return nil, err
+	}
+
+	// The kernel leaves the tree as vmlinuz; its modules get indexes.
+	if as.kernel, err = takeKernel(s, a, as.tree); err != nil {
+		return nil, err
+	}
+
+	rules, err := dropRules(s.Image.Drop)
+	if err != nil {
+		return nil, err
+	}
+	as.drops = as.tree.Drop(rules)
+	pol := rootfs.Policy{Setuid: set(s.Image.Setuid), StripSetuid: s.Image.StripSetuid, WorldWritable: set(s.Image.WorldWritable), AllowDevices: s.Image.Devices == "allow"}
+	if as.policy, err = as.tree.Enforce(pol); err != nil {
+		return nil, err
+	}
+	sort.Strings(as.ghosts)
+	return as, nil
+}
+
+func set(ss []string) map[string]bool {
+	m := map[string]bool{}
+	for _, s := range ss {
+		m[s] = true
+	}
+	return m
+}
+
+func dropRules(rs []specs.DropRule) ([]rootfs.DropRule, error) {
+	var out []rootfs.DropRule
+	for _, r := range rs {
+		dr := rootfs.DropRule{Name: r.Name}
+		for _, p := range r.Paths {
+			re, err := specs.GlobRegexp(p)
+			if err != nil {
+				return nil, fmt.Errorf("drop rule %s: %w", r.Name, err)
+			}
+			dr.Patterns = append(dr.Patterns, re)
+		}
+		out = append(out, dr)
+	}
+	return out, nil
+}
+
+var osValue = regexp.MustCompile(`^[A-Za-z0-9._:+-]*$`)
+
+// osRelease renders /etc/os-release from the spec (os-release(5)).
+func osRelease(s *specs.Spec) []byte {
+	q := func(v string) string {
+		if osValue.MatchString(v) {
+			return v
+		}
+		return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "`", "\\`", "$", `\$`).Replace(v) + `"`
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "NAME=%s\n", q(s.Image.OS.Name))
+	fmt.Fprintf(&b, "ID=%s\n", q(s.Image.OS.ID))
+	fmt.Fprintf(&b, "VERSION_ID=%s\n", q(s.Version))
+	fmt.Fprintf(&b, "PRETTY_NAME=%s\n", q(s.Image.OS.PrettyName))
+	fmt.Fprintf(&b, "BUILD_ID=%s\n", q(s.Branch))
+	if s.Image.OS.HomeURL != "" {
+		fmt.Fprintf(&b, "HOME_URL=%s\n", q(s.Image.OS.HomeURL))
+	}
+	return []byte(b.String())
+}

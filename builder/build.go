@@ -1,0 +1,241 @@
+package builder
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/nodeforge/builder/pkgbase/cache"
+	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/pkgbase/repo"
+	"github.com/nodeforge/builder/rootfs"
+	"github.com/nodeforge/builder/specs"
+)
+
+// Options of a build.
+type Options struct {
+	Spec      *specs.Spec
+	Lock      *lock.Lock
+	LockBytes []byte // the lock file as read, for its digest
+	Out       string
+	Cache     *cache.Cache
+	Source    repo.SourceOptions
+	// SourceDateEpoch overrides the lock's (the newest BUILDTIME).
+	SourceDateEpoch int64
+	Squashfs        rootfs.SquashfsOptions
+	Version         string // the builder's own version, for the report
+	Log             func(format string, args ...any)
+}
+
+// Build builds every architecture of the lock into opts.Out:
+// <arch>/{vmlinuz,initramfs.xz,rootfs.sqsh,cmdline}, oci/ and report.json.
+// It works in a temporary directory beside Out and moves the result into
+// place at the end, so a failure leaves Out as it was.
+func Build(ctx context.Context, opts Options) (*Report, error) {
+	logf := opts.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	s, l := opts.Spec, opts.Lock
+	if l.Spec.Name != s.Name || l.Spec.Version != s.Version {
+		return nil, fmt.Errorf("the lock is for %s %s, the spec is %s %s: run builder lock again", l.Spec.Name, l.Spec.Version, s.Name, s.Version)
+	}
+	if want := digest(s.Raw); l.Spec.SHA256 != want {
+		return nil, fmt.Errorf("the spec changed since the lock was made (lock pins spec sha256 %s, spec is %s): run builder lock again", l.Spec.SHA256, want)
+	}
+	sde := opts.SourceDateEpoch
+	if sde == 0 {
+		sde = l.SourceDateEpoch
+	}
+	sqTool, err := rootfs.SquashfsTool(opts.Squashfs)
+	if err != nil {
+		return nil, err
+	}
+	opts.Squashfs.Compressor = s.Image.Compression
+	out, err := filepath.Abs(opts.Out)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".build-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+
+	rep := &Report{
+		Spec:            SpecInfo{Name: s.Name, Branch: s.Branch, Version: s.Version, SHA256: l.Spec.SHA256},
+		LockSHA256:      digest(opts.LockBytes),
+		SourceDateEpoch: sde,
+		Builder:         opts.Version,
+		Tools:           map[string]string{"squashfs": sqTool},
+		Architectures:   map[string]*ArchReport{},
+		Generators:      generatorDocs,
+		Artifacts:       map[string]ArtifactInfo{},
+	}
+	arches := make([]string, 0, len(l.Architectures))
+	for a := range l.Architectures {
+		arches = append(arches, a)
+	}
+	sort.Strings(arches)
+	assets := map[string][]ociAsset{}
+	for _, arch := range arches {
+		a := l.Architectures[arch]
+		logf("%s: fetching %d locked packages", arch, len(a.Packages))
+		paths, err := fetchArch(ctx, s, a, opts.Cache, opts.Source)
+		if err != nil {
+			return nil, err
+		}
+		logf("%s: assembling the root filesystem", arch)
+		as, err := assemble(s, a, paths)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", arch, err)
+		}
+		initData, initPkg, err := initFile(s, a, paths)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", arch, err)
+		}
+		dir := filepath.Join(work, arch)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		owners := as.accounts.Owners()
+		logf("%s: writing rootfs.sqsh (%d paths)", arch, as.tree.Len())
+		sqPath := filepath.Join(dir, "rootfs.sqsh")
+		if err := as.tree.WriteSquashfs(ctx, sqPath, owners, sde, opts.Squashfs); err != nil {
+			return nil, fmt.Errorf("%s: %w", arch, err)
+		}
+		sqsh, err := os.ReadFile(sqPath)
+		if err != nil {
+			return nil, err
+		}
+		logf("%s: writing initramfs.xz", arch)
+		entries := initramfsEntries(initData, initPkg, as.kernel, sqsh)
+		var cpio bytes.Buffer
+		if err := rootfs.WriteCpio(&cpio, entries, sde); err != nil {
+			return nil, err
+		}
+		initramfs, err := compressInitramfs(cpio.Bytes(), s.Image.InitramfsCompression)
+		if err != nil {
+			return nil, err
+		}
+		cmdline := strings.Join(s.Image.Cmdline, " ") + "\n"
+		files := []ociAsset{
+			{"vmlinuz", MediaTypeVmlinuz, as.kernel.vmlinuz},
+			{"initramfs.xz", MediaTypeInitramfs, initramfs},
+			{"rootfs.sqsh", MediaTypeRootfs, sqsh},
+			{"cmdline", MediaTypeCmdline, []byte(cmdline)},
+		}
+		for _, f := range files {
+			if f.name != "rootfs.sqsh" {
+				if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+					return nil, err
+				}
+			}
+			rep.Artifacts[arch+"/"+f.name] = ArtifactInfo{SHA256: digest(f.data), Size: int64(len(f.data))}
+		}
+		assets[arch] = files
+		ar := &ArchReport{Packages: as.packages, Kernel: as.kernel, Cmdline: strings.TrimSpace(cmdline), Init: initPkg,
+			Scriptlets: as.scriptlets, Triggers: as.triggers, Ghosts: as.ghosts, Dropped: as.drops, Policy: as.policy}
+		for _, sc := range as.scriptlets {
+			if !sc.Handled {
+				ar.Unhandled++
+			}
+		}
+		ar.Unhandled += len(as.triggers)
+		if ar.Rootfs, err = treeEntries(as.tree, owners); err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			ar.Initramfs = append(ar.Initramfs, FileEntry{Path: "/" + e.Name, Type: cpioType(e.Mode), Mode: fmt.Sprintf("%04o", e.Mode&0o7777), Size: int64(len(e.Data)), SHA256: fileDigest(e), Origin: e.Origin})
+		}
+		rep.Architectures[arch] = ar
+	}
+	ann := map[string]string{
+		"org.opencontainers.image.version":  s.Version,
+		"org.opencontainers.image.title":    s.Name,
+		"dev.nodeforge.branch":              s.Branch,
+		"dev.nodeforge.lock.digest":         "sha256:" + rep.LockSHA256,
+		"dev.nodeforge.source-date-epoch":   fmt.Sprint(sde),
+		"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
+	}
+	idx, err := writeOCILayout(filepath.Join(work, "oci"), sde, ann, arches, assets)
+	if err != nil {
+		return nil, err
+	}
+	rep.OCIIndex = idx.String()
+	rb, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(work, "report.json"), append(rb, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	if err := swapInto(work, out); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// swapInto replaces out with the finished work directory.
+func swapInto(work, out string) error {
+	old := work + ".old"
+	if _, err := os.Stat(out); err == nil {
+		if err := os.Rename(out, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(work, out); err != nil {
+		os.Rename(old, out)
+		return err
+	}
+	return os.RemoveAll(old)
+}
+
+func cpioType(mode uint32) string {
+	switch mode & 0o170000 {
+	case 0o040000:
+		return "dir"
+	case 0o120000:
+		return "symlink"
+	}
+	return "file"
+}
+
+func fileDigest(e rootfs.CpioEntry) string {
+	if e.Mode&0o170000 != 0o100000 {
+		return ""
+	}
+	return digest(e.Data)
+}
+
+// treeEntries lists the root filesystem as the squashfs holds it.
+func treeEntries(t *rootfs.Tree, owners rootfs.Owners) ([]FileEntry, error) {
+	var out []FileEntry
+	for _, n := range t.Nodes() {
+		uid, gid, err := owners.IDs(n)
+		if err != nil {
+			return nil, err
+		}
+		e := FileEntry{Path: n.Path, Type: n.Kind.String(), Mode: fmt.Sprintf("%04o", n.Mode), UID: uid, GID: gid, Origin: n.Origin, Target: n.Target}
+		if n.Kind == rootfs.KindFile {
+			e.Size, e.SHA256, e.RPMDigest = n.Size(), n.Digest, n.FileDigest
+			if n.LinkGroup != "" && n.LinkGroup != n.Path {
+				e.Link = n.LinkGroup
+			}
+		}
+		for k := range n.Xattrs {
+			e.Xattrs = append(e.Xattrs, k)
+		}
+		sort.Strings(e.Xattrs)
+		out = append(out, e)
+	}
+	return out, nil
+}

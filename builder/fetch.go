@@ -1,0 +1,84 @@
+// Package builder is the build pipeline: from a lock file to the node OS
+// artifacts (kernel, initramfs, root filesystem), their OCI layout and the
+// build report. It never resolves: it builds what the lock pins.
+package builder
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/nodeforge/builder/pkgbase/cache"
+	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/pkgbase/repo"
+	"github.com/nodeforge/builder/specs"
+)
+
+// fetchArch makes every locked package of an architecture present in the
+// cache, verified against the sha256 the lock pins, and returns NEVRA ->
+// cache path.
+func fetchArch(ctx context.Context, s *specs.Spec, a *lock.Arch, c *cache.Cache, srcOpts repo.SourceOptions) (map[string]string, error) {
+	sources := map[string]repo.Source{}
+	wants := make([]cache.Want, 0, len(a.Packages))
+	for _, p := range a.Packages {
+		u := p.URL
+		if !strings.Contains(u, "://") && !filepath.IsAbs(u) {
+			u = s.Path(u) // the lock records spec-relative URLs
+		}
+		src, ok := sources[u]
+		if !ok {
+			var err error
+			if src, err = repo.NewSource(u, srcOpts); err != nil {
+				return nil, fmt.Errorf("%s: %w", p.NEVRA, err)
+			}
+			sources[u] = src
+		}
+		wants = append(wants, cache.Want{Name: p.NEVRA, Source: src, Location: p.Location, Size: p.Size, Algo: "sha256", Hash: p.SHA256})
+	}
+	paths, err := c.Fetch(ctx, wants)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(paths))
+	for i, p := range a.Packages {
+		out[p.NEVRA] = paths[i]
+	}
+	return out, nil
+}
+
+// componentPackages returns the sorted NEVRAs of the components of the
+// given kinds.
+func componentPackages(s *specs.Spec, a *lock.Arch, kinds ...string) []string {
+	set := map[string]bool{}
+	for _, name := range s.ComponentNames() {
+		c := s.Components[name]
+		for _, k := range kinds {
+			if c.Kind == k {
+				for _, n := range a.Components[name] {
+					set[n] = true
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// lockedByName finds the locked package of a name (the newest NEVRA when
+// several are locked, as kernels may be).
+func lockedByName(a *lock.Arch, name string) *lock.Package {
+	var best *lock.Package
+	for i := range a.Packages {
+		p := &a.Packages[i]
+		if p.Name == name && (best == nil || p.BuildTime > best.BuildTime || (p.BuildTime == best.BuildTime && p.NEVRA > best.NEVRA)) {
+			best = p
+		}
+	}
+	return best
+}

@@ -1,0 +1,95 @@
+package builder
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+
+	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/rootfs"
+	"github.com/nodeforge/builder/specs"
+)
+
+// initFile reads the spec's init binary from its locked package.
+func initFile(s *specs.Spec, a *lock.Arch, paths map[string]string) ([]byte, string, error) {
+	p := lockedByName(a, s.Image.Init.Package)
+	if p == nil {
+		return nil, "", fmt.Errorf("image.init: package %s is not in the lock", s.Image.Init.Package)
+	}
+	t := rootfs.New()
+	if _, err := t.AddRPM(paths[p.NEVRA], rootfs.Origin{Package: p.NEVRA, RPMSHA256: p.SHA256}, rootfs.LayOptions{}); err != nil {
+		return nil, "", err
+	}
+	n := t.Get(s.Image.Init.Path)
+	if n == nil || n.Kind != rootfs.KindFile {
+		return nil, "", fmt.Errorf("image.init: %s does not ship %s as a file", p.NEVRA, s.Image.Init.Path)
+	}
+	if n.Mode&0o111 == 0 {
+		return nil, "", fmt.Errorf("image.init: %s in %s is not executable", s.Image.Init.Path, p.NEVRA)
+	}
+	return n.Data, p.NEVRA, nil
+}
+
+// initramfsEntries lays out the initramfs: /init, the boot modules with
+// their indexes under lib/modules/<kver>/, and rootfs.sqsh.
+func initramfsEntries(initData []byte, initPkg string, k *kernelInfo, sqsh []byte) []rootfs.CpioEntry {
+	dirs := map[string]bool{}
+	var es []rootfs.CpioEntry
+	addDirs := func(p string) {
+		for d := path.Dir(p); d != "." && d != "/" && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	es = append(es, rootfs.CpioEntry{Name: "init", Mode: 0o100755, Data: initData, Origin: rootfs.Origin{Package: initPkg}})
+	modDir := strings.TrimPrefix(k.modDir, "/")
+	for _, rel := range sortedKeys(k.bootFiles) {
+		name := modDir + "/" + rel
+		addDirs(name)
+		es = append(es, rootfs.CpioEntry{Name: name, Mode: 0o100644, Data: k.bootFiles[rel]})
+	}
+	for d := range dirs {
+		es = append(es, rootfs.CpioEntry{Name: d, Mode: 0o040755})
+	}
+	es = append(es, rootfs.CpioEntry{Name: "rootfs.sqsh", Mode: 0o100444, Data: sqsh, Origin: rootfs.Origin{Generator: "rootfs.sqsh"}})
+	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
+	return es
+}
+
+// compressInitramfs compresses the cpio: zstd (what Talos uses) or xz with
+// CRC32, the check the kernel's xz decoder always supports.
+func compressInitramfs(cpio []byte, algo string) ([]byte, error) {
+	var buf bytes.Buffer
+	switch algo {
+	case "zstd":
+		// One encoder goroutine: the bytes must not depend on the cores.
+		w, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(cpio); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	case "xz":
+		w, err := xz.WriterConfig{CheckSum: xz.CRC32}.NewWriter(&buf)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(cpio); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unknown initramfs compression %q", algo)
+	}
+	return buf.Bytes(), nil
+}
