@@ -2,6 +2,7 @@ package builder
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"sort"
 	"strings"
@@ -31,7 +32,7 @@ func generated(name string) rootfs.Origin { return rootfs.Origin{Generator: name
 // assemble lays the rootfs and kernel components into one tree, performs
 // scriptlet effects declaratively, writes the generated files, takes the
 // kernel out, and applies the image policies.
-func assemble(s *specs.Spec, a *lock.Arch, paths map[string]string) (*assembly, error) {
+func assemble(s *specs.Spec, a *lock.Arch, paths map[string]string, shuffle int64) (*assembly, error) {
 	as := &assembly{tree: rootfs.New()}
 	byNEVRA := map[string]*lock.Package{}
 	for i := range a.Packages {
@@ -43,7 +44,14 @@ func assemble(s *specs.Spec, a *lock.Arch, paths map[string]string) (*assembly, 
 		results *rootfs.PackageResult
 	}
 	var all []scripted
-	for _, nevra := range as.packages {
+	layOrder := append([]string(nil), as.packages...)
+	if shuffle != 0 {
+		// builder repro lays packages in another order: the tree must not
+		// depend on it.
+		r := rand.New(rand.NewPCG(uint64(shuffle), 1))
+		r.Shuffle(len(layOrder), func(i, j int) { layOrder[i], layOrder[j] = layOrder[j], layOrder[i] })
+	}
+	for _, nevra := range layOrder {
 		lp := byNEVRA[nevra]
 		if lp == nil {
 			return nil, fmt.Errorf("component lists %s, which the lock does not pin", nevra)
@@ -57,6 +65,9 @@ func assemble(s *specs.Spec, a *lock.Arch, paths map[string]string) (*assembly, 
 		}
 		all = append(all, scripted{nevra, res})
 	}
+
+	// Scriptlets take effect in package order, whatever the lay order.
+	sort.Slice(all, func(i, j int) bool { return all[i].pkg < all[j].pkg })
 
 	// Accounts: the base's own files, then spec entries, then scriptlets.
 	var passwd, group []byte

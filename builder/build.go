@@ -29,7 +29,10 @@ type Options struct {
 	SourceDateEpoch int64
 	Squashfs        rootfs.SquashfsOptions
 	Version         string // the builder's own version, for the report
-	Log             func(format string, args ...any)
+	// Shuffle, when not 0, lays packages in a pseudo-random order (seeded)
+	// to prove the output does not depend on it (builder repro).
+	Shuffle int64
+	Log     func(format string, args ...any)
 }
 
 // Build builds every architecture of the lock into opts.Out:
@@ -69,6 +72,9 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
+	if err := os.Chmod(work, 0o755); err != nil {
+		return nil, err
+	}
 
 	rep := &Report{
 		Spec:            SpecInfo{Name: s.Name, Branch: s.Branch, Version: s.Version, SHA256: l.Spec.SHA256},
@@ -94,7 +100,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			return nil, err
 		}
 		logf("%s: assembling the root filesystem", arch)
-		as, err := assemble(s, a, paths)
+		as, err := assemble(s, a, paths, opts.Shuffle)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", arch, err)
 		}

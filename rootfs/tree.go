@@ -157,6 +157,13 @@ func (t *Tree) Add(n *Node) error {
 			t.nodes[n.Path] = n
 			return nil
 		}
+		// Packages may ship a shared directory with different modes; the
+		// package that sorts first defines it, whatever order they came in.
+		if n.Origin.Package != "" && n.Origin.Package < old.Origin.Package {
+			n.Owners = append([]Origin{n.Origin}, old.Owners...)
+			t.nodes[n.Path] = n
+			return nil
+		}
 		old.Owners = append(old.Owners, n.Origin)
 		return nil
 	}

@@ -84,7 +84,7 @@ var DefaultCmdline = []string{"init_on_alloc=1", "slab_nomerge", "pti=on", "cons
 
 // DefaultBootModules are what a squashfs root with an overlay needs on a
 // distribution kernel, plus virtio for virtual machines.
-var DefaultBootModules = []string{"loop", "squashfs", "overlay", "virtio_pci", "virtio_blk", "virtio_scsi"}
+var DefaultBootModules = []string{"loop", "squashfs", "overlay", "virtio_pci", "virtio_blk"}
 
 // DefaultDrop removes documentation, manuals and locales.
 var DefaultDrop = []DropRule{

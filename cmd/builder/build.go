@@ -78,8 +78,12 @@ in the lock), so the same lock gives the same bytes.`,
 				}
 			}
 			c := &cache.Cache{Dir: cacheDir, Workers: jobs, Progress: downloadProgress(stderr, quiet)}
+			var shuffle int64
+			if v := os.Getenv("NODEFORGE_SHUFFLE"); v != "" {
+				fmt.Sscan(v, &shuffle) // set by builder repro
+			}
 			rep, err := builder.Build(context.Background(), builder.Options{Spec: s, Lock: l, LockBytes: lb, Out: out, Cache: c,
-				SourceDateEpoch: sde, Version: version, Log: logf})
+				SourceDateEpoch: sde, Version: version, Log: logf, Shuffle: shuffle})
 			endProgress(stderr)
 			if err != nil {
 				return err

@@ -13,7 +13,7 @@ type kmod struct {
 	kver    string   // for vermagic
 	aliases []string // modalias patterns
 	softdep string   // e.g. "pre: crc32c"
-	exports []string // symbols it exports (as __ksymtab_<sym>)
+	exports []string // symbols it exports (listed in __ksymtab_strings)
 	needs   []string // undefined symbols it uses from other modules
 	license string
 }
@@ -55,13 +55,16 @@ func (m kmod) elf() []byte {
 	symtab := make([]byte, 24) // STN_UNDEF
 	for _, e := range m.exports {
 		symtab = append(symtab, sym(addStr(e), 1, 2, 1)...)
-		symtab = append(symtab, sym(addStr("__ksymtab_"+e), 1, 1, 1)...)
 	}
 	for _, n := range m.needs {
 		symtab = append(symtab, sym(addStr(n), 1, 0, 0)...)
 	}
-	shstr := []byte("\x00.modinfo\x00.symtab\x00.strtab\x00.shstrtab\x00")
-	names := map[string]uint32{".modinfo": 1, ".symtab": 10, ".strtab": 18, ".shstrtab": 26}
+	var ksymtab []byte
+	for _, e := range m.exports {
+		ksymtab = append(append(ksymtab, e...), 0)
+	}
+	shstr := []byte("\x00.modinfo\x00.symtab\x00.strtab\x00.shstrtab\x00__ksymtab_strings\x00")
+	names := map[string]uint32{".modinfo": 1, ".symtab": 10, ".strtab": 18, ".shstrtab": 26, "__ksymtab_strings": 36}
 
 	const ehsize, shentsize = 64, 64
 	align := func(b []byte, n int) []byte {
@@ -80,6 +83,8 @@ func (m kmod) elf() []byte {
 	body = append(body, strtab...)
 	offShstr := len(body)
 	body = append(body, shstr...)
+	offKsym := len(body)
+	body = append(body, ksymtab...)
 	body = align(body, 8)
 	shoff := len(body)
 
@@ -101,6 +106,7 @@ func (m kmod) elf() []byte {
 	body = append(body, sh(names[".symtab"], 2, 0, offSymtab, len(symtab), 3, 1, 8, 24)...)
 	body = append(body, sh(names[".strtab"], 3, 0, offStrtab, len(strtab), 0, 0, 1, 0)...)
 	body = append(body, sh(names[".shstrtab"], 3, 0, offShstr, len(shstr), 0, 0, 1, 0)...)
+	body = append(body, sh(names["__ksymtab_strings"], 1, 2, offKsym, len(ksymtab), 0, 0, 1, 0)...)
 
 	h := body[:ehsize]
 	copy(h, []byte{0x7f, 'E', 'L', 'F', 2, 1, 1, 0})
@@ -110,7 +116,7 @@ func (m kmod) elf() []byte {
 	binary.LittleEndian.PutUint64(h[40:], uint64(shoff))
 	binary.LittleEndian.PutUint16(h[52:], ehsize)
 	binary.LittleEndian.PutUint16(h[58:], shentsize)
-	binary.LittleEndian.PutUint16(h[60:], 5) // sections
+	binary.LittleEndian.PutUint16(h[60:], 6) // sections
 	binary.LittleEndian.PutUint16(h[62:], 4) // .shstrtab
 	return body
 }

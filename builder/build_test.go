@@ -1,0 +1,302 @@
+package builder
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/pkgbase/cache"
+	"github.com/nodeforge/builder/pkgbase/demobase"
+	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/specs"
+)
+
+type demoRelease struct {
+	spec      *specs.Spec
+	lock      *lock.Lock
+	lockBytes []byte
+	cache     *cache.Cache
+}
+
+func newDemo(t *testing.T) *demoRelease {
+	t.Helper()
+	testutil.NeedTool(t, "tar2sqfs")
+	dir := filepath.Join(t.TempDir(), "demo")
+	if err := demobase.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	s, err := specs.Load(filepath.Join(dir, "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cache.Cache{Dir: t.TempDir()}
+	l, err := lock.Create(context.Background(), s, lock.Options{Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := l.Marshal()
+	return &demoRelease{spec: s, lock: l, lockBytes: b, cache: c}
+}
+
+func (d *demoRelease) build(t *testing.T, out string, shuffle int64) *Report {
+	t.Helper()
+	rep, err := Build(context.Background(), Options{Spec: d.spec, Lock: d.lock, LockBytes: d.lockBytes, Out: out, Cache: d.cache, Version: "test", Shuffle: shuffle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestBuildDemo(t *testing.T) {
+	d := newDemo(t)
+	out := filepath.Join(t.TempDir(), "out")
+	rep := d.build(t, out, 0)
+	for _, f := range []string{"x86_64/vmlinuz", "x86_64/initramfs.xz", "x86_64/rootfs.sqsh", "x86_64/cmdline", "report.json", "oci/index.json", "oci/oci-layout"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("missing output %s", f)
+		}
+	}
+	ar := rep.Architectures["x86_64"]
+	if ar.Kernel == nil || ar.Kernel.Modules < 8 || len(ar.Kernel.BootModules) < 5 {
+		t.Fatalf("kernel: %+v", ar.Kernel)
+	}
+	// depmod output and the module dependencies of the boot set.
+	boot := strings.Join(ar.Kernel.BootModules, " ")
+	if !strings.Contains(boot, "virtio_ring.ko") || strings.Index(boot, "virtio_ring.ko") > strings.Index(boot, "virtio_blk.ko") {
+		t.Errorf("boot modules not in load order: %s", boot)
+	}
+	// Every file traces to a package or a generator.
+	for _, e := range ar.Rootfs {
+		if e.Origin.Package == "" && e.Origin.Generator == "" {
+			t.Errorf("%s has no origin", e.Path)
+		}
+	}
+	t.Run("unsquashfs lists the reported tree", func(t *testing.T) { checkSquashfs(t, filepath.Join(out, "x86_64", "rootfs.sqsh"), ar.Rootfs) })
+	t.Run("cpio lists the sorted initramfs", func(t *testing.T) { checkInitramfs(t, filepath.Join(out, "x86_64", "initramfs.xz"), ar.Initramfs) })
+
+	// A second build, packages laid in another order, is identical.
+	out2 := filepath.Join(t.TempDir(), "out")
+	d.build(t, out2, 42)
+	diffs, err := Compare(out, out2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(diffs) != 0 {
+		t.Fatalf("builds differ: %+v", diffs)
+	}
+}
+
+// checkSquashfs compares `unsquashfs -lln` with the report, and the
+// extracted files' bytes with the digests the report and RPMs give.
+func checkSquashfs(t *testing.T, img string, entries []FileEntry) {
+	unsq := testutil.NeedTool(t, "unsquashfs")
+	out, err := exec.Command(unsq, "-lln", "-d", "", img).CombinedOutput()
+	if err != nil {
+		t.Fatalf("unsquashfs: %v\n%s", err, out)
+	}
+	listed := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasPrefix(f[0], "-") && !strings.HasPrefix(f[0], "d") && !strings.HasPrefix(f[0], "l") {
+			continue
+		}
+		p := f[5]
+		if p == "" {
+			continue
+		}
+		target := ""
+		if len(f) >= 8 && f[6] == "->" {
+			target = f[7]
+		}
+		listed[p] = fmt.Sprintf("%s %s %s %s", f[0], f[1], sizeField(f), target)
+	}
+	want := map[string]string{}
+	for _, e := range entries {
+		p := e.Path
+		if p == "/" {
+			p = "/"
+		}
+		mode, _ := strconv.ParseUint(e.Mode, 8, 32)
+		size := fmt.Sprint(e.Size)
+		if e.Type == "symlink" {
+			size = fmt.Sprint(len(e.Target))
+		}
+		want[p] = fmt.Sprintf("%s %d/%d %s %s", modeString(e.Type, uint32(mode)), e.UID, e.GID, size, e.Target)
+	}
+	for p, w := range want {
+		if p == "/" {
+			continue
+		}
+		g, ok := listed[p]
+		if !ok {
+			t.Errorf("%s: in the report, not in the image", p)
+			continue
+		}
+		if strings.HasPrefix(w, "d") {
+			// Directory sizes are squashfs's own.
+			g, w = strings.Join(strings.Fields(g)[:2], " "), strings.Join(strings.Fields(w)[:2], " ")
+		}
+		if g != w {
+			t.Errorf("%s: image %q, report %q", p, g, w)
+		}
+	}
+	for p := range listed {
+		if _, ok := want[p]; !ok && p != "/" {
+			t.Errorf("%s: in the image, not in the report", p)
+		}
+	}
+	// Extracted bytes match the report's digests (which are checked
+	// against each RPM's header digest when laid).
+	dir := filepath.Join(t.TempDir(), "x")
+	if out, err := exec.Command(unsq, "-n", "-d", dir, img).CombinedOutput(); err != nil {
+		t.Fatalf("unsquashfs -d: %v\n%s", err, out)
+	}
+	for _, e := range entries {
+		if e.Type != "file" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Path))
+		if err != nil {
+			t.Errorf("%s: %v", e.Path, err)
+			continue
+		}
+		s := sha256.Sum256(b)
+		if hex.EncodeToString(s[:]) != e.SHA256 {
+			t.Errorf("%s: extracted bytes differ from the report", e.Path)
+		}
+		if e.RPMDigest != "" && len(e.RPMDigest) == 64 && e.RPMDigest != e.SHA256 {
+			t.Errorf("%s: differs from the RPM header's digest", e.Path)
+		}
+	}
+}
+
+func sizeField(f []string) string { return f[2] }
+
+func modeString(typ string, mode uint32) string {
+	b := []byte("----------")
+	switch typ {
+	case "dir":
+		b[0] = 'd'
+	case "symlink":
+		b[0] = 'l'
+	}
+	const rwx = "rwxrwxrwx"
+	for i := 0; i < 9; i++ {
+		if mode&(1<<(8-i)) != 0 {
+			b[i+1] = rwx[i]
+		}
+	}
+	if mode&0o4000 != 0 {
+		b[3] = map[bool]byte{true: 's', false: 'S'}[mode&0o100 != 0]
+	}
+	if mode&0o2000 != 0 {
+		b[6] = map[bool]byte{true: 's', false: 'S'}[mode&0o010 != 0]
+	}
+	if mode&0o1000 != 0 {
+		b[9] = map[bool]byte{true: 't', false: 'T'}[mode&0o001 != 0]
+	}
+	return string(b)
+}
+
+func checkInitramfs(t *testing.T, path string, entries []FileEntry) {
+	cpio := testutil.NeedTool(t, "cpio")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := zr.DecodeAll(raw, nil)
+	if err != nil {
+		t.Fatalf("initramfs is not zstd: %v", err)
+	}
+	cmd := exec.Command(cpio, "-itv", "--numeric-uid-gid", "--quiet")
+	cmd.Stdin = bytes.NewReader(plain)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("cpio -itv: %v\n%s", err, out)
+	}
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || f[2] != "0" || f[3] != "0" {
+			t.Errorf("entry not owned by 0:0: %q", line)
+		}
+		names = append(names, f[len(f)-1])
+	}
+	if !sort.StringsAreSorted(names) {
+		t.Errorf("initramfs entries are not sorted: %v", names)
+	}
+	if len(names) != len(entries) || names[0] != "init" {
+		t.Errorf("initramfs: %v; report: %d entries", names, len(entries))
+	}
+	found := false
+	for _, n := range names {
+		found = found || n == "rootfs.sqsh"
+	}
+	if !found {
+		t.Error("rootfs.sqsh is not in the initramfs")
+	}
+}
+
+func TestBuildFailureLeavesNothing(t *testing.T) {
+	d := newDemo(t)
+	out := filepath.Join(t.TempDir(), "out")
+	// Corrupt a cached package: the build must refuse it and write nothing.
+	var victim string
+	filepath.WalkDir(d.cache.Dir, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && victim == "" {
+			victim = p
+		}
+		return nil
+	})
+	os.RemoveAll(d.cache.Dir)
+	pkg := d.lock.Architectures["x86_64"].Packages[0]
+	os.MkdirAll(filepath.Join(d.cache.Dir, "sha256"), 0o755)
+	os.WriteFile(filepath.Join(d.cache.Dir, "sha256", pkg.SHA256), []byte("not the package"), 0o644)
+	// The cache re-downloads a file of the wrong size; tamper with the
+	// source instead so the download itself fails verification.
+	src := filepath.Join(d.spec.Dir, pkg.URL, pkg.Location)
+	b, _ := os.ReadFile(src)
+	b[len(b)-5] ^= 1
+	os.WriteFile(src, b, 0o644)
+	os.Remove(filepath.Join(d.cache.Dir, "sha256", pkg.SHA256))
+	_, err := Build(context.Background(), Options{Spec: d.spec, Lock: d.lock, LockBytes: d.lockBytes, Out: out, Cache: d.cache})
+	if err == nil || !strings.Contains(err.Error(), pkg.NEVRA) {
+		t.Fatalf("want an error naming %s, got %v", pkg.NEVRA, err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a failed build left an output directory")
+	}
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".out.build-*"))
+	if len(left) != 0 {
+		t.Errorf("work directories left: %v", left)
+	}
+	_ = json.Marshal
+}
+
+func TestBuildRefusesStaleLock(t *testing.T) {
+	d := newDemo(t)
+	s2 := *d.spec
+	s2.Raw = append([]byte("# edited\n"), s2.Raw...)
+	_, err := Build(context.Background(), Options{Spec: &s2, Lock: d.lock, LockBytes: d.lockBytes, Out: t.TempDir(), Cache: d.cache})
+	if err == nil || !strings.Contains(err.Error(), "spec changed since the lock") {
+		t.Fatalf("stale lock accepted: %v", err)
+	}
+}
