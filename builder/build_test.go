@@ -300,3 +300,39 @@ func TestBuildRefusesStaleLock(t *testing.T) {
 		t.Fatalf("stale lock accepted: %v", err)
 	}
 }
+
+func TestCompareNamesTheDifference(t *testing.T) {
+	d := newDemo(t)
+	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	d.build(t, a, 0)
+	d.build(t, b, 0)
+	// Change one file's entry in b's report and the image bytes.
+	rp := filepath.Join(b, "report.json")
+	raw, _ := os.ReadFile(rp)
+	var rep Report
+	json.Unmarshal(raw, &rep)
+	for i, e := range rep.Architectures["x86_64"].Rootfs {
+		if e.Path == "/etc/os-release" {
+			rep.Architectures["x86_64"].Rootfs[i].SHA256 = "00"
+		}
+	}
+	nb, _ := json.Marshal(rep)
+	os.WriteFile(rp, nb, 0o644)
+	sq := filepath.Join(b, "x86_64", "rootfs.sqsh")
+	img, _ := os.ReadFile(sq)
+	img[len(img)/2] ^= 1
+	os.WriteFile(sq, img, 0o644)
+	diffs, err := Compare(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, df := range diffs {
+		if df.Artifact == "x86_64/rootfs.sqsh" && len(df.Inside) == 1 && df.Inside[0] == "/etc/os-release" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("diffs: %+v", diffs)
+	}
+}
