@@ -14,7 +14,7 @@ help:
 	@echo "lint   - gofmt check and go vet"
 	@echo "bench  - run the Go benchmarks (not part of CI)"
 	@echo "fuzz   - run each fuzz target for FUZZTIME (default 10m)"
-	@echo "demo   - write the demo package base to $(DEMO) and lock its release"
+	@echo "demo   - write the demo package base to $(DEMO), lock and build its release"
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/builder
@@ -40,6 +40,7 @@ fuzz:
 demo: build
 	$(BIN) demo-base --force $(DEMO)
 	$(BIN) lock --spec $(DEMO)/spec.yaml --cache out/cache
+	$(BIN) build --spec $(DEMO)/spec.yaml --cache out/cache --out $(DEMO)/out
 
 clean:
 	rm -rf bin out
