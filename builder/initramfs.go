@@ -3,6 +3,7 @@ package builder
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strings"
@@ -64,32 +65,25 @@ func initramfsEntries(initData []byte, initPkg string, k *kernelInfo, sqsh []byt
 // CRC32, the check the kernel's xz decoder always supports.
 func compressInitramfs(cpio []byte, algo string) ([]byte, error) {
 	var buf bytes.Buffer
+	var w io.WriteCloser
+	var err error
 	switch algo {
 	case "zstd":
 		// One encoder goroutine: the bytes must not depend on the cores.
-		w, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			return nil, err
-		}
-		if _, err := w.Write(cpio); err != nil {
-			return nil, err
-		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
+		w, err = zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
 	case "xz":
-		w, err := xz.WriterConfig{CheckSum: xz.CRC32}.NewWriter(&buf)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := w.Write(cpio); err != nil {
-			return nil, err
-		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
+		w, err = xz.WriterConfig{CheckSum: xz.CRC32}.NewWriter(&buf)
 	default:
 		return nil, fmt.Errorf("unknown initramfs compression %q", algo)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(cpio); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
 	}
 	return buf.Bytes(), nil
 }
