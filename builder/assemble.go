@@ -24,6 +24,7 @@ type assembly struct {
 	ghosts     []string
 	packages   []string
 	kernel     *kernelInfo
+	libraries  []string // ld.so.cache entries, "soname => path"
 }
 
 // generated marks files the builder writes.
@@ -32,7 +33,7 @@ func generated(name string) rootfs.Origin { return rootfs.Origin{Generator: name
 // assemble lays the rootfs and kernel components into one tree, performs
 // scriptlet effects declaratively, writes the generated files, takes the
 // kernel out, and applies the image policies.
-func assemble(s *specs.Spec, a *lock.Arch, paths map[string]string, shuffle int64) (*assembly, error) {
+func assemble(s *specs.Spec, arch string, a *lock.Arch, paths map[string]string, shuffle int64) (*assembly, error) {
 	as := &assembly{tree: rootfs.New()}
 	byNEVRA := map[string]*lock.Package{}
 	for i := range a.Packages {
@@ -135,6 +136,16 @@ func assemble(s *specs.Spec, a *lock.Arch, paths map[string]string, shuffle int6
 	as.drops = as.tree.Drop(rules)
 	pol := rootfs.Policy{Setuid: set(s.Image.Setuid), StripSetuid: s.Image.StripSetuid, WorldWritable: set(s.Image.WorldWritable), AllowDevices: s.Image.Devices == "allow"}
 	if as.policy, err = as.tree.Enforce(pol); err != nil {
+		return nil, err
+	}
+	// The loader cache sees the final tree, as ldconfig would at the end
+	// of an installation.
+	cache, libs, err := as.tree.LdSoCache(rootfs.LdCacheOptions{Arch: arch})
+	if err != nil {
+		return nil, err
+	}
+	as.libraries = libs
+	if err := as.tree.Replace(&rootfs.Node{Path: "/etc/ld.so.cache", Kind: rootfs.KindFile, Mode: 0o644, User: "root", Group: "root", Data: cache, Digest: digest(cache), Origin: generated("ldconfig")}); err != nil {
 		return nil, err
 	}
 	sort.Strings(as.ghosts)

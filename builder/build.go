@@ -100,7 +100,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			return nil, err
 		}
 		logf("%s: assembling the root filesystem", arch)
-		as, err := assemble(s, a, paths, opts.Shuffle)
+		as, err := assemble(s, arch, a, paths, opts.Shuffle)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", arch, err)
 		}
@@ -149,7 +149,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		}
 		assets[arch] = files
 		ar := &ArchReport{Packages: as.packages, Kernel: as.kernel, Cmdline: strings.TrimSpace(cmdline), Init: initPkg,
-			Scriptlets: as.scriptlets, Triggers: as.triggers, Ghosts: as.ghosts, Dropped: as.drops, Policy: as.policy}
+			Scriptlets: as.scriptlets, Triggers: as.triggers, Ghosts: as.ghosts, Dropped: as.drops, Policy: as.policy, Libraries: as.libraries}
 		for _, sc := range as.scriptlets {
 			if !sc.Handled {
 				ar.Unhandled++

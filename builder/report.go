@@ -51,6 +51,7 @@ type ArchReport struct {
 	Ghosts     []string                  `json:"ghosts"`
 	Dropped    []rootfs.DropResult       `json:"dropped"`
 	Policy     rootfs.PolicyResult       `json:"policy"`
+	Libraries  []string                  `json:"libraries"` // /etc/ld.so.cache entries
 	Rootfs     []FileEntry               `json:"rootfs"`
 	Initramfs  []FileEntry               `json:"initramfs"`
 }
@@ -77,6 +78,7 @@ var generatorDocs = map[string]string{
 	"accounts":           "/etc/passwd, /etc/group, /etc/shadow from the base's files, the spec and useradd/groupadd scriptlets",
 	"os-release":         "/etc/os-release from the spec",
 	"machine-id":         "empty /etc/machine-id, filled at first boot",
+	"ldconfig":           "/etc/ld.so.cache in glibc's format, as ldconfig would write it for the image",
 	"depmod":             "kernel module indexes (modules.dep and the rest), computed as depmod does",
 	"implicit-directory": "a parent directory no package ships (0755 root:root)",
 	"rootfs.sqsh":        "the root filesystem image inside the initramfs",
