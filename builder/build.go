@@ -211,6 +211,8 @@ func cpioType(mode uint32) string {
 		return "dir"
 	case 0o120000:
 		return "symlink"
+	case 0o020000:
+		return "chardev"
 	}
 	return "file"
 }

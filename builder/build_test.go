@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -243,15 +244,20 @@ func checkInitramfs(t *testing.T, path string, entries []FileEntry) {
 	if !sort.StringsAreSorted(names) {
 		t.Errorf("initramfs entries are not sorted: %v", names)
 	}
-	if len(names) != len(entries) || names[0] != "init" {
+	if len(names) != len(entries) {
 		t.Errorf("initramfs: %v; report: %d entries", names, len(entries))
 	}
-	found := false
-	for _, n := range names {
-		found = found || n == "rootfs.sqsh"
+	for _, want := range []string{"init", "rootfs.sqsh", "dev/console"} {
+		found := false
+		for _, n := range names {
+			found = found || n == want
+		}
+		if !found {
+			t.Errorf("%s is not in the initramfs", want)
+		}
 	}
-	if !found {
-		t.Error("rootfs.sqsh is not in the initramfs")
+	if !regexp.MustCompile(`(?m)^crw------- +1 0 +0 +5, +1 .* dev/console$`).Match(out) {
+		t.Errorf("dev/console is not the console device:\n%s", out)
 	}
 }
 

@@ -47,6 +47,11 @@ func initramfsEntries(initData []byte, initPkg string, k *kernelInfo, sqsh []byt
 		}
 	}
 	es = append(es, rootfs.CpioEntry{Name: "init", Mode: 0o100755, Data: initData, Origin: rootfs.Origin{Package: initPkg}})
+	// The kernel opens /dev/console for init's standard streams before
+	// anything can mount devtmpfs; do not rely on the kernel's built-in
+	// initramfs to have it.
+	es = append(es, rootfs.CpioEntry{Name: "dev", Mode: 0o040755, Origin: rootfs.Origin{Generator: "initramfs"}},
+		rootfs.CpioEntry{Name: "dev/console", Mode: 0o020600, Rdev: 5<<8 | 1, Origin: rootfs.Origin{Generator: "initramfs"}})
 	modDir := strings.TrimPrefix(k.modDir, "/")
 	for _, rel := range sortedKeys(k.bootFiles) {
 		name := modDir + "/" + rel
@@ -57,6 +62,11 @@ func initramfsEntries(initData []byte, initPkg string, k *kernelInfo, sqsh []byt
 		es = append(es, rootfs.CpioEntry{Name: d, Mode: 0o040755})
 	}
 	es = append(es, rootfs.CpioEntry{Name: "rootfs.sqsh", Mode: 0o100444, Data: sqsh, Origin: rootfs.Origin{Generator: "rootfs.sqsh"}})
+	for i := range es {
+		if es[i].Origin == (rootfs.Origin{}) {
+			es[i].Origin = rootfs.Origin{Generator: "initramfs"}
+		}
+	}
 	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
 	return es
 }

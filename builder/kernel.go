@@ -135,15 +135,18 @@ func takeKernel(s *specs.Spec, a *lock.Arch, tree *rootfs.Tree) (*kernelInfo, er
 		boot[rel] = files[rel]
 		k.bootFiles[rel] = files[rel]
 	}
-	bidx, err := kernel.Depmod(kernel.Input{KernelVersion: k.Version, Files: boot, Builtin: files["modules.builtin"], Order: files["modules.order"]})
+	bidx, err := kernel.Depmod(kernel.Input{KernelVersion: k.Version, Files: boot, Builtin: files["modules.builtin"],
+		BuiltinModinfo: files["modules.builtin.modinfo"], Order: files["modules.order"]})
 	if err != nil {
 		return nil, fmt.Errorf("depmod for the boot modules: %w", err)
 	}
 	for name, data := range bidx {
 		k.bootFiles[name] = data
 	}
-	if files["modules.builtin"] != nil {
-		k.bootFiles["modules.builtin"] = files["modules.builtin"]
+	for _, name := range []string{"modules.builtin", "modules.builtin.modinfo", "modules.order"} {
+		if files[name] != nil {
+			k.bootFiles[name] = files[name]
+		}
 	}
 	return k, nil
 }

@@ -82,4 +82,5 @@ var generatorDocs = map[string]string{
 	"depmod":             "kernel module indexes (modules.dep and the rest), computed as depmod does",
 	"implicit-directory": "a parent directory no package ships (0755 root:root)",
 	"rootfs.sqsh":        "the root filesystem image inside the initramfs",
+	"initramfs":          "initramfs directories and /dev/console (5,1), and the boot modules' indexes",
 }

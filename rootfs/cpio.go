@@ -11,6 +11,7 @@ type CpioEntry struct {
 	Name   string // relative, no leading "/" ("init", "lib/modules/...")
 	Mode   uint32 // type bits and permissions, as st_mode
 	Data   []byte // file content or symlink target
+	Rdev   uint32 // device number (major<<8 | minor) for device nodes
 	Origin Origin
 }
 
@@ -26,9 +27,9 @@ func WriteCpio(w io.Writer, entries []CpioEntry, mtime int64) error {
 		}
 	}
 	var off int64
-	write := func(name string, ino, mode uint32, nlink uint32, data []byte) error {
+	write := func(name string, ino, mode uint32, nlink uint32, data []byte, rdev uint32) error {
 		hdr := fmt.Sprintf("070701%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x",
-			ino, mode, 0, 0, nlink, uint32(mtime), len(data), 0, 0, 0, 0, len(name)+1, 0)
+			ino, mode, 0, 0, nlink, uint32(mtime), len(data), 0, 0, rdev>>8, rdev&0xff, len(name)+1, 0)
 		b := append([]byte(hdr), name...)
 		b = append(b, 0)
 		for (off+int64(len(b)))%4 != 0 {
@@ -47,9 +48,9 @@ func WriteCpio(w io.Writer, entries []CpioEntry, mtime int64) error {
 		if e.Mode&0o170000 == 0o040000 {
 			nlink = 2
 		}
-		if err := write(e.Name, uint32(i+1), e.Mode, nlink, e.Data); err != nil {
+		if err := write(e.Name, uint32(i+1), e.Mode, nlink, e.Data, e.Rdev); err != nil {
 			return err
 		}
 	}
-	return write("TRAILER!!!", 0, 0, 1, nil)
+	return write("TRAILER!!!", 0, 0, 1, nil, 0)
 }

@@ -80,7 +80,7 @@ type Group struct {
 }
 
 // DefaultCmdline follows Talos's defaults.
-var DefaultCmdline = []string{"init_on_alloc=1", "slab_nomerge", "pti=on", "consoleblank=0", "printk.devkmsg=on"}
+var DefaultCmdline = []string{"init_on_alloc=1", "slab_nomerge", "pti=on", "consoleblank=0", "printk.devkmsg=on", "module.sig_enforce=1"}
 
 // DefaultBootModules are what a squashfs root with an overlay needs on a
 // distribution kernel, plus virtio for virtual machines.

@@ -1,0 +1,448 @@
+// Package testbase builds the package base of the end-to-end boot test
+// from real Debian packages: Debian's linux-image-*-amd64 kernel and part
+// of its modules wrapped into an RPM with Debian's rpmbuild, a tiny static
+// init written in Go (internal/testinit), a filesystem package, an rpm-md
+// repository over them (createrepo_c), and a release spec whose image
+// section boots that init. builder lock and builder build then make a node
+// OS that qemu boots.
+//
+// Built repositories are cached under CacheDir/testbase-<key>/, the key
+// being a digest of the kernel .deb's name and size, the init binary, this
+// package's source and the options that shape the RPMs; an entry is built
+// in a temporary directory and renamed into place, so a half-built one is
+// never used. The spec is written for each call from its options.
+package testbase
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Names in the base.
+const (
+	// KernelPackage is the RPM wrapping the Debian kernel (ALT's name).
+	KernelPackage = "kernel-image-std-def"
+	// InitPackage ships the test init at InitPath.
+	InitPackage = "nodeforge-testinit"
+	InitPath    = "/usr/libexec/nodeforge/init"
+	// FilesystemPackage is the root's directory skeleton.
+	FilesystemPackage = "filesystem"
+	// SpecFile is the release spec's name in the base directory.
+	SpecFile = "spec.yaml"
+	// InfoFile describes the base (see Info).
+	InfoFile = "testbase.json"
+	// RepoDir is the rpm-md repository, relative to the spec.
+	RepoDir = "repo"
+)
+
+// DebianKernelPackage is what Build downloads when no kernel .deb is
+// cached; the kernel package's tests (kernel/debian_test.go) and .ci/run
+// fetch the same one into DefaultCacheDir.
+const DebianKernelPackage = "linux-image-6.1.0-57-amd64"
+
+// DefaultCacheDir holds kernel .debs and finished bases between runs.
+const DefaultCacheDir = "/var/cache/nodeforge"
+
+// DefaultModuleTrees are the parts of lib/modules/<kver>/ the kernel RPM
+// carries: what a boot needs (squashfs, overlay, loop, virtio) and some
+// bulk so the image is not a toy, without the whole 320 MB.
+var DefaultModuleTrees = []string{
+	"kernel/fs",
+	"kernel/drivers/block",
+	"kernel/drivers/virtio",
+	"kernel/drivers/scsi",
+	"kernel/lib",
+	"kernel/crypto",
+	// Kept from the package; the builder writes every index (modules.dep,
+	// modules.alias, ...) itself.
+	"modules.builtin",
+	"modules.builtin.modinfo",
+	"modules.order",
+}
+
+// DefaultBootModules are the spec's boot-modules (minus any the kernel has
+// built in).
+var DefaultBootModules = []string{"loop", "squashfs", "overlay", "virtio_pci", "virtio_blk"}
+
+// DefaultCmdline is the spec's kernel command line: the serial console,
+// reboot at once on panic (qemu -no-reboot then exits), and signed modules
+// only, which also proves the RPM wrapping left the modules' bytes alone.
+var DefaultCmdline = []string{"console=ttyS0", "panic=-1", "quiet", "consoleblank=0", "module.sig_enforce=1"}
+
+// ErrNoKernel is wrapped by Build's error when no kernel .deb is cached and
+// none can be downloaded: tests skip on a workstation, fail in CI.
+var ErrNoKernel = errors.New("no Debian kernel package")
+
+// Options of Build. The zero value is the boot test's base.
+type Options struct {
+	// KernelDeb is the Debian kernel package to wrap. Default:
+	// $NODEFORGE_TEST_KERNEL_DEB, else the newest
+	// CacheDir/linux-image-6.1.0-*-amd64_*.deb (not cloud or rt), else
+	// DebianKernelPackage downloaded there with apt-get download.
+	KernelDeb string
+	// CacheDir holds kernel .debs and finished bases (default
+	// DefaultCacheDir). When it cannot be written, Build builds without
+	// caching.
+	CacheDir string
+	// NoCache builds into dir without reading or writing a cached base.
+	NoCache bool
+	// ModuleTrees of lib/modules/<kver>/ to package (default
+	// DefaultModuleTrees).
+	ModuleTrees []string
+	// BootModules, Cmdline and InitramfsCompression (zstd or xz, default
+	// zstd) go into the spec's image section.
+	BootModules          []string
+	Cmdline              []string
+	InitramfsCompression string
+	// Payload is rpmbuild's _binary_payload (default w19.zstdio).
+	Payload string
+	// Log receives progress lines.
+	Log func(format string, args ...any)
+}
+
+func (o Options) withDefaults() Options {
+	if o.CacheDir == "" {
+		o.CacheDir = DefaultCacheDir
+	}
+	if o.ModuleTrees == nil {
+		o.ModuleTrees = DefaultModuleTrees
+	}
+	if o.BootModules == nil {
+		o.BootModules = DefaultBootModules
+	}
+	if o.Cmdline == nil {
+		o.Cmdline = DefaultCmdline
+	}
+	if o.InitramfsCompression == "" {
+		o.InitramfsCompression = "zstd"
+	}
+	if o.Payload == "" {
+		o.Payload = "w19.zstdio"
+	}
+	if o.Log == nil {
+		o.Log = func(string, ...any) {}
+	}
+	return o
+}
+
+// Info describes a built base (InfoFile beside the spec).
+type Info struct {
+	Key           string           `json:"key"`
+	KernelDeb     string           `json:"kernelDeb"` // base name
+	DebPackage    string           `json:"debPackage"`
+	DebVersion    string           `json:"debVersion"`
+	DebSize       int64            `json:"debSize"`
+	KernelVersion string           `json:"kernelVersion"` // the modules directory, e.g. 6.1.0-57-amd64
+	Modules       []string         `json:"modules"`       // names of the modules in the kernel RPM
+	Builtin       []string         `json:"builtin"`       // names in the kernel's modules.builtin
+	InitSHA256    string           `json:"initSHA256"`
+	PrettyName    string           `json:"prettyName"`
+	RPMs          map[string]int64 `json:"rpms"` // file name -> size
+	// BuildSeconds is the only field (and testbase.json the only file)
+	// that differs between two builds of the same key.
+	BuildSeconds float64 `json:"buildSeconds"`
+}
+
+// ReadInfo reads the Info beside a spec Build returned.
+func ReadInfo(specPath string) (*Info, error) {
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(specPath), InfoFile))
+	if err != nil {
+		return nil, err
+	}
+	var in Info
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, err
+	}
+	return &in, nil
+}
+
+// Build makes the test package base in dir (created if missing; files of
+// the same names are replaced) and returns the path of its release spec.
+// Tools: dpkg-deb, rpmbuild, createrepo_c and go (apt-get to download the
+// kernel when it is not cached).
+func Build(dir string, opts Options) (string, error) {
+	opts = opts.withDefaults()
+	deb, err := findKernelDeb(opts)
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(deb)
+	if err != nil {
+		return "", err
+	}
+	stage, err := os.MkdirTemp("", "nodeforge-testbase-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(stage)
+	initBin := filepath.Join(stage, "init")
+	if err := buildInit(initBin); err != nil {
+		return "", err
+	}
+	initSum, err := fileSHA256(initBin)
+	if err != nil {
+		return "", err
+	}
+	key := cacheKey(filepath.Base(deb), st.Size(), initSum, opts)
+
+	if !opts.NoCache {
+		entry := filepath.Join(opts.CacheDir, "testbase-"+key)
+		if _, err := os.Stat(filepath.Join(entry, InfoFile)); err == nil {
+			opts.Log("testbase: using the cached base %s", entry)
+			now := time.Now()
+			os.Chtimes(entry, now, now)
+			return finish(entry, dir, opts)
+		}
+		os.MkdirAll(opts.CacheDir, 0o755)
+		work, err := os.MkdirTemp(opts.CacheDir, ".testbase-"+key+".tmp-")
+		if err == nil {
+			err = write(work, deb, initBin, key, opts)
+			if err == nil {
+				os.Chmod(work, 0o755)
+				if err = os.Rename(work, entry); err != nil {
+					if _, serr := os.Stat(filepath.Join(entry, InfoFile)); serr == nil {
+						err = nil // another run finished the same base first
+					}
+				}
+			}
+			os.RemoveAll(work)
+			if err != nil {
+				return "", err
+			}
+			prune(opts.CacheDir, entry, opts.Log)
+			return finish(entry, dir, opts)
+		}
+		opts.Log("testbase: not caching (%v)", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := write(dir, deb, initBin, key, opts); err != nil {
+		return "", err
+	}
+	return finish(dir, dir, opts)
+}
+
+// finish copies a built base from src into dir (unless they are the same)
+// and writes its release spec there.
+func finish(src, dir string, opts Options) (string, error) {
+	if src != dir {
+		if err := copyBase(src, dir); err != nil {
+			return "", err
+		}
+	}
+	info, err := ReadInfo(filepath.Join(dir, SpecFile))
+	if err != nil {
+		return "", err
+	}
+	spec, err := specYAML(info, opts)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, SpecFile)
+	return p, os.WriteFile(p, spec, 0o644)
+}
+
+// findKernelDeb finds (or downloads) the Debian kernel package.
+func findKernelDeb(opts Options) (string, error) {
+	for _, p := range []string{opts.KernelDeb, os.Getenv("NODEFORGE_TEST_KERNEL_DEB")} {
+		if p != "" {
+			if _, err := os.Stat(p); err != nil {
+				return "", fmt.Errorf("%w: %v", ErrNoKernel, err)
+			}
+			return p, nil
+		}
+	}
+	if p := newestCachedDeb(opts.CacheDir); p != "" {
+		return p, nil
+	}
+	apt, err := exec.LookPath("apt-get")
+	if err != nil {
+		return "", fmt.Errorf("%w in %s, and no apt-get to download %s", ErrNoKernel, opts.CacheDir, DebianKernelPackage)
+	}
+	if err := os.MkdirAll(opts.CacheDir, 0o755); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrNoKernel, err)
+	}
+	// Download into a temporary directory and rename: a broken download
+	// never looks like a cached package.
+	tmp, err := os.MkdirTemp(opts.CacheDir, ".download-")
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrNoKernel, err)
+	}
+	defer os.RemoveAll(tmp)
+	os.Chmod(tmp, 0o755) // apt's sandbox user writes here when not root
+	names := []string{DebianKernelPackage}
+	if cur := currentKernelPackage(); cur != "" && cur != DebianKernelPackage {
+		names = append(names, cur) // when the archive dropped ours
+	}
+	var msgs []string
+	for _, name := range names {
+		opts.Log("testbase: apt-get download %s into %s", name, opts.CacheDir)
+		cmd := exec.Command(apt, "download", name)
+		cmd.Dir = tmp
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			msgs = append(msgs, fmt.Sprintf("apt-get download %s: %v: %s", name, err, strings.TrimSpace(string(out))))
+			continue
+		}
+		debs, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
+		if len(debs) != 1 {
+			msgs = append(msgs, fmt.Sprintf("apt-get download %s left %d .deb files", name, len(debs)))
+			continue
+		}
+		dst := filepath.Join(opts.CacheDir, filepath.Base(debs[0]))
+		if err := os.Rename(debs[0], dst); err != nil {
+			return "", err
+		}
+		return dst, nil
+	}
+	return "", fmt.Errorf("%w in %s: %s", ErrNoKernel, opts.CacheDir, strings.Join(msgs, "; "))
+}
+
+// newestCachedDeb picks the cached linux-image-6.1.0-N-amd64 with the
+// highest ABI number N (the generic flavour, not cloud or rt).
+func newestCachedDeb(dir string) string {
+	m, _ := filepath.Glob(filepath.Join(dir, "linux-image-6.1.0-*-amd64_*.deb"))
+	best, bestABI := "", -1
+	for _, p := range m {
+		b := filepath.Base(p)
+		var abi int
+		var rest string
+		if n, _ := fmt.Sscanf(b, "linux-image-6.1.0-%d-%s", &abi, &rest); n != 2 || !strings.HasPrefix(rest, "amd64_") {
+			continue
+		}
+		if abi > bestABI || abi == bestABI && p > best {
+			best, bestABI = p, abi
+		}
+	}
+	return best
+}
+
+// currentKernelPackage asks apt which linux-image-*-amd64 the metapackage
+// pulls in today ("" when apt cannot say).
+func currentKernelPackage() string {
+	out, err := exec.Command("apt-cache", "depends", "linux-image-amd64").Output()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == "Depends:" && strings.HasPrefix(f[1], "linux-image-") && strings.HasSuffix(f[1], "-amd64") {
+			return f[1]
+		}
+	}
+	return ""
+}
+
+// srcDir is this package's source directory ("" when unknown).
+func srcDir() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return ""
+	}
+	return filepath.Dir(file)
+}
+
+// buildInit builds internal/testinit as a static linux/amd64 binary.
+func buildInit(out string) error {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("testbase: the go tool builds the test init: %w", err)
+	}
+	src := filepath.Join(srcDir(), "..", "testinit")
+	cmd := exec.Command(gobin, "build", "-o", out, "-trimpath", "-buildvcs=false", "-ldflags=-s -w", ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOFLAGS=")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("testbase: go build %s: %v\n%s", src, err, b)
+	}
+	return nil
+}
+
+// cacheKey names a base by everything that shapes it.
+func cacheKey(debName string, debSize int64, initSum string, opts Options) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "testbase 1\ndeb %s %d\ninit %s\n", debName, debSize, initSum)
+	fmt.Fprintf(h, "trees %q\npayload %s\n", opts.ModuleTrees, opts.Payload)
+	// The recipe itself: this package's source.
+	srcs, _ := filepath.Glob(filepath.Join(srcDir(), "*.go"))
+	sort.Strings(srcs)
+	for _, s := range srcs {
+		if strings.HasSuffix(s, "_test.go") {
+			continue
+		}
+		if b, err := os.ReadFile(s); err == nil {
+			fmt.Fprintf(h, "src %s %x\n", filepath.Base(s), sha256.Sum256(b))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// prune removes cached bases not used for two weeks.
+func prune(cacheDir, keep string, logf func(string, ...any)) {
+	old, _ := filepath.Glob(filepath.Join(cacheDir, "testbase-*"))
+	for _, p := range old {
+		st, err := os.Stat(p)
+		if err != nil || p == keep || time.Since(st.ModTime()) < 14*24*time.Hour {
+			continue
+		}
+		logf("testbase: removing the stale base %s", p)
+		os.RemoveAll(p)
+	}
+}
+
+// copyBase copies a finished base into dir.
+func copyBase(src, dir string) error {
+	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		dst := filepath.Join(dir, rel)
+		if fi.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		return copyFile(p, dst, fi.Mode().Perm())
+	})
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

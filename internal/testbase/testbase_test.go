@@ -1,0 +1,80 @@
+package testbase
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/nodeforge/builder/specs"
+)
+
+func TestRPMVersion(t *testing.T) {
+	for _, c := range []struct{ in, v, r string }{
+		{"6.1.192-3", "6.1.192", "3"},
+		{"6.1.76-1~bpo11+1", "6.1.76", "1~bpo11+1"},
+		{"1:2.3-4-5", "2.3.4", "5"},
+		{"7", "7", "1"},
+	} {
+		if v, r := rpmVersion(c.in); v != c.v || r != c.r {
+			t.Errorf("rpmVersion(%q) = %q, %q; want %q, %q", c.in, v, r, c.v, c.r)
+		}
+	}
+}
+
+func TestNewestCachedDeb(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{
+		"linux-image-6.1.0-9-amd64_6.1.27-1_amd64.deb",
+		"linux-image-6.1.0-57-amd64_6.1.192-3_amd64.deb",
+		"linux-image-6.1.0-60-cloud-amd64_6.1.200-1_amd64.deb",
+		"linux-image-6.1.0-61-rt-amd64_6.1.201-1_amd64.deb",
+		"linux-image-6.1.0-62-amd64-dbg_6.1.202-1_amd64.deb",
+	} {
+		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
+	}
+	// 57 beats 9 (numerically), the cloud, rt and dbg packages never count.
+	if got, want := filepath.Base(newestCachedDeb(dir)), "linux-image-6.1.0-57-amd64_6.1.192-3_amd64.deb"; got != want {
+		t.Errorf("newest = %s, want %s", got, want)
+	}
+	if got := newestCachedDeb(t.TempDir()); got != "" {
+		t.Errorf("empty directory gave %s", got)
+	}
+}
+
+func TestSpecYAML(t *testing.T) {
+	info := &Info{KernelDeb: "k.deb", DebPackage: "linux-image-6.1.0-57-amd64", DebVersion: "6.1.192-3",
+		KernelVersion: "6.1.0-57-amd64", PrettyName: `Nodeforge boot test ("quoted", $x)`,
+		Modules: []string{"loop", "overlay", "squashfs", "virtio_blk", "virtio_pci"}, Builtin: []string{"ext4", "virtio_ring"}}
+	opts := Options{BootModules: []string{"loop", "squashfs", "overlay", "virtio-ring", "virtio_pci", "virtio_blk"}, InitramfsCompression: "xz"}.withDefaults()
+	b, err := specYAML(info, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := specs.Parse(b, "/base")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	// A built-in boot module is left out; the rest keep their order.
+	if want := []string{"loop", "squashfs", "overlay", "virtio_pci", "virtio_blk"}; !reflect.DeepEqual(s.Image.BootModules, want) {
+		t.Errorf("boot modules %v, want %v", s.Image.BootModules, want)
+	}
+	if s.Image.OS.PrettyName != info.PrettyName || s.Image.InitramfsCompression != "xz" ||
+		!reflect.DeepEqual(s.Image.Cmdline, DefaultCmdline) || s.Image.Init != (specs.FileRef{Package: InitPackage, Path: InitPath}) {
+		t.Errorf("image section: %+v", s.Image)
+	}
+	if r := s.Repositories[0]; r.Format != "rpm-md" || !r.InsecureSkipVerify || r.URL != "/base/"+RepoDir {
+		t.Errorf("repository: %+v", r)
+	}
+	for name, kind := range map[string]string{"kernel": "kernel", "rootfs": "rootfs", "installer": "installer"} {
+		if s.Components[name].Kind != kind {
+			t.Errorf("component %s: %+v", name, s.Components[name])
+		}
+	}
+
+	opts.BootModules = []string{"loop", "dm_verity"}
+	if _, err := specYAML(info, opts); err == nil || !strings.Contains(err.Error(), "dm_verity") {
+		t.Errorf("a boot module the kernel lacks: %v", err)
+	}
+}

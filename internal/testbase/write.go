@@ -1,0 +1,491 @@
+package testbase
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// write builds the base into dir: repo/ (RPMs and repodata) and
+// testbase.json, written last.
+func write(dir, deb, initBin, key string, opts Options) error {
+	start := time.Now()
+	for _, tool := range []string{"dpkg-deb", "rpmbuild", "createrepo_c"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("testbase: %s is needed: %w", tool, err)
+		}
+	}
+	stage, err := os.MkdirTemp(dir, ".stage-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stage)
+	rpms := filepath.Join(dir, RepoDir, "RPMS")
+	if err := os.MkdirAll(rpms, 0o755); err != nil {
+		return err
+	}
+	st, err := os.Stat(deb)
+	if err != nil {
+		return err
+	}
+	info := &Info{Key: key, KernelDeb: filepath.Base(deb), DebSize: st.Size(), RPMs: map[string]int64{}}
+	if info.DebPackage, err = debField(deb, "Package"); err != nil {
+		return err
+	}
+	if info.DebVersion, err = debField(deb, "Version"); err != nil {
+		return err
+	}
+
+	// (a) The kernel: vmlinuz and the chosen module trees.
+	opts.Log("testbase: extracting %s (%s %s)", filepath.Base(deb), info.DebPackage, info.DebVersion)
+	kroot := filepath.Join(stage, "kernel")
+	kver, vmlinuzTime, err := extractKernel(deb, kroot, opts.ModuleTrees)
+	if err != nil {
+		return err
+	}
+	info.KernelVersion = kver
+	// Everything is dated by the kernel's build: SOURCE_DATE_EPOCH, hence
+	// the RPMs' build times and the lock's, come from the input.
+	sde := vmlinuzTime.Unix()
+	modDir := filepath.Join(kroot, "lib", "modules", kver)
+	filepath.Walk(modDir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() && strings.Contains(filepath.Base(p), ".ko") {
+			info.Modules = append(info.Modules, modName(filepath.Base(p)))
+		}
+		return nil
+	})
+	sort.Strings(info.Modules)
+	if b, err := os.ReadFile(filepath.Join(modDir, "modules.builtin")); err == nil {
+		for _, line := range strings.Fields(string(b)) {
+			info.Builtin = append(info.Builtin, modName(path.Base(line)))
+		}
+	}
+	sort.Strings(info.Builtin)
+	upVer, rel := rpmVersion(info.DebVersion)
+	kspec := rpmSpec{
+		Name: KernelPackage, Version: upVer, Release: rel, Arch: "x86_64", License: "GPL-2.0-only",
+		Summary:     fmt.Sprintf("Debian's %s %s, wrapped for the nodeforge boot test", info.DebPackage, info.DebVersion),
+		Description: fmt.Sprintf("vmlinuz and the module trees %s of Debian's %s %s (kernel %s).", strings.Join(opts.ModuleTrees, ", "), info.DebPackage, info.DebVersion, kver),
+		Root:        kroot,
+		Provides:    []string{fmt.Sprintf("kernel = %s-%s", upVer, rel)},
+		Files:       []string{"/boot/vmlinuz-" + kver, "/lib/modules/" + kver},
+	}
+
+	// (b) The init.
+	iroot := filepath.Join(stage, "init")
+	if err := os.MkdirAll(filepath.Join(iroot, path.Dir(InitPath)), 0o755); err != nil {
+		return err
+	}
+	if err := copyFile(initBin, filepath.Join(iroot, InitPath), 0o755); err != nil {
+		return err
+	}
+	if info.InitSHA256, err = fileSHA256(initBin); err != nil {
+		return err
+	}
+	ispec := rpmSpec{
+		Name: InitPackage, Version: "1", Release: "1", Arch: "x86_64", License: "Apache-2.0",
+		Summary:     "Static init of the nodeforge boot test",
+		Description: "internal/testinit: loads the boot modules, mounts rootfs.sqsh under a tmpfs overlay, prints a marker and powers off.",
+		Root:        iroot,
+		Files:       []string{"%dir " + path.Dir(InitPath), InitPath},
+	}
+
+	// (c) The root's skeleton.
+	froot := filepath.Join(stage, "filesystem")
+	ffiles, err := writeFilesystem(froot)
+	if err != nil {
+		return err
+	}
+	fspec := rpmSpec{
+		Name: FilesystemPackage, Version: "1", Release: "1", Arch: "noarch", License: "Public Domain",
+		Summary:     "Directory skeleton of the nodeforge boot test's root",
+		Description: "The directories of a node root, root's account and a host name.",
+		Root:        froot, Files: ffiles,
+	}
+
+	for _, s := range []rpmSpec{kspec, ispec, fspec} {
+		t0 := time.Now()
+		out, err := rpmbuild(stage, s, sde, opts.Payload)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(rpms, filepath.Base(out))
+		if err := os.Rename(out, dst); err != nil {
+			return err
+		}
+		fi, err := os.Stat(dst)
+		if err != nil {
+			return err
+		}
+		info.RPMs[filepath.Base(dst)] = fi.Size()
+		// createrepo_c records the file's mtime: pin it for stable repodata.
+		if err := os.Chtimes(dst, time.Unix(sde, 0), time.Unix(sde, 0)); err != nil {
+			return err
+		}
+		opts.Log("testbase: %s: %.1f MB in %s", filepath.Base(dst), float64(fi.Size())/1e6, time.Since(t0).Round(time.Millisecond))
+		os.RemoveAll(s.Root) // frees the disk early
+	}
+	cmd := exec.Command("createrepo_c", "--quiet", "--no-database", "--revision", fmt.Sprint(sde), "--set-timestamp-to-revision", filepath.Join(dir, RepoDir))
+	cmd.Env = toolEnv(stage, sde)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("testbase: createrepo_c: %v\n%s", err, b)
+	}
+
+	info.PrettyName = fmt.Sprintf("Nodeforge boot test (Debian kernel %s, %s)", kver, info.DebVersion)
+	info.BuildSeconds = time.Since(start).Round(time.Millisecond).Seconds()
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, InfoFile), append(b, '\n'), 0o644)
+}
+
+// modName is a module's kmod name from its file name.
+func modName(file string) string {
+	if i := strings.Index(file, ".ko"); i >= 0 {
+		file = file[:i]
+	}
+	return strings.ReplaceAll(file, "-", "_")
+}
+
+func debField(deb, field string) (string, error) {
+	out, err := exec.Command("dpkg-deb", "--field", deb, field).Output()
+	if err != nil {
+		return "", fmt.Errorf("testbase: dpkg-deb --field %s %s: %w", deb, field, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// rpmVersion maps a Debian version to an RPM version and release:
+// "6.1.192-3" gives 6.1.192 and 3 (an epoch is dropped).
+func rpmVersion(v string) (string, string) {
+	if _, rest, ok := strings.Cut(v, ":"); ok {
+		v = rest
+	}
+	clean := func(s string) string { return strings.NewReplacer("-", ".", ":", ".").Replace(s) }
+	if i := strings.LastIndex(v, "-"); i > 0 {
+		return clean(v[:i]), clean(v[i+1:])
+	}
+	return clean(v), "1"
+}
+
+// extractKernel unpacks /boot/vmlinuz-<kver> and the chosen parts of
+// /lib/modules/<kver>/ from the package (dpkg-deb's data tarball, read here
+// so the other 250 MB of modules never touch the disk). It returns the
+// kernel version and vmlinuz's mtime.
+func extractKernel(deb, root string, trees []string) (string, time.Time, error) {
+	cmd := exec.Command("dpkg-deb", "--fsys-tarfile", deb)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", time.Time{}, err
+	}
+	waited := false
+	defer func() {
+		if !waited {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+	keep := func(name string) bool {
+		if strings.HasPrefix(name, "boot/vmlinuz-") {
+			return true
+		}
+		rest, ok := strings.CutPrefix(name, "lib/modules/")
+		if !ok {
+			return false
+		}
+		_, rel, ok := strings.Cut(rest, "/")
+		if !ok {
+			return false
+		}
+		for _, t := range trees {
+			if rel == t || strings.HasPrefix(rel, t+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	var kver string
+	var mtime time.Time
+	tr := tar.NewReader(bufio.NewReaderSize(pipe, 1<<20))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", time.Time{}, fmt.Errorf("testbase: reading %s: %v %s", deb, err, stderr.String())
+		}
+		name := strings.TrimPrefix(path.Clean(h.Name), "./")
+		if strings.HasPrefix(name, "..") || path.IsAbs(name) || !keep(name) {
+			continue
+		}
+		dst := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return "", time.Time{}, err
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return "", time.Time{}, err
+			}
+			continue
+		case tar.TypeSymlink:
+			if err := os.Symlink(h.Linkname, dst); err != nil {
+				return "", time.Time{}, err
+			}
+			continue
+		case tar.TypeReg:
+		default:
+			return "", time.Time{}, fmt.Errorf("testbase: %s: unexpected entry type %q for %s", deb, h.Typeflag, name)
+		}
+		f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, os.FileMode(h.Mode).Perm())
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		if _, err := io.Copy(f, tr); err != nil {
+			f.Close()
+			return "", time.Time{}, err
+		}
+		if err := f.Close(); err != nil {
+			return "", time.Time{}, err
+		}
+		os.Chtimes(dst, h.ModTime, h.ModTime)
+		if v, ok := strings.CutPrefix(name, "boot/vmlinuz-"); ok {
+			if kver != "" {
+				return "", time.Time{}, fmt.Errorf("testbase: %s holds two kernels (%s, %s)", deb, kver, v)
+			}
+			kver, mtime = v, h.ModTime
+		}
+	}
+	io.Copy(io.Discard, pipe)
+	waited = true
+	if err := cmd.Wait(); err != nil {
+		return "", time.Time{}, fmt.Errorf("testbase: dpkg-deb --fsys-tarfile %s: %v %s", deb, err, stderr.String())
+	}
+	if kver == "" {
+		return "", time.Time{}, fmt.Errorf("testbase: %s ships no /boot/vmlinuz-*", deb)
+	}
+	if _, err := os.Stat(filepath.Join(root, "lib", "modules", kver)); err != nil {
+		return "", time.Time{}, fmt.Errorf("testbase: %s has no modules for kernel %s", deb, kver)
+	}
+	return kver, mtime, nil
+}
+
+// writeFilesystem lays the root's skeleton and returns its %files lines.
+func writeFilesystem(root string) ([]string, error) {
+	dirs := []struct {
+		path string
+		mode uint32
+	}{
+		{"/dev", 0o755}, {"/etc", 0o755}, {"/home", 0o755}, {"/lib", 0o755}, {"/lib/modules", 0o755},
+		{"/mnt", 0o755}, {"/proc", 0o555}, {"/root", 0o700}, {"/run", 0o755}, {"/sys", 0o555},
+		{"/tmp", 0o1777}, {"/usr", 0o755}, {"/usr/bin", 0o755}, {"/usr/lib", 0o755},
+		{"/usr/libexec", 0o755}, {"/usr/sbin", 0o755}, {"/usr/share", 0o755},
+		{"/var", 0o755}, {"/var/lib", 0o755}, {"/var/log", 0o755}, {"/var/tmp", 0o1777},
+	}
+	files := []struct {
+		path, data string
+	}{
+		{"/etc/hostname", "nodeforge-boottest\n"},
+		{"/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n"},
+		{"/etc/group", "root:x:0:\n"},
+	}
+	links := []struct{ path, target string }{{"/bin", "usr/bin"}, {"/sbin", "usr/sbin"}}
+	var lines []string
+	for _, d := range dirs {
+		p := filepath.Join(root, d.path)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return nil, err
+		}
+		mode := os.FileMode(d.mode & 0o777)
+		if d.mode&0o1000 != 0 {
+			mode |= os.ModeSticky
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			return nil, err
+		}
+		lines = append(lines, fmt.Sprintf("%%dir %%attr(%04o,root,root) %s", d.mode, d.path))
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(root, f.path), []byte(f.data), 0o644); err != nil {
+			return nil, err
+		}
+		lines = append(lines, "%config(noreplace) %attr(0644,root,root) "+f.path)
+	}
+	for _, l := range links {
+		if err := os.Symlink(l.target, filepath.Join(root, l.path)); err != nil {
+			return nil, err
+		}
+		lines = append(lines, l.path)
+	}
+	sort.Strings(lines)
+	return lines, nil
+}
+
+// rpmSpec is one package for rpmbuild, laid out in Root.
+type rpmSpec struct {
+	Name, Version, Release, Arch, License string
+	Summary, Description                  string
+	Root                                  string
+	Provides                              []string
+	Files                                 []string // %files lines
+}
+
+// specTemplate builds a binary-only package from a prepared tree without
+// touching its bytes: no strip, no debuginfo, no build-id links, no
+// brp-* scripts, no automatic dependencies.
+const specTemplate = `%%define debug_package %%{nil}
+%%define __strip /bin/true
+%%define __objdump /bin/true
+%%define __os_install_post %%{nil}
+%%define __arch_install_post %%{nil}
+%%define __spec_install_post %%{nil}
+%%define _build_id_links none
+%%define _binary_payload %s
+Name: %s
+Version: %s
+Release: %s
+Summary: %s
+License: %s
+BuildArch: %s
+AutoReqProv: no
+%s
+%%description
+%s
+
+%%install
+mkdir -p %%{buildroot}
+cp -a %s/. %%{buildroot}/
+
+%%files
+%%defattr(-,root,root,-)
+%s
+`
+
+// rpmbuild builds one package reproducibly and returns the .rpm's path.
+func rpmbuild(stage string, s rpmSpec, sde int64, payload string) (string, error) {
+	var prov strings.Builder
+	for _, p := range s.Provides {
+		fmt.Fprintf(&prov, "Provides: %s\n", p)
+	}
+	// %install runs under sh: quote the tree's path.
+	root := "'" + strings.ReplaceAll(s.Root, "'", `'\''`) + "'"
+	spec := fmt.Sprintf(specTemplate, payload, s.Name, s.Version, s.Release, s.Summary, s.License, s.Arch,
+		prov.String(), s.Description, root, strings.Join(s.Files, "\n"))
+	top := filepath.Join(stage, "rpmbuild-"+s.Name)
+	specPath := filepath.Join(stage, s.Name+".spec")
+	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
+		return "", err
+	}
+	args := []string{"-bb", "--quiet", "--nodeps",
+		"--define", "_topdir " + top,
+		"--define", "_tmppath " + filepath.Join(top, "tmp"),
+		"--define", "use_source_date_epoch_as_buildtime 1",
+		"--define", "clamp_mtime_to_source_date_epoch 1",
+		"--define", "_buildhost repro",
+	}
+	if s.Arch != "noarch" {
+		args = append(args, "--target", s.Arch)
+	}
+	if err := os.MkdirAll(filepath.Join(top, "tmp"), 0o755); err != nil {
+		return "", err
+	}
+	cmd := exec.Command("rpmbuild", append(args, specPath)...)
+	cmd.Env = toolEnv(stage, sde)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("testbase: rpmbuild %s: %v\n%s", s.Name, err, b)
+	}
+	out, _ := filepath.Glob(filepath.Join(top, "RPMS", s.Arch, s.Name+"-*.rpm"))
+	if len(out) != 1 {
+		return "", fmt.Errorf("testbase: rpmbuild %s left %v", s.Name, out)
+	}
+	return out[0], nil
+}
+
+// toolEnv is a clean environment for rpmbuild and createrepo_c: no user
+// macros (HOME is the stage), C locale, UTC, the pinned date.
+func toolEnv(home string, sde int64) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LC_ALL=C", "TZ=UTC",
+		"SOURCE_DATE_EPOCH=" + strconv.FormatInt(sde, 10)}
+}
+
+// specYAML is the release spec of the base. Boot modules the kernel has
+// built in are left out (the builder would skip them anyway).
+func specYAML(info *Info, opts Options) ([]byte, error) {
+	has := func(list []string, name string) bool {
+		i := sort.SearchStrings(list, name)
+		return i < len(list) && list[i] == name
+	}
+	var boot []string
+	for _, m := range opts.BootModules {
+		n := modName(m)
+		switch {
+		case has(info.Builtin, n):
+		case has(info.Modules, n):
+			boot = append(boot, m)
+		default:
+			return nil, fmt.Errorf("testbase: boot module %s is neither built into %s nor in the kernel RPM", m, info.KernelVersion)
+		}
+	}
+	list := func(ss []string) string {
+		q := make([]string, len(ss))
+		for i, s := range ss {
+			q[i] = strconv.Quote(s)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	}
+	return []byte(fmt.Sprintf(`# Release spec of the boot test base, written by internal/testbase from
+# Debian's %s %s (%s). Test use only: the repository is unsigned.
+name: boottest
+branch: boottest
+version: 0.1.0
+architectures: [x86_64]
+
+repositories:
+  - name: testbase
+    url: %s
+    format: rpm-md
+    insecure-skip-verify: true
+
+components:
+  kernel:
+    kind: kernel
+    packages: [%s]
+  rootfs:
+    kind: rootfs
+    packages: [%s]
+  installer:
+    kind: installer
+    packages: [%s]
+
+image:
+  os:
+    id: nodeforge
+    name: Nodeforge
+    pretty-name: %s
+  cmdline: %s
+  init:
+    package: %s
+    path: %s
+  boot-modules: %s
+  initramfs-compression: %s
+`, info.DebPackage, info.DebVersion, info.KernelDeb, RepoDir, KernelPackage, FilesystemPackage, InitPackage,
+		strconv.Quote(info.PrettyName), list(opts.Cmdline), InitPackage, InitPath, list(boot), opts.InitramfsCompression)), nil
+}

@@ -1,0 +1,338 @@
+// Command testinit is the /init of the boot test's initramfs (see
+// builder/boot_test.go and internal/testbase). Built static
+// (CGO_ENABLED=0, linux/amd64), it runs as PID 1 and does what the node OS's
+// init does before switching root, then reports and powers off:
+//
+//  1. mounts devtmpfs on /dev, proc on /proc, sysfs on /sys;
+//  2. loads every module of /lib/modules/<kver>/modules.dep (the builder
+//     puts exactly the boot modules and their dependencies there),
+//     dependencies first;
+//  3. attaches /rootfs.sqsh to a read-only loop device and mounts it
+//     (squashfs) on /sysroot/lower;
+//  4. stacks an overlay with a tmpfs upper layer on /sysroot/root and
+//     checks that it is writable;
+//  5. prints "NODEFORGE-BOOT-OK PRETTY_NAME=<value>" from the root's
+//     /etc/os-release to /dev/console, or "NODEFORGE-BOOT-FAIL <reason>";
+//  6. powers the machine off.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+	"golang.org/x/sys/unix"
+)
+
+// The markers the boot test looks for on the serial console.
+const (
+	okMarker   = "NODEFORGE-BOOT-OK"
+	failMarker = "NODEFORGE-BOOT-FAIL"
+)
+
+var console io.Writer = os.Stdout
+
+func say(format string, args ...any) {
+	fmt.Fprintf(console, format+"\n", args...)
+}
+
+func main() {
+	if err := boot(); err != nil {
+		say("%s %v", failMarker, err)
+	}
+	unix.Sync()
+	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
+		say("%s poweroff: %v", failMarker, err)
+	}
+	// Exiting PID 1 panics the kernel; with panic=-1 and qemu -no-reboot
+	// that also ends the machine.
+	os.Exit(1)
+}
+
+func boot() error {
+	for _, m := range []struct{ src, dst, fstype, data string }{
+		{"devtmpfs", "/dev", "devtmpfs", "mode=0755"},
+		{"proc", "/proc", "proc", ""},
+		{"sysfs", "/sys", "sysfs", ""},
+	} {
+		if err := mount(m.src, m.dst, m.fstype, unix.MS_NOSUID, m.data); err != nil {
+			return err
+		}
+	}
+	if c, err := os.OpenFile("/dev/console", os.O_WRONLY|unix.O_NOCTTY, 0); err == nil {
+		console = c
+	}
+
+	modDir, err := modulesDir()
+	if err != nil {
+		return err
+	}
+	loaded, err := loadModules(modDir)
+	if err != nil {
+		return err
+	}
+	say("nodeforge-init: %s: loaded %s", filepath.Base(modDir), strings.Join(loaded, " "))
+
+	loopDev, err := attachLoop("/rootfs.sqsh")
+	if err != nil {
+		return err
+	}
+	if err := mount(loopDev, "/sysroot/lower", "squashfs", unix.MS_RDONLY, ""); err != nil {
+		return err
+	}
+	if err := mount("tmpfs", "/sysroot/rw", "tmpfs", 0, "mode=0755"); err != nil {
+		return err
+	}
+	for _, d := range []string{"/sysroot/rw/upper", "/sysroot/rw/work"} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return err
+		}
+	}
+	opts := "lowerdir=/sysroot/lower,upperdir=/sysroot/rw/upper,workdir=/sysroot/rw/work"
+	if err := mount("overlay", "/sysroot/root", "overlay", 0, opts); err != nil {
+		return err
+	}
+	say("nodeforge-init: %s (squashfs) under a tmpfs overlay on /sysroot/root", loopDev)
+
+	// The overlay takes writes; the squashfs below does not change.
+	probe := "/etc/nodeforge-boot-probe"
+	if err := os.WriteFile("/sysroot/root"+probe, []byte("written at boot\n"), 0o644); err != nil {
+		return fmt.Errorf("overlay is not writable: %w", err)
+	}
+	if _, err := os.Stat("/sysroot/rw/upper" + probe); err != nil {
+		return fmt.Errorf("overlay write did not land in the upper layer: %w", err)
+	}
+	if _, err := os.Stat("/sysroot/lower" + probe); err == nil {
+		return errors.New("overlay write reached the squashfs")
+	}
+	if dep, err := os.ReadFile("/sysroot/root" + modDir + "/modules.dep"); err == nil {
+		say("nodeforge-init: the root's modules.dep lists %d modules", bytes.Count(dep, []byte("\n")))
+	} else {
+		say("nodeforge-init: the root has no modules.dep: %v", err)
+	}
+
+	osr, err := os.ReadFile("/sysroot/root/etc/os-release")
+	if err != nil {
+		return err
+	}
+	pretty, ok := osReleaseValue(osr, "PRETTY_NAME")
+	if !ok {
+		return errors.New("/etc/os-release has no PRETTY_NAME")
+	}
+	say("%s PRETTY_NAME=%s", okMarker, pretty)
+	return nil
+}
+
+func mount(src, dst, fstype string, flags uintptr, data string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount(src, dst, fstype, flags, data); err != nil {
+		return fmt.Errorf("mount %s (%s) on %s: %w", src, fstype, dst, err)
+	}
+	return nil
+}
+
+// modulesDir is the one directory under /lib/modules.
+func modulesDir() (string, error) {
+	dirs, err := filepath.Glob("/lib/modules/*")
+	if err != nil || len(dirs) != 1 {
+		return "", fmt.Errorf("want one directory under /lib/modules, have %v", dirs)
+	}
+	return dirs[0], nil
+}
+
+// loadModules loads every module modules.dep lists, each after the
+// modules it depends on (modprobe's order: a dependency list read
+// backwards). It returns the module names in load order.
+func loadModules(dir string) ([]string, error) {
+	f, err := os.Open(filepath.Join(dir, "modules.dep"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	deps := map[string][]string{}
+	var order []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		mod, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		deps[mod] = strings.Fields(rest)
+		order = append(order, mod)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(order) == 0 {
+		return nil, errors.New("modules.dep lists no modules")
+	}
+	var loaded []string
+	state := map[string]int{} // 1 loading, 2 done
+	var load func(mod string) error
+	load = func(mod string) error {
+		switch state[mod] {
+		case 1:
+			return fmt.Errorf("dependency cycle through %s", mod)
+		case 2:
+			return nil
+		}
+		state[mod] = 1
+		d := deps[mod]
+		for i := len(d) - 1; i >= 0; i-- {
+			if err := load(d[i]); err != nil {
+				return err
+			}
+		}
+		if err := insmod(filepath.Join(dir, mod)); err != nil {
+			return err
+		}
+		state[mod] = 2
+		loaded = append(loaded, moduleName(mod))
+		return nil
+	}
+	for _, mod := range order {
+		if err := load(mod); err != nil {
+			return loaded, err
+		}
+	}
+	return loaded, nil
+}
+
+func moduleName(p string) string {
+	b := filepath.Base(p)
+	return b[:strings.Index(b, ".ko")]
+}
+
+// insmod loads one module file. Compressed modules go to the kernel as they
+// are when it can decompress them (MODULE_INIT_COMPRESSED_FILE, Linux
+// 6.2+), else decompressed here. A module already loaded is fine.
+func insmod(path string) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("module %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	compressed := !strings.HasSuffix(path, ".ko")
+	flags := 0
+	if compressed {
+		flags = unix.MODULE_INIT_COMPRESSED_FILE
+	}
+	err = unix.FinitModule(fd, "", flags)
+	if compressed && (err == unix.EINVAL || err == unix.EOPNOTSUPP || err == unix.ENOSYS) {
+		var image []byte
+		if image, err = decompress(path); err != nil {
+			return fmt.Errorf("module %s: %w", path, err)
+		}
+		err = unix.InitModule(image, "")
+	}
+	if err != nil && err != unix.EEXIST {
+		return fmt.Errorf("load module %s: %w", path, err)
+	}
+	return nil
+}
+
+func decompress(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var r io.Reader
+	switch {
+	case strings.HasSuffix(path, ".xz"):
+		r, err = xz.NewReader(f)
+	case strings.HasSuffix(path, ".zst"):
+		var d *zstd.Decoder
+		if d, err = zstd.NewReader(f); err == nil {
+			defer d.Close()
+			r = d
+		}
+	case strings.HasSuffix(path, ".gz"):
+		r, err = gzip.NewReader(f)
+	default:
+		err = errors.New("unknown compression")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(r)
+}
+
+// attachLoop puts file on a free loop device, read-only, and returns the
+// device's path.
+func attachLoop(file string) (string, error) {
+	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(ctl)
+	n, err := unix.IoctlRetInt(ctl, unix.LOOP_CTL_GET_FREE)
+	if err != nil {
+		return "", fmt.Errorf("LOOP_CTL_GET_FREE: %w", err)
+	}
+	dev := fmt.Sprintf("/dev/loop%d", n)
+	if _, err := os.Stat(dev); errors.Is(err, os.ErrNotExist) {
+		// devtmpfs normally has it already.
+		if err := unix.Mknod(dev, unix.S_IFBLK|0o600, int(unix.Mkdev(7, uint32(n)))); err != nil {
+			return "", err
+		}
+	}
+	// The descriptors stay open: the mount holds the device anyway.
+	lfd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	ffd, err := unix.Open(file, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	info := unix.LoopInfo64{Flags: unix.LO_FLAGS_READ_ONLY}
+	copy(info.File_name[:], file)
+	err = unix.IoctlLoopConfigure(lfd, &unix.LoopConfig{Fd: uint32(ffd), Info: info})
+	if err == unix.EINVAL || err == unix.ENOTTY {
+		// Before Linux 5.8: LOOP_SET_FD, then the status.
+		if err = unix.IoctlSetInt(lfd, unix.LOOP_SET_FD, ffd); err == nil {
+			err = unix.IoctlLoopSetStatus64(lfd, &info)
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("attach %s to %s: %w", file, dev, err)
+	}
+	return dev, nil
+}
+
+// osReleaseValue reads one KEY=value of os-release(5), unquoted.
+func osReleaseValue(b []byte, key string) (string, bool) {
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok || k != key {
+			continue
+		}
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			q := v[0]
+			v = v[1 : len(v)-1]
+			if q == '"' {
+				var out strings.Builder
+				for i := 0; i < len(v); i++ {
+					if v[i] == '\\' && i+1 < len(v) {
+						i++
+					}
+					out.WriteByte(v[i])
+				}
+				v = out.String()
+			}
+		}
+		return v, true
+	}
+	return "", false
+}

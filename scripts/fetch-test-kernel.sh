@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Puts a Debian 12 kernel package (linux-image-6.1.0-N-amd64) into the cache
+# directory the kernel tests (kernel/debian_test.go) and the boot test
+# (builder/boot_test.go via internal/testbase) read. Idempotent: does nothing
+# when one is cached. Usage: scripts/fetch-test-kernel.sh [DIR]
+# (default $NODEFORGE_CACHE_DIR or /var/cache/nodeforge).
+set -euo pipefail
+
+dir=${1:-${NODEFORGE_CACHE_DIR:-/var/cache/nodeforge}}
+# The package the tests pin (kernel.TestKernelPackage, testbase.DebianKernelPackage).
+pinned=linux-image-6.1.0-57-amd64
+
+cached() {
+  local f
+  for f in "$dir"/linux-image-6.1.0-*-amd64_*.deb; do
+    case "$f" in *-cloud-amd64_*|*-rt-amd64_*) continue ;; esac
+    [ -s "$f" ] && { echo "$f"; return 0; }
+  done
+  return 1
+}
+
+if f=$(cached); then
+  echo "kernel package cached: $f"
+  exit 0
+fi
+
+mkdir -p "$dir"
+tmp=$(mktemp -d "$dir/.download-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+chmod 755 "$tmp" # apt's sandbox user writes here when not root
+
+download() { (cd "$tmp" && apt-get download -q "$1") >&2; }
+
+# The pinned ABI first; when the archive dropped it, whatever
+# linux-image-amd64 depends on today.
+current() {
+  apt-cache depends linux-image-amd64 2>/dev/null |
+    awk '$1 == "Depends:" && $2 ~ /^linux-image-6\.1\.0-[0-9]+-amd64$/ { print $2; exit }'
+}
+
+ok=
+for attempt in 1 2; do
+  for pkg in "$pinned" $(current); do
+    if download "$pkg"; then ok=$pkg; break 2; fi
+  done
+  [ "$attempt" = 1 ] && apt-get update -qq
+done
+if [ -z "$ok" ]; then
+  echo "could not download a Debian kernel package into $dir" >&2
+  exit 1
+fi
+debs=("$tmp"/*.deb)
+mv "${debs[0]}" "$dir/"
+echo "kernel package downloaded: $dir/$(basename "${debs[0]}")"
