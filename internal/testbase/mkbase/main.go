@@ -1,0 +1,35 @@
+// Command mkbase writes the Debian-derived test package base (a real
+// Debian kernel and its modules wrapped into RPMs, a Go init, an rpm-md
+// repository and a release spec) for benchmarks and manual boots. It
+// prints the spec's path.
+//
+//	go run ./internal/testbase/mkbase -dir /tmp/base [-all-modules]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/nodeforge/builder/internal/testbase"
+)
+
+func main() {
+	dir := flag.String("dir", "", "directory to write the base into")
+	all := flag.Bool("all-modules", false, "package every kernel module (about 390 MB), not just the boot-relevant trees")
+	flag.Parse()
+	if *dir == "" {
+		fmt.Fprintln(os.Stderr, "mkbase: -dir is required")
+		os.Exit(2)
+	}
+	opts := testbase.Options{Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
+	if *all {
+		opts.ModuleTrees = append([]string{"kernel"}, testbase.DefaultModuleTrees[6:]...)
+	}
+	spec, err := testbase.Build(*dir, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mkbase:", err)
+		os.Exit(1)
+	}
+	fmt.Println(spec)
+}
