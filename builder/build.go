@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -59,7 +60,11 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.Squashfs.Compressor = s.Image.Compression
+	opts.Squashfs.Compressor, opts.Squashfs.Level = s.Image.Compression, s.Image.CompressionLevel
+	if opts.Squashfs.Jobs == 0 {
+		// Compressor threads do not change the bytes (tested), only the time.
+		opts.Squashfs.Jobs = runtime.NumCPU()
+	}
 	out, err := filepath.Abs(opts.Out)
 	if err != nil {
 		return nil, err
@@ -81,7 +86,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		LockSHA256:      digest(opts.LockBytes),
 		SourceDateEpoch: sde,
 		Builder:         opts.Version,
-		Tools:           map[string]string{"squashfs": sqTool},
+		Tools:           map[string]string{"squashfs": fmt.Sprintf("%s (%s level %d)", sqTool, s.Image.Compression, s.Image.CompressionLevel)},
 		Architectures:   map[string]*ArchReport{},
 		Generators:      generatorDocs,
 		Artifacts:       map[string]ArtifactInfo{},

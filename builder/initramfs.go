@@ -79,8 +79,9 @@ func compressInitramfs(cpio []byte, algo string) ([]byte, error) {
 	var err error
 	switch algo {
 	case "zstd":
-		// One encoder goroutine: the bytes must not depend on the cores.
-		w, err = zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
+		// One encoder goroutine: the bytes must not depend on the cores. The
+		// default level: most of the archive is rootfs.sqsh, compressed already.
+		w, err = zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
 	case "xz":
 		w, err = xz.WriterConfig{CheckSum: xz.CRC32}.NewWriter(&buf)
 	default:

@@ -14,6 +14,7 @@ import (
 // SquashfsOptions pins the image format.
 type SquashfsOptions struct {
 	Compressor string // "zstd" (default), "xz", "gzip", "lz4"
+	Level      int    // compression level; 0 is the tool's default
 	BlockSize  int    // default 131072
 	Jobs       int    // compressor threads; output does not depend on it
 	// Tool is the tar2sqfs binary (default: found on PATH).
@@ -58,9 +59,12 @@ func (t *Tree) WriteSquashfs(ctx context.Context, dst string, owners Owners, mti
 	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp")
 	os.Remove(tmp)
 	defer os.Remove(tmp)
-	cmd := exec.CommandContext(ctx, tool, "--quiet", "--force", "--no-skip",
-		"--compressor", comp, "--block-size", fmt.Sprint(bs), "--num-jobs", fmt.Sprint(jobs),
-		"--defaults", fmt.Sprintf("uid=0,gid=0,mode=0755,mtime=%d", mtime), tmp)
+	args := []string{"--quiet", "--force", "--no-skip", "--compressor", comp, "--block-size", fmt.Sprint(bs), "--num-jobs", fmt.Sprint(jobs),
+		"--defaults", fmt.Sprintf("uid=0,gid=0,mode=0755,mtime=%d", mtime)}
+	if opts.Level > 0 && comp != "lz4" {
+		args = append(args, "--comp-extra", fmt.Sprintf("level=%d", opts.Level))
+	}
+	cmd := exec.CommandContext(ctx, tool, append(args, tmp)...)
 	cmd.Env = []string{"LC_ALL=C", "TZ=UTC", "PATH=" + os.Getenv("PATH")}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -38,6 +38,9 @@ b_size=$(stat -c %s "$work/out/x86_64/rootfs.sqsh")
 echo "== rpm -i --root + mksquashfs -comp zstd"
 rm -rf "$work/root" && mkdir -p "$work/root"
 read -r r_secs r_rss < <(t rpm -i --root "$work/root" --dbpath /var/lib/rpm --nodeps --noscripts --nosignature --nodigest "${rpms[@]}")
+# What the node OS image holds: no /boot (the kernel ships as vmlinuz) and
+# no rpm database (nothing installs packages on an immutable node).
+rm -rf "$work/root/boot" "$work/root/var/lib/rpm"
 rm -f "$work/ref.sqsh"
 read -r m_secs m_rss < <(t mksquashfs "$work/root" "$work/ref.sqsh" -noappend -reproducible -mkfs-time 0 -all-time 0 -all-root -comp zstd -no-progress)
 m_size=$(stat -c %s "$work/ref.sqsh")
@@ -45,7 +48,7 @@ m_size=$(stat -c %s "$work/ref.sqsh")
 echo "== CPU floor"
 read -r d_secs _ < <(t sh -c "for r in ${rpms[*]}; do rpm2cpio \$r >/dev/null; done")
 tar -C "$work/root" -cf "$work/root.tar" .
-read -r c_secs _ < <(t zstd -q -15 -T1 -f "$work/root.tar" -o "$work/root.tar.zst")
+read -r c_secs _ < <(t zstd -q -13 -T1 -f "$work/root.tar" -o "$work/root.tar.zst")
 
 echo "== rebuild after one package changed (the init package)"
 # Rebuild with the same packages but a different init path contents is not
@@ -63,6 +66,6 @@ print(f"rpm -i + mksquashfs          {r+m:7.1f} s   ({r:.1f} + {m:.1f}; mksquash
 print(f"ratio builder / standard     {b/(r+m):7.2f}   (target <= 0.60)")
 print(f"size ours / mksquashfs       {bsize/msize:7.3f}   (target <= 1.05)")
 floor = (d + c) / cores
-print(f"CPU floor (decompress {d:.1f} s + compress {c:.1f} s) / {cores} cores = {floor:.1f} s; builder at {b/floor:.1f}x the floor")
+print(f"CPU floor (decompress {d:.1f} s + zstd -13 {c:.1f} s) / {cores} cores = {floor:.1f} s; builder at {b/floor:.1f}x the floor")
 print(f"rebuild, nothing changed     {rb:7.1f} s   ({100*rb/b:.0f}% of the build)")
 PY

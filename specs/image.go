@@ -25,6 +25,10 @@ type Image struct {
 	Modules []string `yaml:"modules,omitempty" json:"modules,omitempty"`
 	// Compression of rootfs.sqsh: zstd (default), xz, gzip, lz4.
 	Compression string `yaml:"compression,omitempty" json:"compression"`
+	// CompressionLevel of rootfs.sqsh; 0 means the default: zstd 13 (a
+	// third of the time of mksquashfs's 15 for about 3% more bytes), xz 6,
+	// gzip 9.
+	CompressionLevel int `yaml:"compression-level,omitempty" json:"compressionLevel"`
 	// InitramfsCompression: zstd (default, as Talos since 1.8) or xz.
 	InitramfsCompression string `yaml:"initramfs-compression,omitempty" json:"initramfsCompression"`
 	// Drop removes paths by pattern; the report shows bytes saved per rule.
@@ -121,6 +125,12 @@ func (im *Image) normalize(s *Spec, bad func(string, ...any)) {
 	case "zstd", "xz", "gzip", "lz4":
 	default:
 		bad("image.compression %q: want zstd, xz, gzip or lz4", im.Compression)
+	}
+	if im.CompressionLevel == 0 {
+		im.CompressionLevel = map[string]int{"zstd": 13, "xz": 6, "gzip": 9, "lz4": 0}[im.Compression]
+	}
+	if im.CompressionLevel < 0 || im.CompressionLevel > 22 {
+		bad("image.compression-level %d is out of range", im.CompressionLevel)
 	}
 	switch im.InitramfsCompression {
 	case "":
