@@ -1,0 +1,154 @@
+package sqfs
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sync/atomic"
+	"testing"
+)
+
+// countingCache counts what the writer asks of a cache.
+type countingCache struct {
+	BlockCache
+	gets, hits, puts atomic.Int64
+}
+
+func (c *countingCache) Get(k [32]byte) ([]byte, bool) {
+	c.gets.Add(1)
+	b, ok := c.BlockCache.Get(k)
+	if ok {
+		c.hits.Add(1)
+	}
+	return b, ok
+}
+
+func (c *countingCache) Put(k [32]byte, b []byte) {
+	c.puts.Add(1)
+	c.BlockCache.Put(k, b)
+}
+
+func (c *countingCache) reset() { c.gets.Store(0); c.hits.Store(0); c.puts.Store(0) }
+
+// packageTree is a synthetic root file system: 24 "packages" of 40
+// files, sizes spread log-uniformly from 10 bytes to 400 KiB.
+func packageTree() []Entry {
+	r := rand.New(rand.NewPCG(3, 4))
+	es := []Entry{dir("/", 0o755, 0, 0), dir("/usr", 0o755, 0, 0)}
+	for p := range 24 {
+		d := fmt.Sprintf("/usr/pkg%02d", p)
+		es = append(es, dir(d, 0o755, 0, 0))
+		for f := range 40 {
+			n := int(math.Exp(r.Float64()*math.Log(400<<10/10))) * 10
+			es = append(es, file(fmt.Sprintf("%s/file%02d", d, f), 0o644, content(uint64(p*100+f), n)))
+		}
+	}
+	return es
+}
+
+// TestCache: a rebuild with the cache recompresses only blocks whose bytes
+// changed, and gives the same image as a build without a cache.
+func TestCache(t *testing.T) {
+	dc, err := NewDirCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := &countingCache{BlockCache: dc}
+	es := packageTree()
+	o := Options{Cache: cache}
+
+	cold := imageBytes(t, es, o)
+	jobs := cache.puts.Load()
+	t.Logf("cold build: %d blocks compressed and stored", jobs)
+	if jobs == 0 || cache.hits.Load() != 0 {
+		t.Fatalf("cold build: %d puts, %d hits", jobs, cache.hits.Load())
+	}
+
+	cache.reset()
+	warm := imageBytes(t, es, o)
+	if !bytes.Equal(cold, warm) {
+		t.Fatal("a build from the cache differs")
+	}
+	if cache.puts.Load() != 0 || cache.hits.Load() != jobs {
+		t.Errorf("unchanged rebuild: %d puts, %d hits of %d", cache.puts.Load(), cache.hits.Load(), jobs)
+	}
+
+	check := func(what string, es []Entry, maxPuts int64) {
+		t.Helper()
+		cache.reset()
+		got := imageBytes(t, es, o)
+		want := imageBytes(t, es, Options{})
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: image with the cache differs from one without", what)
+		}
+		t.Logf("%s: %d of %d blocks recompressed", what, cache.puts.Load(), cache.gets.Load())
+		if cache.puts.Load() > maxPuts {
+			t.Errorf("%s: %d blocks recompressed, want at most %d", what, cache.puts.Load(), maxPuts)
+		}
+	}
+
+	// A small file changes size: its fragment block, perhaps a neighbour.
+	es2 := append([]Entry(nil), es...)
+	var small *Entry
+	for i := len(es2) / 2; small == nil; i++ {
+		if n := len(es2[i].Data); n > 1000 && n < 20000 {
+			small = &es2[i]
+		}
+	}
+	small.Data = append(bytes.Clone(small.Data[:len(small.Data)/2]), "changed"...)
+	check("small file "+small.Path+" changed", es2, 3)
+
+	// One block of a large file changes: that block only.
+	es3 := append([]Entry(nil), es...)
+	var big *Entry
+	for i := range es3 {
+		if len(es3[i].Data) > 3*defaultBlockSize {
+			big = &es3[i]
+			break
+		}
+	}
+	big.Data = bytes.Clone(big.Data)
+	copy(big.Data[defaultBlockSize+10:], "changed")
+	check("one block of "+big.Path+" changed", es3, 1)
+
+	// A package gains a file and loses another.
+	es4 := append([]Entry(nil), es...)
+	for i := range es4 {
+		if es4[i].Path == "/usr/pkg20/file10" {
+			es4 = append(es4[:i], es4[i+1:]...)
+			break
+		}
+	}
+	es4 = append(es4, file("/usr/pkg05/newfile", 0o644, content(999, 5000)))
+	check("file added and file removed", es4, 6)
+}
+
+func TestDirCache(t *testing.T) {
+	d := t.TempDir()
+	c, err := NewDirCache(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := [32]byte{1, 2, 3}
+	if _, ok := c.Get(k); ok {
+		t.Fatal("hit in an empty cache")
+	}
+	c.Put(k, []byte("compressed"))
+	if b, ok := c.Get(k); !ok || string(b) != "compressed" {
+		t.Fatalf("got %q %v", b, ok)
+	}
+	// A damaged entry is a miss.
+	p := c.path(k)
+	b, _ := os.ReadFile(p)
+	b[0] ^= 1
+	os.WriteFile(p, b, 0o644)
+	if _, ok := c.Get(k); ok {
+		t.Error("damaged entry returned")
+	}
+	c.Put(k, []byte("again"))
+	if b, ok := c.Get(k); !ok || string(b) != "again" {
+		t.Errorf("damaged entry not replaced: %q %v", b, ok)
+	}
+}
