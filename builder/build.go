@@ -56,9 +56,12 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 	if sde == 0 {
 		sde = l.SourceDateEpoch
 	}
-	sqTool, err := rootfs.SquashfsTool(opts.Squashfs)
-	if err != nil {
-		return nil, err
+	sqTool := "nodeforge rootfs/sqfs " + opts.Version
+	if s.Image.SquashfsWriter != "go" {
+		var err error
+		if sqTool, err = rootfs.SquashfsTool(opts.Squashfs); err != nil {
+			return nil, err
+		}
 	}
 	opts.Squashfs.Compressor, opts.Squashfs.Level = s.Image.Compression, s.Image.CompressionLevel
 	if opts.Squashfs.Jobs == 0 {
@@ -120,7 +123,16 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		owners := as.accounts.Owners()
 		logf("%s: writing rootfs.sqsh (%d paths)", arch, as.tree.Len())
 		sqPath := filepath.Join(dir, "rootfs.sqsh")
-		if err := as.tree.WriteSquashfs(ctx, sqPath, owners, sde, opts.Squashfs); err != nil {
+		if s.Image.SquashfsWriter == "go" {
+			blocks := ""
+			if opts.Cache != nil && opts.Cache.Dir != "" {
+				blocks = filepath.Join(opts.Cache.Dir, "squashfs-blocks")
+			}
+			err = as.tree.WriteSquashfsGo(sqPath, owners, sde, opts.Squashfs, blocks)
+		} else {
+			err = as.tree.WriteSquashfs(ctx, sqPath, owners, sde, opts.Squashfs)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", arch, err)
 		}
 		sqsh, err := os.ReadFile(sqPath)

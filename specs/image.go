@@ -29,6 +29,11 @@ type Image struct {
 	// third of the time of mksquashfs's 15 for about 3% more bytes), xz 6,
 	// gzip 9.
 	CompressionLevel int `yaml:"compression-level,omitempty" json:"compressionLevel"`
+	// SquashfsWriter: "tar2sqfs" (default: squashfs-tools-ng fed a tar
+	// stream) or "go" (rootfs/sqfs: compressed blocks are cached by
+	// content, so a rebuild recompresses only what changed, at a 5-9% size
+	// cost with zstd).
+	SquashfsWriter string `yaml:"squashfs-writer,omitempty" json:"squashfsWriter"`
 	// InitramfsCompression: zstd (default, as Talos since 1.8) or xz.
 	InitramfsCompression string `yaml:"initramfs-compression,omitempty" json:"initramfsCompression"`
 	// Drop removes paths by pattern; the report shows bytes saved per rule.
@@ -131,6 +136,17 @@ func (im *Image) normalize(s *Spec, bad func(string, ...any)) {
 	}
 	if im.CompressionLevel < 0 || im.CompressionLevel > 22 {
 		bad("image.compression-level %d is out of range", im.CompressionLevel)
+	}
+	switch im.SquashfsWriter {
+	case "":
+		im.SquashfsWriter = "tar2sqfs"
+	case "tar2sqfs":
+	case "go":
+		if im.Compression == "lz4" {
+			bad("image.squashfs-writer go does not write lz4")
+		}
+	default:
+		bad("image.squashfs-writer %q: want tar2sqfs or go", im.SquashfsWriter)
 	}
 	switch im.InitramfsCompression {
 	case "":
