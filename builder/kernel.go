@@ -82,7 +82,9 @@ func takeKernel(s *specs.Spec, a *lock.Arch, tree *rootfs.Tree) (*kernelInfo, er
 			files[strings.TrimPrefix(n.Path, prefix)] = n.Data
 		}
 	}
-	deps, err := moduleDeps(k.Version, files)
+	// One depmod over the modules the package ships; a second only when
+	// image.modules trims the set.
+	idx, deps, err := depmod(k.Version, files)
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +100,9 @@ func takeKernel(s *specs.Spec, a *lock.Arch, tree *rootfs.Tree) (*kernelInfo, er
 				delete(files, rel)
 			}
 		}
-	}
-	idx, err := kernel.Depmod(kernel.Input{KernelVersion: k.Version, Files: modulesOnly(files),
-		Builtin: files["modules.builtin"], BuiltinModinfo: files["modules.builtin.modinfo"], Order: files["modules.order"]})
-	if err != nil {
-		return nil, fmt.Errorf("depmod for %s: %w", k.Version, err)
+		if idx, deps, err = depmod(k.Version, files); err != nil {
+			return nil, err
+		}
 	}
 	for name, data := range idx {
 		if err := tree.Replace(&rootfs.Node{Path: prefix + name, Kind: rootfs.KindFile, Mode: 0o644, User: "root", Group: "root", Data: data, Digest: digest(data), Origin: generated("depmod")}); err != nil {
@@ -120,7 +120,7 @@ func takeKernel(s *specs.Spec, a *lock.Arch, tree *rootfs.Tree) (*kernelInfo, er
 	builtin := builtinNames(files["modules.builtin"])
 	var want []string
 	for _, m := range s.Image.BootModules {
-		if builtin[normModName(m)] {
+		if builtin[kernel.ModuleName(m)] {
 			k.Builtin = append(k.Builtin, m)
 			continue
 		}
@@ -161,44 +161,29 @@ func modulesOnly(files map[string][]byte) map[string][]byte {
 	return out
 }
 
-// moduleDeps computes modules.dep for the full set, as a map.
-func moduleDeps(kver string, files map[string][]byte) (map[string][]string, error) {
-	idx, err := kernel.Depmod(kernel.Input{KernelVersion: kver, Files: modulesOnly(files), Builtin: files["modules.builtin"], Order: files["modules.order"]})
+// depmod writes the module indexes of the modules in files and returns
+// them with modules.dep as a map.
+func depmod(kver string, files map[string][]byte) (map[string][]byte, map[string][]string, error) {
+	idx, err := kernel.Depmod(kernel.Input{KernelVersion: kver, Files: modulesOnly(files),
+		Builtin: files["modules.builtin"], BuiltinModinfo: files["modules.builtin.modinfo"], Order: files["modules.order"]})
 	if err != nil {
-		return nil, fmt.Errorf("depmod for %s: %w", kver, err)
+		return nil, nil, fmt.Errorf("depmod for %s: %w", kver, err)
 	}
-	return parseModulesDep(idx["modules.dep"]), nil
-}
-
-// parseModulesDep reads "path: dep dep" lines.
-func parseModulesDep(b []byte) map[string][]string {
-	out := map[string][]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		name, deps, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		out[name] = strings.Fields(deps)
+	deps, err := kernel.ParseModulesDep(idx["modules.dep"])
+	if err != nil {
+		return nil, nil, err
 	}
-	return out
+	return idx, deps, nil
 }
-
-func normModName(s string) string { return strings.ReplaceAll(s, "-", "_") }
 
 // builtinNames reads modules.builtin ("kernel/fs/ext4/ext4.ko" lines) into
 // module names.
 func builtinNames(b []byte) map[string]bool {
 	out := map[string]bool{}
 	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
+		if line = strings.TrimSpace(line); line != "" {
+			out[kernel.ModuleName(line)] = true
 		}
-		base := line[strings.LastIndex(line, "/")+1:]
-		for _, e := range moduleExts {
-			base = strings.TrimSuffix(base, e)
-		}
-		out[normModName(base)] = true
 	}
 	return out
 }
