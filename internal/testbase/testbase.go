@@ -27,6 +27,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/nodeforge/builder/pkgbase/cache"
 )
 
 // Names in the base.
@@ -190,7 +192,7 @@ func Build(dir string, opts Options) (string, error) {
 	if err := buildInit(initBin); err != nil {
 		return "", err
 	}
-	initSum, err := fileSHA256(initBin)
+	initSum, err := cache.SHA256File(initBin)
 	if err != nil {
 		return "", err
 	}
@@ -432,17 +434,4 @@ func copyFile(src, dst string, mode os.FileMode) error {
 		return err
 	}
 	return out.Close()
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nodeforge/builder/pkgbase/cache"
 )
 
 // write builds the base into dir: repo/ (RPMs and repodata) and
@@ -90,7 +92,7 @@ func write(dir, deb, initBin, key string, opts Options) error {
 	if err := copyFile(initBin, filepath.Join(iroot, InitPath), 0o755); err != nil {
 		return err
 	}
-	if info.InitSHA256, err = fileSHA256(initBin); err != nil {
+	if info.InitSHA256, err = cache.SHA256File(initBin); err != nil {
 		return err
 	}
 	ispec := rpmSpec{
