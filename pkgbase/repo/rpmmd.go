@@ -257,6 +257,19 @@ func parsePrimary(r io.Reader, repoURL string, fn func(pkgid string, p *Package)
 	if _, err := mdRootElement(d, "metadata", "a primary.xml"); err != nil {
 		return err
 	}
+	return eachPackage(d, "primary.xml", func(x *xmlPackage, n, line int) error {
+		p, pkgid, err := x.toPackage(repoURL)
+		if err != nil {
+			return fmt.Errorf("primary.xml: package %d (line %d): %w", n, line, err)
+		}
+		return fn(pkgid, p)
+	})
+}
+
+// eachPackage walks the <package> elements below an open root element,
+// decoding one at a time (metadata files can be hundreds of megabytes) and
+// passing each on with its number and line; it returns at the root's end.
+func eachPackage[T any](d *xml.Decoder, file string, fn func(x *T, n, line int) error) error {
 	n := 0
 	for {
 		tok, err := d.Token()
@@ -264,29 +277,25 @@ func parsePrimary(r io.Reader, repoURL string, fn func(pkgid string, p *Package)
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF // the root element was not closed
 			}
-			return fmt.Errorf("primary.xml: after %d packages: %w", n, err)
+			return fmt.Errorf("%s: after %d packages: %w", file, n, err)
 		}
 		switch t := tok.(type) {
 		case xml.EndElement:
-			return nil // end of <metadata>
+			return nil
 		case xml.StartElement:
 			if t.Name.Local != "package" {
 				if err := d.Skip(); err != nil {
-					return fmt.Errorf("primary.xml: after %d packages: %w", n, err)
+					return fmt.Errorf("%s: after %d packages: %w", file, n, err)
 				}
 				continue
 			}
 			line, _ := d.InputPos()
-			var x xmlPackage
+			var x T
 			if err := d.DecodeElement(&x, &t); err != nil {
-				return fmt.Errorf("primary.xml: package %d (line %d): %w", n+1, line, err)
+				return fmt.Errorf("%s: package %d (line %d): %w", file, n+1, line, err)
 			}
 			n++
-			p, pkgid, err := x.toPackage(repoURL)
-			if err != nil {
-				return fmt.Errorf("primary.xml: package %d (line %d): %w", n, line, err)
-			}
-			if err := fn(pkgid, p); err != nil {
+			if err := fn(&x, n, line); err != nil {
 				return err
 			}
 		}
@@ -448,46 +457,19 @@ func ParseFilelists(r io.Reader, fn func(pkgid, name, arch string, files []strin
 	if _, err := mdRootElement(d, "filelists", "a filelists.xml"); err != nil {
 		return err
 	}
-	n := 0
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return fmt.Errorf("filelists.xml: after %d packages: %w", n, err)
+	return eachPackage(d, "filelists.xml", func(x *xmlFilelistsPackage, n, line int) error {
+		pkgid := strings.ToLower(strings.TrimSpace(x.PkgID))
+		if pkgid == "" {
+			return fmt.Errorf("filelists.xml: package %d (line %d, %q): no pkgid", n, line, x.Name)
 		}
-		switch t := tok.(type) {
-		case xml.EndElement:
-			return nil
-		case xml.StartElement:
-			if t.Name.Local != "package" {
-				if err := d.Skip(); err != nil {
-					return fmt.Errorf("filelists.xml: after %d packages: %w", n, err)
-				}
-				continue
-			}
-			line, _ := d.InputPos()
-			var x xmlFilelistsPackage
-			if err := d.DecodeElement(&x, &t); err != nil {
-				return fmt.Errorf("filelists.xml: package %d (line %d): %w", n+1, line, err)
-			}
-			n++
-			pkgid := strings.ToLower(strings.TrimSpace(x.PkgID))
-			if pkgid == "" {
-				return fmt.Errorf("filelists.xml: package %d (line %d, %q): no pkgid", n, line, x.Name)
-			}
-			files := make([]string, 0, len(x.Files))
-			for _, f := range x.Files {
-				if f.Path != "" {
-					files = append(files, f.Path)
-				}
-			}
-			if err := fn(pkgid, x.Name, x.Arch, files); err != nil {
-				return err
+		files := make([]string, 0, len(x.Files))
+		for _, f := range x.Files {
+			if f.Path != "" {
+				files = append(files, f.Path)
 			}
 		}
-	}
+		return fn(pkgid, x.Name, x.Arch, files)
+	})
 }
 
 // LoadOptions tunes LoadRPMMD.
