@@ -150,10 +150,11 @@ func (t *Tree) AddRPM(rpmPath string, origin Origin, opts LayOptions) (*PackageR
 			if int64(len(data)) != hf.Size {
 				return fmt.Errorf("payload entry is %d bytes, the header says %d", len(data), hf.Size)
 			}
-			if err := checkDigest(data, hf); err != nil {
+			sum := sha256Hex(data)
+			if err := checkDigest(data, sum, hf); err != nil {
 				return err
 			}
-			n.Data, n.Digest = data, sha256Hex(data)
+			n.Data, n.Digest = data, sum
 		case cpio.TypeDir:
 			n.Kind = KindDir
 		case cpio.TypeLink:
@@ -219,10 +220,11 @@ func (t *Tree) AddRPM(rpmPath string, origin Origin, opts LayOptions) (*PackageR
 		if int64(len(data)) != hf.Size {
 			return nil, fmt.Errorf("%s: %s: hard-linked data is %d bytes, the header says %d", origin.Package, l.node.Path, len(data), hf.Size)
 		}
-		if err := checkDigest(data, hf); err != nil {
+		sum := sha256Hex(data)
+		if err := checkDigest(data, sum, hf); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", origin.Package, l.node.Path, err)
 		}
-		l.node.Kind, l.node.Data, l.node.Digest, l.node.LinkGroup = KindFile, data, sha256Hex(data), groups[l.ino]
+		l.node.Kind, l.node.Data, l.node.Digest, l.node.LinkGroup = KindFile, data, sum, groups[l.ino]
 		res.Files++
 		if err := t.Add(l.node); err != nil {
 			return nil, fmt.Errorf("%s: %w", origin.Package, err)
@@ -251,9 +253,17 @@ func readAllLimit(r io.Reader, n int64) ([]byte, error) {
 	return b, nil
 }
 
-// checkDigest compares file content with the header's per-file digest.
-func checkDigest(data []byte, hf *rpmfile.File) error {
+// checkDigest compares file content with the header's per-file digest;
+// sha256 is the content's sha256, already computed, so sha256 packages
+// (every current rpm) hash each file once.
+func checkDigest(data []byte, sum string, hf *rpmfile.File) error {
 	if hf.Digest == "" {
+		return nil
+	}
+	if hf.DigestAlgo == "sha256" {
+		if sum != hf.Digest {
+			return fmt.Errorf("content sha256 %s differs from the header's %s", sum, hf.Digest)
+		}
 		return nil
 	}
 	var h hash.Hash
@@ -262,8 +272,6 @@ func checkDigest(data []byte, hf *rpmfile.File) error {
 		h = md5.New()
 	case "sha1":
 		h = sha1.New()
-	case "sha256":
-		h = sha256.New()
 	case "sha512":
 		h = sha512.New()
 	case "sha384":
