@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -205,7 +206,9 @@ func pinPackage(p *repo.Package, path string, lr loadedRepo, w cache.Want) (Pack
 		return Package{}, err
 	}
 	defer f.Close()
-	rp, err := rpmfile.Open(f)
+	// The file's sha256 is taken on the one read that Verify makes to the end.
+	whole := sha256.New()
+	rp, err := rpmfile.Open(io.TeeReader(f, whole))
 	if err != nil {
 		return Package{}, fmt.Errorf("%s: %w", p.NEVRA(), err)
 	}
@@ -225,10 +228,7 @@ func pinPackage(p *repo.Package, path string, lr loadedRepo, w cache.Want) (Pack
 	if err := v.Err(requireSig); err != nil {
 		return Package{}, fmt.Errorf("%s: %w", p.NEVRA(), err)
 	}
-	sha, err := cache.SHA256File(path)
-	if err != nil {
-		return Package{}, err
-	}
+	sha := hex.EncodeToString(whole.Sum(nil))
 	lp := Package{
 		Name: p.Name, Version: p.EVR.Version, Release: p.EVR.Release, Disttag: p.EVR.Disttag, Arch: p.Arch,
 		NEVRA: p.NEVRA(), SourceRPM: info.SourceRPM, License: info.License, BuildTime: info.BuildTime,
