@@ -3,6 +3,7 @@ module github.com/nodeforge/builder
 go 1.26.0
 
 require (
+	github.com/DataDog/zstd v1.5.7
 	github.com/ProtonMail/go-crypto v1.5.2
 	github.com/go-air/gini v1.0.4
 	github.com/google/go-containerregistry v0.22.1

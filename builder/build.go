@@ -1,10 +1,12 @@
 package builder
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -99,6 +101,16 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		arches = append(arches, a)
 	}
 	sort.Strings(arches)
+	// Step caches beside the downloads: laid packages and compressed
+	// squashfs blocks, both keyed by content digests.
+	var layCache *rootfs.LayCache
+	blocks := ""
+	if opts.Cache != nil && opts.Cache.Dir != "" {
+		if layCache, err = rootfs.OpenLayCache(opts.Cache.Dir); err != nil {
+			return nil, err
+		}
+		blocks = filepath.Join(opts.Cache.Dir, "squashfs-blocks")
+	}
 	assets := map[string][]ociAsset{}
 	for _, arch := range arches {
 		a := l.Architectures[arch]
@@ -108,11 +120,11 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			return nil, err
 		}
 		logf("%s: assembling the root filesystem", arch)
-		as, err := assemble(s, arch, a, paths, opts.Shuffle)
+		as, err := assemble(s, arch, a, paths, opts.Shuffle, layCache)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", arch, err)
 		}
-		initData, initPkg, err := initFile(s, a, paths)
+		initData, initPkg, err := initFile(s, a, paths, layCache)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", arch, err)
 		}
@@ -124,10 +136,6 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		logf("%s: writing rootfs.sqsh (%d paths)", arch, as.tree.Len())
 		sqPath := filepath.Join(dir, "rootfs.sqsh")
 		if s.Image.SquashfsWriter == "go" {
-			blocks := ""
-			if opts.Cache != nil && opts.Cache.Dir != "" {
-				blocks = filepath.Join(opts.Cache.Dir, "squashfs-blocks")
-			}
 			err = as.tree.WriteSquashfsGo(sqPath, owners, sde, opts.Squashfs, blocks)
 		} else {
 			err = as.tree.WriteSquashfs(ctx, sqPath, owners, sde, opts.Squashfs)
@@ -141,28 +149,28 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		}
 		logf("%s: writing initramfs.xz", arch)
 		entries := initramfsEntries(initData, initPkg, as.kernel, sqsh)
-		var cpio bytes.Buffer
-		if err := rootfs.WriteCpio(&cpio, entries, sde); err != nil {
-			return nil, err
-		}
-		initramfs, err := compressInitramfs(cpio.Bytes(), s.Image.InitramfsCompression)
+		initramfs, err := compressInitramfs(s.Image.InitramfsCompression, len(sqsh), func(w io.Writer) error {
+			return rootfs.WriteCpio(w, entries, sde)
+		})
 		if err != nil {
 			return nil, err
 		}
 		cmdline := strings.Join(s.Image.Cmdline, " ") + "\n"
 		files := []ociAsset{
-			{"vmlinuz", MediaTypeVmlinuz, as.kernel.vmlinuz},
-			{"initramfs.xz", MediaTypeInitramfs, initramfs},
-			{"rootfs.sqsh", MediaTypeRootfs, sqsh},
-			{"cmdline", MediaTypeCmdline, []byte(cmdline)},
+			{name: "vmlinuz", mediaType: MediaTypeVmlinuz, data: as.kernel.vmlinuz},
+			{name: "initramfs.xz", mediaType: MediaTypeInitramfs, data: initramfs},
+			{name: "rootfs.sqsh", mediaType: MediaTypeRootfs, data: sqsh},
+			{name: "cmdline", mediaType: MediaTypeCmdline, data: []byte(cmdline)},
 		}
-		for _, f := range files {
+		for i := range files {
+			f := &files[i]
+			f.digest = sha256.Sum256(f.data)
 			if f.name != "rootfs.sqsh" {
 				if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
 					return nil, err
 				}
 			}
-			rep.Artifacts[arch+"/"+f.name] = ArtifactInfo{SHA256: digest(f.data), Size: int64(len(f.data))}
+			rep.Artifacts[arch+"/"+f.name] = ArtifactInfo{SHA256: hex.EncodeToString(f.digest[:]), Size: int64(len(f.data))}
 		}
 		assets[arch] = files
 		ar := &ArchReport{Packages: as.packages, Kernel: as.kernel, Cmdline: strings.TrimSpace(cmdline), Init: initPkg,

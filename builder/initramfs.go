@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -17,13 +18,13 @@ import (
 )
 
 // initFile reads the spec's init binary from its locked package.
-func initFile(s *specs.Spec, a *lock.Arch, paths map[string]string) ([]byte, string, error) {
+func initFile(s *specs.Spec, a *lock.Arch, paths map[string]string, lc *rootfs.LayCache) ([]byte, string, error) {
 	p := lockedByName(a, s.Image.Init.Package)
 	if p == nil {
 		return nil, "", fmt.Errorf("image.init: package %s is not in the lock", s.Image.Init.Package)
 	}
 	t := rootfs.New()
-	if _, err := t.AddRPM(paths[p.NEVRA], rootfs.Origin{Package: p.NEVRA, RPMSHA256: p.SHA256}, rootfs.LayOptions{}); err != nil {
+	if _, err := t.AddRPMCached(paths[p.NEVRA], rootfs.Origin{Package: p.NEVRA, RPMSHA256: p.SHA256}, rootfs.LayOptions{}, lc); err != nil {
 		return nil, "", err
 	}
 	n := t.Get(s.Image.Init.Path)
@@ -71,26 +72,31 @@ func initramfsEntries(initData []byte, initPkg string, k *kernelInfo, sqsh []byt
 	return es
 }
 
-// compressInitramfs compresses the cpio: zstd (what Talos uses) or xz with
-// CRC32, the check the kernel's xz decoder always supports.
-func compressInitramfs(cpio []byte, algo string) ([]byte, error) {
-	var buf bytes.Buffer
+// compressInitramfs compresses what write writes (the cpio, streamed into
+// the encoder): zstd (what Talos uses) or xz with CRC32, the check the
+// kernel's xz decoder always supports. sizeHint is about the input size.
+func compressInitramfs(algo string, sizeHint int, write func(io.Writer) error) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, sizeHint+sizeHint/32+1<<20))
 	var w io.WriteCloser
 	var err error
 	switch algo {
 	case "zstd":
 		// One encoder goroutine: the bytes must not depend on the cores. The
 		// default level: most of the archive is rootfs.sqsh, compressed already.
-		w, err = zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+		w, err = zstd.NewWriter(buf, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
 	case "xz":
-		w, err = xz.WriterConfig{CheckSum: xz.CRC32}.NewWriter(&buf)
+		w, err = xz.WriterConfig{CheckSum: xz.CRC32}.NewWriter(buf)
 	default:
 		return nil, fmt.Errorf("unknown initramfs compression %q", algo)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if _, err := w.Write(cpio); err != nil {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	if err := write(bw); err != nil {
+		return nil, err
+	}
+	if err := bw.Flush(); err != nil {
 		return nil, err
 	}
 	if err := w.Close(); err != nil {

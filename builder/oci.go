@@ -1,14 +1,16 @@
 package builder
 
 import (
+	"bytes"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -26,7 +28,23 @@ type ociAsset struct {
 	name      string
 	mediaType types.MediaType
 	data      []byte
+	digest    [32]byte // sha256 of data, computed once for the report and the layer
 }
+
+// assetLayer is an uncompressed blob layer whose digest is already known
+// (static.NewLayer would hash the data again).
+type assetLayer struct{ a *ociAsset }
+
+func (l assetLayer) Digest() (v1.Hash, error) {
+	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(l.a.digest[:])}, nil
+}
+func (l assetLayer) DiffID() (v1.Hash, error)            { return l.Digest() }
+func (l assetLayer) Size() (int64, error)                { return int64(len(l.a.data)), nil }
+func (l assetLayer) MediaType() (types.MediaType, error) { return l.a.mediaType, nil }
+func (l assetLayer) Compressed() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(l.a.data)), nil
+}
+func (l assetLayer) Uncompressed() (io.ReadCloser, error) { return l.Compressed() }
 
 // goArch maps rpm architecture names to OCI's.
 func goArch(arch string) string {
@@ -51,10 +69,10 @@ func writeOCILayout(dir string, sde int64, annotations map[string]string, arches
 	for _, arch := range arches {
 		img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 		img = mutate.ConfigMediaType(img, types.MediaType(ArtifactType+"+json"))
-		for _, a := range assets[arch] {
-			l := static.NewLayer(a.data, a.mediaType)
+		for i := range assets[arch] {
+			l := assetLayer{&assets[arch][i]}
 			var err error
-			img, err = mutate.Append(img, mutate.Addendum{Layer: l, Annotations: map[string]string{"org.opencontainers.image.title": a.name}})
+			img, err = mutate.Append(img, mutate.Addendum{Layer: l, Annotations: map[string]string{"org.opencontainers.image.title": l.a.name}})
 			if err != nil {
 				return v1.Hash{}, err
 			}

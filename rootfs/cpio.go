@@ -27,21 +27,26 @@ func WriteCpio(w io.Writer, entries []CpioEntry, mtime int64) error {
 		}
 	}
 	var off int64
-	write := func(name string, ino, mode uint32, nlink uint32, data []byte, rdev uint32) error {
-		hdr := fmt.Sprintf("070701%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x",
-			ino, mode, 0, 0, nlink, uint32(mtime), len(data), 0, 0, rdev>>8, rdev&0xff, len(name)+1, 0)
-		b := append([]byte(hdr), name...)
-		b = append(b, 0)
-		for (off+int64(len(b)))%4 != 0 {
-			b = append(b, 0)
-		}
-		b = append(b, data...)
-		for (off+int64(len(b)))%4 != 0 {
-			b = append(b, 0)
-		}
+	var zeros [4]byte
+	put := func(b []byte) error {
 		n, err := w.Write(b)
 		off += int64(n)
 		return err
+	}
+	pad := func() error { return put(zeros[:(4-off%4)%4]) }
+	write := func(name string, ino, mode uint32, nlink uint32, data []byte, rdev uint32) error {
+		hdr := fmt.Sprintf("070701%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x",
+			ino, mode, 0, 0, nlink, uint32(mtime), len(data), 0, 0, rdev>>8, rdev&0xff, len(name)+1, 0)
+		// The data is written as it is, not copied: rootfs.sqsh is large.
+		for _, b := range [][]byte{append(append([]byte(hdr), name...), 0), data} {
+			if err := put(b); err != nil {
+				return err
+			}
+			if err := pad(); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	for i, e := range es {
 		nlink := uint32(1)

@@ -26,7 +26,6 @@ type LayOptions struct {
 
 // PackageResult describes what one package contributed.
 type PackageResult struct {
-	Info     *rpmfile.Info
 	Scripts  []rpmfile.Script
 	Triggers []rpmfile.Trigger
 	Files    int
@@ -40,6 +39,41 @@ type PackageResult struct {
 // never run. On error the tree may hold part of the package: callers
 // discard the tree (a build writes nothing on error).
 func (t *Tree) AddRPM(rpmPath string, origin Origin, opts LayOptions) (*PackageResult, error) {
+	l, err := readRPM(rpmPath, origin, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.addLaid(l, origin); err != nil {
+		return nil, err
+	}
+	return l.res, nil
+}
+
+// laidPackage is a package read and checked, ready to add to a tree: its
+// nodes in payload order (hard links last) and what else it brought.
+type laidPackage struct {
+	nodes []*Node
+	res   *PackageResult
+	total int64 // the sum of the header's file sizes
+}
+
+// addLaid adds a package's nodes; conflicts and writes through symlinks
+// are refused here, against what the tree already holds.
+func (t *Tree) addLaid(l *laidPackage, origin Origin) error {
+	for _, n := range l.nodes {
+		if err := t.Add(n); err != nil {
+			var ce *ConflictError
+			if !errors.As(err, &ce) && !errors.Is(err, ErrThroughSymlink) {
+				err = fmt.Errorf("payload entry %s: %w", n.Path, err)
+			}
+			return fmt.Errorf("%s: %w", origin.Package, err)
+		}
+	}
+	return nil
+}
+
+// readRPM reads and checks a package file into nodes.
+func readRPM(rpmPath string, origin Origin, opts LayOptions) (*laidPackage, error) {
 	f, err := os.Open(rpmPath)
 	if err != nil {
 		return nil, err
@@ -59,7 +93,8 @@ func (t *Tree) AddRPM(rpmPath string, origin Origin, opts LayOptions) (*PackageR
 	}
 	byPath := make(map[string]*rpmfile.File, len(info.Files))
 	var total int64
-	res := &PackageResult{Info: info, Scripts: info.Scripts, Triggers: info.Triggers}
+	res := &PackageResult{Scripts: info.Scripts, Triggers: info.Triggers}
+	lp := &laidPackage{res: res}
 	for i := range info.Files {
 		fl := &info.Files[i]
 		if fl.Size < 0 {
@@ -74,6 +109,7 @@ func (t *Tree) AddRPM(rpmPath string, origin Origin, opts LayOptions) (*PackageR
 	if total > max {
 		return nil, fmt.Errorf("%s: its files add up to %d bytes, more than the limit of %d", origin.Package, total, max)
 	}
+	lp.total = total
 	// Hard links: rpm stores the data with the last entry of a link set.
 	type pending struct {
 		node *Node
@@ -184,16 +220,13 @@ func (t *Tree) AddRPM(rpmPath string, origin Origin, opts LayOptions) (*PackageR
 			return fmt.Errorf("unknown file type %o", e.Mode&cpio.TypeMask)
 		}
 		res.Files++
-		return t.Add(n)
+		lp.nodes = append(lp.nodes, n)
+		return nil
 	}
 	v, err := p.Verify(rpmfile.VerifyOptions{Entry: func(e *cpio.Entry, r io.Reader) error {
 		if err := lay(e, r); err != nil {
-			var ce *ConflictError
-			if !errors.As(err, &ce) && !errors.Is(err, ErrThroughSymlink) {
-				err = fmt.Errorf("payload entry %s: %w", e.Name, err)
-			}
-			layErr = err
-			return err
+			layErr = fmt.Errorf("payload entry %s: %w", e.Name, err)
+			return layErr
 		}
 		return nil
 	}})
@@ -226,9 +259,7 @@ func (t *Tree) AddRPM(rpmPath string, origin Origin, opts LayOptions) (*PackageR
 		}
 		l.node.Kind, l.node.Data, l.node.Digest, l.node.LinkGroup = KindFile, data, sum, groups[l.ino]
 		res.Files++
-		if err := t.Add(l.node); err != nil {
-			return nil, fmt.Errorf("%s: %w", origin.Package, err)
-		}
+		lp.nodes = append(lp.nodes, l.node)
 	}
 	for _, fl := range info.Files {
 		if !seen[fl.Path] && !fl.Ghost {
@@ -238,16 +269,23 @@ func (t *Tree) AddRPM(rpmPath string, origin Origin, opts LayOptions) (*PackageR
 			res.Bytes += fl.Size
 		}
 	}
-	return res, nil
+	return lp, nil
 }
 
 // readAllLimit reads exactly what r holds, refusing more than n bytes.
+// n is what the entry declares (bounded by the header before): the buffer
+// is allocated once at that size.
 func readAllLimit(r io.Reader, n int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, n+1))
+	b := make([]byte, n)
+	k, err := io.ReadFull(r, b)
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		return b[:k], nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(b)) > n {
+	var one [1]byte
+	if m, _ := io.ReadFull(r, one[:]); m > 0 {
 		return nil, fmt.Errorf("entry holds more than %d bytes", n)
 	}
 	return b, nil

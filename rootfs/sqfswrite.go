@@ -1,12 +1,14 @@
 package rootfs
 
 import (
-	"bytes"
+	"bufio"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/nodeforge/builder/internal/blobcache"
 	"github.com/nodeforge/builder/rootfs/sqfs"
 )
 
@@ -37,6 +39,11 @@ func (t *Tree) SqfsEntries(owners Owners, mtime int64) ([]sqfs.Entry, error) {
 		}
 		e := sqfs.Entry{Path: n.Path, Mode: kindBits[n.Kind] | n.Mode, UID: uint32(uid), GID: uint32(gid), Mtime: mtime,
 			Data: n.Data, Target: n.Target, Rdev: n.Rdev, Xattrs: n.Xattrs}
+		if n.Kind == KindFile && len(n.Digest) == 64 {
+			if d, err := hex.DecodeString(n.Digest); err == nil {
+				e.Digest = [32]byte(d)
+			}
+		}
 		if g := groups[n.LinkGroup]; len(g) > 1 && g[0] != n.Path {
 			e = sqfs.Entry{Path: n.Path, HardlinkTo: g[0]}
 		}
@@ -54,19 +61,28 @@ func (t *Tree) WriteSquashfsGo(dst string, owners Owners, mtime int64, opts Squa
 	}
 	o := sqfs.Options{Compressor: opts.Compressor, Level: opts.Level, BlockSize: opts.BlockSize, Workers: opts.Jobs, MkfsTime: mtime}
 	if cacheDir != "" {
-		c, err := sqfs.NewDirCache(cacheDir)
+		c, err := blobcache.Open(cacheDir)
 		if err != nil {
 			return err
 		}
 		o.Cache = c
 	}
-	var buf bytes.Buffer
-	if err := sqfs.Write(&buf, es, o); err != nil {
-		return fmt.Errorf("squashfs: %w", err)
-	}
 	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp")
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+	f, err := os.Create(tmp)
+	if err != nil {
 		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	err = sqfs.Write(bw, es, o)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("squashfs: %w", err)
 	}
 	return os.Rename(tmp, dst)
 }

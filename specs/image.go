@@ -25,14 +25,13 @@ type Image struct {
 	Modules []string `yaml:"modules,omitempty" json:"modules,omitempty"`
 	// Compression of rootfs.sqsh: zstd (default), xz, gzip, lz4.
 	Compression string `yaml:"compression,omitempty" json:"compression"`
-	// CompressionLevel of rootfs.sqsh; 0 means the default: zstd 13 (a
-	// third of the time of mksquashfs's 15 for about 3% more bytes), xz 6,
-	// gzip 9.
+	// CompressionLevel of rootfs.sqsh; 0 means the default: zstd 13 (half
+	// the time of mksquashfs's 15 for about 3% more bytes), xz 6, gzip 9.
 	CompressionLevel int `yaml:"compression-level,omitempty" json:"compressionLevel"`
-	// SquashfsWriter: "tar2sqfs" (default: squashfs-tools-ng fed a tar
-	// stream) or "go" (rootfs/sqfs: compressed blocks are cached by
-	// content, so a rebuild recompresses only what changed, at a 5-9% size
-	// cost with zstd).
+	// SquashfsWriter: "go" (default: rootfs/sqfs, which caches compressed
+	// blocks by content, so a rebuild recompresses only what changed) or
+	// "tar2sqfs" (squashfs-tools-ng fed a tar stream; the default for lz4,
+	// which the Go writer does not write).
 	SquashfsWriter string `yaml:"squashfs-writer,omitempty" json:"squashfsWriter"`
 	// InitramfsCompression: zstd (default, as Talos since 1.8) or xz.
 	InitramfsCompression string `yaml:"initramfs-compression,omitempty" json:"initramfsCompression"`
@@ -139,7 +138,10 @@ func (im *Image) normalize(s *Spec, bad func(string, ...any)) {
 	}
 	switch im.SquashfsWriter {
 	case "":
-		im.SquashfsWriter = "tar2sqfs"
+		im.SquashfsWriter = "go"
+		if im.Compression == "lz4" {
+			im.SquashfsWriter = "tar2sqfs"
+		}
 	case "tar2sqfs":
 	case "go":
 		if im.Compression == "lz4" {

@@ -5,15 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // TestDemoBuildAndRepro: the README quick start (demo base, lock, build),
 // then builder repro, which starts two builds as child processes under
 // different TZ, locale, umask, GOMAXPROCS, cwd, HOME and lay order.
 func TestDemoBuildAndRepro(t *testing.T) {
-	testutil.NeedTool(t, "tar2sqfs")
 	dir := filepath.Join(t.TempDir(), "demo")
 	cacheDir := t.TempDir()
 	if _, err := runBuilder(t, "demo-base", dir); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 )
@@ -55,16 +56,28 @@ var commands []func() *cobra.Command
 
 func register(f func() *cobra.Command) { commands = append(commands, f) }
 
-func main() {
-	if err := newRootCmd().Execute(); err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			if ee.err != nil && ee.err.Error() != "" {
-				fmt.Fprintln(os.Stderr, "builder:", ee.err)
-			}
-			os.Exit(ee.code)
+func main() { os.Exit(run()) }
+
+// run executes the command line and returns the process exit code.
+func run() int {
+	// NODEFORGE_CPUPROFILE=FILE writes a CPU profile of the run, for
+	// `go tool pprof` (benchmarks; not part of the interface).
+	if p := os.Getenv("NODEFORGE_CPUPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
 		}
-		fmt.Fprintln(os.Stderr, "builder:", err)
-		os.Exit(1)
 	}
+	err := newRootCmd().Execute()
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintln(os.Stderr, "builder:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "builder:", err)
+	return 1
 }

@@ -2,12 +2,14 @@ package sqfs
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sync/atomic"
 	"testing"
+
+	"github.com/nodeforge/builder/internal/blobcache"
 )
 
 // countingCache counts what the writer asks of a cache.
@@ -51,7 +53,7 @@ func packageTree() []Entry {
 // TestCache: a rebuild with the cache recompresses only blocks whose bytes
 // changed, and gives the same image as a build without a cache.
 func TestCache(t *testing.T) {
-	dc, err := NewDirCache(t.TempDir())
+	dc, err := blobcache.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,30 +127,31 @@ func TestCache(t *testing.T) {
 	check("file added and file removed", es4, 6)
 }
 
-func TestDirCache(t *testing.T) {
-	d := t.TempDir()
-	c, err := NewDirCache(d)
+// TestDigestKeys: entries that carry their sha256 give the same image, and
+// a rebuild from the cache reads whole-file blocks by digest.
+func TestDigestKeys(t *testing.T) {
+	es := packageTree()
+	plain := imageBytes(t, es, Options{})
+	withDigests := append([]Entry(nil), es...)
+	for i := range withDigests {
+		if withDigests[i].Mode&sIFMT == sIFREG {
+			withDigests[i].Digest = sha256.Sum256(withDigests[i].Data)
+		}
+	}
+	dc, err := blobcache.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := [32]byte{1, 2, 3}
-	if _, ok := c.Get(k); ok {
-		t.Fatal("hit in an empty cache")
+	cache := &countingCache{BlockCache: dc}
+	if got := imageBytes(t, withDigests, Options{Cache: cache}); !bytes.Equal(got, plain) {
+		t.Fatal("an image from entries with digests differs")
 	}
-	c.Put(k, []byte("compressed"))
-	if b, ok := c.Get(k); !ok || string(b) != "compressed" {
-		t.Fatalf("got %q %v", b, ok)
+	cold := cache.puts.Load()
+	cache.reset()
+	if got := imageBytes(t, withDigests, Options{Cache: cache}); !bytes.Equal(got, plain) {
+		t.Fatal("an image from the digest-keyed cache differs")
 	}
-	// A damaged entry is a miss.
-	p := c.path(k)
-	b, _ := os.ReadFile(p)
-	b[0] ^= 1
-	os.WriteFile(p, b, 0o644)
-	if _, ok := c.Get(k); ok {
-		t.Error("damaged entry returned")
-	}
-	c.Put(k, []byte("again"))
-	if b, ok := c.Get(k); !ok || string(b) != "again" {
-		t.Errorf("damaged entry not replaced: %q %v", b, ok)
+	if cache.puts.Load() != 0 || cache.hits.Load() != cold {
+		t.Errorf("rebuild: %d puts, %d hits of %d", cache.puts.Load(), cache.hits.Load(), cold)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"runtime/debug"
 
 	"github.com/klauspost/compress/zlib"
-	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
 )
 
@@ -42,7 +41,7 @@ func newCodec(name string, level, blockSize int) (*codec, error) {
 	var mod string
 	switch name {
 	case "zstd":
-		c.id, mod = compZstd, "github.com/klauspost/compress"
+		c.id, mod = compZstd, zstdModule
 		if c.level == 0 {
 			c.level = 15
 		}
@@ -88,19 +87,7 @@ func moduleVersion(path string) string {
 func (c *codec) newCompressor() (compressor, error) {
 	switch c.id {
 	case compZstd:
-		// The kernel decompresses with a window of max(block size, 8 KiB):
-		// the encoder's window must not be larger. No frame checksum:
-		// mksquashfs writes none either, and it costs 4 bytes a block.
-		enc, err := zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(c.level)),
-			zstd.WithEncoderConcurrency(1),
-			zstd.WithEncoderCRC(false),
-			zstd.WithWindowSize(c.blockSize),
-		)
-		if err != nil {
-			return nil, fmt.Errorf("sqfs: zstd: %w", err)
-		}
-		return &zstdComp{enc: enc}, nil
+		return newZstdCompressor(c.level, c.blockSize)
 	case compGzip:
 		zw, err := zlib.NewWriterLevel(nil, c.level)
 		if err != nil {
@@ -114,20 +101,6 @@ func (c *codec) newCompressor() (compressor, error) {
 		return &xzComp{cfg: xz.WriterConfig{DictCap: c.blockSize, CheckSum: xz.CRC32}}, nil
 	}
 	return nil, fmt.Errorf("sqfs: no compressor %d", c.id)
-}
-
-type zstdComp struct {
-	enc     *zstd.Encoder
-	scratch []byte
-}
-
-func (z *zstdComp) compress(src []byte) ([]byte, error) {
-	z.scratch = z.enc.EncodeAll(src, z.scratch[:0])
-	if len(z.scratch) >= len(src) {
-		return nil, nil
-	}
-	// A copy of the exact size: blocks are held until the image is written.
-	return bytes.Clone(z.scratch), nil
 }
 
 type zlibComp struct {

@@ -3,6 +3,7 @@ package sqfs
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"sync"
 	"sync/atomic"
 )
@@ -29,9 +30,13 @@ type fileLayout struct {
 
 // job is one data or fragment block, in image order.
 type job struct {
-	data  []byte     // a data block: part of a file's Data
-	parts []fragPart // a fragment block: the small files it holds
-	frag  bool
+	data []byte // a data block: part of a file's Data
+	// digest and index name a data block by its file's sha256 and its
+	// place in the file, when the caller gave the digest.
+	digest *[32]byte
+	index  int
+	parts  []fragPart // a fragment block: the small files it holds
+	frag   bool
 
 	out  []byte // the bytes stored in the image
 	size uint32 // on-disk size word: 0 for a sparse block
@@ -111,8 +116,12 @@ func plan(t *tree, o Options) *dataSection {
 			closeFrag(fp.add(in.e.Path, f, data))
 		default:
 			f.first = len(d.jobs)
+			var dg *[32]byte
+			if in.e.Digest != ([32]byte{}) {
+				dg = &in.e.Digest
+			}
 			for off := 0; off < len(data); off += bs {
-				d.jobs = append(d.jobs, job{data: data[off:min(off+bs, len(data))]})
+				d.jobs = append(d.jobs, job{data: data[off:min(off+bs, len(data))], digest: dg, index: off / bs})
 			}
 			f.nblocks = len(d.jobs) - f.first
 		}
@@ -140,7 +149,9 @@ func findDuplicates(files []*inode, workers int) []int {
 	sums := make([][32]byte, len(files))
 	parallel(len(todo), workers, func(k int) error {
 		i := todo[k]
-		sums[i] = sha256.Sum256(files[i].e.Data)
+		if sums[i] = files[i].e.Digest; sums[i] == ([32]byte{}) {
+			sums[i] = sha256.Sum256(files[i].e.Data)
+		}
 		return nil
 	})
 	first := map[[32]byte]int{}
@@ -183,7 +194,11 @@ func compressAll(jobs []job, o Options, c *codec) error {
 		}
 		var key [32]byte
 		if o.Cache != nil {
-			key = blockKey(c.tag, src)
+			if j.digest != nil {
+				key = fileBlockKey(c.tag, j.digest, j.index)
+			} else {
+				key = blockKey(c.tag, src)
+			}
 			if v, ok := o.Cache.Get(key); ok && len(v) > 0 && len(v) <= len(src) {
 				j.setOut(v, len(v) == len(src))
 				return nil
@@ -228,6 +243,20 @@ func blockKey(tag string, src []byte) [32]byte {
 	h.Write([]byte(tag))
 	h.Write([]byte{0})
 	h.Write(src)
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// fileBlockKey is the cache key of block index of a file whose sha256 is
+// digest: the same bytes as blockKey names, without reading them.
+func fileBlockKey(tag string, digest *[32]byte, index int) [32]byte {
+	h := sha256.New()
+	h.Write([]byte("sqfs file block v1\x00"))
+	h.Write([]byte(tag))
+	h.Write([]byte{0})
+	h.Write(digest[:])
+	h.Write(binary.LittleEndian.AppendUint64(nil, uint64(index)))
 	var k [32]byte
 	h.Sum(k[:0])
 	return k

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodeforge/builder/internal/blobcache"
 )
 
 // loadTree reads a directory of this machine into entries, owned by
@@ -149,18 +151,16 @@ func size(t testing.TB, p string) int64 {
 // (same compressor, block size and default level) and checks with sqfsdiff
 // that both hold the same files.
 //
-// The brief's target is 5% for zstd. It is not met: klauspost's best zstd
-// level compresses 128 KiB blocks 6-9% worse than libzstd level 15 (the
-// same blocks through libzstd 15 come out 0.5% smaller than mksquashfs's
-// image, so the layout is not the cause). The zstd limit below guards
-// against regressions; gzip meets 5%.
+// The target is 5%. With cgo, zstd is libzstd (as in mksquashfs) and the
+// images come out the same size; klauspost's pure-Go encoder, used without
+// cgo, compresses 128 KiB blocks 6-9% worse, so that build gets 10%.
 func TestSizeVsMksquashfs(t *testing.T) {
 	needTool(t, "mksquashfs")
 	dir, es := realTree(t)
 	for _, c := range []struct {
 		comp  string
 		limit float64
-	}{{"zstd", 1.10}, {"gzip", 1.05}} {
+	}{{"zstd", zstdSizeLimit}, {"gzip", 1.05}} {
 		t.Run(c.comp, func(t *testing.T) {
 			var ours string
 			took := measure(func() { ours = writeImage(t, es, Options{Compressor: c.comp}) })
@@ -197,7 +197,7 @@ func TestCompareTools(t *testing.T) {
 		comps = strings.Split(c, ",")
 	}
 	for _, comp := range comps {
-		dc, _ := NewDirCache(t.TempDir())
+		dc, _ := blobcache.Open(t.TempDir())
 		var ours string
 		took := measure(func() { ours = writeImage(t, es, Options{Compressor: comp, Cache: dc}) })
 		ref, refTook := mksquashfs(t, dir, comp)
@@ -240,7 +240,7 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	})
 	b.Run("sqfs-cached", func(b *testing.B) {
-		dc, _ := NewDirCache(b.TempDir())
+		dc, _ := blobcache.Open(b.TempDir())
 		if err := Write(io.Discard, es, Options{Cache: dc}); err != nil {
 			b.Fatal(err)
 		}

@@ -46,6 +46,11 @@ type Entry struct {
 	Mtime int64
 	// Data is the content of a regular file. It is read, never modified.
 	Data []byte
+	// Digest, when not zero, is the sha256 of Data, known to the caller
+	// (from a package header, say): the writer then keys the cache by it
+	// instead of hashing every block, and finds duplicates without
+	// hashing. A wrong digest gives a wrong image.
+	Digest [32]byte
 	// Target is the target of a symbolic link.
 	Target string
 	// Rdev is the device number of a character or block device in the
@@ -68,9 +73,9 @@ type Options struct {
 	// squashfs calls them).
 	Compressor string
 	// Level 0 is the compressor's default as mksquashfs uses it: zstd 15,
-	// gzip 9; xz has no levels here. zstd levels map onto the four levels
-	// of github.com/klauspost/compress/zstd (1-2 fastest, 3-5 default, 6-9
-	// better, 10 and more best).
+	// gzip 9; xz has no levels here. zstd is libzstd in a cgo build; a build
+	// without cgo maps levels onto the four of klauspost/compress/zstd (1-2
+	// fastest, 3-5 default, 6-9 better, 10 and more best).
 	Level int
 	// BlockSize is a power of two from 4096 to 1048576; default 131072.
 	BlockSize int
