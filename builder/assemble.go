@@ -33,7 +33,7 @@ func generated(name string) rootfs.Origin { return rootfs.Origin{Generator: name
 // assemble lays the rootfs and kernel components into one tree, performs
 // scriptlet effects declaratively, writes the generated files, takes the
 // kernel out, and applies the image policies.
-func assemble(s *specs.Spec, arch string, a *lock.Arch, paths map[string]string, shuffle int64, lc *rootfs.LayCache) (*assembly, error) {
+func assemble(s *specs.Spec, arch string, a *lock.Arch, paths map[string]string, shuffle int64, lc *rootfs.LayCache, layOpts rootfs.LayOptions) (*assembly, error) {
 	as := &assembly{tree: rootfs.New()}
 	byNEVRA := map[string]*lock.Package{}
 	for i := range a.Packages {
@@ -57,7 +57,7 @@ func assemble(s *specs.Spec, arch string, a *lock.Arch, paths map[string]string,
 		if lp == nil {
 			return nil, fmt.Errorf("component lists %s, which the lock does not pin", nevra)
 		}
-		res, err := as.tree.AddRPMCached(paths[nevra], rootfs.Origin{Package: nevra, RPMSHA256: lp.SHA256}, rootfs.LayOptions{}, lc)
+		res, err := as.tree.AddRPMCached(paths[nevra], rootfs.Origin{Package: nevra, RPMSHA256: lp.SHA256}, layOpts, lc)
 		if err != nil {
 			return nil, err
 		}

@@ -13,10 +13,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nodeforge/builder/internal/blobcache"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/lock"
 	"github.com/nodeforge/builder/pkgbase/repo"
 	"github.com/nodeforge/builder/rootfs"
+	"github.com/nodeforge/builder/rootfs/sqfs"
 	"github.com/nodeforge/builder/specs"
 )
 
@@ -104,12 +106,18 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 	// Step caches beside the downloads: laid packages and compressed
 	// squashfs blocks, both keyed by content digests.
 	var layCache *rootfs.LayCache
-	blocks := ""
+	var blocks *blobcache.Packs
 	if opts.Cache != nil && opts.Cache.Dir != "" {
-		if layCache, err = rootfs.OpenLayCache(opts.Cache.Dir); err != nil {
+		if layCache, err = rootfs.OpenLayCache(filepath.Join(opts.Cache.Dir, "laid")); err != nil {
 			return nil, err
 		}
-		blocks = filepath.Join(opts.Cache.Dir, "squashfs-blocks")
+		defer layCache.Wait()
+		if s.Image.SquashfsWriter == "go" {
+			if blocks, err = blobcache.OpenPacks(filepath.Join(opts.Cache.Dir, "squashfs-packs")); err != nil {
+				return nil, err
+			}
+			defer blocks.Close()
+		}
 	}
 	assets := map[string][]ociAsset{}
 	for _, arch := range arches {
@@ -120,7 +128,20 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			return nil, err
 		}
 		logf("%s: assembling the root filesystem", arch)
-		as, err := assemble(s, arch, a, paths, opts.Shuffle, layCache)
+		// While packages are laid on one core, the others compress the
+		// squashfs blocks of the files already read.
+		var layOpts rootfs.LayOptions
+		var pre *rootfs.Precompressor
+		if blocks != nil {
+			if pre, err = rootfs.NewPrecompressor(opts.Squashfs, blocks, max(opts.Squashfs.Jobs-1, 1)); err != nil {
+				return nil, err
+			}
+			layOpts.OnFile = pre.Add
+		}
+		as, err := assemble(s, arch, a, paths, opts.Shuffle, layCache, layOpts)
+		if pre != nil {
+			pre.Stop()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", arch, err)
 		}
@@ -136,7 +157,16 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		logf("%s: writing rootfs.sqsh (%d paths)", arch, as.tree.Len())
 		sqPath := filepath.Join(dir, "rootfs.sqsh")
 		if s.Image.SquashfsWriter == "go" {
-			err = as.tree.WriteSquashfsGo(sqPath, owners, sde, opts.Squashfs, blocks)
+			var cache sqfs.BlockCache // a nil *Packs must stay a nil interface
+			if blocks != nil {
+				cache = blocks
+			}
+			err = as.tree.WriteSquashfsGo(sqPath, owners, sde, opts.Squashfs, cache)
+			if blocks != nil {
+				if ferr := blocks.Flush(); ferr != nil {
+					logf("%s: the squashfs block cache was not written: %v", arch, ferr)
+				}
+			}
 		} else {
 			err = as.tree.WriteSquashfs(ctx, sqPath, owners, sde, opts.Squashfs)
 		}

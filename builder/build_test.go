@@ -366,7 +366,7 @@ func TestBuildFromStepCaches(t *testing.T) {
 	if !strings.Contains(rep.Tools["squashfs"], "rootfs/sqfs") {
 		t.Errorf("report names %q as the squashfs tool", rep.Tools["squashfs"])
 	}
-	for _, sub := range []string{"squashfs-blocks", "laid", "files"} {
+	for _, sub := range []string{"squashfs-packs", "laid"} {
 		if ents, _ := os.ReadDir(filepath.Join(d.cache.Dir, sub)); len(ents) == 0 {
 			t.Errorf("nothing cached in %s", sub)
 		}
@@ -376,7 +376,7 @@ func TestBuildFromStepCaches(t *testing.T) {
 	sameTree(t, first, again)
 
 	// Empty step caches (the downloads stay): the same bytes again.
-	for _, sub := range []string{"squashfs-blocks", "laid", "files"} {
+	for _, sub := range []string{"squashfs-packs", "laid"} {
 		os.RemoveAll(filepath.Join(d.cache.Dir, sub))
 	}
 	fresh := filepath.Join(t.TempDir(), "out")

@@ -11,7 +11,9 @@ import (
 	"hash"
 	"io"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/nodeforge/builder/pkgbase/cpio"
 	"github.com/nodeforge/builder/pkgbase/rpmfile"
@@ -22,6 +24,10 @@ type LayOptions struct {
 	// MaxInstallSize caps the sum of a package's file sizes (default 8 GiB):
 	// a header or payload that promises more is refused before reading.
 	MaxInstallSize int64
+	// OnFile, when set, is given each regular file as soon as it is read
+	// and checked (a Precompressor uses it). Files laid from a LayCache are
+	// not given: their blocks were compressed before.
+	OnFile func(*Node)
 }
 
 // PackageResult describes what one package contributed.
@@ -120,6 +126,10 @@ func readRPM(rpmPath string, origin Origin, opts LayOptions) (*laidPackage, erro
 	seen := map[string]bool{}
 	var unpacked int64
 	var layErr error // the first refusal, reported as itself rather than as a payload failure
+	// Contents are hashed and checked on other cores while the payload is
+	// decompressed.
+	hashes := newHasher(runtime.NumCPU(), opts.OnFile)
+	defer hashes.wait()
 	lay := func(e *cpio.Entry, r io.Reader) error {
 		raw := e.Name
 		if strings.HasPrefix(raw, "/") {
@@ -186,11 +196,8 @@ func readRPM(rpmPath string, origin Origin, opts LayOptions) (*laidPackage, erro
 			if int64(len(data)) != hf.Size {
 				return fmt.Errorf("payload entry is %d bytes, the header says %d", len(data), hf.Size)
 			}
-			sum := sha256Hex(data)
-			if err := checkDigest(data, sum, hf); err != nil {
-				return err
-			}
-			n.Data, n.Digest = data, sum
+			n.Data = data
+			hashes.check(n, hf, e.Name)
 		case cpio.TypeDir:
 			n.Kind = KindDir
 		case cpio.TypeLink:
@@ -230,6 +237,11 @@ func readRPM(rpmPath string, origin Origin, opts LayOptions) (*laidPackage, erro
 		}
 		return nil
 	}})
+	// A file whose content failed its digest came before whatever else
+	// failed: it is the reason to give.
+	if herr := hashes.wait(); herr != nil {
+		layErr = herr
+	}
 	if layErr != nil {
 		return nil, fmt.Errorf("%s: %w", origin.Package, layErr)
 	}
@@ -270,6 +282,68 @@ func readRPM(rpmPath string, origin Origin, opts LayOptions) (*laidPackage, erro
 		}
 	}
 	return lp, nil
+}
+
+// hasher computes files' sha256 and checks them against the header's
+// digests in parallel, keeping the failure of the earliest entry.
+type hasher struct {
+	tasks  chan hashTask
+	wg     sync.WaitGroup
+	onFile func(*Node)
+	mu     sync.Mutex
+	seq    int
+	errSeq int
+	err    error
+	done   bool
+}
+
+type hashTask struct {
+	seq  int
+	n    *Node
+	hf   *rpmfile.File
+	name string
+}
+
+func newHasher(workers int, onFile func(*Node)) *hasher {
+	h := &hasher{tasks: make(chan hashTask, 64), onFile: onFile, errSeq: -1}
+	for range max(workers, 1) {
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			for t := range h.tasks {
+				sum := sha256Hex(t.n.Data)
+				if err := checkDigest(t.n.Data, sum, t.hf); err != nil {
+					h.mu.Lock()
+					if h.errSeq < 0 || t.seq < h.errSeq {
+						h.errSeq, h.err = t.seq, fmt.Errorf("payload entry %s: %w", t.name, err)
+					}
+					h.mu.Unlock()
+					continue
+				}
+				t.n.Digest = sum
+				if h.onFile != nil {
+					h.onFile(t.n)
+				}
+			}
+		}()
+	}
+	return h
+}
+
+// check queues a file node whose Data is read.
+func (h *hasher) check(n *Node, hf *rpmfile.File, name string) {
+	h.tasks <- hashTask{seq: h.seq, n: n, hf: hf, name: name}
+	h.seq++
+}
+
+// wait returns when every queued file is checked, with the first failure.
+func (h *hasher) wait() error {
+	if !h.done {
+		h.done = true
+		close(h.tasks)
+		h.wg.Wait()
+	}
+	return h.err
 }
 
 // readAllLimit reads exactly what r holds, refusing more than n bytes.

@@ -3,9 +3,10 @@ package rootfs
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/gob"
-	"encoding/hex"
-	"path/filepath"
+	"maps"
+	"sync"
 
 	"github.com/nodeforge/builder/internal/blobcache"
 	"github.com/nodeforge/builder/pkgbase/rpmfile"
@@ -13,34 +14,38 @@ import (
 
 // LayCache keeps what laying a package produced, keyed by the RPM's
 // sha256, so a rebuild does not decompress, check and hash the payloads of
-// packages that did not change: a manifest per package (its nodes without
-// content, scriptlets, ghosts) and every file's content by its sha256.
+// packages that did not change. One entry per package holds its manifest
+// (nodes without content, scriptlets, ghosts) and the contents of its
+// files, one after the other: one file to write and to read.
 //
 // An entry is written only after the package passed every check of
 // AddRPM, from a file the download cache verified against the lock's
-// sha256; it is trusted as that cache is. Damaged entries (CRC-32C) and
-// missing contents are misses: the package is read again.
+// sha256; it is trusted as that cache is. A damaged entry (CRC-32C) is a
+// miss: the package is read again. Entries are written in the background;
+// Wait before the process ends.
 type LayCache struct {
-	manifests, files *blobcache.Dir
+	dir *blobcache.Dir
+	wg  sync.WaitGroup
 }
 
-// OpenLayCache opens (creating them if needed) dir/laid and dir/files.
+// OpenLayCache opens (creating it if needed) the cache in dir.
 func OpenLayCache(dir string) (*LayCache, error) {
-	m, err := blobcache.Open(filepath.Join(dir, "laid"))
+	d, err := blobcache.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	f, err := blobcache.Open(filepath.Join(dir, "files"))
-	if err != nil {
-		return nil, err
-	}
-	return &LayCache{manifests: m, files: f}, nil
+	return &LayCache{dir: d}, nil
 }
+
+// Wait returns when every entry being written is written.
+func (c *LayCache) Wait() { c.wg.Wait() }
 
 // layManifest is the stored form of a laid package. Nodes carry no Data,
-// Origin or Owners; Sizes holds each node's content size.
+// Origin or Owners; a file's content is Sizes[i] bytes at Offsets[i] of
+// the data that follows the manifest.
 type layManifest struct {
 	Nodes    []Node
+	Offsets  []int64
 	Sizes    []int64
 	Total    int64
 	Scripts  []rpmfile.Script
@@ -50,9 +55,9 @@ type layManifest struct {
 	Ghosts   []string
 }
 
-// layFormat changes whenever laying or the manifest changes meaning, so
-// old entries are not read as new ones.
-const layFormat = "nodeforge laid package v1"
+// layFormat changes whenever laying or the entry changes meaning, so old
+// entries are not read as new ones.
+const layFormat = "nodeforge laid package v2"
 
 func (c *LayCache) key(origin Origin) [32]byte {
 	return sha256.Sum256([]byte(layFormat + "\x00" + origin.RPMSHA256 + "\x00" + origin.Package))
@@ -80,67 +85,71 @@ func (t *Tree) AddRPMCached(rpmPath string, origin Origin, opts LayOptions, c *L
 }
 
 func (c *LayCache) load(origin Origin, opts LayOptions) (*laidPackage, bool) {
-	b, ok := c.manifests.Get(c.key(origin))
-	if !ok {
+	b, ok := c.dir.Get(c.key(origin))
+	if !ok || len(b) < 8 {
 		return nil, false
 	}
+	mlen := binary.LittleEndian.Uint64(b)
+	if mlen > uint64(len(b)-8) {
+		return nil, false
+	}
+	data := b[8+mlen:]
 	var m layManifest
-	if gob.NewDecoder(bytes.NewReader(b)).Decode(&m) != nil || len(m.Sizes) != len(m.Nodes) {
+	if gob.NewDecoder(bytes.NewReader(b[8:8+mlen])).Decode(&m) != nil || len(m.Sizes) != len(m.Nodes) || len(m.Offsets) != len(m.Nodes) {
 		return nil, false
 	}
 	if max := opts.MaxInstallSize; max > 0 && m.Total > max {
 		return nil, false // read it again, to be refused with the reason
 	}
 	lp := &laidPackage{total: m.Total, res: &PackageResult{Scripts: m.Scripts, Triggers: m.Triggers, Files: m.Files, Bytes: m.Bytes, Ghosts: m.Ghosts}}
-	byDigest := map[string][]byte{}
 	for i := range m.Nodes {
 		n := &m.Nodes[i]
 		n.Origin = origin
 		if n.Kind == KindFile {
-			data, seen := byDigest[n.Digest]
-			if !seen {
-				key, err := hex.DecodeString(n.Digest)
-				if err != nil || len(key) != 32 {
-					return nil, false
-				}
-				if m.Sizes[i] == 0 {
-					data = []byte{}
-				} else if data, ok = c.files.Get([32]byte(key)); !ok {
-					return nil, false
-				}
-				byDigest[n.Digest] = data
-			}
-			if int64(len(data)) != m.Sizes[i] {
+			off, size := m.Offsets[i], m.Sizes[i]
+			if off < 0 || size < 0 || off > int64(len(data)) || size > int64(len(data))-off {
 				return nil, false
 			}
-			n.Data = data
+			n.Data = data[off : off+size : off+size]
 		}
 		lp.nodes = append(lp.nodes, n)
 	}
 	return lp, true
 }
 
-// store records a package just read. Failures only cost time later.
+// store records a package just read, in the background. The nodes are
+// copied now: the tree may change them (policies) while the entry is
+// written. Failures only cost time later.
 func (c *LayCache) store(origin Origin, lp *laidPackage) {
 	m := layManifest{Total: lp.total, Scripts: lp.res.Scripts, Triggers: lp.res.Triggers, Files: lp.res.Files, Bytes: lp.res.Bytes, Ghosts: lp.res.Ghosts}
-	stored := map[string]bool{}
+	var contents [][]byte
+	at := map[string]int64{} // content digest -> offset, for hard links and copies
+	var end int64
 	for _, n := range lp.nodes {
 		cp := *n
 		cp.Data, cp.Origin, cp.Owners = nil, Origin{}, nil
-		m.Nodes = append(m.Nodes, cp)
-		m.Sizes = append(m.Sizes, int64(len(n.Data)))
-		if n.Kind == KindFile && len(n.Data) > 0 && !stored[n.Digest] {
-			stored[n.Digest] = true
-			key, err := hex.DecodeString(n.Digest)
-			if err != nil || len(key) != 32 {
-				return
-			}
-			c.files.Put([32]byte(key), n.Data)
+		cp.Xattrs = maps.Clone(n.Xattrs)
+		off, ok := at[n.Digest]
+		if n.Kind == KindFile && !ok {
+			off, at[n.Digest] = end, end
+			contents = append(contents, n.Data)
+			end += int64(len(n.Data))
 		}
+		m.Nodes = append(m.Nodes, cp)
+		m.Offsets = append(m.Offsets, off)
+		m.Sizes = append(m.Sizes, int64(len(n.Data)))
 	}
-	var buf bytes.Buffer
-	if gob.NewEncoder(&buf).Encode(&m) != nil {
-		return
-	}
-	c.manifests.Put(c.key(origin), buf.Bytes())
+	key := c.key(origin)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		var buf bytes.Buffer
+		buf.Write(make([]byte, 8))
+		if gob.NewEncoder(&buf).Encode(&m) != nil {
+			return
+		}
+		head := buf.Bytes()
+		binary.LittleEndian.PutUint64(head, uint64(len(head)-8))
+		c.dir.PutParts(key, append([][]byte{head}, contents...)...)
+	}()
 }

@@ -80,24 +80,27 @@ func TestLayCache(t *testing.T) {
 		}
 	}
 	same("cold cache")
+	c.Wait()
 	same("warm cache")
 
-	// Damage a stored file content and remove another: misses, not errors.
-	var contents []string
-	filepath.Walk(filepath.Join(cacheDir, "files"), func(p string, fi os.FileInfo, err error) error {
+	// Damage one entry and remove another: misses, not errors.
+	c.Wait()
+	var entries []string
+	filepath.Walk(cacheDir, func(p string, fi os.FileInfo, err error) error {
 		if err == nil && fi.Mode().IsRegular() {
-			contents = append(contents, p)
+			entries = append(entries, p)
 		}
 		return nil
 	})
-	if len(contents) < 2 {
-		t.Fatalf("%d contents stored", len(contents))
+	if len(entries) < 2 {
+		t.Fatalf("%d entries stored", len(entries))
 	}
-	b, _ := os.ReadFile(contents[0])
-	b[0] ^= 0xff
-	os.WriteFile(contents[0], b, 0o644)
-	os.Remove(contents[1])
+	b, _ := os.ReadFile(entries[0])
+	b[len(b)/2] ^= 0xff
+	os.WriteFile(entries[0], b, 0o644)
+	os.Remove(entries[1])
 	same("damaged cache")
+	c.Wait()
 	same("repaired cache")
 
 	// A size limit the cached package exceeds is still enforced.

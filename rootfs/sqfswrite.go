@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/nodeforge/builder/internal/blobcache"
 	"github.com/nodeforge/builder/rootfs/sqfs"
 )
 
@@ -53,20 +52,13 @@ func (t *Tree) SqfsEntries(owners Owners, mtime int64) ([]sqfs.Entry, error) {
 }
 
 // WriteSquashfsGo writes the image with rootfs/sqfs, reusing compressed
-// blocks from cacheDir (when not empty) across builds.
-func (t *Tree) WriteSquashfsGo(dst string, owners Owners, mtime int64, opts SquashfsOptions, cacheDir string) error {
+// blocks from cache (when not nil) across builds.
+func (t *Tree) WriteSquashfsGo(dst string, owners Owners, mtime int64, opts SquashfsOptions, cache sqfs.BlockCache) error {
 	es, err := t.SqfsEntries(owners, mtime)
 	if err != nil {
 		return err
 	}
-	o := sqfs.Options{Compressor: opts.Compressor, Level: opts.Level, BlockSize: opts.BlockSize, Workers: opts.Jobs, MkfsTime: mtime}
-	if cacheDir != "" {
-		c, err := blobcache.Open(cacheDir)
-		if err != nil {
-			return err
-		}
-		o.Cache = c
-	}
+	o := opts.sqfsOptions(mtime, cache)
 	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp")
 	f, err := os.Create(tmp)
 	if err != nil {
@@ -86,3 +78,37 @@ func (t *Tree) WriteSquashfsGo(dst string, owners Owners, mtime int64, opts Squa
 	}
 	return os.Rename(tmp, dst)
 }
+
+// sqfsOptions are the Go writer's options; the same for the image and for
+// blocks compressed ahead, so they share cache keys.
+func (opts SquashfsOptions) sqfsOptions(mtime int64, cache sqfs.BlockCache) sqfs.Options {
+	return sqfs.Options{Compressor: opts.Compressor, Level: opts.Level, BlockSize: opts.BlockSize, Workers: opts.Jobs, MkfsTime: mtime, Cache: cache}
+}
+
+// NewPrecompressor compresses the whole blocks of files handed to it into
+// cache, ahead of WriteSquashfsGo with the same options and cache (see
+// sqfs.Precompressor). Give it files with Add; Stop it before writing the
+// image.
+func NewPrecompressor(opts SquashfsOptions, cache sqfs.BlockCache, workers int) (*Precompressor, error) {
+	p, err := sqfs.NewPrecompressor(opts.sqfsOptions(0, cache), workers)
+	if err != nil {
+		return nil, err
+	}
+	return &Precompressor{p}, nil
+}
+
+// Precompressor takes the tree's file nodes.
+type Precompressor struct{ p *sqfs.Precompressor }
+
+// Add queues a file node's blocks.
+func (p *Precompressor) Add(n *Node) {
+	if n.Kind != KindFile || len(n.Digest) != 64 {
+		return
+	}
+	if d, err := hex.DecodeString(n.Digest); err == nil {
+		p.p.Add(n.Data, [32]byte(d))
+	}
+}
+
+// Stop drops what is queued and waits for the blocks in progress.
+func (p *Precompressor) Stop() { p.p.Stop() }

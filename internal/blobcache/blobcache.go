@@ -60,9 +60,12 @@ func (c *Dir) Get(key [32]byte) ([]byte, bool) {
 	return b[:n:n], true
 }
 
-// Put stores a blob under key; it must not be modified afterwards. Failures are ignored: a cache that cannot
-// be written only costs time.
-func (c *Dir) Put(key [32]byte, compressed []byte) {
+// Put stores a blob under key; it must not be modified afterwards.
+// Failures are ignored: a cache that cannot be written only costs time.
+func (c *Dir) Put(key [32]byte, blob []byte) { c.PutParts(key, blob) }
+
+// PutParts stores the concatenation of parts under key, without making it.
+func (c *Dir) PutParts(key [32]byte, parts ...[]byte) {
 	// Callers put after a miss, so an entry already there is damaged:
 	// replace it.
 	p := c.path(key)
@@ -74,13 +77,27 @@ func (c *Dir) Put(key [32]byte, compressed []byte) {
 	if err != nil {
 		return
 	}
+	var sum uint32
+	var werr error
+	for _, b := range parts {
+		sum = crc32.Update(sum, castagnoli, b)
+		if _, err := f.Write(b); err != nil && werr == nil {
+			werr = err
+		}
+	}
 	var tr [trailer]byte
-	binary.LittleEndian.PutUint32(tr[:], crc32.Checksum(compressed, castagnoli))
+	binary.LittleEndian.PutUint32(tr[:], sum)
 	copy(tr[4:], marker)
-	_, err1 := f.Write(compressed)
 	_, err2 := f.Write(tr[:])
 	err3 := f.Close()
-	if err1 != nil || err2 != nil || err3 != nil || os.Rename(f.Name(), p) != nil {
+	if werr != nil || err2 != nil || err3 != nil || os.Rename(f.Name(), p) != nil {
 		os.Remove(f.Name())
 	}
+}
+
+// Has reports whether an entry exists under key, without reading or
+// checking it (Get still may miss on a damaged entry).
+func (c *Dir) Has(key [32]byte) bool {
+	_, err := os.Stat(c.path(key))
+	return err == nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
 	"testing"
 
@@ -154,4 +155,60 @@ func TestDigestKeys(t *testing.T) {
 	if cache.puts.Load() != 0 || cache.hits.Load() != cold {
 		t.Errorf("rebuild: %d puts, %d hits of %d", cache.puts.Load(), cache.hits.Load(), cold)
 	}
+}
+
+// TestPrecompressor: blocks compressed ahead are the ones Write wants; the
+// image is the same, and Write compresses only what was not done ahead
+// (the fragment blocks).
+func TestPrecompressor(t *testing.T) {
+	es := packageTree()
+	for i := range es {
+		if es[i].Mode&sIFMT == sIFREG {
+			es[i].Digest = sha256.Sum256(es[i].Data)
+		}
+	}
+	want := imageBytes(t, es, Options{})
+	dc, err := blobcache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := &countingCache{BlockCache: dc}
+	p, err := NewPrecompressor(Options{Cache: cache}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		p.Add(e.Data, e.Digest)
+	}
+	// Let the queue drain, then stop.
+	for {
+		p.mu.Lock()
+		n := len(p.queue)
+		p.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		runtime.Gosched()
+	}
+	p.Stop()
+	ahead := cache.puts.Load()
+	cache.reset()
+	if got := imageBytes(t, es, Options{Cache: cache}); !bytes.Equal(got, want) {
+		t.Fatal("the image differs when blocks were compressed ahead")
+	}
+	rest := cache.puts.Load()
+	fresh := &countingCache{BlockCache: newDir(t)}
+	imageBytes(t, es, Options{Cache: fresh})
+	t.Logf("%d blocks compressed ahead, %d by Write after, %d in a cold build", ahead, rest, fresh.puts.Load())
+	if ahead == 0 || ahead+rest != fresh.puts.Load() {
+		t.Errorf("%d ahead + %d after, want %d in all", ahead, rest, fresh.puts.Load())
+	}
+}
+
+func newDir(t *testing.T) *blobcache.Dir {
+	d, err := blobcache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

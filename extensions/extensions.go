@@ -1,0 +1,221 @@
+// Package extensions holds the system extension definitions (one YAML file
+// each in this directory, embedded: adding one needs no Go change), the
+// extension manifest, and the validation of extension contents against the
+// node OS's contract (allowed paths, no world-writable entries, no special
+// files, a valid compatibility constraint).
+package extensions
+
+import (
+	"embed"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Definition says how an extension is made from packages of the base.
+type Definition struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	Author      string `yaml:"author"`
+	// Compatibility is the node OS version constraint written into the
+	// manifest (compatibility.talos.version), e.g. ">= v1.8.0".
+	Compatibility string `yaml:"compatibility"`
+	// Packages are the packages whose files the extension carries;
+	// "{flavour}" is replaced by the kernel's flavour (kernel-image-std-def
+	// gives std-def). Their dependencies already in the root filesystem are
+	// left out.
+	Packages []string `yaml:"packages"`
+	// VersionFrom names the package whose version is the extension's
+	// (default: the first); extensions with kernel modules append the
+	// kernel's version ("2.2.7-6.12.40").
+	VersionFrom string `yaml:"version-from"`
+	// Relocate moves files into the allowed prefixes: the first rule whose
+	// From is a prefix of a path applies.
+	Relocate []Relocation `yaml:"relocate"`
+	// Drop removes paths by glob ("**" spans directories).
+	Drop []string `yaml:"drop"`
+	// Files are written by the builder (configuration, say).
+	Files []File `yaml:"files"`
+}
+
+// Relocation moves the paths below From to below To.
+type Relocation struct {
+	From string `yaml:"from"`
+	To   string `yaml:"to"`
+}
+
+// File is a file the builder writes into the extension.
+type File struct {
+	Path    string `yaml:"path"`
+	Mode    string `yaml:"mode"` // octal, default 0644
+	Content string `yaml:"content"`
+}
+
+// FileMode is the file's permission bits.
+func (f File) FileMode() uint32 {
+	if f.Mode == "" {
+		return 0o644
+	}
+	m, _ := strconv.ParseUint(f.Mode, 8, 32) // checked by Validate
+	return uint32(m)
+}
+
+//go:embed *.yaml
+var shipped embed.FS
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+// Parse reads and checks one definition.
+func Parse(data []byte, source string) (*Definition, error) {
+	var d Definition
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("extension definition %s: %w", source, err)
+	}
+	if err := d.validate(); err != nil {
+		return nil, fmt.Errorf("extension definition %s: %w", source, err)
+	}
+	return &d, nil
+}
+
+func (d *Definition) validate() error {
+	var errs []string
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
+	if !nameRE.MatchString(d.Name) {
+		bad("name %q: want lower-case letters, digits, '.', '_' or '-'", d.Name)
+	}
+	if len(d.Packages) == 0 {
+		bad("no packages")
+	}
+	if d.VersionFrom != "" && !contains(d.Packages, d.VersionFrom) {
+		bad("version-from %s is not one of the packages", d.VersionFrom)
+	}
+	if err := CheckConstraint(d.Compatibility); err != nil {
+		bad("compatibility: %v", err)
+	}
+	for _, r := range d.Relocate {
+		if !strings.HasPrefix(r.From, "/") || !strings.HasSuffix(r.From, "/") || !strings.HasPrefix(r.To, "/") || !strings.HasSuffix(r.To, "/") {
+			bad("relocate %s -> %s: both must be absolute directories ending in /", r.From, r.To)
+		}
+	}
+	for _, f := range d.Files {
+		if !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path {
+			bad("file %q: want an absolute, clean path", f.Path)
+		}
+		if f.Mode != "" {
+			if m, err := strconv.ParseUint(f.Mode, 8, 32); err != nil || m&^0o777 != 0 {
+				bad("file %s: mode %q is not octal permission bits", f.Path, f.Mode)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Set is the definitions known to a build, by name.
+type Set map[string]*Definition
+
+// Load returns the shipped definitions, overridden and extended by the
+// *.yaml files of dir when dir is not empty.
+func Load(dir string) (Set, error) {
+	set := Set{}
+	ents, _ := shipped.ReadDir(".")
+	for _, e := range ents {
+		b, _ := shipped.ReadFile(e.Name())
+		d, err := Parse(b, "extensions/"+e.Name())
+		if err != nil {
+			return nil, err
+		}
+		set[d.Name] = d
+	}
+	if dir == "" {
+		return set, nil
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("extension definitions: %w", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		d, err := Parse(b, f)
+		if err != nil {
+			return nil, err
+		}
+		set[d.Name] = d
+	}
+	return set, nil
+}
+
+// Names lists the definitions, sorted.
+func (s Set) Names() []string {
+	out := make([]string, 0, len(s))
+	for n := range s {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PackagesFor returns the package names with the kernel flavour filled in.
+func (d *Definition) PackagesFor(flavour string) []string {
+	out := make([]string, len(d.Packages))
+	for i, p := range d.Packages {
+		out[i] = strings.ReplaceAll(p, "{flavour}", flavour)
+	}
+	return out
+}
+
+// Relocated maps a path through the relocation rules.
+func (d *Definition) Relocated(p string) string {
+	for _, r := range d.Relocate {
+		if strings.HasPrefix(p+"/", r.From) {
+			if p+"/" == r.From {
+				return strings.TrimSuffix(r.To, "/")
+			}
+			return r.To + strings.TrimPrefix(p, r.From)
+		}
+	}
+	return p
+}
+
+var constraintRE = regexp.MustCompile(`^\s*(>=|<=|>|<|=|!=|~>)?\s*v?(\d+)\.(\d+)(\.\d+)?(-[0-9A-Za-z.-]+)?\s*$`)
+
+// CheckConstraint accepts a version constraint as Talos writes them:
+// comma-separated clauses of an operator and a version (">= v1.8.0",
+// ">= v1.8.0, < v2.0.0").
+func CheckConstraint(c string) error {
+	if strings.TrimSpace(c) == "" {
+		return fmt.Errorf("empty version constraint")
+	}
+	for _, clause := range strings.Split(c, ",") {
+		if !constraintRE.MatchString(clause) {
+			return fmt.Errorf("%q is not a version constraint (want e.g. \">= v1.8.0\")", strings.TrimSpace(clause))
+		}
+	}
+	return nil
+}
