@@ -17,7 +17,7 @@ help:
 	@echo "demo   - write the demo package base to $(DEMO), lock and build its release"
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/builder
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/builder
 
 test: lint
 	$(GO) test -race -count=1 -timeout 30m ./...
