@@ -5,6 +5,10 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 10m
 DEMO    ?= out/demo
+# The vendored libzstd (DataDog/zstd, cgo) compresses squashfs blocks; -O3
+# as zstd's own build uses costs 10% less CPU than cgo's default -O2 (same
+# bytes).
+export CGO_CFLAGS ?= -O3 -g
 
 .PHONY: help build test lint bench fuzz demo clean
 

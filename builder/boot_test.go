@@ -19,6 +19,7 @@ import (
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/schematic"
 	"github.com/nodeforge/builder/specs"
 )
 
@@ -38,7 +39,7 @@ func TestBootDebianKernel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots a kernel under qemu; skipped with -short")
 	}
-	for _, tool := range []string{"rpmbuild", "createrepo_c", "dpkg-deb", "tar2sqfs"} {
+	for _, tool := range []string{"rpmbuild", "createrepo_c", "dpkg-deb"} {
 		testutil.NeedTool(t, tool)
 	}
 	qemu := testutil.NeedTool(t, "qemu-system-x86_64")
@@ -74,7 +75,12 @@ func TestBootDebianKernel(t *testing.T) {
 	lockTime := time.Since(t1)
 	t2 := time.Now()
 	out := filepath.Join(t.TempDir(), "out")
-	rep, err := Build(context.Background(), Options{Spec: s, Lock: l, LockBytes: lockBytes, Out: out, Cache: c, Version: "test"})
+	// The schematic adds boot media with the base's extension appended.
+	sch, err := schematic.Parse([]byte("customization:\n  systemExtensions:\n    officialExtensions: [testext]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Build(context.Background(), Options{Spec: s, Lock: l, LockBytes: lockBytes, Out: out, Cache: c, Version: "test", Schematic: sch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,36 +102,56 @@ func TestBootDebianKernel(t *testing.T) {
 			t.Fatalf("NODEFORGE_BOOT_TIMEOUT: %v", err)
 		}
 	}
-	res := bootQEMU(t, qemu, timeout,
-		"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1",
-		"-nographic", "-serial", "stdio", "-monitor", "none", "-no-reboot", "-nic", "none",
-		"-kernel", filepath.Join(dir, "vmlinuz"),
-		"-initrd", filepath.Join(dir, "initramfs.xz"),
-		"-append", strings.TrimSpace(string(cmdline)))
-	t.Logf("timings: base %s, lock %s, build %s, boot to marker %s (qemu ran %s)",
-		baseTime.Round(time.Millisecond), lockTime.Round(time.Millisecond), buildTime.Round(time.Millisecond),
-		res.toMarker.Round(time.Millisecond), res.total.Round(time.Millisecond))
+	boot := func(what, initrd, cmdline string, lines ...string) {
+		t.Helper()
+		res := bootQEMU(t, qemu, timeout,
+			"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1",
+			"-nographic", "-serial", "stdio", "-monitor", "none", "-no-reboot", "-nic", "none",
+			"-kernel", filepath.Join(dir, "vmlinuz"),
+			"-initrd", initrd,
+			"-append", cmdline)
+		t.Logf("%s: timings: base %s, lock %s, build %s, boot to marker %s (qemu ran %s)", what,
+			baseTime.Round(time.Millisecond), lockTime.Round(time.Millisecond), buildTime.Round(time.Millisecond),
+			res.toMarker.Round(time.Millisecond), res.total.Round(time.Millisecond))
+		failed := false
+		switch {
+		case res.marker == "":
+			t.Errorf("%s: no %q on the console (qemu: %v)", what, want, res.err)
+			failed = true
+		case res.marker != want:
+			t.Errorf("%s: console says %q, want %q", what, res.marker, want)
+			failed = true
+		}
+		if fail := res.find("NODEFORGE-BOOT-FAIL"); fail != "" {
+			t.Errorf("%s: init reported: %s", what, fail)
+			failed = true
+		}
+		for _, l := range lines {
+			if res.find(l) == "" {
+				t.Errorf("%s: no %q on the console", what, l)
+				failed = true
+			}
+		}
+		if res.marker != "" && res.err != nil {
+			t.Errorf("%s: qemu did not power off cleanly: %v", what, res.err)
+			failed = true
+		}
+		if failed || testing.Verbose() {
+			t.Logf("%s: console (last 60 lines):\n%s", what, res.tail(60))
+		}
+	}
+	boot("initramfs.xz", filepath.Join(dir, "initramfs.xz"), strings.TrimSpace(string(cmdline)))
 
-	failed := false
-	switch {
-	case res.marker == "":
-		t.Errorf("no %q on the console (qemu: %v)", want, res.err)
-		failed = true
-	case res.marker != want:
-		t.Errorf("console says %q, want %q", res.marker, want)
-		failed = true
+	// The same kernel with the schematic's initramfs: the extension layer is
+	// stacked on the root and its file is visible there.
+	id, _ := sch.ID()
+	media := filepath.Join(out, "media", id)
+	mcmd, err := os.ReadFile(filepath.Join(media, "cmdline-x86_64"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if fail := res.find("NODEFORGE-BOOT-FAIL"); fail != "" {
-		t.Errorf("init reported: %s", fail)
-		failed = true
-	}
-	if res.marker != "" && res.err != nil {
-		t.Errorf("qemu did not power off cleanly: %v", res.err)
-		failed = true
-	}
-	if failed || testing.Verbose() {
-		t.Logf("console (last 60 lines):\n%s", res.tail(60))
-	}
+	boot("initramfs with testext appended", filepath.Join(media, "initramfs-x86_64.xz"), strings.TrimSpace(string(mcmd)),
+		"nodeforge-init: extension layer 0.sqsh", "nodeforge-init: check testext: "+testbase.ExtCheckContent)
 }
 
 // bootResult is what one qemu run printed.

@@ -12,6 +12,9 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nodeforge/builder/internal/blobcache"
 	"github.com/nodeforge/builder/pkgbase/cache"
@@ -19,6 +22,7 @@ import (
 	"github.com/nodeforge/builder/pkgbase/repo"
 	"github.com/nodeforge/builder/rootfs"
 	"github.com/nodeforge/builder/rootfs/sqfs"
+	"github.com/nodeforge/builder/schematic"
 	"github.com/nodeforge/builder/specs"
 )
 
@@ -34,6 +38,10 @@ type Options struct {
 	SourceDateEpoch int64
 	Squashfs        rootfs.SquashfsOptions
 	Version         string // the builder's own version, for the report
+	// Schematic, when set, adds the boot media of that customisation:
+	// OUT/media/<schematic id>/{kernel,initramfs,cmdline,ipxe}-<arch>, the
+	// initramfs with the schematic's extensions appended.
+	Schematic *schematic.Schematic
 	// Shuffle, when not 0, lays packages in a pseudo-random order (seeded)
 	// to prove the output does not depend on it (builder repro).
 	Shuffle int64
@@ -120,6 +128,8 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	assets := map[string][]ociAsset{}
+	extLayers := map[string]map[string]*ociAsset{} // extension -> arch -> layer
+	extVersions := map[string]string{}
 	for _, arch := range arches {
 		a := l.Architectures[arch]
 		logf("%s: fetching %d locked packages", arch, len(a.Packages))
@@ -154,6 +164,10 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			return nil, err
 		}
 		owners := as.accounts.Owners()
+		exts, err := buildExtensions(s, a, paths, layCache, as, owners, sde)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", arch, err)
+		}
 		logf("%s: writing rootfs.sqsh (%d paths)", arch, as.tree.Len())
 		sqPath := filepath.Join(dir, "rootfs.sqsh")
 		if s.Image.SquashfsWriter == "go" {
@@ -186,6 +200,25 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			return nil, err
 		}
 		cmdline := strings.Join(s.Image.Cmdline, " ") + "\n"
+		var mediaLayers []FileEntry
+		if opts.Schematic != nil {
+			var cache sqfs.BlockCache
+			if blocks != nil {
+				cache = blocks
+			}
+			mr, err := writeMedia(filepath.Join(work, "media"), opts.Schematic, arch, exts, as, owners, sde, opts.Squashfs, cache,
+				s.Image.InitramfsCompression, initramfs, s.Image.Cmdline)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", arch, err)
+			}
+			if rep.Media == nil {
+				rep.Media = &MediaReport{Schematic: mr.Schematic, Extensions: opts.Schematic.Extensions(), Files: map[string]ArtifactInfo{}}
+			}
+			for k, v := range mr.Files {
+				rep.Media.Files[k] = v
+			}
+			mediaLayers = mr.Layers
+		}
 		files := []ociAsset{
 			{name: "vmlinuz", mediaType: MediaTypeVmlinuz, data: as.kernel.vmlinuz},
 			{name: "initramfs.xz", mediaType: MediaTypeInitramfs, data: initramfs},
@@ -203,7 +236,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			rep.Artifacts[arch+"/"+f.name] = ArtifactInfo{SHA256: hex.EncodeToString(f.digest[:]), Size: int64(len(f.data))}
 		}
 		assets[arch] = files
-		ar := &ArchReport{Packages: as.packages, Kernel: as.kernel, Cmdline: strings.TrimSpace(cmdline), Init: initPkg,
+		ar := &ArchReport{Packages: as.packages, Kernel: as.kernel, Cmdline: strings.TrimSpace(cmdline), Init: initPkg, Media: mediaLayers,
 			Scriptlets: as.scriptlets, Triggers: as.triggers, Ghosts: as.ghosts, Dropped: as.drops, Policy: as.policy, Libraries: as.libraries}
 		for _, sc := range as.scriptlets {
 			if !sc.Handled {
@@ -213,6 +246,22 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		ar.Unhandled += len(as.triggers)
 		if ar.Rootfs, err = treeEntries(as.tree, owners); err != nil {
 			return nil, err
+		}
+		for _, eb := range exts {
+			if ar.Extensions == nil {
+				ar.Extensions = map[string]*ExtensionReport{}
+			}
+			ar.Extensions[eb.name] = eb.report
+			if extLayers[eb.name] == nil {
+				extLayers[eb.name] = map[string]*ociAsset{}
+			}
+			l := &ociAsset{name: eb.name, mediaType: types.OCIUncompressedLayer, data: eb.layer, digest: sha256.Sum256(eb.layer)}
+			extLayers[eb.name][arch] = l
+			eb.report.Layer = "sha256:" + hex.EncodeToString(l.digest[:])
+			if v, ok := extVersions[eb.name]; ok && v != eb.version {
+				return nil, fmt.Errorf("extension %s: version %s on %s, %s on another architecture", eb.name, eb.version, arch, v)
+			}
+			extVersions[eb.name] = eb.version
 		}
 		for _, e := range entries {
 			ar.Initramfs = append(ar.Initramfs, FileEntry{Path: "/" + e.Name, Type: cpioType(e.Mode), Mode: fmt.Sprintf("%04o", e.Mode&0o7777), Size: int64(len(e.Data)), SHA256: fileDigest(e), Origin: e.Origin})
@@ -232,6 +281,24 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	rep.OCIIndex = idx.String()
+	for _, name := range sortedKeys(extLayers) {
+		ea := map[string]string{
+			"org.opencontainers.image.title":    name,
+			"org.opencontainers.image.version":  extVersions[name],
+			"org.opencontainers.image.created":  time.Unix(sde, 0).UTC().Format(time.RFC3339),
+			"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
+			"dev.nodeforge.branch":              s.Branch,
+			"dev.nodeforge.release":             s.Version,
+		}
+		d, err := writeExtensionLayout(filepath.Join(work, "extensions", name), sde, ea, arches, extLayers[name])
+		if err != nil {
+			return nil, fmt.Errorf("extension %s: %w", name, err)
+		}
+		if rep.Extensions == nil {
+			rep.Extensions = map[string]string{}
+		}
+		rep.Extensions[name] = d.String()
+	}
 	rb, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return nil, err

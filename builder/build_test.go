@@ -19,10 +19,13 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/nodeforge/builder/extensions"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/demobase"
 	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/pkgbase/repo"
+	"github.com/nodeforge/builder/rootfs"
 	"github.com/nodeforge/builder/specs"
 )
 
@@ -59,6 +62,21 @@ func (d *demoRelease) build(t *testing.T, out string, shuffle int64) *Report {
 		t.Fatal(err)
 	}
 	return rep
+}
+
+// assembled fetches and assembles the demo's x86_64 root filesystem.
+func (d *demoRelease) assembled(t *testing.T) (*lock.Arch, map[string]string, *assembly) {
+	t.Helper()
+	a := d.lock.Architectures["x86_64"]
+	paths, err := fetchArch(context.Background(), d.spec, a, d.cache, repo.SourceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := assemble(d.spec, "x86_64", a, paths, 0, nil, rootfs.LayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, paths, as
 }
 
 func TestBuildDemo(t *testing.T) {
@@ -403,5 +421,121 @@ func sameTree(t *testing.T, a, b string) {
 	})
 	if n < 8 {
 		t.Errorf("only %d files compared", n)
+	}
+}
+
+// TestBuildDemoExtensions: every extension of the demo release is built,
+// relocated into the allowed paths and valid; module extensions carry the
+// locked kernel's version.
+func TestBuildDemoExtensions(t *testing.T) {
+	d := newDemo(t)
+	out := filepath.Join(t.TempDir(), "out")
+	rep := d.build(t, out, 0)
+	if len(rep.Extensions) != 4 {
+		t.Fatalf("extensions: %v", rep.Extensions)
+	}
+	for name := range rep.Extensions {
+		rs, err := extensions.ValidatePath(filepath.Join(out, "extensions", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if len(r.Violations) > 0 {
+				t.Errorf("%s: %v", name, r.Violations)
+			}
+		}
+	}
+	ext := rep.Architectures["x86_64"].Extensions
+	kver := rep.Architectures["x86_64"].Kernel.Version
+	zfs := ext["zfs"]
+	if zfs == nil || !zfs.Modules || !strings.HasSuffix(zfs.Version, "-6.12.40") {
+		t.Fatalf("zfs: %+v", zfs)
+	}
+	paths := map[string]bool{}
+	for _, f := range zfs.Files {
+		paths[f.Path] = true
+	}
+	for _, p := range []string{"/usr/lib/modules/" + kver + "/misc/zfs.ko", "/usr/local/sbin/zpool", "/usr/local/lib64/libzfs.so.4"} {
+		if !paths[p] {
+			t.Errorf("zfs lacks %s", p)
+		}
+	}
+	if cri := ext["cri"]; cri == nil || len(cri.Excluded) != 1 || !strings.HasPrefix(cri.Excluded[0], "shadow-utils-") {
+		t.Errorf("cri: %+v", cri)
+	}
+}
+
+// TestExtensionForAnotherKernel: a module package built for another kernel
+// than the locked one is refused, naming both.
+func TestExtensionForAnotherKernel(t *testing.T) {
+	d := newDemo(t)
+	a, paths, as := d.assembled(t)
+	locked := as.kernel.Version
+	as.kernel.Version = "6.12.30-std-def-alt1"
+	_, err := buildExtensions(d.spec, a, paths, nil, as, as.accounts.Owners(), 0)
+	if err == nil || !strings.Contains(err.Error(), locked) || !strings.Contains(err.Error(), "6.12.30-std-def-alt1") || !strings.Contains(err.Error(), "kernel-modules-") {
+		t.Errorf("got %v", err)
+	}
+}
+
+// TestExtensionSegment: the initramfs segment for a schematic's extensions
+// holds one squashfs per extension in name order, a module-index layer
+// when an extension ships modules, and extensions.yaml listing them; real
+// cpio and unsquashfs read it.
+func TestExtensionSegment(t *testing.T) {
+	cpioTool := testutil.NeedTool(t, "cpio")
+	unsq := testutil.NeedTool(t, "unsquashfs")
+	d := newDemo(t)
+	a, paths, as := d.assembled(t)
+	owners := as.accounts.Owners()
+	exts, err := buildExtensions(d.spec, a, paths, nil, as, owners, 1700000000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg, entries, err := extensionSegment(exts, []string{"zfs", "cri"}, as, owners, 1700000000, rootfs.SquashfsOptions{Compressor: "zstd", Level: 13}, nil, "zstd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 4 {
+		t.Fatalf("entries: %d", len(entries))
+	}
+	dec, _ := zstd.NewReader(nil)
+	raw, err := dec.DecodeAll(seg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(cpioTool, "-idm", "--quiet")
+	cmd.Dir, cmd.Stdin = dir, bytes.NewReader(raw)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cpio: %v\n%s", err, out)
+	}
+	y, _ := os.ReadFile(filepath.Join(dir, "extensions.yaml"))
+	for _, want := range []string{"image: 0.sqsh\n    metadata:\n      name: cri", "image: 1.sqsh\n    metadata:\n      name: zfs", "image: 2.sqsh\n    metadata:\n      name: modules.dep"} {
+		if !strings.Contains(string(y), want) {
+			t.Errorf("extensions.yaml lacks %q:\n%s", want, y)
+		}
+	}
+	list := func(img string) string {
+		out, err := exec.Command(unsq, "-lls", "-n", filepath.Join(dir, img)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("unsquashfs %s: %v\n%s", img, err, out)
+		}
+		return string(out)
+	}
+	if l := list("0.sqsh"); !strings.Contains(l, "squashfs-root/usr/local/sbin/runc") || !strings.Contains(l, "squashfs-root/etc/cri/conf.d/20-nodeforge-cri.part") {
+		t.Errorf("cri layer:\n%s", l)
+	}
+	kver := as.kernel.Version
+	if l := list("1.sqsh"); !strings.Contains(l, "squashfs-root/usr/lib/modules/"+kver+"/misc/zfs.ko") {
+		t.Errorf("zfs layer:\n%s", l)
+	}
+	x := t.TempDir()
+	if out, err := exec.Command(unsq, "-d", x+"/m", filepath.Join(dir, "2.sqsh")).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	dep, _ := os.ReadFile(filepath.Join(x, "m/usr/lib/modules", kver, "modules.dep"))
+	if !strings.Contains(string(dep), "misc/zfs.ko:") || !strings.Contains(string(dep), "kernel/") {
+		t.Errorf("modules.dep of the modules layer:\n%s", dep)
 	}
 }

@@ -77,14 +77,8 @@ func writeOCILayout(dir string, sde int64, annotations map[string]string, arches
 				return v1.Hash{}, err
 			}
 		}
-		cf, err := img.ConfigFile()
+		img, err := withPlatform(img, arch, created)
 		if err != nil {
-			return v1.Hash{}, err
-		}
-		cf = cf.DeepCopy()
-		cf.Architecture, cf.OS, cf.Created = goArch(arch), "linux", created
-		cf.History = nil
-		if img, err = mutate.ConfigFile(img, cf); err != nil {
 			return v1.Hash{}, err
 		}
 		ann := map[string]string{"org.opencontainers.image.created": created.Format(time.RFC3339)}
@@ -102,4 +96,49 @@ func writeOCILayout(dir string, sde int64, annotations map[string]string, arches
 		return v1.Hash{}, fmt.Errorf("oci layout: %w", err)
 	}
 	return idx.Digest()
+}
+
+// writeExtensionLayout writes one extension as an OCI image layout: an
+// index over one image per architecture, each a single uncompressed tar
+// layer holding manifest.yaml and rootfs/, every timestamp the source date.
+func writeExtensionLayout(dir string, sde int64, annotations map[string]string, arches []string, layers map[string]*ociAsset) (v1.Hash, error) {
+	created := v1.Time{Time: time.Unix(sde, 0).UTC()}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, arch := range arches {
+		a := layers[arch]
+		if a == nil {
+			continue
+		}
+		img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+		img, err := mutate.Append(img, mutate.Addendum{Layer: assetLayer{a}})
+		if err != nil {
+			return v1.Hash{}, err
+		}
+		if img, err = withPlatform(img, arch, created); err != nil {
+			return v1.Hash{}, err
+		}
+		img = mutate.Annotations(img, annotations).(v1.Image)
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			Platform: &v1.Platform{OS: "linux", Architecture: goArch(arch)},
+		}})
+	}
+	idx = mutate.Annotations(idx, annotations).(v1.ImageIndex)
+	if _, err := layout.Write(dir, idx); err != nil {
+		return v1.Hash{}, fmt.Errorf("oci layout: %w", err)
+	}
+	return idx.Digest()
+}
+
+// withPlatform sets the image config's platform and creation time (the
+// source date) and drops its history, whose times would be the clock's.
+func withPlatform(img v1.Image, arch string, created v1.Time) (v1.Image, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture, cf.OS, cf.Created = goArch(arch), "linux", created
+	cf.History = nil
+	return mutate.ConfigFile(img, cf)
 }

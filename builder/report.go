@@ -14,15 +14,20 @@ func digest(b []byte) string {
 
 // Report is OUT/report.json: what was built, from what, and how.
 type Report struct {
-	Spec            SpecInfo                `json:"spec"`
-	LockSHA256      string                  `json:"lockSha256"`
-	SourceDateEpoch int64                   `json:"sourceDateEpoch"`
-	Builder         string                  `json:"builder"`
-	Tools           map[string]string       `json:"tools"`
-	OCIIndex        string                  `json:"ociIndex"`
-	Architectures   map[string]*ArchReport  `json:"architectures"`
-	Generators      map[string]string       `json:"generators"`
-	Artifacts       map[string]ArtifactInfo `json:"artifacts"` // "<arch>/<name>" -> digest
+	Spec            SpecInfo          `json:"spec"`
+	LockSHA256      string            `json:"lockSha256"`
+	SourceDateEpoch int64             `json:"sourceDateEpoch"`
+	Builder         string            `json:"builder"`
+	Tools           map[string]string `json:"tools"`
+	OCIIndex        string            `json:"ociIndex"`
+	// Media are the boot media of the schematic the build was given.
+	Media *MediaReport `json:"media,omitempty"`
+	// Extensions maps each extension to the index digest of its OCI
+	// layout, OUT/extensions/<name>.
+	Extensions    map[string]string       `json:"extensions,omitempty"`
+	Architectures map[string]*ArchReport  `json:"architectures"`
+	Generators    map[string]string       `json:"generators"`
+	Artifacts     map[string]ArtifactInfo `json:"artifacts"` // "<arch>/<name>" -> digest
 }
 
 // SpecInfo identifies the release.
@@ -54,6 +59,17 @@ type ArchReport struct {
 	Libraries  []string                  `json:"libraries"` // /etc/ld.so.cache entries
 	Rootfs     []FileEntry               `json:"rootfs"`
 	Initramfs  []FileEntry               `json:"initramfs"`
+	// Extensions are the system extensions built from the base.
+	Extensions map[string]*ExtensionReport `json:"extensions,omitempty"`
+	// Media lists the initramfs segment appended for the schematic.
+	Media []FileEntry `json:"media,omitempty"`
+}
+
+// MediaReport describes the boot media of a schematic.
+type MediaReport struct {
+	Schematic  string                  `json:"schematic"` // its ID
+	Extensions []string                `json:"extensions"`
+	Files      map[string]ArtifactInfo `json:"files"` // "media/<id>/<file>" -> digest
 }
 
 // FileEntry is one path of an artifact with where it came from.
@@ -83,4 +99,6 @@ var generatorDocs = map[string]string{
 	"implicit-directory": "a parent directory no package ships (0755 root:root)",
 	"rootfs.sqsh":        "the root filesystem image inside the initramfs",
 	"initramfs":          "initramfs directories and /dev/console (5,1), and the boot modules' indexes",
+	"extension-file":     "a file an extension definition declares (extensions/<name>.yaml, files:)",
+	"extension-manifest": "an extension's manifest.yaml, from its definition and its packages' versions",
 }

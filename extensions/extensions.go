@@ -32,6 +32,9 @@ type Definition struct {
 	// gives std-def). Their dependencies already in the root filesystem are
 	// left out.
 	Packages []string `yaml:"packages"`
+	// Exclude names (globs) dependencies whose files the extension does not
+	// carry: tools only the packages' scriptlets use, which never run.
+	Exclude []string `yaml:"exclude"`
 	// VersionFrom names the package whose version is the extension's
 	// (default: the first); extensions with kernel modules append the
 	// kernel's version ("2.2.7-6.12.40").
@@ -97,6 +100,11 @@ func (d *Definition) validate() error {
 	}
 	if d.VersionFrom != "" && !contains(d.Packages, d.VersionFrom) {
 		bad("version-from %s is not one of the packages", d.VersionFrom)
+	}
+	for _, e := range d.Exclude {
+		if _, err := path.Match(e, ""); err != nil {
+			bad("exclude %q: %v", e, err)
+		}
 	}
 	if err := CheckConstraint(d.Compatibility); err != nil {
 		bad("compatibility: %v", err)
@@ -188,6 +196,16 @@ func (d *Definition) PackagesFor(flavour string) []string {
 		out[i] = strings.ReplaceAll(p, "{flavour}", flavour)
 	}
 	return out
+}
+
+// Excluded reports whether a package name matches an exclude glob.
+func (d *Definition) Excluded(name string) bool {
+	for _, e := range d.Exclude {
+		if ok, _ := path.Match(e, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Relocated maps a path through the relocation rules.

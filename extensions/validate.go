@@ -124,7 +124,7 @@ func Validate(entries []Entry, manifest []byte) []string {
 			bad("%s: world-writable (mode %04o)", abs, e.Mode)
 		}
 		if e.Type != TypeDir && !Allowed(abs) {
-			bad("%s: outside the allowed paths (%s, or the named loader, ldconfig, NVIDIA and nvme files)", abs, strings.Join(AllowedPrefixes, ", "))
+			bad("%s: outside the allowed paths", abs)
 		}
 	}
 	if !hasManifest {
@@ -135,6 +135,9 @@ func Validate(entries []Entry, manifest []byte) []string {
 	}
 	if !hasRootfs {
 		bad("rootfs/ is missing")
+	}
+	if strings.Contains(strings.Join(v, "\n"), "outside the allowed paths") {
+		v = append(v, "(allowed: below "+strings.Join(AllowedPrefixes, ", ")+", or the glibc loader, ldconfig, /etc/ld.so.conf, /etc/ld.so.cache, NVIDIA's container helpers and nvme)")
 	}
 	sort.Strings(v)
 	return v

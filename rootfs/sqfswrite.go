@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -77,6 +78,19 @@ func (t *Tree) WriteSquashfsGo(dst string, owners Owners, mtime int64, opts Squa
 		return fmt.Errorf("squashfs: %w", err)
 	}
 	return os.Rename(tmp, dst)
+}
+
+// WriteSquashfsTo writes the image with rootfs/sqfs to w (small images:
+// extension layers).
+func (t *Tree) WriteSquashfsTo(w io.Writer, owners Owners, mtime int64, opts SquashfsOptions, cache sqfs.BlockCache) error {
+	es, err := t.SqfsEntries(owners, mtime)
+	if err != nil {
+		return err
+	}
+	if err := sqfs.Write(w, es, opts.sqfsOptions(mtime, cache)); err != nil {
+		return fmt.Errorf("squashfs: %w", err)
+	}
+	return nil
 }
 
 // sqfsOptions are the Go writer's options; the same for the image and for

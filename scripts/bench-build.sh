@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 work=${1:-/tmp/nodeforge-bench}
 mkdir -p "$work"
 B=$work/builder
-go build -o "$B" ./cmd/builder
+CGO_CFLAGS="${CGO_CFLAGS:--O3 -g}" go build -o "$B" ./cmd/builder
 cores=$(nproc)
 
 echo "== test base (every kernel module)"

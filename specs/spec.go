@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/nodeforge/builder/extensions"
 )
 
 // Spec is one release spec.
@@ -39,6 +41,13 @@ type Spec struct {
 	MultiVersion []string `yaml:"multiversion,omitempty" json:"multiversion,omitempty"`
 	// Image says how the node OS image is assembled.
 	Image Image `yaml:"image,omitempty" json:"image"`
+	// ExtensionsDir holds extension definitions (*.yaml) that add to or
+	// replace the shipped ones (extensions/), relative to the spec.
+	ExtensionsDir string `yaml:"extensions-dir,omitempty" json:"extensionsDir,omitempty"`
+
+	// Extensions are the definitions, shipped and from ExtensionsDir; an
+	// extension component without packages takes its definition's.
+	Extensions extensions.Set `yaml:"-" json:"-"`
 
 	// Dir is the directory of the spec file; relative paths resolve there.
 	Dir string `yaml:"-" json:"-"`
@@ -73,7 +82,9 @@ type Repository struct {
 // Component is the package set of one part (rootfs, kernel, installer, an extension).
 type Component struct {
 	// Kind is "rootfs", "kernel", "installer" or "extension".
-	Kind     string   `yaml:"kind" json:"kind"`
+	Kind string `yaml:"kind" json:"kind"`
+	// Packages to install; an extension component may leave them to its
+	// definition (extensions/<name>.yaml).
 	Packages []string `yaml:"packages" json:"packages"`
 }
 
@@ -196,7 +207,20 @@ func (s *Spec) normalize() error {
 	if len(s.Components) == 0 {
 		bad("components: at least one is required")
 	}
+	var err error
+	if s.Extensions, err = extensions.Load(s.Path(s.ExtensionsDir)); err != nil {
+		bad("%v", err)
+	}
 	for name, c := range s.Components {
+		if c.Kind == "extension" && s.Extensions != nil {
+			def := s.Extensions[name]
+			if def == nil {
+				bad("component %q: no extension definition of that name (have %s)", name, strings.Join(s.Extensions.Names(), ", "))
+			} else if len(c.Packages) == 0 {
+				c.Packages = def.PackagesFor(s.KernelFlavour())
+				s.Components[name] = c
+			}
+		}
 		if !nameRe.MatchString(name) {
 			bad("component %q: name is not valid", name)
 		}
@@ -224,6 +248,21 @@ func (s *Spec) normalize() error {
 		return errors.New("spec: " + strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// KernelFlavour is the flavour of the kernel component's image package
+// (kernel-image-std-def gives std-def), or "" without one.
+func (s *Spec) KernelFlavour() string {
+	for _, name := range s.ComponentNames() {
+		if c := s.Components[name]; c.Kind == "kernel" {
+			for _, p := range c.Packages {
+				if f, ok := strings.CutPrefix(p, "kernel-image-"); ok {
+					return f
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // Path resolves p relative to the spec's directory.

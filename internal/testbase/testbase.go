@@ -40,6 +40,12 @@ const (
 	InitPath    = "/usr/libexec/nodeforge/init"
 	// FilesystemPackage is the root's directory skeleton.
 	FilesystemPackage = "filesystem"
+	// ExtPackage is the test extension's package; its file in ExtCheckDir
+	// holds ExtCheckContent, which the init prints once the extension
+	// layer is stacked.
+	ExtPackage      = "nodeforge-testext"
+	ExtCheckDir     = "/usr/local/share/nodeforge-boot-check"
+	ExtCheckContent = "hello from the testext extension"
 	// SpecFile is the release spec's name in the base directory.
 	SpecFile = "spec.yaml"
 	// InfoFile describes the base (see Info).
@@ -252,8 +258,21 @@ func finish(src, dir string, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := writeExtensionDef(dir); err != nil {
+		return "", err
+	}
 	p := filepath.Join(dir, SpecFile)
 	return p, os.WriteFile(p, spec, 0o644)
+}
+
+// writeExtensionDef writes dir/extensions/testext.yaml, the definition of
+// the base's extension.
+func writeExtensionDef(dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "extensions"), 0o755); err != nil {
+		return err
+	}
+	def := fmt.Sprintf("# The boot test's extension: one file the init prints.\nname: testext\ndescription: boot test extension\nauthor: Nodeforge tests\ncompatibility: \">= v1.8.0\"\npackages: [%s]\n", ExtPackage)
+	return os.WriteFile(filepath.Join(dir, "extensions", "testext.yaml"), []byte(def), 0o644)
 }
 
 // findKernelDeb finds (or downloads) the Debian kernel package.
@@ -375,7 +394,7 @@ func buildInit(out string) error {
 // cacheKey names a base by everything that shapes it.
 func cacheKey(debName string, debSize int64, initSum string, opts Options) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "testbase 1\ndeb %s %d\ninit %s\n", debName, debSize, initSum)
+	fmt.Fprintf(h, "testbase 2\ndeb %s %d\ninit %s\n", debName, debSize, initSum)
 	fmt.Fprintf(h, "trees %q\npayload %s\n", opts.ModuleTrees, opts.Payload)
 	// The recipe itself: this package's source.
 	srcs, _ := filepath.Glob(filepath.Join(srcDir(), "*.go"))

@@ -52,7 +52,11 @@ func TestSpecYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := specs.Parse(b, "/base")
+	dir := t.TempDir()
+	if err := writeExtensionDef(dir); err != nil {
+		t.Fatal(err)
+	}
+	s, err := specs.Parse(b, dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b)
 	}
@@ -64,10 +68,10 @@ func TestSpecYAML(t *testing.T) {
 		!reflect.DeepEqual(s.Image.Cmdline, DefaultCmdline) || s.Image.Init != (specs.FileRef{Package: InitPackage, Path: InitPath}) {
 		t.Errorf("image section: %+v", s.Image)
 	}
-	if r := s.Repositories[0]; r.Format != "rpm-md" || !r.InsecureSkipVerify || r.URL != "/base/"+RepoDir {
+	if r := s.Repositories[0]; r.Format != "rpm-md" || !r.InsecureSkipVerify || r.URL != filepath.Join(dir, RepoDir) {
 		t.Errorf("repository: %+v", r)
 	}
-	for name, kind := range map[string]string{"kernel": "kernel", "rootfs": "rootfs", "installer": "installer"} {
+	for name, kind := range map[string]string{"kernel": "kernel", "rootfs": "rootfs", "installer": "installer", "testext": "extension"} {
 		if s.Components[name].Kind != kind {
 			t.Errorf("component %s: %+v", name, s.Components[name])
 		}

@@ -116,7 +116,25 @@ func write(dir, deb, initBin, key string, opts Options) error {
 		Root:        froot, Files: ffiles,
 	}
 
-	for _, s := range []rpmSpec{kspec, ispec, fspec} {
+	// (d) A system extension's package: one file the init prints when the
+	// extension's layer is stacked on the root.
+	xroot := filepath.Join(stage, "testext")
+	xfile := path.Join(ExtCheckDir, "testext")
+	if err := os.MkdirAll(filepath.Join(xroot, ExtCheckDir), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(xroot, xfile), []byte(ExtCheckContent+"\n"), 0o644); err != nil {
+		return err
+	}
+	xspec := rpmSpec{
+		Name: ExtPackage, Version: "1", Release: "1", Arch: "noarch", License: "Public Domain",
+		Summary:     "A system extension of the nodeforge boot test",
+		Description: "One file below /usr/local, which the boot test's init prints when the extension layer is mounted.",
+		Root:        xroot,
+		Files:       []string{"%dir " + ExtCheckDir, xfile},
+	}
+
+	for _, s := range []rpmSpec{kspec, ispec, fspec, xspec} {
 		t0 := time.Now()
 		out, err := rpmbuild(stage, s, sde, opts.Payload)
 		if err != nil {
@@ -476,6 +494,11 @@ components:
   installer:
     kind: installer
     packages: [%s]
+  # A system extension (definition in extensions/testext.yaml).
+  testext:
+    kind: extension
+
+extensions-dir: extensions
 
 image:
   os:

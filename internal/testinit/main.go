@@ -9,8 +9,12 @@
 //     dependencies first;
 //  3. attaches /rootfs.sqsh to a read-only loop device and mounts it
 //     (squashfs) on /sysroot/lower;
-//  4. stacks an overlay with a tmpfs upper layer on /sysroot/root and
-//     checks that it is writable;
+//  4. mounts the system extension layers /extensions.yaml lists (an
+//     initramfs segment appended for a schematic), each from its own loop
+//     device, and stacks them, the squashfs below them, under an overlay
+//     with a tmpfs upper layer on /sysroot/root, and checks that it is
+//     writable; prints "nodeforge-init: check NAME: CONTENT" for every file
+//     in the root's /usr/local/share/nodeforge-boot-check/;
 //  5. prints "NODEFORGE-BOOT-OK PRETTY_NAME=<value>" from the root's
 //     /etc/os-release to /dev/console, or "NODEFORGE-BOOT-FAIL <reason>";
 //  6. powers the machine off.
@@ -96,7 +100,26 @@ func boot() error {
 			return err
 		}
 	}
-	opts := "lowerdir=/sysroot/lower,upperdir=/sysroot/rw/upper,workdir=/sysroot/rw/work"
+	// Extension layers go above the root, the last listed on top
+	// (overlayfs takes the leftmost lowerdir as the top one).
+	lower := []string{"/sysroot/lower"}
+	layers, err := extensionLayers("/extensions.yaml")
+	if err != nil {
+		return err
+	}
+	for i, l := range layers {
+		dev, err := attachLoop("/" + l)
+		if err != nil {
+			return err
+		}
+		dst := fmt.Sprintf("/sysroot/ext/%d", i)
+		if err := mount(dev, dst, "squashfs", unix.MS_RDONLY, ""); err != nil {
+			return err
+		}
+		lower = append([]string{dst}, lower...)
+		say("nodeforge-init: extension layer %s on %s", l, dev)
+	}
+	opts := "lowerdir=" + strings.Join(lower, ":") + ",upperdir=/sysroot/rw/upper,workdir=/sysroot/rw/work"
 	if err := mount("overlay", "/sysroot/root", "overlay", 0, opts); err != nil {
 		return err
 	}
@@ -119,6 +142,13 @@ func boot() error {
 		say("nodeforge-init: the root has no modules.dep: %v", err)
 	}
 
+	checks, _ := filepath.Glob("/sysroot/root/usr/local/share/nodeforge-boot-check/*")
+	for _, c := range checks {
+		if b, err := os.ReadFile(c); err == nil {
+			say("nodeforge-init: check %s: %s", filepath.Base(c), strings.TrimSpace(string(b)))
+		}
+	}
+
 	osr, err := os.ReadFile("/sysroot/root/etc/os-release")
 	if err != nil {
 		return err
@@ -129,6 +159,25 @@ func boot() error {
 	}
 	say("%s PRETTY_NAME=%s", okMarker, pretty)
 	return nil
+}
+
+// extensionLayers reads the image names of extensions.yaml ("- image:
+// 0.sqsh" lines, in order); no file means no extensions.
+func extensionLayers(p string) ([]string, error) {
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "- image:"); ok {
+			out = append(out, strings.Trim(strings.TrimSpace(v), `"'`))
+		}
+	}
+	return out, nil
 }
 
 func mount(src, dst, fstype string, flags uintptr, data string) error {

@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 func TestOSReleaseValue(t *testing.T) {
 	osr := []byte("NAME=Nodeforge\nPRETTY_NAME=\"Nodeforge boot test (\\\"q\\\", \\$x)\"\nID='single quoted'\n")
@@ -27,5 +32,17 @@ func TestModuleName(t *testing.T) {
 		if got := moduleName(in); got != want {
 			t.Errorf("moduleName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestExtensionLayers(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "extensions.yaml")
+	os.WriteFile(p, []byte("layers:\n  - image: 0.sqsh\n    metadata:\n      name: cri\n  - image: 1.sqsh\n    metadata:\n      name: modules.dep\n"), 0o644)
+	got, err := extensionLayers(p)
+	if err != nil || strings.Join(got, " ") != "0.sqsh 1.sqsh" {
+		t.Errorf("%v %v", got, err)
+	}
+	if got, err := extensionLayers(p + ".missing"); err != nil || got != nil {
+		t.Errorf("missing file: %v %v", got, err)
 	}
 }
