@@ -130,6 +130,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 	assets := map[string][]ociAsset{}
 	extLayers := map[string]map[string]*ociAsset{} // extension -> arch -> layer
 	extVersions := map[string]string{}
+	installerLayers := map[string]*ociAsset{}
 	for _, arch := range arches {
 		a := l.Architectures[arch]
 		logf("%s: fetching %d locked packages", arch, len(a.Packages))
@@ -219,7 +220,21 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			}
 			mediaLayers = mr.Layers
 		}
+		spdx, err := nodeSBOM(s, a, arch, as.packages, rep.LockSHA256, sde, "nodeforge-builder-"+opts.Version)
+		if err != nil {
+			return nil, err
+		}
+		instBin, instPkg, err := lockedFile(s.Image.Installer, "image.installer", a, paths, layCache)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", arch, err)
+		}
+		il, err := installerLayer(arch, s.Name, as.kernel.vmlinuz, initramfs, spdx, instBin, instPkg, sde)
+		if err != nil {
+			return nil, err
+		}
+		installerLayers[arch] = &ociAsset{name: "installer", mediaType: types.OCIUncompressedLayer, data: il, digest: sha256.Sum256(il)}
 		files := []ociAsset{
+			{name: "sbom.spdx.json", mediaType: MediaTypeSPDX, data: spdx},
 			{name: "vmlinuz", mediaType: MediaTypeVmlinuz, data: as.kernel.vmlinuz},
 			{name: "initramfs.xz", mediaType: MediaTypeInitramfs, data: initramfs},
 			{name: "rootfs.sqsh", mediaType: MediaTypeRootfs, data: sqsh},
@@ -281,6 +296,18 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	rep.OCIIndex = idx.String()
+	ia := map[string]string{
+		"org.opencontainers.image.title":    s.Name + "-installer",
+		"org.opencontainers.image.version":  s.Version,
+		"org.opencontainers.image.created":  time.Unix(sde, 0).UTC().Format(time.RFC3339),
+		"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
+		"dev.nodeforge.branch":              s.Branch,
+	}
+	inst, err := writeImageLayout(filepath.Join(work, "installer"), sde, ia, arches, installerLayers, []string{"/usr/bin/installer"})
+	if err != nil {
+		return nil, fmt.Errorf("installer: %w", err)
+	}
+	rep.Installer = inst.String()
 	for _, name := range sortedKeys(extLayers) {
 		ea := map[string]string{
 			"org.opencontainers.image.title":    name,
@@ -290,7 +317,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			"dev.nodeforge.branch":              s.Branch,
 			"dev.nodeforge.release":             s.Version,
 		}
-		d, err := writeExtensionLayout(filepath.Join(work, "extensions", name), sde, ea, arches, extLayers[name])
+		d, err := writeImageLayout(filepath.Join(work, "extensions", name), sde, ea, arches, extLayers[name], nil)
 		if err != nil {
 			return nil, fmt.Errorf("extension %s: %w", name, err)
 		}

@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/nodeforge/builder/extensions"
@@ -537,5 +540,61 @@ func TestExtensionSegment(t *testing.T) {
 	dep, _ := os.ReadFile(filepath.Join(x, "m/usr/lib/modules", kver, "modules.dep"))
 	if !strings.Contains(string(dep), "misc/zfs.ko:") || !strings.Contains(string(dep), "kernel/") {
 		t.Errorf("modules.dep of the modules layer:\n%s", dep)
+	}
+}
+
+// TestBuildDemoInstaller: the installer image holds the kernel, the
+// initramfs, the SBOM and the base's installer binary; its config's
+// creation time is the source date, so its digest is the same on every
+// build (TestBuildFromStepCaches compares every file of the layout).
+func TestBuildDemoInstaller(t *testing.T) {
+	d := newDemo(t)
+	out := filepath.Join(t.TempDir(), "out")
+	rep := d.build(t, out, 0)
+	idx, err := layout.ImageIndexFromPath(filepath.Join(out, "installer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := idx.Digest(); h.String() != rep.Installer {
+		t.Errorf("installer digest %s, report says %s", h, rep.Installer)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil || len(im.Manifests) != 1 || im.Manifests[0].Platform.Architecture != "amd64" {
+		t.Fatalf("index: %+v %v", im, err)
+	}
+	img, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Created.Unix() != rep.SourceDateEpoch || len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != "/usr/bin/installer" {
+		t.Errorf("config: created %v, entrypoint %v", cf.Created, cf.Config.Entrypoint)
+	}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	got := map[string]int64{}
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		got[strings.TrimPrefix(h.Name, "./")] = h.Size
+	}
+	initramfs, _ := os.ReadFile(filepath.Join(out, "x86_64", "initramfs.xz"))
+	if got["usr/install/x86_64/initramfs.xz"] != int64(len(initramfs)) {
+		t.Errorf("installer initramfs: %d bytes, the build's is %d", got["usr/install/x86_64/initramfs.xz"], len(initramfs))
+	}
+	for _, p := range []string{"usr/install/x86_64/vmlinuz", "usr/install/x86_64/demo.spdx.json", "usr/bin/installer"} {
+		if got[p] == 0 {
+			t.Errorf("installer lacks %s (has %v)", p, got)
+		}
+	}
+	sb, _ := os.ReadFile(filepath.Join(out, "x86_64", "sbom.spdx.json"))
+	if !strings.Contains(string(sb), "pkg:rpm/altlinux/glibc-core@") {
+		t.Errorf("SBOM lacks glibc-core:\n%.500s", sb)
 	}
 }

@@ -19,20 +19,25 @@ import (
 
 // initFile reads the spec's init binary from its locked package.
 func initFile(s *specs.Spec, a *lock.Arch, paths map[string]string, lc *rootfs.LayCache) ([]byte, string, error) {
-	p := lockedByName(a, s.Image.Init.Package)
+	return lockedFile(s.Image.Init, "image.init", a, paths, lc)
+}
+
+// lockedFile reads an executable file of a locked package.
+func lockedFile(ref specs.FileRef, what string, a *lock.Arch, paths map[string]string, lc *rootfs.LayCache) ([]byte, string, error) {
+	p := lockedByName(a, ref.Package)
 	if p == nil {
-		return nil, "", fmt.Errorf("image.init: package %s is not in the lock", s.Image.Init.Package)
+		return nil, "", fmt.Errorf("%s: package %s is not in the lock", what, ref.Package)
 	}
 	t := rootfs.New()
 	if _, err := t.AddRPMCached(paths[p.NEVRA], rootfs.Origin{Package: p.NEVRA, RPMSHA256: p.SHA256}, rootfs.LayOptions{}, lc); err != nil {
 		return nil, "", err
 	}
-	n := t.Get(s.Image.Init.Path)
+	n := t.Get(ref.Path)
 	if n == nil || n.Kind != rootfs.KindFile {
-		return nil, "", fmt.Errorf("image.init: %s does not ship %s as a file", p.NEVRA, s.Image.Init.Path)
+		return nil, "", fmt.Errorf("%s: %s does not ship %s as a file", what, p.NEVRA, ref.Path)
 	}
 	if n.Mode&0o111 == 0 {
-		return nil, "", fmt.Errorf("image.init: %s in %s is not executable", s.Image.Init.Path, p.NEVRA)
+		return nil, "", fmt.Errorf("%s: %s in %s is not executable", what, ref.Path, p.NEVRA)
 	}
 	return n.Data, p.NEVRA, nil
 }

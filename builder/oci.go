@@ -21,6 +21,7 @@ const (
 	MediaTypeInitramfs = "application/vnd.nodeforge.node-os.initramfs.v1"
 	MediaTypeRootfs    = "application/vnd.nodeforge.node-os.rootfs.squashfs.v1"
 	MediaTypeCmdline   = "application/vnd.nodeforge.node-os.cmdline.v1"
+	MediaTypeSPDX      = "application/spdx+json"
 )
 
 // ociAsset is one file of an architecture's artifact.
@@ -98,10 +99,11 @@ func writeOCILayout(dir string, sde int64, annotations map[string]string, arches
 	return idx.Digest()
 }
 
-// writeExtensionLayout writes one extension as an OCI image layout: an
-// index over one image per architecture, each a single uncompressed tar
-// layer holding manifest.yaml and rootfs/, every timestamp the source date.
-func writeExtensionLayout(dir string, sde int64, annotations map[string]string, arches []string, layers map[string]*ociAsset) (v1.Hash, error) {
+// writeImageLayout writes an OCI image layout: an index over one image per
+// architecture, each a single uncompressed tar layer (an extension's
+// manifest.yaml and rootfs/, the installer's files), every timestamp the
+// source date, the entrypoint when given.
+func writeImageLayout(dir string, sde int64, annotations map[string]string, arches []string, layers map[string]*ociAsset, entrypoint []string) (v1.Hash, error) {
 	created := v1.Time{Time: time.Unix(sde, 0).UTC()}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, arch := range arches {
@@ -117,6 +119,17 @@ func writeExtensionLayout(dir string, sde int64, annotations map[string]string, 
 		}
 		if img, err = withPlatform(img, arch, created); err != nil {
 			return v1.Hash{}, err
+		}
+		if entrypoint != nil {
+			cf, err := img.ConfigFile()
+			if err != nil {
+				return v1.Hash{}, err
+			}
+			cf = cf.DeepCopy()
+			cf.Config.Entrypoint = entrypoint
+			if img, err = mutate.ConfigFile(img, cf); err != nil {
+				return v1.Hash{}, err
+			}
 		}
 		img = mutate.Annotations(img, annotations).(v1.Image)
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{

@@ -20,6 +20,8 @@ type Report struct {
 	Builder         string            `json:"builder"`
 	Tools           map[string]string `json:"tools"`
 	OCIIndex        string            `json:"ociIndex"`
+	// Installer is the index digest of the installer image, OUT/installer.
+	Installer string `json:"installer"`
 	// Media are the boot media of the schematic the build was given.
 	Media *MediaReport `json:"media,omitempty"`
 	// Extensions maps each extension to the index digest of its OCI

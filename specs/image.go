@@ -16,6 +16,9 @@ type Image struct {
 	Cmdline []string `yaml:"cmdline,omitempty" json:"cmdline"`
 	// Init is the /init of the initramfs: a file of a locked package.
 	Init FileRef `yaml:"init,omitempty" json:"init"`
+	// Installer is the installer image's /usr/bin/installer: a file of a
+	// locked package (default talos-installer's /usr/bin/installer).
+	Installer FileRef `yaml:"installer,omitempty" json:"installer"`
 	// BootModules are loaded by init before the root is mounted (with
 	// everything they depend on): a distribution kernel builds loop,
 	// squashfs and overlay as modules.
@@ -119,6 +122,12 @@ func (im *Image) normalize(s *Spec, bad func(string, ...any)) {
 	}
 	if !path.IsAbs(im.Init.Path) {
 		bad("image.init.path %q must be absolute", im.Init.Path)
+	}
+	if im.Installer.Package == "" {
+		im.Installer = FileRef{Package: "talos-installer", Path: "/usr/bin/installer"}
+	}
+	if !path.IsAbs(im.Installer.Path) {
+		bad("image.installer.path %q must be absolute", im.Installer.Path)
 	}
 	if im.BootModules == nil {
 		im.BootModules = append([]string(nil), DefaultBootModules...)

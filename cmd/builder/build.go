@@ -100,9 +100,12 @@ no chroot and nothing of the tree written to the host. Scriptlets are never
 run: users and groups, module indexes (depmod), os-release and machine-id are
 generated, and every scriptlet not covered is listed in the report.
 
-Outputs, per architecture: OUT/<arch>/{vmlinuz,initramfs.xz,rootfs.sqsh,cmdline},
-an OCI image layout at OUT/oci/ annotated with version, branch and lock
-digest, each system extension as an OCI image layout at OUT/extensions/<name>/,
+Outputs, per architecture: OUT/<arch>/{vmlinuz,initramfs.xz,rootfs.sqsh,cmdline,
+sbom.spdx.json}, an OCI image layout at OUT/oci/ annotated with version,
+branch and lock digest, the installer image (an OCI layout, one image per
+architecture with usr/install/<arch>/{vmlinuz,initramfs.xz,<name>.spdx.json}
+and the base's installer binary) at OUT/installer/, each system extension as
+an OCI image layout at OUT/extensions/<name>/,
 and OUT/report.json listing every file of every artifact with its origin.
 Timestamps come from SOURCE_DATE_EPOCH (default: the newest BUILDTIME in the
 lock), so the same lock gives the same bytes. A second build reuses the step
@@ -135,6 +138,7 @@ func printOutputs(w io.Writer, out string, rep *builder.Report) {
 		fmt.Fprintf(w, "%s  sha256:%s  %d bytes\n", filepath.Join(out, n), a.SHA256, a.Size)
 	}
 	fmt.Fprintf(w, "%s  %s\n", filepath.Join(out, "oci"), rep.OCIIndex)
+	fmt.Fprintf(w, "%s  %s\n", filepath.Join(out, "installer"), rep.Installer)
 	ext := make([]string, 0, len(rep.Extensions))
 	for n := range rep.Extensions {
 		ext = append(ext, n)

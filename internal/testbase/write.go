@@ -509,8 +509,12 @@ image:
   init:
     package: %s
     path: %s
+  # The installer image carries a binary of the base: the init stands in.
+  installer:
+    package: %s
+    path: %s
   boot-modules: %s
   initramfs-compression: %s
 `, info.DebPackage, info.DebVersion, info.KernelDeb, RepoDir, KernelPackage, FilesystemPackage, InitPackage,
-		strconv.Quote(info.PrettyName), list(opts.Cmdline), InitPackage, InitPath, list(boot), opts.InitramfsCompression)), nil
+		strconv.Quote(info.PrettyName), list(opts.Cmdline), InitPackage, InitPath, InitPackage, InitPath, list(boot), opts.InitramfsCompression)), nil
 }

@@ -1,0 +1,109 @@
+package fat
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeforge/builder/internal/testutil"
+)
+
+func sample() []File {
+	r := rand.New(rand.NewPCG(1, 2))
+	big := make([]byte, 3<<20+123)
+	for i := range big {
+		big[i] = byte(r.Uint32())
+	}
+	return []File{
+		{"EFI/BOOT/BOOTX64.EFI", []byte("MZ not really an EFI binary")},
+		{"loader/loader.conf", []byte("timeout 0\ndefault nodeforge.conf\n")},
+		{"loader/entries/nodeforge.conf", []byte("title Nodeforge\nlinux /nodeforge/vmlinuz\ninitrd /nodeforge/initramfs.xz\n")},
+		{"nodeforge/vmlinuz", big},
+		{"nodeforge/initramfs.xz", big[:1000]},
+		{"A long file name with spaces.txt", []byte("long")},
+		{"empty", nil},
+	}
+}
+
+func write(t *testing.T, files []File, o Options) string {
+	t.Helper()
+	img, err := Write(files, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "esp.img")
+	if err := os.WriteFile(p, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fsck.fat and mtools are the judges: the image checks clean and every
+// file reads back, long names included.
+func TestJudges(t *testing.T) {
+	fsck := testutil.NeedTool(t, "fsck.fat")
+	mtype := testutil.NeedTool(t, "mtype")
+	mdir := testutil.NeedTool(t, "mdir")
+	o := Options{Label: "NODEFORGE", VolumeID: 0x1234abcd, Time: time.Unix(1700000000, 0)}
+	p := write(t, sample(), o)
+	if out, err := exec.Command(fsck, "-n", "-v", p).CombinedOutput(); err != nil || !strings.Contains(string(out), "16 bit entries") {
+		t.Fatalf("fsck.fat: %v\n%s", err, out)
+	}
+	for _, f := range sample() {
+		cmd := exec.Command(mtype, "-i", p, "::/"+f.Path)
+		cmd.Env = append(os.Environ(), "MTOOLS_SKIP_CHECK=1")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Errorf("mtype %s: %v", f.Path, err)
+			continue
+		}
+		if !bytes.Equal(out, f.Data) {
+			t.Errorf("%s: %d bytes read back, want %d", f.Path, len(out), len(f.Data))
+		}
+	}
+	out, err := exec.Command(mdir, "-i", p, "::/").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "NODEFORGE") || !strings.Contains(string(out), "2023-11-14") && !strings.Contains(string(out), "11-14-2023") {
+		t.Errorf("mdir: %v\n%s", err, out)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	o := Options{Label: "NODEFORGE", VolumeID: 7, Time: time.Unix(1700000000, 0)}
+	a, _ := Write(sample(), o)
+	files := sample()
+	for i, j := 0, len(files)-1; i < j; i, j = i+1, j-1 {
+		files[i], files[j] = files[j], files[i]
+	}
+	b, _ := Write(files, o)
+	if !bytes.Equal(a, b) {
+		t.Error("the image depends on the order of the files")
+	}
+	if len(a) < 4<<20 {
+		t.Errorf("image is %d bytes, want at least 4 MiB", len(a))
+	}
+	big, _ := Write(sample(), Options{MinSize: 64 << 20})
+	if len(big) < 64<<20 {
+		t.Errorf("MinSize: %d bytes", len(big))
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, fs := range [][]File{
+		{{"../x", nil}},
+		{{"a/b", nil}, {"a", nil}},
+		{{"a", nil}, {"A", nil}},
+		{{"bad:name", nil}},
+	} {
+		if _, err := Write(fs, Options{}); err == nil {
+			t.Errorf("accepted %v", fs)
+		}
+	}
+	if _, err := Write(nil, Options{Label: "A LABEL TOO LONG"}); err == nil {
+		t.Error("accepted a long label")
+	}
+}
