@@ -102,14 +102,14 @@ func TestBootDebianKernel(t *testing.T) {
 			t.Fatalf("NODEFORGE_BOOT_TIMEOUT: %v", err)
 		}
 	}
-	boot := func(what, initrd, cmdline string, lines ...string) {
+	direct := func(initrd, cmdline string) []string {
+		return []string{"-kernel", filepath.Join(dir, "vmlinuz"), "-initrd", initrd, "-append", cmdline}
+	}
+	boot := func(what string, media []string, lines ...string) {
 		t.Helper()
-		res := bootQEMU(t, qemu, timeout,
-			"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1",
-			"-nographic", "-serial", "stdio", "-monitor", "none", "-no-reboot", "-nic", "none",
-			"-kernel", filepath.Join(dir, "vmlinuz"),
-			"-initrd", initrd,
-			"-append", cmdline)
+		args := append([]string{"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1",
+			"-nographic", "-serial", "stdio", "-monitor", "none", "-no-reboot", "-nic", "none"}, media...)
+		res := bootQEMU(t, qemu, timeout, args...)
 		t.Logf("%s: timings: base %s, lock %s, build %s, boot to marker %s (qemu ran %s)", what,
 			baseTime.Round(time.Millisecond), lockTime.Round(time.Millisecond), buildTime.Round(time.Millisecond),
 			res.toMarker.Round(time.Millisecond), res.total.Round(time.Millisecond))
@@ -140,7 +140,7 @@ func TestBootDebianKernel(t *testing.T) {
 			t.Logf("%s: console (last 60 lines):\n%s", what, res.tail(60))
 		}
 	}
-	boot("initramfs.xz", filepath.Join(dir, "initramfs.xz"), strings.TrimSpace(string(cmdline)))
+	boot("initramfs.xz", direct(filepath.Join(dir, "initramfs.xz"), strings.TrimSpace(string(cmdline))))
 
 	// The same kernel with the schematic's initramfs: the extension layer is
 	// stacked on the root and its file is visible there.
@@ -150,8 +150,25 @@ func TestBootDebianKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot("initramfs with testext appended", filepath.Join(media, "initramfs-x86_64.xz"), strings.TrimSpace(string(mcmd)),
-		"nodeforge-init: extension layer 0.sqsh", "nodeforge-init: check testext: "+testbase.ExtCheckContent)
+	extLines := []string{"nodeforge-init: extension layer 0.sqsh", "nodeforge-init: check testext: " + testbase.ExtCheckContent}
+	boot("initramfs with testext appended", direct(filepath.Join(media, "initramfs-x86_64.xz"), strings.TrimSpace(string(mcmd))), extLines...)
+
+	// The ISO under UEFI firmware (Debian's OVMF): systemd-boot from the
+	// base loads the same kernel and initramfs from the El Torito image.
+	code := testutil.NeedFile(t, "/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf")
+	vars := filepath.Join(t.TempDir(), "vars.fd")
+	vb, err := os.ReadFile(testutil.NeedFile(t, "/usr/share/OVMF/OVMF_VARS_4M.fd", "ovmf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(vars, vb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	boot("ISO under OVMF", []string{
+		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + code,
+		"-drive", "if=pflash,format=raw,unit=1,file=" + vars,
+		"-cdrom", filepath.Join(media, "metal-x86_64.iso"),
+	}, extLines...)
 }
 
 // bootResult is what one qemu run printed.

@@ -42,6 +42,9 @@ type Options struct {
 	// OUT/media/<schematic id>/{kernel,initramfs,cmdline,ipxe}-<arch>, the
 	// initramfs with the schematic's extensions appended.
 	Schematic *schematic.Schematic
+	// DiskCompressions are the compressed variants of the raw disk image
+	// to write besides it: "zst", "xz".
+	DiskCompressions []string
 	// Shuffle, when not 0, lays packages in a pseudo-random order (seeded)
 	// to prove the output does not depend on it (builder repro).
 	Shuffle int64
@@ -207,13 +210,25 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			if blocks != nil {
 				cache = blocks
 			}
-			mr, err := writeMedia(filepath.Join(work, "media"), opts.Schematic, arch, exts, as, owners, sde, opts.Squashfs, cache,
-				s.Image.InitramfsCompression, initramfs, s.Image.Cmdline)
+			// The EFI boot manager comes from the base like everything
+			// else; without it in the lock, no ISO or disk image.
+			bootloader, _, berr := lockedFile(s.Image.Bootloader, "image.bootloader", a, paths, layCache)
+			if berr != nil {
+				logf("%s: no ISO or disk image: %v", arch, berr)
+				bootloader = nil
+			}
+			mr, err := writeMedia(ctx, filepath.Join(work, "media"), opts.Schematic, arch, exts, as, owners, sde, opts.Squashfs, cache,
+				s.Image.InitramfsCompression, initramfs, s.Image.Cmdline, s.Image.OS.PrettyName, bootloader, opts.DiskCompressions)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", arch, err)
 			}
 			if rep.Media == nil {
 				rep.Media = &MediaReport{Schematic: mr.Schematic, Extensions: opts.Schematic.Extensions(), Files: map[string]ArtifactInfo{}}
+			}
+			if mr.ISOTool != "" {
+				rep.Tools["iso"] = mr.ISOTool
+			} else if berr != nil {
+				rep.Media.NoDiskImages = berr.Error()
 			}
 			for k, v := range mr.Files {
 				rep.Media.Files[k] = v

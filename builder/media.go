@@ -2,15 +2,23 @@ package builder
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/nodeforge/builder/bootmedia/fat"
+	"github.com/nodeforge/builder/bootmedia/gpt"
 	"github.com/nodeforge/builder/extensions"
 	"github.com/nodeforge/builder/rootfs"
 	"github.com/nodeforge/builder/rootfs/sqfs"
@@ -125,6 +133,7 @@ func extensionSegment(exts []*extensionBuild, names []string, as *assembly, owne
 
 // mediaResult is what writeMedia wrote for one architecture.
 type mediaResult struct {
+	ISOTool   string
 	Schematic string
 	Files     map[string]ArtifactInfo
 	Layers    []FileEntry
@@ -135,8 +144,8 @@ type mediaResult struct {
 // release's initramfs with the extensions' segment appended: the kernel
 // unpacks concatenated cpio archives in order), cmdline-<arch> (the
 // image's plus the schematic's kernel arguments) and ipxe-<arch>.
-func writeMedia(dir string, sch *schematic.Schematic, arch string, exts []*extensionBuild, as *assembly, owners rootfs.Owners, sde int64,
-	sq rootfs.SquashfsOptions, cache sqfs.BlockCache, compression string, initramfs []byte, cmdline []string) (*mediaResult, error) {
+func writeMedia(ctx context.Context, dir string, sch *schematic.Schematic, arch string, exts []*extensionBuild, as *assembly, owners rootfs.Owners, sde int64,
+	sq rootfs.SquashfsOptions, cache sqfs.BlockCache, compression string, initramfs []byte, cmdline []string, title string, bootloader []byte, compressions []string) (*mediaResult, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
@@ -162,6 +171,42 @@ func writeMedia(dir string, sch *schematic.Schematic, arch string, exts []*exten
 		{"ipxe-" + arch, []byte(ipxe)},
 	}
 	r := &mediaResult{Schematic: id, Files: map[string]ArtifactInfo{}}
+	if bootloader != nil {
+		// The disk images boot with the base's EFI boot manager.
+		bf := bootFiles(bootloader, as.kernel.vmlinuz, files[1].data, title, args)
+		raw, err := rawImage(bf, sde, id)
+		if err != nil {
+			return nil, err
+		}
+		esp, err := espImage(bf, sde, id, 0)
+		if err != nil {
+			return nil, err
+		}
+		iso, tool, err := isoImage(ctx, dir, esp, sde, "NODEFORGE")
+		if err != nil {
+			return nil, err
+		}
+		r.ISOTool = tool
+		variants := map[string][]byte{}
+		for _, c := range compressions {
+			if variants[c], err = compressVariant(c, raw); err != nil {
+				return nil, err
+			}
+		}
+		files = append(files, []struct {
+			name string
+			data []byte
+		}{
+			{"metal-" + arch + ".iso", iso},
+			{"metal-" + arch + ".raw", raw},
+		}...)
+		for _, c := range compressions {
+			files = append(files, struct {
+				name string
+				data []byte
+			}{"metal-" + arch + ".raw." + c, variants[c]})
+		}
+	}
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(d, f.name), f.data, 0o644); err != nil {
 			return nil, err
@@ -172,4 +217,145 @@ func writeMedia(dir string, sch *schematic.Schematic, arch string, exts []*exten
 		r.Layers = append(r.Layers, FileEntry{Path: "/" + e.Name, Type: "file", Mode: fmt.Sprintf("%04o", e.Mode&0o7777), Size: int64(len(e.Data)), SHA256: digest(e.Data), Origin: e.Origin})
 	}
 	return r, nil
+}
+
+// bootFiles are what an EFI system partition holds: systemd-boot as the
+// removable-media boot path, its configuration with one entry, the kernel
+// and the initramfs.
+func bootFiles(bootloader, vmlinuz, initramfs []byte, title string, args []string) []fat.File {
+	entry := fmt.Sprintf("title %s\nlinux /nodeforge/vmlinuz\ninitrd /nodeforge/initramfs.xz\noptions %s\n", title, strings.Join(args, " "))
+	return []fat.File{
+		{Path: "EFI/BOOT/BOOTX64.EFI", Data: bootloader},
+		{Path: "loader/loader.conf", Data: []byte("timeout 0\ndefault nodeforge.conf\n")},
+		{Path: "loader/entries/nodeforge.conf", Data: []byte(entry)},
+		{Path: "nodeforge/vmlinuz", Data: vmlinuz},
+		{Path: "nodeforge/initramfs.xz", Data: initramfs},
+	}
+}
+
+// mediaGUIDs is the namespace of the disk images' GUIDs: the disk's and
+// each partition's are version 5 UUIDs of a name in it, so every build
+// gives the same ones.
+var mediaGUIDs = gpt.MustParse("6e6f6465-666f-5267-8565-6d6564696131")
+
+// espImage is the FAT file system of the EFI system partition.
+func espImage(files []fat.File, sde int64, id string, hidden uint32) ([]byte, error) {
+	var vol uint32 // the schematic ID's first 32 bits
+	if len(id) >= 8 {
+		fmt.Sscanf(id[:8], "%08x", &vol)
+	}
+	total := 0
+	for _, f := range files {
+		total += len(f.Data)
+	}
+	return fat.Write(files, fat.Options{Label: "NODEFORGE", VolumeID: vol, Time: time.Unix(sde, 0), MinSize: int64(total)*11/10 + 8<<20, HiddenSectors: hidden})
+}
+
+// rawImage is a GPT disk: EFI (the system partition with the boot
+// files), BIOS (empty, for a BIOS boot loader), BOOT (empty and small: the
+// kernel and initramfs boot from the EFI partition; kept for the layout
+// installers expect) and META (empty: the schematic's META values are not
+// written yet), with GUIDs derived from the schematic ID and the
+// partition names.
+func rawImage(files []fat.File, sde int64, id string) ([]byte, error) {
+	total := 0
+	for _, f := range files {
+		total += len(f.Data)
+	}
+	espSize := int64(total)*11/10 + 8<<20
+	names := []string{"EFI", "BIOS", "BOOT", "META"}
+	types := []gpt.GUID{gpt.TypeEFISystem, gpt.TypeBIOSBoot, gpt.TypeLinuxData, gpt.TypeLinuxData}
+	var guids []gpt.GUID
+	for _, n := range names {
+		guids = append(guids, gpt.NameGUID(mediaGUIDs, id+" partition "+n))
+	}
+	parts, size := gpt.Layout(names, types, []int64{espSize, 1 << 20, 1 << 20, 1 << 20}, guids)
+	esp, err := espImage(files, sde, id, uint32(parts[0].Start))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(esp)) > int64(parts[0].Sectors)*gpt.SectorSize {
+		return nil, fmt.Errorf("raw image: the EFI file system (%d bytes) outgrew its partition", len(esp))
+	}
+	disk := make([]byte, size)
+	if err := gpt.Write(disk, gpt.NameGUID(mediaGUIDs, id+" disk"), parts); err != nil {
+		return nil, err
+	}
+	copy(disk[int64(parts[0].Start)*gpt.SectorSize:], esp)
+	return disk, nil
+}
+
+// isoImage makes a UEFI-bootable ISO 9660 image with xorriso: the EFI
+// system partition image as the El Torito EFI boot image. Every date is the
+// source date (SOURCE_DATE_EPOCH, which xorriso honours, and the staged
+// files' times).
+func isoImage(ctx context.Context, work string, esp []byte, sde int64, label string) ([]byte, string, error) {
+	xorriso, err := exec.LookPath("xorriso")
+	if err != nil {
+		return nil, "", fmt.Errorf("the ISO needs xorriso (Debian's xorriso): %w", err)
+	}
+	root := filepath.Join(work, "iso-root")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(root)
+	img := filepath.Join(root, "efiboot.img")
+	if err := os.WriteFile(img, esp, 0o644); err != nil {
+		return nil, "", err
+	}
+	t := time.Unix(sde, 0)
+	for _, p := range []string{img, root} {
+		if err := os.Chtimes(p, t, t); err != nil {
+			return nil, "", err
+		}
+	}
+	out := filepath.Join(work, "image.iso")
+	defer os.Remove(out)
+	cmd := exec.CommandContext(ctx, xorriso, "-as", "mkisofs", "-o", out, "-V", label, "-R", "-e", "efiboot.img", "-no-emul-boot", root)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "SOURCE_DATE_EPOCH=" + fmt.Sprint(sde), "LC_ALL=C", "TZ=UTC"}
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, "", fmt.Errorf("xorriso: %v\n%s", err, b)
+	}
+	iso, err := os.ReadFile(out)
+	if err != nil {
+		return nil, "", err
+	}
+	ver, _ := exec.Command(xorriso, "-version").Output()
+	first, _, _ := strings.Cut(string(ver), "\n")
+	return iso, strings.TrimSpace(first), nil
+}
+
+// compressVariant compresses a disk image: "zst" (zstd) or "xz". xz is
+// written as independent streams of 16 MiB, compressed in parallel and
+// concatenated (a valid .xz file): the bytes depend on the chunking, not
+// on the number of cores.
+func compressVariant(algo string, data []byte) ([]byte, error) {
+	one := func(a string, b []byte) ([]byte, error) {
+		return compressInitramfs(a, len(b)/4, func(w io.Writer) error { _, err := w.Write(b); return err })
+	}
+	switch algo {
+	case "zst":
+		return one("zstd", data)
+	case "xz":
+		const chunk = 16 << 20
+		n := (len(data) + chunk - 1) / chunk
+		parts := make([][]byte, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+		for i := range n {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				parts[i], errs[i] = one("xz", data[i*chunk:min((i+1)*chunk, len(data))])
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		return bytes.Join(parts, nil), nil
+	}
+	return nil, fmt.Errorf("unknown disk image compression %q (zst or xz)", algo)
 }

@@ -72,6 +72,9 @@ type MediaReport struct {
 	Schematic  string                  `json:"schematic"` // its ID
 	Extensions []string                `json:"extensions"`
 	Files      map[string]ArtifactInfo `json:"files"` // "media/<id>/<file>" -> digest
+	// NoDiskImages says why there is no ISO or raw image (no EFI boot
+	// manager in the lock).
+	NoDiskImages string `json:"noDiskImages,omitempty"`
 }
 
 // FileEntry is one path of an artifact with where it came from.

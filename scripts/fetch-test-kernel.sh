@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Puts a Debian 12 kernel package (linux-image-6.1.0-N-amd64) into the cache
-# directory the kernel tests (kernel/debian_test.go) and the boot test
-# (builder/boot_test.go via internal/testbase) read. Idempotent: does nothing
-# when one is cached. Usage: scripts/fetch-test-kernel.sh [DIR]
+# Puts a Debian 12 kernel package (linux-image-6.1.0-N-amd64) and Debian's
+# systemd-boot EFI binaries (systemd-boot-efi) into the cache directory the
+# kernel tests (kernel/debian_test.go) and the boot tests
+# (builder/boot_test.go via internal/testbase) read. Idempotent: downloads
+# only what is not cached. Usage: scripts/fetch-test-kernel.sh [DIR]
 # (default $NODEFORGE_CACHE_DIR or /var/cache/nodeforge).
 set -euo pipefail
 
@@ -19,15 +20,24 @@ cached() {
   return 1
 }
 
-if f=$(cached); then
-  echo "kernel package cached: $f"
-  exit 0
-fi
-
 mkdir -p "$dir"
 tmp=$(mktemp -d "$dir/.download-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 chmod 755 "$tmp" # apt's sandbox user writes here when not root
+
+# The EFI boot manager of the boot media test.
+if ls "$dir"/systemd-boot-efi_*_amd64.deb >/dev/null 2>&1; then
+  echo "systemd-boot-efi cached"
+else
+  (cd "$tmp" && { apt-get download -q systemd-boot-efi || { apt-get update -qq && apt-get download -q systemd-boot-efi; }; }) >&2
+  mv "$tmp"/systemd-boot-efi_*.deb "$dir/"
+  echo "systemd-boot-efi downloaded"
+fi
+
+if f=$(cached); then
+  echo "kernel package cached: $f"
+  exit 0
+fi
 
 download() { (cd "$tmp" && apt-get download -q "$1") >&2; }
 

@@ -19,6 +19,11 @@ type Image struct {
 	// Installer is the installer image's /usr/bin/installer: a file of a
 	// locked package (default talos-installer's /usr/bin/installer).
 	Installer FileRef `yaml:"installer,omitempty" json:"installer"`
+	// Bootloader is the EFI boot manager of the ISO and disk images: a
+	// file of a locked package (default systemd-boot-efi's
+	// systemd-bootx64.efi); lock it through a component, the installer's
+	// say.
+	Bootloader FileRef `yaml:"bootloader,omitempty" json:"bootloader"`
 	// BootModules are loaded by init before the root is mounted (with
 	// everything they depend on): a distribution kernel builds loop,
 	// squashfs and overlay as modules.
@@ -128,6 +133,12 @@ func (im *Image) normalize(s *Spec, bad func(string, ...any)) {
 	}
 	if !path.IsAbs(im.Installer.Path) {
 		bad("image.installer.path %q must be absolute", im.Installer.Path)
+	}
+	if im.Bootloader.Package == "" {
+		im.Bootloader = FileRef{Package: "systemd-boot-efi", Path: "/usr/lib/systemd/boot/efi/systemd-bootx64.efi"}
+	}
+	if !path.IsAbs(im.Bootloader.Path) {
+		bad("image.bootloader.path %q must be absolute", im.Bootloader.Path)
 	}
 	if im.BootModules == nil {
 		im.BootModules = append([]string(nil), DefaultBootModules...)

@@ -25,6 +25,7 @@ type buildFlags struct {
 	jobs                    int
 	sde                     int64
 	quiet                   bool
+	diskCompressions        []string // image: variants of the raw disk image
 }
 
 func (b *buildFlags) add(cmd *cobra.Command) {
@@ -82,7 +83,7 @@ func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*builder
 		fmt.Sscan(v, &shuffle) // set by builder repro
 	}
 	rep, err := builder.Build(context.Background(), builder.Options{Spec: s, Lock: l, LockBytes: lb, Out: out, Cache: c,
-		SourceDateEpoch: sde, Version: version, Log: logf, Shuffle: shuffle, Schematic: sch})
+		SourceDateEpoch: sde, Version: version, Log: logf, Shuffle: shuffle, Schematic: sch, DiskCompressions: b.diskCompressions})
 	endProgress(stderr)
 	return rep, out, err
 }

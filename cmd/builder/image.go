@@ -14,17 +14,21 @@ import (
 
 func init() { register(newImageCmd) }
 
-// mediaKinds maps each --kind to the files of OUT/media/<id>/ it names.
+// mediaKinds maps each --kind to the files of OUT/media/<id>/ it names
+// (by prefix).
 var mediaKinds = map[string][]string{
 	"kernel":    {"kernel-"},
 	"initramfs": {"initramfs-"},
 	"cmdline":   {"cmdline-"},
 	"pxe":       {"kernel-", "initramfs-", "cmdline-", "ipxe-"},
+	"iso":       {"metal-%s.iso"},
+	"raw":       {"metal-%s.raw"},
 }
 
 func newImageCmd() *cobra.Command {
 	var b buildFlags
 	var schematicPath, kind string
+	var compress []string
 	cmd := &cobra.Command{
 		Use:   "image --spec FILE --schematic FILE --kind KIND [--lock FILE] [--out DIR]",
 		Short: "Boot media for a schematic: the kernel, the initramfs with its extensions appended, cmdline, PXE set",
@@ -39,20 +43,25 @@ boot media of a schematic to OUT/media/<schematic id>/:
                         extensions.yaml listing the layers in mount order
   cmdline-<arch>        the image's kernel arguments plus the schematic's
   ipxe-<arch>           an iPXE script booting the two files above
+  metal-<arch>.iso      a UEFI-bootable ISO: the EFI boot manager of the base
+                        (image.bootloader, systemd-boot) with the kernel and
+                        initramfs on a FAT El Torito image (xorriso)
+  metal-<arch>.raw      a GPT disk image: EFI, BIOS, BOOT and META partitions,
+                        GUIDs derived from the schematic; .raw.zst, .raw.xz
 
---kind picks what to print: kernel, initramfs, cmdline or pxe (all four).
-The ISO, raw disk and installer kinds are not built yet.`,
+--kind picks what to print: kernel, initramfs, cmdline, pxe (the first four),
+iso or raw. Nothing needs root or loop devices. The installer image is
+written by every build, at OUT/installer/.`,
 		Example: `  printf 'customization:\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n' > zfs.yaml
   builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --kind pxe`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			prefixes, ok := mediaKinds[kind]
 			if !ok {
-				switch kind {
-				case "iso", "raw", "installer":
-					return fmt.Errorf("--kind %s: not built yet (kernel, initramfs, cmdline and pxe are)", kind)
+				if kind == "installer" {
+					return fmt.Errorf("--kind installer: builder build writes the installer image to OUT/installer/")
 				}
-				return fmt.Errorf("--kind %q: want kernel, initramfs, cmdline or pxe", kind)
+				return fmt.Errorf("--kind %q: want kernel, initramfs, cmdline, pxe, iso or raw", kind)
 			}
 			data, err := os.ReadFile(schematicPath)
 			if err != nil {
@@ -62,6 +71,7 @@ The ISO, raw disk and installer kinds are not built yet.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", schematicPath, err)
 			}
+			b.diskCompressions = compress
 			rep, out, err := b.run(cmd, sch)
 			if err != nil {
 				return err
@@ -70,10 +80,19 @@ The ISO, raw disk and installer kinds are not built yet.`,
 			for n := range rep.Media.Files {
 				base := filepath.Base(n)
 				for _, p := range prefixes {
-					if strings.HasPrefix(base, p) {
+					if strings.Contains(p, "%s") {
+						pre, _, _ := strings.Cut(p, "%s")
+						_, suf, _ := strings.Cut(p, "%s")
+						if strings.HasPrefix(base, pre) && strings.Contains(base, suf) {
+							names = append(names, n)
+						}
+					} else if strings.HasPrefix(base, p) {
 						names = append(names, n)
 					}
 				}
+			}
+			if len(names) == 0 && (kind == "iso" || kind == "raw") {
+				return fmt.Errorf("no %s image: %s", kind, rep.Media.NoDiskImages)
 			}
 			sort.Strings(names)
 			w := cmd.OutOrStdout()
@@ -86,7 +105,8 @@ The ISO, raw disk and installer kinds are not built yet.`,
 	}
 	b.add(cmd)
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "schematic file (YAML or JSON; builder schematic id explains)")
-	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline or pxe")
+	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso or raw")
+	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the raw image: zst, xz (none: --compress '')")
 	cmd.MarkFlagRequired("schematic")
 	return cmd
 }

@@ -46,6 +46,10 @@ const (
 	ExtPackage      = "nodeforge-testext"
 	ExtCheckDir     = "/usr/local/share/nodeforge-boot-check"
 	ExtCheckContent = "hello from the testext extension"
+	// BootPackage wraps Debian's systemd-boot-efi: the EFI boot manager of
+	// the boot media, at BootPath.
+	BootPackage = "systemd-boot-efi"
+	BootPath    = "/usr/lib/systemd/boot/efi/systemd-bootx64.efi"
 	// SpecFile is the release spec's name in the base directory.
 	SpecFile = "spec.yaml"
 	// InfoFile describes the base (see Info).
@@ -94,6 +98,7 @@ var ErrNoKernel = errors.New("no Debian kernel package")
 
 // Options of Build. The zero value is the boot test's base.
 type Options struct {
+	bootDeb string // the systemd-boot-efi package found (set by Build)
 	// KernelDeb is the Debian kernel package to wrap. Default:
 	// $NODEFORGE_TEST_KERNEL_DEB, else the newest
 	// CacheDir/linux-image-6.1.0-*-amd64_*.deb (not cloud or rt), else
@@ -185,6 +190,11 @@ func Build(dir string, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	bootDeb, err := findBootDeb(opts)
+	if err != nil {
+		return "", err
+	}
+	opts.bootDeb = bootDeb
 	st, err := os.Stat(deb)
 	if err != nil {
 		return "", err
@@ -263,6 +273,17 @@ func finish(src, dir string, opts Options) (string, error) {
 	}
 	p := filepath.Join(dir, SpecFile)
 	return p, os.WriteFile(p, spec, 0o644)
+}
+
+// findBootDeb finds Debian's systemd-boot-efi package in the cache
+// directory (scripts/fetch-test-kernel.sh puts it there).
+func findBootDeb(opts Options) (string, error) {
+	m, _ := filepath.Glob(filepath.Join(opts.CacheDir, "systemd-boot-efi_*_amd64.deb"))
+	sort.Strings(m)
+	if len(m) == 0 {
+		return "", fmt.Errorf("%w: no systemd-boot-efi_*_amd64.deb in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoKernel, opts.CacheDir)
+	}
+	return m[len(m)-1], nil
 }
 
 // writeExtensionDef writes dir/extensions/testext.yaml, the definition of
@@ -394,7 +415,7 @@ func buildInit(out string) error {
 // cacheKey names a base by everything that shapes it.
 func cacheKey(debName string, debSize int64, initSum string, opts Options) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "testbase 2\ndeb %s %d\ninit %s\n", debName, debSize, initSum)
+	fmt.Fprintf(h, "testbase 3\ndeb %s %d\ninit %s\nboot %s\n", debName, debSize, initSum, filepath.Base(opts.bootDeb))
 	fmt.Fprintf(h, "trees %q\npayload %s\n", opts.ModuleTrees, opts.Payload)
 	// The recipe itself: this package's source.
 	srcs, _ := filepath.Glob(filepath.Join(srcDir(), "*.go"))

@@ -134,7 +134,29 @@ func write(dir, deb, initBin, key string, opts Options) error {
 		Files:       []string{"%dir " + ExtCheckDir, xfile},
 	}
 
-	for _, s := range []rpmSpec{kspec, ispec, fspec, xspec} {
+	// (e) The EFI boot manager: Debian's systemd-boot-efi, its EFI
+	// binaries only.
+	broot := filepath.Join(stage, "systemd-boot")
+	if out, err := exec.Command("dpkg-deb", "-x", opts.bootDeb, broot).CombinedOutput(); err != nil {
+		return fmt.Errorf("testbase: dpkg-deb -x %s: %v\n%s", opts.bootDeb, err, out)
+	}
+	if err := os.RemoveAll(filepath.Join(broot, "usr", "share")); err != nil {
+		return err
+	}
+	bver, err := debField(opts.bootDeb, "Version")
+	if err != nil {
+		return err
+	}
+	bv, br := rpmVersion(bver)
+	bspec := rpmSpec{
+		Name: BootPackage, Version: bv, Release: br, Arch: "x86_64", License: "LGPL-2.1-or-later",
+		Summary:     "Debian's systemd-boot EFI binaries, wrapped for the nodeforge boot media test",
+		Description: "systemd-boot and the EFI stubs of Debian's systemd-boot-efi " + bver + ".",
+		Root:        broot,
+		Files:       []string{path.Dir(BootPath)},
+	}
+
+	for _, s := range []rpmSpec{kspec, ispec, fspec, xspec, bspec} {
 		t0 := time.Now()
 		out, err := rpmbuild(stage, s, sde, opts.Payload)
 		if err != nil {
@@ -493,7 +515,7 @@ components:
     packages: [%s]
   installer:
     kind: installer
-    packages: [%s]
+    packages: [%s, %s]
   # A system extension (definition in extensions/testext.yaml).
   testext:
     kind: extension
@@ -513,8 +535,11 @@ image:
   installer:
     package: %s
     path: %s
+  bootloader:
+    package: %s
+    path: %s
   boot-modules: %s
   initramfs-compression: %s
-`, info.DebPackage, info.DebVersion, info.KernelDeb, RepoDir, KernelPackage, FilesystemPackage, InitPackage,
-		strconv.Quote(info.PrettyName), list(opts.Cmdline), InitPackage, InitPath, InitPackage, InitPath, list(boot), opts.InitramfsCompression)), nil
+`, info.DebPackage, info.DebVersion, info.KernelDeb, RepoDir, KernelPackage, FilesystemPackage, InitPackage, BootPackage,
+		strconv.Quote(info.PrettyName), list(opts.Cmdline), InitPackage, InitPath, InitPackage, InitPath, BootPackage, BootPath, list(boot), opts.InitramfsCompression)), nil
 }

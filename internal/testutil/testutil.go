@@ -48,3 +48,13 @@ func NeedTool(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// NeedFile returns path when it exists (a file a Debian package installs),
+// or skips/fails naming the package.
+func NeedFile(t testing.TB, path, pkg string) string {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		Missing(t, path+" (Debian's "+pkg+")")
+	}
+	return path
+}

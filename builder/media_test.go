@@ -1,0 +1,116 @@
+package builder
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nodeforge/builder/bootmedia/gpt"
+	"github.com/nodeforge/builder/internal/testutil"
+)
+
+func testBootFiles() ([]byte, []byte) {
+	return []byte("MZ systemd-boot stand-in"), bytes.Repeat([]byte("initramfs "), 100000)
+}
+
+// TestRawImage: the GPT disk has the four partitions with GUIDs derived
+// from the schematic, the same on every build; the EFI partition's file
+// system holds the boot entry.
+func TestRawImage(t *testing.T) {
+	sfdisk := testutil.NeedTool(t, "sfdisk")
+	mtype := testutil.NeedTool(t, "mtype")
+	bl, initrd := testBootFiles()
+	files := bootFiles(bl, []byte("vmlinuz"), initrd, "Nodeforge test", []string{"console=ttyS0"})
+	const id = "0123456789abcdef"
+	a, err := rawImage(files, 1700000000, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := rawImage(files, 1700000000, id)
+	if !bytes.Equal(a, b) {
+		t.Fatal("two raw images of the same input differ")
+	}
+	p := filepath.Join(t.TempDir(), "disk.raw")
+	os.WriteFile(p, a, 0o644)
+	out, err := exec.Command(sfdisk, "--dump", p).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sfdisk: %v\n%s", err, out)
+	}
+	for _, n := range []string{"EFI", "BIOS", "BOOT", "META"} {
+		g := gpt.NameGUID(mediaGUIDs, id+" partition "+n)
+		if !strings.Contains(string(out), "uuid="+g.String()+`, name="`+n+`"`) {
+			t.Errorf("sfdisk --dump lacks %s with uuid %s:\n%s", n, g, out)
+		}
+	}
+	if !strings.Contains(string(out), "label-id: "+gpt.NameGUID(mediaGUIDs, id+" disk").String()) {
+		t.Errorf("disk GUID:\n%s", out)
+	}
+	cmd := exec.Command(mtype, "-i", fmt.Sprintf("%s@@%d", p, 2048*512), "::/loader/entries/nodeforge.conf")
+	cmd.Env = append(os.Environ(), "MTOOLS_SKIP_CHECK=1")
+	entry, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(entry), "options console=ttyS0") {
+		t.Errorf("boot entry on the EFI partition: %v\n%s", err, entry)
+	}
+}
+
+// TestISOImage: xorriso lists the El Torito EFI image; two builds give the
+// same bytes.
+func TestISOImage(t *testing.T) {
+	xorriso := testutil.NeedTool(t, "xorriso")
+	bl, initrd := testBootFiles()
+	esp, err := espImage(bootFiles(bl, []byte("vmlinuz"), initrd, "Nodeforge test", nil), 1700000000, "0123456789abcdef", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, tool, err := isoImage(context.Background(), t.TempDir(), esp, 1700000000, "NODEFORGE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := isoImage(context.Background(), t.TempDir(), esp, 1700000000, "NODEFORGE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Error("two ISOs of the same input differ")
+	}
+	if !strings.Contains(tool, "xorriso") {
+		t.Errorf("tool %q", tool)
+	}
+	p := filepath.Join(t.TempDir(), "x.iso")
+	os.WriteFile(p, a, 0o644)
+	out, err := exec.Command(xorriso, "-indev", p, "-find", "/", "--", "-report_el_torito", "plain").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "/efiboot.img") || !strings.Contains(string(out), "UEFI") {
+		t.Errorf("xorriso: %v\n%s", err, out)
+	}
+}
+
+// TestCompressVariant: the xz variant (independent streams compressed in
+// parallel) and the zstd one decompress to the image with the stock tools.
+func TestCompressVariant(t *testing.T) {
+	xzTool := testutil.NeedTool(t, "xz")
+	zstdTool := testutil.NeedTool(t, "zstd")
+	data := make([]byte, 40<<20)
+	for i := range data {
+		data[i] = byte(i * 7 / 4096)
+	}
+	for algo, tool := range map[string]string{"xz": xzTool, "zst": zstdTool} {
+		c, err := compressVariant(algo, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(tool, "-dc")
+		cmd.Stdin = bytes.NewReader(c)
+		out, err := cmd.Output()
+		if err != nil || !bytes.Equal(out, data) {
+			t.Errorf("%s: %v, %d bytes back", algo, err, len(out))
+		}
+	}
+	if _, err := compressVariant("bz2", data); err == nil {
+		t.Error("accepted bz2")
+	}
+}
