@@ -42,6 +42,9 @@ type Options struct {
 	// OUT/media/<schematic id>/{kernel,initramfs,cmdline,ipxe}-<arch>, the
 	// initramfs with the schematic's extensions appended.
 	Schematic *schematic.Schematic
+	// NoStepCaches builds without the step caches (laid packages,
+	// squashfs blocks): builder repro proves two builds agree from scratch.
+	NoStepCaches bool
 	// DiskCompressions are the compressed variants of the raw disk image
 	// to write besides it: "zst", "xz".
 	DiskCompressions []string
@@ -118,7 +121,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 	// squashfs blocks, both keyed by content digests.
 	var layCache *rootfs.LayCache
 	var blocks *blobcache.Packs
-	if opts.Cache != nil && opts.Cache.Dir != "" {
+	if opts.Cache != nil && opts.Cache.Dir != "" && !opts.NoStepCaches {
 		if layCache, err = rootfs.OpenLayCache(filepath.Join(opts.Cache.Dir, "laid")); err != nil {
 			return nil, err
 		}

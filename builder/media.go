@@ -182,7 +182,7 @@ func writeMedia(ctx context.Context, dir string, sch *schematic.Schematic, arch 
 		if err != nil {
 			return nil, err
 		}
-		iso, tool, err := isoImage(ctx, dir, esp, sde, "NODEFORGE")
+		iso, tool, err := isoImage(ctx, dir, esp, bf, sde, "NODEFORGE")
 		if err != nil {
 			return nil, err
 		}
@@ -289,7 +289,7 @@ func rawImage(files []fat.File, sde int64, id string) ([]byte, error) {
 // system partition image as the El Torito EFI boot image. Every date is the
 // source date (SOURCE_DATE_EPOCH, which xorriso honours, and the staged
 // files' times).
-func isoImage(ctx context.Context, work string, esp []byte, sde int64, label string) ([]byte, string, error) {
+func isoImage(ctx context.Context, work string, esp []byte, files []fat.File, sde int64, label string) ([]byte, string, error) {
 	xorriso, err := exec.LookPath("xorriso")
 	if err != nil {
 		return nil, "", fmt.Errorf("the ISO needs xorriso (Debian's xorriso): %w", err)
@@ -303,15 +303,36 @@ func isoImage(ctx context.Context, work string, esp []byte, sde int64, label str
 	if err := os.WriteFile(img, esp, 0o644); err != nil {
 		return nil, "", err
 	}
+	// The boot files are in the ISO tree too, for tools and people that
+	// look there; firmware boots from the El Torito image.
+	modes := map[string]os.FileMode{img: 0o644, root: 0o755}
+	for _, f := range files {
+		p := filepath.Join(root, filepath.FromSlash(f.Path))
+		for d := filepath.Dir(p); d != root; d = filepath.Dir(d) {
+			modes[d] = 0o755
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, "", err
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			return nil, "", err
+		}
+		modes[p] = 0o644
+	}
 	t := time.Unix(sde, 0)
-	for _, p := range []string{img, root} {
+	for p, mode := range modes {
+		if err := os.Chmod(p, mode); err != nil {
+			return nil, "", err
+		}
 		if err := os.Chtimes(p, t, t); err != nil {
 			return nil, "", err
 		}
 	}
 	out := filepath.Join(work, "image.iso")
 	defer os.Remove(out)
-	cmd := exec.CommandContext(ctx, xorriso, "-as", "mkisofs", "-o", out, "-V", label, "-R", "-e", "efiboot.img", "-no-emul-boot", root)
+	// -r (not -R): Rock Ridge with owners 0:0 and rationalised modes, so
+	// neither the builder's user nor its umask reaches the image.
+	cmd := exec.CommandContext(ctx, xorriso, "-as", "mkisofs", "-o", out, "-V", label, "-r", "-e", "efiboot.img", "-no-emul-boot", root)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "SOURCE_DATE_EPOCH=" + fmt.Sprint(sde), "LC_ALL=C", "TZ=UTC"}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, "", fmt.Errorf("xorriso: %v\n%s", err, b)

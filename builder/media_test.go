@@ -63,15 +63,16 @@ func TestRawImage(t *testing.T) {
 func TestISOImage(t *testing.T) {
 	xorriso := testutil.NeedTool(t, "xorriso")
 	bl, initrd := testBootFiles()
-	esp, err := espImage(bootFiles(bl, []byte("vmlinuz"), initrd, "Nodeforge test", nil), 1700000000, "0123456789abcdef", 0)
+	files := bootFiles(bl, []byte("vmlinuz"), initrd, "Nodeforge test", nil)
+	esp, err := espImage(files, 1700000000, "0123456789abcdef", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, tool, err := isoImage(context.Background(), t.TempDir(), esp, 1700000000, "NODEFORGE")
+	a, tool, err := isoImage(context.Background(), t.TempDir(), esp, files, 1700000000, "NODEFORGE")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := isoImage(context.Background(), t.TempDir(), esp, 1700000000, "NODEFORGE")
+	b, _, err := isoImage(context.Background(), t.TempDir(), esp, files, 1700000000, "NODEFORGE")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +85,10 @@ func TestISOImage(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x.iso")
 	os.WriteFile(p, a, 0o644)
 	out, err := exec.Command(xorriso, "-indev", p, "-find", "/", "--", "-report_el_torito", "plain").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "/efiboot.img") || !strings.Contains(string(out), "UEFI") {
-		t.Errorf("xorriso: %v\n%s", err, out)
+	for _, want := range []string{"'/efiboot.img'", "'/EFI/BOOT/BOOTX64.EFI'", "'/loader/entries/nodeforge.conf'", "'/nodeforge/vmlinuz'", "'/nodeforge/initramfs.xz'", "UEFI"} {
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("xorriso -find lacks %s: %v\n%s", want, err, out)
+		}
 	}
 }
 

@@ -83,7 +83,8 @@ func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*builder
 		fmt.Sscan(v, &shuffle) // set by builder repro
 	}
 	rep, err := builder.Build(context.Background(), builder.Options{Spec: s, Lock: l, LockBytes: lb, Out: out, Cache: c,
-		SourceDateEpoch: sde, Version: version, Log: logf, Shuffle: shuffle, Schematic: sch, DiskCompressions: b.diskCompressions})
+		SourceDateEpoch: sde, Version: version, Log: logf, Shuffle: shuffle, Schematic: sch, DiskCompressions: b.diskCompressions,
+		NoStepCaches: os.Getenv("NODEFORGE_STEP_CACHES") == "off"})
 	endProgress(stderr)
 	return rep, out, err
 }

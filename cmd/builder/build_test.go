@@ -33,11 +33,31 @@ func TestDemoBuildAndRepro(t *testing.T) {
 		}
 	}
 	t.Setenv("NODEFORGE_TEST_AS_MAIN", "1") // children run main()
-	out, err = runBuilder(t, "repro", "--spec", spec, "--cache", cacheDir)
+	// With a schematic the builds also write its boot media: the
+	// initramfs with extensions, the ISO and the raw image with variants;
+	// extensions and the installer image are in every build.
+	sch := filepath.Join(t.TempDir(), "schematic.yaml")
+	os.WriteFile(sch, []byte("customization:\n  extraKernelArgs: [console=ttyS0]\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n"), 0o644)
+	out, err = runBuilder(t, "repro", "--spec", spec, "--cache", cacheDir, "--schematic", sch)
 	if err != nil {
 		t.Fatalf("repro: %v\n%s", err, out)
 	}
 	if !strings.Contains(out, "reproducible: both builds identical") {
 		t.Errorf("repro: %s", out)
+	}
+	// What was compared: a build with the same schematic lists the media.
+	out, err = runBuilder(t, "image", "-q", "--spec", spec, "--cache", cacheDir, "--schematic", sch, "--kind", "raw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"metal-x86_64.raw", "metal-x86_64.raw.zst", "metal-x86_64.raw.xz"} {
+		if !strings.Contains(out, f+"  sha256:") {
+			t.Errorf("image --kind raw does not list %s:\n%s", f, out)
+		}
+	}
+	for _, d := range []string{"installer/index.json", "extensions/zfs/index.json", "extensions/cri/index.json"} {
+		if _, err := os.Stat(filepath.Join(dir, "out", d)); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +27,7 @@ type reproVariant struct {
 
 func newReproCmd() *cobra.Command {
 	var sf specFlags
-	var lockPath, cacheDir, keep string
+	var lockPath, cacheDir, keep, schematicPath string
 	cmd := &cobra.Command{
 		Use:   "repro --spec FILE [--lock FILE]",
 		Short: "Build twice under different conditions and compare every output",
@@ -33,7 +35,10 @@ func newReproCmd() *cobra.Command {
 as separate processes, varying what must not reach an artifact: the time of
 the build, TZ, LANG/LC_ALL, umask, GOMAXPROCS (1 and all cores), the working
 directory, HOME, and the order in which packages and files are laid down.
-It then compares every output byte for byte. On a difference it names the
+Both share the download cache but not the step caches: each builds from
+scratch. With --schematic, each build also writes that schematic's boot media
+(initramfs with extensions, ISO, raw disk image and its .zst and .xz
+variants). It then compares every output byte for byte. On a difference it names the
 artifact and, from the build reports, the files inside it that differ, and
 exits 1.`,
 		Example: `  builder repro --spec /tmp/demo/spec.yaml`,
@@ -79,11 +84,17 @@ exits 1.`,
 				}
 				fmt.Fprintf(stderr, "build %d: TZ=%s LANG=%s umask %s GOMAXPROCS=%d shuffle=%d\n", i+1, v.tz, v.lang, v.umask, v.procs, v.shuffle)
 				// umask is set by the shell that starts the build.
-				c := exec.Command("/bin/sh", "-c", fmt.Sprintf("umask %s && exec \"$0\" \"$@\"", v.umask), self, "build", "-q",
-					"--spec", specPath, "--lock", lockPath, "--out", out, "--cache", cacheDir)
+				args := []string{"build"}
+				if schematicPath != "" {
+					abs, _ := filepath.Abs(schematicPath)
+					args = []string{"image", "--schematic", abs, "--kind", "pxe", "--compress", "zst,xz"}
+				}
+				args = append(args, "-q", "--spec", specPath, "--lock", lockPath, "--out", out, "--cache", cacheDir)
+				c := exec.Command("/bin/sh", append([]string{"-c", fmt.Sprintf("umask %s && exec \"$0\" \"$@\"", v.umask), self}, args...)...)
 				c.Dir = work
 				c.Env = append(filteredEnv(), "TZ="+v.tz, "LANG="+v.lang, "LC_ALL="+v.lang, "HOME="+home,
-					fmt.Sprintf("GOMAXPROCS=%d", v.procs), fmt.Sprintf("NODEFORGE_SHUFFLE=%d", v.shuffle))
+					fmt.Sprintf("GOMAXPROCS=%d", v.procs), fmt.Sprintf("NODEFORGE_SHUFFLE=%d", v.shuffle), "NODEFORGE_STEP_CACHES=off")
+				c.Stdout = io.Discard
 				c.Stderr = stderr
 				if err := c.Run(); err != nil {
 					return fmt.Errorf("build %d failed: %w", i+1, err)
@@ -96,8 +107,14 @@ exits 1.`,
 			}
 			w := cmd.OutOrStdout()
 			if len(diffs) == 0 {
-				files, _ := filepath.Glob(filepath.Join(outs[0], "*", "*"))
-				fmt.Fprintf(w, "reproducible: both builds identical (%d artifacts compared)\n", len(files))
+				n := 0
+				filepath.WalkDir(outs[0], func(_ string, d fs.DirEntry, err error) error {
+					if err == nil && d.Type().IsRegular() {
+						n++
+					}
+					return nil
+				})
+				fmt.Fprintf(w, "reproducible: both builds identical (%d files compared)\n", n)
 				return nil
 			}
 			for _, d := range diffs {
@@ -116,6 +133,7 @@ exits 1.`,
 	cmd.Flags().StringVar(&lockPath, "lock", "", "lock file (default: <spec dir>/<name>.lock.json)")
 	cmd.Flags().StringVar(&cacheDir, "cache", defaultCacheDir(), "package cache directory")
 	cmd.Flags().StringVar(&keep, "keep", "", "keep the two builds (any value) for inspection")
+	cmd.Flags().StringVar(&schematicPath, "schematic", "", "also build and compare this schematic's boot media")
 	return cmd
 }
 
@@ -125,7 +143,7 @@ func filteredEnv() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "TZ", "LANG", "LC_ALL", "HOME", "GOMAXPROCS", "NODEFORGE_SHUFFLE", "SOURCE_DATE_EPOCH":
+		case "TZ", "LANG", "LC_ALL", "HOME", "GOMAXPROCS", "NODEFORGE_SHUFFLE", "SOURCE_DATE_EPOCH", "NODEFORGE_STEP_CACHES":
 			continue
 		}
 		out = append(out, kv)

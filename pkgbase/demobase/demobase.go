@@ -236,7 +236,7 @@ components:
       - tzdata
   installer:
     kind: installer
-    packages: [talos-installer]
+    packages: [talos-installer, systemd-boot-efi]
   cri:
     kind: extension
     packages: [containerd, runc, cni-plugins]

@@ -348,6 +348,15 @@ func packages() ([]*pkgDef, error) {
 		},
 	})
 
+	add(&pkgDef{
+		name: "systemd-boot-efi", version: "254.13", release: "alt1", src: "systemd", disttag: "p11+372211.100.1.1",
+		group: "System/Kernel and hardware", license: "LGPL-2.1-or-later", summary: "systemd-boot EFI boot manager (demo stand-in)",
+		files: []file{
+			dir("/usr/lib/systemd/boot/efi", 0o755),
+			exe("/usr/lib/systemd/boot/efi/systemd-bootx64.efi", "systemd-boot (demo stand-in, not an EFI binary)"),
+		},
+	})
+
 	// Two kernels: the older one stays in the index, as it does in a branch.
 	kernel := func(version, kver, disttag string, built time.Time) {
 		mods := "/lib/modules/" + kver
