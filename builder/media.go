@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodeforge/builder/bootmedia/fat"
 	"github.com/nodeforge/builder/bootmedia/gpt"
+	"github.com/nodeforge/builder/bootmedia/meta"
 	"github.com/nodeforge/builder/extensions"
 	"github.com/nodeforge/builder/rootfs"
 	"github.com/nodeforge/builder/rootfs/sqfs"
@@ -174,7 +175,11 @@ func writeMedia(ctx context.Context, dir string, sch *schematic.Schematic, arch 
 	if bootloader != nil {
 		// The disk images boot with the base's EFI boot manager.
 		bf := bootFiles(bootloader, as.kernel.vmlinuz, files[1].data, title, args)
-		raw, err := rawImage(bf, sde, id)
+		mv := map[uint8][]byte{}
+		for _, m := range sch.Customization.Meta {
+			mv[m.Key] = []byte(m.Value)
+		}
+		raw, err := rawImage(bf, sde, id, mv)
 		if err != nil {
 			return nil, err
 		}
@@ -254,10 +259,10 @@ func espImage(files []fat.File, sde int64, id string, hidden uint32) ([]byte, er
 // rawImage is a GPT disk: EFI (the system partition with the boot
 // files), BIOS (empty, for a BIOS boot loader), BOOT (empty and small: the
 // kernel and initramfs boot from the EFI partition; kept for the layout
-// installers expect) and META (empty: the schematic's META values are not
-// written yet), with GUIDs derived from the schematic ID and the
+// installers expect) and META (the schematic's initial META values in
+// Talos's ADV layout), with GUIDs derived from the schematic ID and the
 // partition names.
-func rawImage(files []fat.File, sde int64, id string) ([]byte, error) {
+func rawImage(files []fat.File, sde int64, id string, metaValues map[uint8][]byte) ([]byte, error) {
 	total := 0
 	for _, f := range files {
 		total += len(f.Data)
@@ -282,6 +287,11 @@ func rawImage(files []fat.File, sde int64, id string) ([]byte, error) {
 		return nil, err
 	}
 	copy(disk[int64(parts[0].Start)*gpt.SectorSize:], esp)
+	adv, err := meta.Encode(metaValues)
+	if err != nil {
+		return nil, err
+	}
+	copy(disk[int64(parts[3].Start)*gpt.SectorSize:], adv)
 	return disk, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/nodeforge/builder/bootmedia/gpt"
+	"github.com/nodeforge/builder/bootmedia/meta"
 	"github.com/nodeforge/builder/internal/testutil"
 )
 
@@ -27,11 +28,12 @@ func TestRawImage(t *testing.T) {
 	bl, initrd := testBootFiles()
 	files := bootFiles(bl, []byte("vmlinuz"), initrd, "Nodeforge test", []string{"console=ttyS0"})
 	const id = "0123456789abcdef"
-	a, err := rawImage(files, 1700000000, id)
+	mv := map[uint8][]byte{0x0a: []byte(`{"externalIPs": []}`)}
+	a, err := rawImage(files, 1700000000, id, mv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := rawImage(files, 1700000000, id)
+	b, _ := rawImage(files, 1700000000, id, mv)
 	if !bytes.Equal(a, b) {
 		t.Fatal("two raw images of the same input differ")
 	}
@@ -49,6 +51,17 @@ func TestRawImage(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "label-id: "+gpt.NameGUID(mediaGUIDs, id+" disk").String()) {
 		t.Errorf("disk GUID:\n%s", out)
+	}
+	// META: the values in Talos's ADV layout at the partition's start.
+	var metaStart int64
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, `name="META"`) {
+			fmt.Sscanf(strings.TrimSpace(strings.SplitN(line, "start=", 2)[1]), "%d", &metaStart)
+		}
+	}
+	got, err := meta.Decode(a[metaStart*512 : metaStart*512+meta.Size])
+	if err != nil || string(got[0x0a]) != `{"externalIPs": []}` {
+		t.Errorf("META partition (start %d): %v %q", metaStart, err, got)
 	}
 	cmd := exec.Command(mtype, "-i", fmt.Sprintf("%s@@%d", p, 2048*512), "::/loader/entries/nodeforge.conf")
 	cmd.Env = append(os.Environ(), "MTOOLS_SKIP_CHECK=1")
