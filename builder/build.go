@@ -137,6 +137,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 	extLayers := map[string]map[string]*ociAsset{} // extension -> arch -> layer
 	extVersions := map[string]string{}
 	installerLayers := map[string]*ociAsset{}
+	mediaInstallerLayers := map[string]*ociAsset{}
 	for _, arch := range arches {
 		a := l.Architectures[arch]
 		logf("%s: fetching %d locked packages", arch, len(a.Packages))
@@ -208,6 +209,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		}
 		cmdline := strings.Join(s.Image.Cmdline, " ") + "\n"
 		var mediaLayers []FileEntry
+		var mediaInitramfs []byte
 		if opts.Schematic != nil {
 			var cache sqfs.BlockCache
 			if blocks != nil {
@@ -237,6 +239,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 				rep.Media.Files[k] = v
 			}
 			mediaLayers = mr.Layers
+			mediaInitramfs = mr.Initramfs
 		}
 		spdx, err := nodeSBOM(s, a, arch, as.packages, rep.LockSHA256, sde, "nodeforge-builder-"+opts.Version)
 		if err != nil {
@@ -251,6 +254,14 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			return nil, err
 		}
 		installerLayers[arch] = &ociAsset{name: "installer", mediaType: types.OCIUncompressedLayer, data: il, digest: sha256.Sum256(il)}
+		if mediaInitramfs != nil {
+			// The schematic's installer: the same, with its initramfs.
+			ml, err := installerLayer(arch, s.Name, as.kernel.vmlinuz, mediaInitramfs, spdx, instBin, instPkg, sde)
+			if err != nil {
+				return nil, err
+			}
+			mediaInstallerLayers[arch] = &ociAsset{name: "installer", mediaType: types.OCIUncompressedLayer, data: ml, digest: sha256.Sum256(ml)}
+		}
 		files := []ociAsset{
 			{name: "sbom.spdx.json", mediaType: MediaTypeSPDX, data: spdx},
 			{name: "vmlinuz", mediaType: MediaTypeVmlinuz, data: as.kernel.vmlinuz},
@@ -326,6 +337,14 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("installer: %w", err)
 	}
 	rep.Installer = inst.String()
+	if rep.Media != nil {
+		ia["dev.nodeforge.schematic"] = rep.Media.Schematic
+		mi, err := writeImageLayout(filepath.Join(work, "media", rep.Media.Schematic, "installer"), sde, ia, arches, mediaInstallerLayers, []string{"/usr/bin/installer"})
+		if err != nil {
+			return nil, fmt.Errorf("installer for the schematic: %w", err)
+		}
+		rep.Media.Installer = mi.String()
+	}
 	for _, name := range sortedKeys(extLayers) {
 		ea := map[string]string{
 			"org.opencontainers.image.title":    name,

@@ -134,6 +134,7 @@ func extensionSegment(exts []*extensionBuild, names []string, as *assembly, owne
 
 // mediaResult is what writeMedia wrote for one architecture.
 type mediaResult struct {
+	Initramfs []byte // with the extensions appended
 	ISOTool   string
 	Schematic string
 	Files     map[string]ArtifactInfo
@@ -171,7 +172,7 @@ func writeMedia(ctx context.Context, dir string, sch *schematic.Schematic, arch 
 		{"cmdline-" + arch, []byte(strings.Join(args, " ") + "\n")},
 		{"ipxe-" + arch, []byte(ipxe)},
 	}
-	r := &mediaResult{Schematic: id, Files: map[string]ArtifactInfo{}}
+	r := &mediaResult{Schematic: id, Files: map[string]ArtifactInfo{}, Initramfs: files[1].data}
 	if bootloader != nil {
 		// The disk images boot with the base's EFI boot manager.
 		bf := bootFiles(bootloader, as.kernel.vmlinuz, files[1].data, title, args)
@@ -192,12 +193,6 @@ func writeMedia(ctx context.Context, dir string, sch *schematic.Schematic, arch 
 			return nil, err
 		}
 		r.ISOTool = tool
-		variants := map[string][]byte{}
-		for _, c := range compressions {
-			if variants[c], err = compressVariant(c, raw); err != nil {
-				return nil, err
-			}
-		}
 		files = append(files, []struct {
 			name string
 			data []byte
@@ -205,11 +200,21 @@ func writeMedia(ctx context.Context, dir string, sch *schematic.Schematic, arch 
 			{"metal-" + arch + ".iso", iso},
 			{"metal-" + arch + ".raw", raw},
 		}...)
-		for _, c := range compressions {
-			files = append(files, struct {
-				name string
-				data []byte
-			}{"metal-" + arch + ".raw." + c, variants[c]})
+		// The large ones also compressed, as downloads.
+		for _, big := range []struct {
+			name string
+			data []byte
+		}{{"metal-" + arch + ".iso", iso}, {"metal-" + arch + ".raw", raw}} {
+			for _, c := range compressions {
+				v, err := compressVariant(c, big.data)
+				if err != nil {
+					return nil, err
+				}
+				files = append(files, struct {
+					name string
+					data []byte
+				}{big.name + "." + c, v})
+			}
 		}
 	}
 	for _, f := range files {

@@ -72,6 +72,9 @@ type MediaReport struct {
 	Schematic  string                  `json:"schematic"` // its ID
 	Extensions []string                `json:"extensions"`
 	Files      map[string]ArtifactInfo `json:"files"` // "media/<id>/<file>" -> digest
+	// Installer is the index digest of the schematic's installer image,
+	// OUT/media/<id>/installer (its initramfs holds the extensions).
+	Installer string `json:"installer"`
 	// NoDiskImages says why there is no ISO or raw image (no EFI boot
 	// manager in the lock).
 	NoDiskImages string `json:"noDiskImages,omitempty"`

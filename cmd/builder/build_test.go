@@ -55,6 +55,15 @@ func TestDemoBuildAndRepro(t *testing.T) {
 			t.Errorf("image --kind raw does not list %s:\n%s", f, out)
 		}
 	}
+	for _, f := range []string{"metal-x86_64.iso  sha256:", "metal-x86_64.iso.zst", "metal-x86_64.iso.xz"} {
+		if o, _ := runBuilder(t, "image", "-q", "--spec", spec, "--cache", cacheDir, "--schematic", sch, "--kind", "iso"); !strings.Contains(o, f) {
+			t.Errorf("image --kind iso does not list %s:\n%s", f, o)
+		}
+	}
+	out, err = runBuilder(t, "image", "-q", "--spec", spec, "--cache", cacheDir, "--schematic", sch, "--kind", "installer")
+	if err != nil || !strings.Contains(out, "/installer  sha256:") {
+		t.Errorf("image --kind installer: %v\n%s", err, out)
+	}
 	for _, d := range []string{"installer/index.json", "extensions/zfs/index.json", "extensions/cri/index.json"} {
 		if _, err := os.Stat(filepath.Join(dir, "out", d)); err != nil {
 			t.Error(err)

@@ -46,22 +46,24 @@ boot media of a schematic to OUT/media/<schematic id>/:
   metal-<arch>.iso      a UEFI-bootable ISO: the EFI boot manager of the base
                         (image.bootloader, systemd-boot) with the kernel and
                         initramfs on a FAT El Torito image (xorriso)
-  metal-<arch>.raw      a GPT disk image: EFI, BIOS, BOOT and META partitions,
-                        GUIDs derived from the schematic; .raw.zst, .raw.xz
+  metal-<arch>.raw      a GPT disk image: EFI, BIOS, BOOT and META (the
+                        schematic's META values) partitions, GUIDs derived
+                        from the schematic; .iso and .raw also as .zst, .xz
+  installer/            the installer image (OCI layout) with the schematic's
+                        initramfs
 
 --kind picks what to print: kernel, initramfs, cmdline, pxe (the first four),
-iso or raw. Nothing needs root or loop devices. The installer image is
-written by every build, at OUT/installer/.`,
+iso, raw or installer. Nothing needs root or loop devices. The release's own
+installer image is written by every build, at OUT/installer/.`,
 		Example: `  printf 'customization:\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n' > zfs.yaml
   builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --kind pxe`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			prefixes, ok := mediaKinds[kind]
 			if !ok {
-				if kind == "installer" {
-					return fmt.Errorf("--kind installer: builder build writes the installer image to OUT/installer/")
+				if kind != "installer" {
+					return fmt.Errorf("--kind %q: want kernel, initramfs, cmdline, pxe, iso, raw or installer", kind)
 				}
-				return fmt.Errorf("--kind %q: want kernel, initramfs, cmdline, pxe, iso or raw", kind)
 			}
 			data, err := os.ReadFile(schematicPath)
 			if err != nil {
@@ -75,6 +77,10 @@ written by every build, at OUT/installer/.`,
 			rep, out, err := b.run(cmd, sch)
 			if err != nil {
 				return err
+			}
+			if kind == "installer" {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s\n", filepath.Join(out, "media", rep.Media.Schematic, "installer"), rep.Media.Installer)
+				return nil
 			}
 			var names []string
 			for n := range rep.Media.Files {
@@ -105,8 +111,8 @@ written by every build, at OUT/installer/.`,
 	}
 	b.add(cmd)
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "schematic file (YAML or JSON; builder schematic id explains)")
-	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso or raw")
-	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the raw image: zst, xz (none: --compress '')")
+	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw or installer")
+	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the ISO and raw image: zst, xz (none: --compress '')")
 	cmd.MarkFlagRequired("schematic")
 	return cmd
 }
