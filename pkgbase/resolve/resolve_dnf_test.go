@@ -306,8 +306,12 @@ func buildRPMs(ctx context.Context, t *testing.T, dir, repoDir string, env []str
 				"--define", "_topdir "+top,
 				"--define", "_rpmdir "+repoDir,
 				"--define", "_build_name_fmt %{NAME}-%{VERSION}-%{RELEASE}.%{ARCH}.rpm",
+				// One build time for all: otherwise packages built a second
+				// apart are not ties, and which one wins (here and in dnf)
+				// depends on the machine's load.
+				"--define", "use_source_date_epoch_as_buildtime 1",
 				"--target", target, spec)
-			cmd.Env = env
+			cmd.Env = append(env[:len(env):len(env)], "SOURCE_DATE_EPOCH=1700000000")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Sprintf("rpmbuild %s: %v\n%s", s.name, err, out))
