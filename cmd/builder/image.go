@@ -31,7 +31,7 @@ func newImageCmd() *cobra.Command {
 	var compress []string
 	cmd := &cobra.Command{
 		Use:   "image --spec FILE --schematic FILE --kind KIND [--lock FILE] [--out DIR]",
-		Short: "Boot media for a schematic: the kernel, the initramfs with its extensions appended, cmdline, PXE set",
+		Short: "Boot media for a schematic: kernel, initramfs with its extensions, cmdline, PXE, UEFI ISO, GPT disk image, installer",
 		Long: `image builds the release as build does (reusing the step caches) and writes the
 boot media of a schematic to OUT/media/<schematic id>/:
 
