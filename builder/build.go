@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -338,8 +339,9 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 	}
 	rep.Installer = inst.String()
 	if rep.Media != nil {
-		ia["dev.nodeforge.schematic"] = rep.Media.Schematic
-		mi, err := writeImageLayout(filepath.Join(work, "media", rep.Media.Schematic, "installer"), sde, ia, arches, mediaInstallerLayers, []string{"/usr/bin/installer"})
+		ma := maps.Clone(ia)
+		ma["dev.nodeforge.schematic"] = rep.Media.Schematic
+		mi, err := writeImageLayout(filepath.Join(work, "media", rep.Media.Schematic, "installer"), sde, ma, arches, mediaInstallerLayers, []string{"/usr/bin/installer"})
 		if err != nil {
 			return nil, fmt.Errorf("installer for the schematic: %w", err)
 		}

@@ -28,6 +28,7 @@ type ExtensionReport struct {
 type extensionBuild struct {
 	name     string
 	version  string
+	metadata extensions.Metadata
 	manifest []byte
 	tree     *rootfs.Tree // the extension's root filesystem, relocated
 	layer    []byte       // tar: manifest.yaml and rootfs/
@@ -195,6 +196,7 @@ func buildExtension(def *extensions.Definition, component []string, inRoot map[s
 		Name: def.Name, Version: eb.version, Author: def.Author, Description: def.Description,
 		Compatibility: extensions.Compatibility{Talos: extensions.VersionConstraint{Version: def.Compatibility}},
 	}}
+	eb.metadata = man.Metadata
 	if eb.manifest, err = man.Marshal(); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package builder
 
 import (
 	"bytes"
+	"strconv"
 
 	"github.com/nodeforge/builder/pkgbase/lock"
 	"github.com/nodeforge/builder/rootfs"
@@ -25,31 +26,12 @@ func nodeSBOM(s *specs.Spec, a *lock.Arch, arch string, packages []string, lockS
 		}
 		epoch := ""
 		if p.Epoch != nil {
-			epoch = itoa(*p.Epoch)
+			epoch = strconv.Itoa(*p.Epoch)
 		}
 		d.Packages = append(d.Packages, sbom.Package{Name: p.Name, Epoch: epoch, Version: p.Version, Release: p.Release, Arch: p.Arch,
 			NEVRA: p.NEVRA, SourceRPM: p.SourceRPM, License: p.License, SHA256: p.SHA256, Repository: p.Repository})
 	}
 	return sbom.SPDX(d)
-}
-
-func itoa(i int) string {
-	var b []byte
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	for {
-		b = append([]byte{byte('0' + i%10)}, b...)
-		i /= 10
-		if i == 0 {
-			break
-		}
-	}
-	if neg {
-		b = append([]byte{'-'}, b...)
-	}
-	return string(b)
 }
 
 // installerLayer is the installer image's layer for one architecture:

@@ -68,11 +68,7 @@ func extensionSegment(exts []*extensionBuild, names []string, as *assembly, owne
 			return nil, nil, fmt.Errorf("extension %s: %w", name, err)
 		}
 		img := fmt.Sprintf("%d.sqsh", i)
-		m, errs := extensions.ParseManifest(e.manifest)
-		if len(errs) > 0 {
-			return nil, nil, fmt.Errorf("extension %s: %s", name, strings.Join(errs, "; "))
-		}
-		doc.Layers = append(doc.Layers, Layer{Image: img, Metadata: m.Metadata})
+		doc.Layers = append(doc.Layers, Layer{Image: img, Metadata: e.metadata})
 		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: b.Bytes(), Origin: generated("extension-layer")})
 		if e.report.Modules {
 			anyModules = true
@@ -254,11 +250,17 @@ func espImage(files []fat.File, sde int64, id string, hidden uint32) ([]byte, er
 	if len(id) >= 8 {
 		fmt.Sscanf(id[:8], "%08x", &vol)
 	}
-	total := 0
+	return fat.Write(files, fat.Options{Label: "NODEFORGE", VolumeID: vol, Time: time.Unix(sde, 0), MinSize: espSize(files), HiddenSectors: hidden})
+}
+
+// espSize is the EFI system partition's size for its files: a tenth
+// more, and 8 MiB of room.
+func espSize(files []fat.File) int64 {
+	var total int64
 	for _, f := range files {
-		total += len(f.Data)
+		total += int64(len(f.Data))
 	}
-	return fat.Write(files, fat.Options{Label: "NODEFORGE", VolumeID: vol, Time: time.Unix(sde, 0), MinSize: int64(total)*11/10 + 8<<20, HiddenSectors: hidden})
+	return total*11/10 + 8<<20
 }
 
 // rawImage is a GPT disk: EFI (the system partition with the boot
@@ -268,18 +270,13 @@ func espImage(files []fat.File, sde int64, id string, hidden uint32) ([]byte, er
 // Talos's ADV layout), with GUIDs derived from the schematic ID and the
 // partition names.
 func rawImage(files []fat.File, sde int64, id string, metaValues map[uint8][]byte) ([]byte, error) {
-	total := 0
-	for _, f := range files {
-		total += len(f.Data)
-	}
-	espSize := int64(total)*11/10 + 8<<20
 	names := []string{"EFI", "BIOS", "BOOT", "META"}
 	types := []gpt.GUID{gpt.TypeEFISystem, gpt.TypeBIOSBoot, gpt.TypeLinuxData, gpt.TypeLinuxData}
 	var guids []gpt.GUID
 	for _, n := range names {
 		guids = append(guids, gpt.NameGUID(mediaGUIDs, id+" partition "+n))
 	}
-	parts, size := gpt.Layout(names, types, []int64{espSize, 1 << 20, 1 << 20, 1 << 20}, guids)
+	parts, size := gpt.Layout(names, types, []int64{espSize(files), 1 << 20, 1 << 20, 1 << 20}, guids)
 	esp, err := espImage(files, sde, id, uint32(parts[0].Start))
 	if err != nil {
 		return nil, err

@@ -78,7 +78,7 @@ func writeOCILayout(dir string, sde int64, annotations map[string]string, arches
 				return v1.Hash{}, err
 			}
 		}
-		img, err := withPlatform(img, arch, created)
+		img, err := withPlatform(img, arch, created, nil)
 		if err != nil {
 			return v1.Hash{}, err
 		}
@@ -117,19 +117,8 @@ func writeImageLayout(dir string, sde int64, annotations map[string]string, arch
 		if err != nil {
 			return v1.Hash{}, err
 		}
-		if img, err = withPlatform(img, arch, created); err != nil {
+		if img, err = withPlatform(img, arch, created, entrypoint); err != nil {
 			return v1.Hash{}, err
-		}
-		if entrypoint != nil {
-			cf, err := img.ConfigFile()
-			if err != nil {
-				return v1.Hash{}, err
-			}
-			cf = cf.DeepCopy()
-			cf.Config.Entrypoint = entrypoint
-			if img, err = mutate.ConfigFile(img, cf); err != nil {
-				return v1.Hash{}, err
-			}
 		}
 		img = mutate.Annotations(img, annotations).(v1.Image)
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
@@ -143,9 +132,10 @@ func writeImageLayout(dir string, sde int64, annotations map[string]string, arch
 	return idx.Digest()
 }
 
-// withPlatform sets the image config's platform and creation time (the
-// source date) and drops its history, whose times would be the clock's.
-func withPlatform(img v1.Image, arch string, created v1.Time) (v1.Image, error) {
+// withPlatform sets the image config's platform, creation time (the
+// source date) and entrypoint (when not nil), and drops its history, whose
+// times would be the clock's.
+func withPlatform(img v1.Image, arch string, created v1.Time, entrypoint []string) (v1.Image, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
@@ -153,5 +143,8 @@ func withPlatform(img v1.Image, arch string, created v1.Time) (v1.Image, error) 
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS, cf.Created = goArch(arch), "linux", created
 	cf.History = nil
+	if entrypoint != nil {
+		cf.Config.Entrypoint = entrypoint
+	}
 	return mutate.ConfigFile(img, cf)
 }

@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -98,7 +99,7 @@ func (d *Definition) validate() error {
 	if len(d.Packages) == 0 {
 		bad("no packages")
 	}
-	if d.VersionFrom != "" && !contains(d.Packages, d.VersionFrom) {
+	if d.VersionFrom != "" && !slices.Contains(d.Packages, d.VersionFrom) {
 		bad("version-from %s is not one of the packages", d.VersionFrom)
 	}
 	for _, e := range d.Exclude {
@@ -128,15 +129,6 @@ func (d *Definition) validate() error {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Set is the definitions known to a build, by name.

@@ -55,18 +55,13 @@ func (t *Tree) SqfsEntries(owners Owners, mtime int64) ([]sqfs.Entry, error) {
 // WriteSquashfsGo writes the image with rootfs/sqfs, reusing compressed
 // blocks from cache (when not nil) across builds.
 func (t *Tree) WriteSquashfsGo(dst string, owners Owners, mtime int64, opts SquashfsOptions, cache sqfs.BlockCache) error {
-	es, err := t.SqfsEntries(owners, mtime)
-	if err != nil {
-		return err
-	}
-	o := opts.sqfsOptions(mtime, cache)
 	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp")
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	err = sqfs.Write(bw, es, o)
+	err = t.WriteSquashfsTo(bw, owners, mtime, opts, cache)
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -75,7 +70,7 @@ func (t *Tree) WriteSquashfsGo(dst string, owners Owners, mtime int64, opts Squa
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("squashfs: %w", err)
+		return err
 	}
 	return os.Rename(tmp, dst)
 }

@@ -8,9 +8,11 @@ package gpt
 import (
 	"crypto/sha1"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strings"
 	"unicode/utf16"
 )
 
@@ -32,24 +34,11 @@ type GUID [16]byte
 
 // MustParse reads "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
 func MustParse(s string) GUID {
-	var g GUID
-	j := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '-' {
-			continue
-		}
-		var v byte
-		if _, err := fmt.Sscanf(s[i:i+2], "%02x", &v); err != nil {
-			panic("gpt: bad GUID " + s)
-		}
-		g[j] = v
-		j++
-		i++
-	}
-	if j != 16 {
+	b, err := hex.DecodeString(strings.ReplaceAll(s, "-", ""))
+	if err != nil || len(b) != 16 || len(s) != 36 {
 		panic("gpt: bad GUID " + s)
 	}
-	return g
+	return GUID(b)
 }
 
 func (g GUID) String() string {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,15 +14,15 @@ import (
 
 func init() { register(newImageCmd) }
 
-// mediaKinds maps each --kind to the files of OUT/media/<id>/ it names
-// (by prefix).
-var mediaKinds = map[string][]string{
-	"kernel":    {"kernel-"},
-	"initramfs": {"initramfs-"},
-	"cmdline":   {"cmdline-"},
-	"pxe":       {"kernel-", "initramfs-", "cmdline-", "ipxe-"},
-	"iso":       {"metal-%s.iso"},
-	"raw":       {"metal-%s.raw"},
+// mediaKinds maps each --kind to the names of the files of
+// OUT/media/<id>/ it prints.
+var mediaKinds = map[string]*regexp.Regexp{
+	"kernel":    regexp.MustCompile(`^kernel-`),
+	"initramfs": regexp.MustCompile(`^initramfs-`),
+	"cmdline":   regexp.MustCompile(`^cmdline-`),
+	"pxe":       regexp.MustCompile(`^(kernel|initramfs|cmdline|ipxe)-`),
+	"iso":       regexp.MustCompile(`^metal-.*\.iso`),
+	"raw":       regexp.MustCompile(`^metal-.*\.raw`),
 }
 
 func newImageCmd() *cobra.Command {
@@ -59,7 +59,7 @@ installer image is written by every build, at OUT/installer/.`,
   builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --kind pxe`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			prefixes, ok := mediaKinds[kind]
+			match, ok := mediaKinds[kind]
 			if !ok {
 				if kind != "installer" {
 					return fmt.Errorf("--kind %q: want kernel, initramfs, cmdline, pxe, iso, raw or installer", kind)
@@ -84,17 +84,8 @@ installer image is written by every build, at OUT/installer/.`,
 			}
 			var names []string
 			for n := range rep.Media.Files {
-				base := filepath.Base(n)
-				for _, p := range prefixes {
-					if strings.Contains(p, "%s") {
-						pre, _, _ := strings.Cut(p, "%s")
-						_, suf, _ := strings.Cut(p, "%s")
-						if strings.HasPrefix(base, pre) && strings.Contains(base, suf) {
-							names = append(names, n)
-						}
-					} else if strings.HasPrefix(base, p) {
-						names = append(names, n)
-					}
+				if match.MatchString(filepath.Base(n)) {
+					names = append(names, n)
 				}
 			}
 			if len(names) == 0 && (kind == "iso" || kind == "raw") {
