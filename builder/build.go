@@ -242,7 +242,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			mediaLayers = mr.Layers
 			mediaInitramfs = mr.Initramfs
 		}
-		spdx, err := nodeSBOM(s, a, arch, as.packages, rep.LockSHA256, sde, "nodeforge-builder-"+opts.Version)
+		spdx, cdx, err := nodeSBOM(s, a, arch, as.packages, rep.LockSHA256, sde, "nodeforge-builder-"+opts.Version)
 		if err != nil {
 			return nil, err
 		}
@@ -265,6 +265,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		}
 		files := []ociAsset{
 			{name: "sbom.spdx.json", mediaType: MediaTypeSPDX, data: spdx},
+			{name: "sbom.cdx.json", mediaType: MediaTypeCycloneDX, data: cdx},
 			{name: "vmlinuz", mediaType: MediaTypeVmlinuz, data: as.kernel.vmlinuz},
 			{name: "initramfs.xz", mediaType: MediaTypeInitramfs, data: initramfs},
 			{name: "rootfs.sqsh", mediaType: MediaTypeRootfs, data: sqsh},

@@ -593,8 +593,10 @@ func TestBuildDemoInstaller(t *testing.T) {
 			t.Errorf("installer lacks %s (has %v)", p, got)
 		}
 	}
-	sb, _ := os.ReadFile(filepath.Join(out, "x86_64", "sbom.spdx.json"))
-	if !strings.Contains(string(sb), "pkg:rpm/altlinux/glibc-core@") {
-		t.Errorf("SBOM lacks glibc-core:\n%.500s", sb)
+	for _, f := range []string{"sbom.spdx.json", "sbom.cdx.json"} {
+		sb, _ := os.ReadFile(filepath.Join(out, "x86_64", f))
+		if !strings.Contains(string(sb), "pkg:rpm/altlinux/glibc-core@") {
+			t.Errorf("%s lacks glibc-core:\n%.500s", f, sb)
+		}
 	}
 }

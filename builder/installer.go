@@ -10,9 +10,10 @@ import (
 	"github.com/nodeforge/builder/specs"
 )
 
-// nodeSBOM is the SPDX document of what the node OS of one architecture
-// holds: every package laid into the root filesystem and the kernel.
-func nodeSBOM(s *specs.Spec, a *lock.Arch, arch string, packages []string, lockSHA string, sde int64, tool string) ([]byte, error) {
+// nodeSBOM is the SBOM of what the node OS of one architecture holds,
+// every package laid into the root filesystem and the kernel: SPDX 2.3 and
+// CycloneDX 1.5 JSON.
+func nodeSBOM(s *specs.Spec, a *lock.Arch, arch string, packages []string, lockSHA string, sde int64, tool string) (spdx, cdx []byte, err error) {
 	byNEVRA := map[string]*lock.Package{}
 	for i := range a.Packages {
 		byNEVRA[a.Packages[i].NEVRA] = &a.Packages[i]
@@ -31,7 +32,13 @@ func nodeSBOM(s *specs.Spec, a *lock.Arch, arch string, packages []string, lockS
 		d.Packages = append(d.Packages, sbom.Package{Name: p.Name, Epoch: epoch, Version: p.Version, Release: p.Release, Arch: p.Arch,
 			NEVRA: p.NEVRA, SourceRPM: p.SourceRPM, License: p.License, SHA256: p.SHA256, Repository: p.Repository})
 	}
-	return sbom.SPDX(d)
+	if spdx, err = sbom.SPDX(d); err != nil {
+		return nil, nil, err
+	}
+	if cdx, err = sbom.CycloneDX(d); err != nil {
+		return nil, nil, err
+	}
+	return spdx, cdx, nil
 }
 
 // installerLayer is the installer image's layer for one architecture:

@@ -22,6 +22,7 @@ const (
 	MediaTypeRootfs    = "application/vnd.nodeforge.node-os.rootfs.squashfs.v1"
 	MediaTypeCmdline   = "application/vnd.nodeforge.node-os.cmdline.v1"
 	MediaTypeSPDX      = "application/spdx+json"
+	MediaTypeCycloneDX = "application/vnd.cyclonedx+json"
 )
 
 // ociAsset is one file of an architecture's artifact.

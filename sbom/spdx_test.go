@@ -48,3 +48,38 @@ func TestSPDX(t *testing.T) {
 		}
 	}
 }
+
+func TestCycloneDX(t *testing.T) {
+	a, err := CycloneDX(doc())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := doc()
+	d.Packages[0], d.Packages[1] = d.Packages[1], d.Packages[0]
+	b, _ := CycloneDX(d)
+	if !bytes.Equal(a, b) {
+		t.Error("the document depends on the package order")
+	}
+	var got struct {
+		BOMFormat, SpecVersion, SerialNumber string
+		Metadata                             struct{ Timestamp string }
+		Components                           []struct{ Purl, Version string }
+		Dependencies                         []struct{ DependsOn []string }
+	}
+	if err := json.Unmarshal(a, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.BOMFormat != "CycloneDX" || got.SpecVersion != "1.5" || got.Metadata.Timestamp != "2023-11-14T22:13:20Z" ||
+		!strings.HasPrefix(got.SerialNumber, "urn:uuid:") || len(got.SerialNumber) != 45 {
+		t.Errorf("header: %+v", got)
+	}
+	if len(got.Components) != 2 || got.Components[0].Version != "2:6.12.40-alt1" || len(got.Dependencies[0].DependsOn) != 2 {
+		t.Errorf("components: %+v", got.Components)
+	}
+	d2 := doc()
+	d2.LockSHA256 = "other"
+	c, _ := CycloneDX(d2)
+	if bytes.Equal(a, c) {
+		t.Error("another release gives the same serial number")
+	}
+}

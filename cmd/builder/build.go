@@ -103,7 +103,7 @@ run: users and groups, module indexes (depmod), os-release and machine-id are
 generated, and every scriptlet not covered is listed in the report.
 
 Outputs, per architecture: OUT/<arch>/{vmlinuz,initramfs.xz,rootfs.sqsh,cmdline,
-sbom.spdx.json}, an OCI image layout at OUT/oci/ annotated with version,
+sbom.spdx.json,sbom.cdx.json}, an OCI image layout at OUT/oci/ annotated with version,
 branch and lock digest, the installer image (an OCI layout, one image per
 architecture with usr/install/<arch>/{vmlinuz,initramfs.xz,<name>.spdx.json}
 and the base's installer binary) at OUT/installer/, each system extension as
