@@ -125,7 +125,7 @@ func SPDX(d Document) ([]byte, error) {
 	doc.Packages = append(doc.Packages, spdxPackage{
 		SPDXID: rootID, Name: d.Name, VersionInfo: d.Version, DownloadLocation: "NOASSERTION",
 		LicenseConcluded: "NOASSERTION", LicenseDeclared: "NOASSERTION", CopyrightText: "NOASSERTION",
-		PrimaryPurpose: "OPERATING-SYSTEM",
+		PrimaryPurpose: "OPERATING_SYSTEM",
 	})
 	doc.Relationships = append(doc.Relationships, relationship{"SPDXRef-DOCUMENT", "DESCRIBES", rootID})
 	for _, p := range pkgs {

@@ -10,7 +10,7 @@ import (
 func doc() Document {
 	return Document{Name: "demo-1.0-x86_64", Version: "1.0", Branch: "p11", Vendor: "altlinux", Tool: "nodeforge-builder-test",
 		LockSHA256: "abc", SourceDateEpoch: 1700000000, Packages: []Package{
-			{Name: "zlib", Version: "1.3", Release: "alt1", Arch: "x86_64", NEVRA: "zlib-1.3-alt1.x86_64", SourceRPM: "zlib-1.3-alt1.src.rpm", License: "Zlib", SHA256: "00ff"},
+			{Name: "zlib", Version: "1.3", Release: "alt1", Arch: "x86_64", NEVRA: "zlib-1.3-alt1.x86_64", SourceRPM: "zlib-1.3-alt1.src.rpm", License: "Zlib", SHA256: "0ea55c28f8014d8886b6248fe3da5d588f55c0823847a6b4579f1131b051b5e2"},
 			{Name: "kernel-image-std-def", Epoch: "2", Version: "6.12.40", Release: "alt1", Arch: "x86_64", NEVRA: "kernel-image-std-def-2:6.12.40-alt1.x86_64", License: "GPLv2"},
 		}}
 }
@@ -40,7 +40,7 @@ func TestSPDX(t *testing.T) {
 		`"referenceLocator": "pkg:rpm/altlinux/zlib@1.3-alt1?arch=x86_64\u0026distro=p11"`,
 		`"referenceLocator": "pkg:rpm/altlinux/kernel-image-std-def@6.12.40-alt1?arch=x86_64\u0026distro=p11\u0026epoch=2"`,
 		`"SPDXID": "SPDXRef-Package-kernel-image-std-def-2-6.12.40-alt1.x86-64"`,
-		`"checksumValue": "00ff"`,
+		`"checksumValue": "0ea55c28f8014d8886b6248fe3da5d588f55c0823847a6b4579f1131b051b5e2"`,
 		`"relationshipType": "CONTAINS"`,
 	} {
 		if !strings.Contains(string(a), want) {
