@@ -242,7 +242,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			mediaLayers = mr.Layers
 			mediaInitramfs = mr.Initramfs
 		}
-		spdx, cdx, err := nodeSBOM(s, a, arch, as.packages, rep.LockSHA256, sde, "nodeforge-builder-"+opts.Version)
+		spdx, cdx, err := nodeSBOM(s, l, arch, as.packages, rep.LockSHA256, sde, "nodeforge-builder-"+opts.Version)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,8 @@ package builder
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/nodeforge/builder/pkgbase/lock"
@@ -13,25 +15,8 @@ import (
 // nodeSBOM is the SBOM of what the node OS of one architecture holds,
 // every package laid into the root filesystem and the kernel: SPDX 2.3 and
 // CycloneDX 1.5 JSON.
-func nodeSBOM(s *specs.Spec, a *lock.Arch, arch string, packages []string, lockSHA string, sde int64, tool string) (spdx, cdx []byte, err error) {
-	byNEVRA := map[string]*lock.Package{}
-	for i := range a.Packages {
-		byNEVRA[a.Packages[i].NEVRA] = &a.Packages[i]
-	}
-	d := sbom.Document{Name: s.Name + "-" + s.Version + "-" + arch, Version: s.Version, Branch: s.Branch, Vendor: "altlinux",
-		Tool: tool, LockSHA256: lockSHA, SourceDateEpoch: sde}
-	for _, nevra := range packages {
-		p := byNEVRA[nevra]
-		if p == nil {
-			continue
-		}
-		epoch := ""
-		if p.Epoch != nil {
-			epoch = strconv.Itoa(*p.Epoch)
-		}
-		d.Packages = append(d.Packages, sbom.Package{Name: p.Name, Epoch: epoch, Version: p.Version, Release: p.Release, Arch: p.Arch,
-			NEVRA: p.NEVRA, SourceRPM: p.SourceRPM, License: p.License, SHA256: p.SHA256, Repository: p.Repository})
-	}
+func nodeSBOM(s *specs.Spec, l *lock.Lock, arch string, packages []string, lockSHA string, sde int64, tool string) (spdx, cdx []byte, err error) {
+	d := SBOMDocument(s, l, s.Name+"-"+s.Version+"-"+arch, map[string][]string{arch: packages}, lockSHA, sde, tool)
 	if spdx, err = sbom.SPDX(d); err != nil {
 		return nil, nil, err
 	}
@@ -39,6 +24,38 @@ func nodeSBOM(s *specs.Spec, a *lock.Arch, arch string, packages []string, lockS
 		return nil, nil, err
 	}
 	return spdx, cdx, nil
+}
+
+// SBOMDocument describes the packages (NEVRAs, per architecture) of the
+// lock that an artifact holds.
+func SBOMDocument(s *specs.Spec, l *lock.Lock, name string, packages map[string][]string, lockSHA string, sde int64, tool string) sbom.Document {
+	d := sbom.Document{Name: name, Version: s.Version, Branch: s.Branch, Vendor: "altlinux",
+		Tool: tool, LockSHA256: lockSHA, SourceDateEpoch: sde}
+	seen := map[string]bool{}
+	for _, arch := range slices.Sorted(maps.Keys(packages)) {
+		a := l.Architectures[arch]
+		if a == nil {
+			continue
+		}
+		byNEVRA := map[string]*lock.Package{}
+		for i := range a.Packages {
+			byNEVRA[a.Packages[i].NEVRA] = &a.Packages[i]
+		}
+		for _, nevra := range packages[arch] {
+			p := byNEVRA[nevra]
+			if p == nil || seen[p.SHA256] {
+				continue
+			}
+			seen[p.SHA256] = true
+			epoch := ""
+			if p.Epoch != nil {
+				epoch = strconv.Itoa(*p.Epoch)
+			}
+			d.Packages = append(d.Packages, sbom.Package{Name: p.Name, Epoch: epoch, Version: p.Version, Release: p.Release, Arch: p.Arch,
+				NEVRA: p.NEVRA, SourceRPM: p.SourceRPM, License: p.License, SHA256: p.SHA256, Repository: p.Repository})
+		}
+	}
+	return d
 }
 
 // installerLayer is the installer image's layer for one architecture:

@@ -48,8 +48,8 @@ func (l assetLayer) Compressed() (io.ReadCloser, error) {
 }
 func (l assetLayer) Uncompressed() (io.ReadCloser, error) { return l.Compressed() }
 
-// goArch maps rpm architecture names to OCI's.
-func goArch(arch string) string {
+// GoArch maps rpm architecture names to OCI's.
+func GoArch(arch string) string {
 	switch arch {
 	case "x86_64":
 		return "amd64"
@@ -89,7 +89,7 @@ func writeOCILayout(dir string, sde int64, annotations map[string]string, arches
 		}
 		img = mutate.Annotations(img, ann).(v1.Image)
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
-			Platform:     &v1.Platform{OS: "linux", Architecture: goArch(arch)},
+			Platform:     &v1.Platform{OS: "linux", Architecture: GoArch(arch)},
 			ArtifactType: ArtifactType,
 		}})
 	}
@@ -123,7 +123,7 @@ func writeImageLayout(dir string, sde int64, annotations map[string]string, arch
 		}
 		img = mutate.Annotations(img, annotations).(v1.Image)
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
-			Platform: &v1.Platform{OS: "linux", Architecture: goArch(arch)},
+			Platform: &v1.Platform{OS: "linux", Architecture: GoArch(arch)},
 		}})
 	}
 	idx = mutate.Annotations(idx, annotations).(v1.ImageIndex)
@@ -142,7 +142,7 @@ func withPlatform(img v1.Image, arch string, created v1.Time, entrypoint []strin
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS, cf.Created = goArch(arch), "linux", created
+	cf.Architecture, cf.OS, cf.Created = GoArch(arch), "linux", created
 	cf.History = nil
 	if entrypoint != nil {
 		cf.Config.Entrypoint = entrypoint

@@ -44,6 +44,9 @@ type Spec struct {
 	// ExtensionsDir holds extension definitions (*.yaml) that add to or
 	// replace the shipped ones (extensions/), relative to the spec.
 	ExtensionsDir string `yaml:"extensions-dir,omitempty" json:"extensionsDir,omitempty"`
+	// Channels say where releases are published (dev, prod); default: a
+	// local OCI layout per channel beside the spec.
+	Channels map[string]Channel `yaml:"channels,omitempty" json:"channels,omitempty"`
 
 	// Extensions are the definitions, shipped and from ExtensionsDir; an
 	// extension component without packages takes its definition's.
@@ -244,6 +247,7 @@ func (s *Spec) normalize() error {
 		}
 	}
 	s.Image.normalize(s, bad)
+	s.normalizeChannels(bad)
 	if len(errs) > 0 {
 		return errors.New("spec: " + strings.Join(errs, "; "))
 	}

@@ -26,7 +26,7 @@ type specFlags struct {
 
 func (f *specFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.spec, "spec", "", "release spec file (YAML)")
-	cmd.Flags().StringVar(&f.branch, "branch", "", "use the shipped spec of this branch ("+strings.Join(specs.Shipped(), ", ")+")")
+	cmd.Flags().StringVar(&f.branch, "branch", "", "the branch: alone, use its shipped spec ("+strings.Join(specs.Shipped(), ", ")+"); with --spec, check the spec is of it")
 	cmd.Flags().StringArrayVar(&f.repoURLs, "repo-url", nil, "override a repository URL: NAME=URL (repeatable)")
 	cmd.Flags().StringArrayVar(&f.repoKeys, "repo-keyring", nil, "override a repository keyring: NAME=FILE (repeatable)")
 }
@@ -35,10 +35,11 @@ func (f *specFlags) load() (*specs.Spec, error) {
 	var s *specs.Spec
 	var err error
 	switch {
-	case f.spec != "" && f.branch != "":
-		return nil, fmt.Errorf("give --spec or --branch, not both")
 	case f.spec != "":
-		s, err = specs.Load(f.spec)
+		// With --branch too, the spec must be of that branch.
+		if s, err = specs.Load(f.spec); err == nil && f.branch != "" && s.Branch != f.branch {
+			return nil, fmt.Errorf("%s is a spec of branch %s, not %s", f.spec, s.Branch, f.branch)
+		}
 	case f.branch != "":
 		s, err = specs.LoadShipped(f.branch)
 	default:

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/spf13/cobra"
+
+	"github.com/nodeforge/builder/pkgbase/cache"
+	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/registry"
+	"github.com/nodeforge/builder/signing"
+	"github.com/nodeforge/builder/specs"
+)
+
+func init() { register(newReleaseCmd) }
+
+// storeFlags choose where a channel's releases live.
+type storeFlags struct {
+	registry, layout, caFile string
+	allowHTTP                bool
+}
+
+func (f *storeFlags) add(cmd *cobra.Command, what string) {
+	cmd.Flags().StringVar(&f.registry, "registry", "", what+": HOST[:PORT][/PREFIX] instead of the channel's registry (plain HTTP only for loopback unless --allow-http)")
+	cmd.Flags().StringVar(&f.layout, "layout", "", what+": a local OCI image layout directory instead of the channel's")
+	cmd.Flags().StringVar(&f.caFile, "ca-file", "", "PEM bundle of CAs trusted for the registry besides the system's")
+	cmd.Flags().BoolVar(&f.allowHTTP, "allow-http", false, "permit plain HTTP to a registry that is not on loopback")
+}
+
+// open returns the store of channel c, overridden by the flags.
+func (f *storeFlags) open(c specs.Channel) (registry.Store, error) {
+	reg, lay := c.Registry, c.Layout
+	if f.registry != "" {
+		reg, lay = f.registry, ""
+	}
+	if f.layout != "" {
+		reg, lay = "", f.layout
+	}
+	ca := c.CAFile
+	if f.caFile != "" {
+		ca = f.caFile
+	}
+	if reg != "" {
+		return registry.NewRemote(reg, registry.RemoteOptions{CAFile: ca, AllowHTTP: c.AllowHTTP || f.allowHTTP})
+	}
+	return registry.OpenLayout(lay)
+}
+
+// loadSigner reads a cosign.key with the password in $COSIGN_PASSWORD.
+func loadSigner(path string) (*registry.Signer, error) {
+	if path == "" {
+		return nil, errors.New("no signing key: set the channel's key in the spec (channels: NAME: key: FILE) or give --key FILE (builder keys generate writes one)")
+	}
+	if strings.Contains(path, "://") {
+		return nil, fmt.Errorf("key %s: KMS keys are not compiled into this builder; use a cosign.key file", path)
+	}
+	pw, ok := os.LookupEnv("COSIGN_PASSWORD")
+	if !ok {
+		return nil, fmt.Errorf("set COSIGN_PASSWORD to the password of %s", path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	sv, err := signing.LoadPrivate(b, []byte(pw))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return registry.NewSigner(sv)
+}
+
+// loadVerifiers reads cosign.pub files.
+func loadVerifiers(paths []string) ([]signature.Verifier, error) {
+	var out []signature.Verifier
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		v, err := signing.LoadPublic(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// selfDigest is the sha256 of the running builder, for the provenance.
+func selfDigest() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func newReleaseCmd() *cobra.Command {
+	var b buildFlags
+	var sf storeFlags
+	var channel, key string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "release (--branch NAME | --spec FILE) [--channel dev] [--registry HOST[:PORT][/PREFIX]] [--key FILE]",
+		Short: "Lock (when there is no lock), build, and publish a signed, attested release to a channel",
+		Long: `release is the whole pipeline: it locks the spec when the lock file does not
+exist yet (an existing lock is used as it is), builds every artifact from the
+lock, and publishes them to the channel's registry under its repository prefix,
+tagged with the version:
+
+  PREFIX/boot:VERSION          boot assets (vmlinuz, initramfs, rootfs, cmdline, SBOM) per architecture
+  PREFIX/installer:VERSION     the installer image (an index, one image per architecture)
+  PREFIX/extensions/NAME:VERSION  each system extension
+  PREFIX/lock:VERSION          the lock file
+
+Only blobs the registry lacks are uploaded. Every manifest (each index and each
+per-architecture child) is then signed with the channel's key in cosign's
+format (the sha256-<hex>.sig tag) and gets three signed in-toto attestations:
+SPDX 2.3 and CycloneDX 1.5 SBOMs of its packages, and SLSA v1 provenance of the
+release (spec, branch, version, channel, every RPM by sha256, every index by
+digest, the keyrings, the builder's version and digest). Attestations are
+attached in cosign's .att tag and as OCI referrers (with the sha256-<hex>
+fallback tag on registries without the referrers API). Nothing needs a
+transparency log: verify offline with the public key, by builder verify or
+by cosign verify --key cosign.pub --insecure-ignore-tlog.
+
+Channels come from the spec (channels: dev: registry: ..., key: ...); without
+them, each channel is a local OCI image layout beside the spec
+(release/<channel>), so a release needs no network and no registry.
+Registry credentials come from docker's config.json ($DOCKER_CONFIG) and its
+credential helpers; plain HTTP is used only for loopback hosts unless
+--allow-http. Failed requests are retried with backoff; a tag is written only
+after every blob of its manifest arrived, so an interrupted release leaves no
+tag pointing at a partial image, and running it again completes it.
+
+The signing key's password is read from $COSIGN_PASSWORD.`,
+		Example: `  # the demo base into a local OCI layout (no network, no registry)
+  builder demo-base /tmp/demo
+  COSIGN_PASSWORD=demo builder keys generate --out /tmp/demo/keys
+  COSIGN_PASSWORD=demo builder release --branch p11 --spec /tmp/demo/spec.yaml --key /tmp/demo/keys/cosign.key
+
+  # the shipped p11 spec to the dev channel's registry, overridden for one run
+  builder release --branch p11 --registry registry.internal:5000/nodeforge/p11 --key keys/dev/cosign.key`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := b.sf.load()
+			if err != nil {
+				return err
+			}
+			ch, err := s.Channel(channel)
+			if err != nil {
+				return err
+			}
+			if key == "" {
+				key = ch.Key
+			}
+			signer, err := loadSigner(key)
+			if err != nil {
+				return err
+			}
+			st, err := sf.open(ch)
+			if err != nil {
+				return err
+			}
+			stderr := cmd.ErrOrStderr()
+			logf := func(format string, a ...any) {
+				if !b.quiet {
+					fmt.Fprintf(stderr, format+"\n", a...)
+				}
+			}
+			lockPath := b.lockPath
+			if lockPath == "" {
+				dir := s.Dir
+				if dir == "" {
+					dir = "."
+				}
+				lockPath = filepath.Join(dir, s.Name+".lock.json")
+				b.lockPath = lockPath
+			}
+			if _, err := os.Stat(lockPath); errors.Is(err, fs.ErrNotExist) {
+				logf("no lock at %s: locking the spec", lockPath)
+				c := &cache.Cache{Dir: b.cacheDir, Workers: b.jobs, Progress: downloadProgress(stderr, b.quiet)}
+				l, err := lock.Create(context.Background(), s, lock.Options{Cache: c, Log: logf})
+				endProgress(stderr)
+				if err != nil {
+					return err
+				}
+				if err := l.Write(lockPath); err != nil {
+					return err
+				}
+			}
+			rep, out, err := b.run(cmd, nil)
+			if err != nil {
+				return err
+			}
+			l, err := lock.Read(lockPath)
+			if err != nil {
+				return err
+			}
+			lb, err := os.ReadFile(lockPath)
+			if err != nil {
+				return err
+			}
+			pub, err := registry.Publish(context.Background(), st, signer, registry.Release{Spec: s, Lock: l, LockBytes: lb,
+				Report: rep, Out: out, Channel: channel, BuilderID: ch.BuilderID, BuilderVersion: version,
+				BuilderSHA256: selfDigest(), Log: logf})
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(pub)
+			}
+			for _, img := range pub.Images {
+				fmt.Fprintf(w, "%s@%s\n", img.Ref, img.Digest)
+			}
+			fmt.Fprintf(stderr, "released %s to %s (channel %s): %d manifests, %d blobs uploaded (%d bytes), %d signatures and %d attestations added, key %s\n",
+				pub.Version, pub.Store, channel, pub.Stats.Manifests, pub.Stats.Blobs, pub.Stats.BlobBytes, pub.Signed, pub.Attested, pub.KeyID)
+			return nil
+		},
+	}
+	b.add(cmd)
+	sf.add(cmd, "publish to")
+	cmd.Flags().StringVar(&channel, "channel", "dev", "channel to publish to (the spec's channels; default dev and prod)")
+	cmd.Flags().StringVar(&key, "key", "", "signing key (cosign.key) instead of the channel's; password in $COSIGN_PASSWORD")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was published as JSON")
+	return cmd
+}

@@ -1,0 +1,289 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Annotations of the layout's index.json entries: the OCI ref name holds
+// "<repo>:<tag>", and every entry names its repository, so one layout
+// holds a whole release (several repositories, their signatures,
+// attestations and referrers) the way a registry would.
+const (
+	annRefName    = "org.opencontainers.image.ref.name"
+	annRepository = "dev.nodeforge.repository"
+)
+
+// Layout is a local OCI image layout holding every repository of a release.
+type Layout struct {
+	Dir  string
+	mu   sync.Mutex
+	path layout.Path
+	st   Stats
+}
+
+// OpenLayout opens the layout at dir, creating it when missing.
+func OpenLayout(dir string) (*Layout, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "index.json")); serr == nil {
+			return nil, fmt.Errorf("OCI layout %s: %w", dir, err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if p, err = layout.Write(dir, empty.Index); err != nil {
+			return nil, fmt.Errorf("OCI layout %s: %w", dir, err)
+		}
+	}
+	return &Layout{Dir: dir, path: p}, nil
+}
+
+func (l *Layout) String() string { return "oci:" + l.Dir }
+
+// Ref implements Store: "oci:DIR#repo:tag" (or @digest).
+func (l *Layout) Ref(repo, ref string) string {
+	if digestRef(ref) {
+		return l.String() + "#" + repo + "@" + ref
+	}
+	return l.String() + "#" + repo + ":" + ref
+}
+
+func (l *Layout) matcher(repo, tag string) func(v1.Descriptor) bool {
+	return func(d v1.Descriptor) bool {
+		return d.Annotations[annRepository] == repo && d.Annotations[annRefName] == repo+":"+tag
+	}
+}
+
+func (l *Layout) annotations(repo, tag string) map[string]string {
+	a := map[string]string{annRepository: repo}
+	if tag != "" {
+		a[annRefName] = repo + ":" + tag
+	}
+	return a
+}
+
+// countNew adds the blobs of a manifest the layout does not have yet.
+func (l *Layout) countNew(img v1.Image) {
+	layers, _ := img.Layers()
+	cfg, _ := img.ConfigName()
+	check := func(h v1.Hash, size int64) {
+		if _, err := os.Stat(filepath.Join(l.Dir, "blobs", h.Algorithm, h.Hex)); err != nil {
+			l.st.Blobs++
+			l.st.BlobBytes += size
+		}
+	}
+	if m, err := img.Manifest(); err == nil {
+		check(cfg, m.Config.Size)
+	}
+	for _, layer := range layers {
+		h, _ := layer.Digest()
+		n, _ := layer.Size()
+		check(h, n)
+	}
+}
+
+// WriteImage implements Store.
+func (l *Layout) WriteImage(ctx context.Context, repo, tag string, img v1.Image) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.countNew(img)
+	d, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	ann := l.annotations(repo, tag)
+	var match func(v1.Descriptor) bool
+	if tag != "" {
+		match = l.matcher(repo, tag)
+	} else {
+		match = func(x v1.Descriptor) bool {
+			return x.Digest == d && x.Annotations[annRepository] == repo && x.Annotations[annRefName] == ""
+		}
+	}
+	opts := []layout.Option{layout.WithAnnotations(ann)}
+	if err := l.path.ReplaceImage(img, match, opts...); err != nil {
+		return fmt.Errorf("%s: %w", l.Ref(repo, tag), err)
+	}
+	l.st.Manifests++
+	return nil
+}
+
+// WriteIndex implements Store.
+func (l *Layout) WriteIndex(ctx context.Context, repo, tag string, idx v1.ImageIndex) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	for _, c := range m.Manifests {
+		if img, err := idx.Image(c.Digest); err == nil {
+			l.countNew(img)
+			l.st.Manifests++
+		}
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return err
+	}
+	match := l.matcher(repo, tag)
+	if tag == "" {
+		match = func(x v1.Descriptor) bool {
+			return x.Digest == d && x.Annotations[annRepository] == repo && x.Annotations[annRefName] == ""
+		}
+	}
+	if err := l.path.ReplaceIndex(idx, match, layout.WithAnnotations(l.annotations(repo, tag))); err != nil {
+		return fmt.Errorf("%s: %w", l.Ref(repo, tag), err)
+	}
+	l.st.Manifests++
+	return nil
+}
+
+// Head implements Store. A digest is found when the layout has its blob
+// and some entry of the repository leads to it.
+func (l *Layout) Head(ctx context.Context, repo, ref string) (*v1.Descriptor, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	root, err := l.path.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	m, err := root.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range m.Manifests {
+		if d.Annotations[annRepository] != repo {
+			continue
+		}
+		if !digestRef(ref) && d.Annotations[annRefName] == repo+":"+ref {
+			return &d, nil
+		}
+		if digestRef(ref) {
+			if found := l.find(root, d, ref); found != nil {
+				return found, nil
+			}
+		}
+	}
+	return nil, notFound(l.Ref(repo, ref))
+}
+
+// find looks for digest ref at d or below it (an index's children).
+func (l *Layout) find(root v1.ImageIndex, d v1.Descriptor, ref string) *v1.Descriptor {
+	if d.Digest.String() == ref {
+		c := d
+		c.Annotations = nil
+		return &c
+	}
+	if !isIndex(d.MediaType) {
+		return nil
+	}
+	idx, err := root.ImageIndex(d.Digest)
+	if err != nil {
+		return nil
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil
+	}
+	for _, c := range m.Manifests {
+		if f := l.find(root, c, ref); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// Image implements Store.
+func (l *Layout) Image(ctx context.Context, repo, ref string) (v1.Image, error) {
+	d, err := l.Head(ctx, repo, ref)
+	if err != nil {
+		return nil, err
+	}
+	return l.path.Image(d.Digest)
+}
+
+// Index implements Store.
+func (l *Layout) Index(ctx context.Context, repo, ref string) (v1.ImageIndex, error) {
+	d, err := l.Head(ctx, repo, ref)
+	if err != nil {
+		return nil, err
+	}
+	root, err := l.path.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	return root.ImageIndex(d.Digest)
+}
+
+// Referrers implements Store by reading the subject of each manifest of
+// the repository.
+func (l *Layout) Referrers(ctx context.Context, repo string, subject v1.Hash) ([]v1.Descriptor, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	root, err := l.path.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	m, err := root.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	var out []v1.Descriptor
+	for _, d := range m.Manifests {
+		if d.Annotations[annRepository] != repo || d.MediaType != types.OCIManifestSchema1 {
+			continue
+		}
+		raw, err := l.blob(d.Digest)
+		if err != nil {
+			return nil, err
+		}
+		var mf v1.Manifest
+		if json.Unmarshal(raw, &mf) != nil || mf.Subject == nil || mf.Subject.Digest != subject {
+			continue
+		}
+		ref := v1.Descriptor{MediaType: d.MediaType, Size: d.Size, Digest: d.Digest, ArtifactType: string(mf.Config.MediaType), Annotations: mf.Annotations}
+		if at, ok := artifactType(raw); ok {
+			ref.ArtifactType = at
+		}
+		out = append(out, ref)
+	}
+	return out, nil
+}
+
+func artifactType(raw []byte) (string, bool) {
+	var m struct {
+		ArtifactType string `json:"artifactType"`
+	}
+	if json.Unmarshal(raw, &m) == nil && m.ArtifactType != "" {
+		return m.ArtifactType, true
+	}
+	return "", false
+}
+
+func (l *Layout) blob(h v1.Hash) ([]byte, error) {
+	rc, err := l.path.Blob(h)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, 16<<20))
+}
+
+// Stats implements Store.
+func (l *Layout) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.st
+}

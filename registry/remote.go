@@ -1,0 +1,327 @@
+package registry
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// RemoteOptions say how to reach a registry.
+type RemoteOptions struct {
+	// CAFile is a PEM bundle trusted besides the system's roots.
+	CAFile string
+	// AllowHTTP permits plain HTTP to a host that is not loopback; loopback
+	// hosts may always use it.
+	AllowHTTP bool
+	// Keychain finds credentials; default: docker's config.json
+	// ($DOCKER_CONFIG) and its credential helpers.
+	Keychain authn.Keychain
+	// Retries of one request on 5xx, 429 and transport errors (default 5),
+	// with exponential backoff from RetryDelay (default 200ms).
+	Retries    int
+	RetryDelay time.Duration
+	// Transport under everything (tests inject faults here).
+	Transport http.RoundTripper
+}
+
+// Remote is a registry under a repository prefix.
+type Remote struct {
+	Host, Prefix string
+	opts         []remote.Option
+	nameOpts     []name.Option
+	sent         atomic.Int64
+	blobs        atomic.Int64
+	manifests    atomic.Int64
+}
+
+// ParseTarget splits "HOST[:PORT][/PREFIX]" (a leading docker:// is
+// allowed) into host and prefix.
+func ParseTarget(s string) (host, prefix string, err error) {
+	s = strings.TrimPrefix(s, "docker://")
+	s = strings.TrimSuffix(s, "/")
+	host, prefix, _ = strings.Cut(s, "/")
+	if host == "" || strings.ContainsAny(host, " \t") {
+		return "", "", fmt.Errorf("registry %q: want HOST[:PORT][/PREFIX]", s)
+	}
+	if prefix != "" {
+		if _, err := name.NewRepository(host + "/" + prefix); err != nil {
+			return "", "", fmt.Errorf("registry %q: %w", s, err)
+		}
+	}
+	return host, prefix, nil
+}
+
+// IsLoopback reports whether a registry host is on this machine.
+func IsLoopback(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.Trim(h, "[]")
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// NewRemote returns the store at target ("HOST[:PORT][/PREFIX]").
+func NewRemote(target string, o RemoteOptions) (*Remote, error) {
+	host, prefix, err := ParseTarget(target)
+	if err != nil {
+		return nil, err
+	}
+	r := &Remote{Host: host, Prefix: prefix}
+	if o.AllowHTTP || IsLoopback(host) {
+		// name.Insecure tries HTTPS first and falls back to HTTP.
+		r.nameOpts = append(r.nameOpts, name.Insecure)
+	}
+	base := o.Transport
+	if base == nil {
+		t := remote.DefaultTransport.(*http.Transport).Clone()
+		if o.CAFile != "" {
+			pem, err := os.ReadFile(o.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("CA bundle: %w", err)
+			}
+			pool, err := x509.SystemCertPool()
+			if err != nil || pool == nil {
+				pool = x509.NewCertPool()
+			}
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("CA bundle %s holds no PEM certificate", o.CAFile)
+			}
+			t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
+		base = t
+	}
+	kc := o.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	retries, delay := o.Retries, o.RetryDelay
+	if retries == 0 {
+		retries = 5
+	}
+	if delay == 0 {
+		delay = 200 * time.Millisecond
+	}
+	r.opts = []remote.Option{
+		remote.WithAuthFromKeychain(kc),
+		remote.WithTransport(&countingTransport{base: base, sent: &r.sent, blobs: &r.blobs}),
+		remote.WithRetryBackoff(remote.Backoff{Duration: delay, Factor: 2, Jitter: 0.2, Steps: retries}),
+		remote.WithRetryStatusCodes(http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout),
+		remote.WithJobs(4),
+		remote.WithUserAgent("nodeforge-builder"),
+	}
+	return r, nil
+}
+
+func (r *Remote) String() string {
+	if r.Prefix == "" {
+		return r.Host
+	}
+	return r.Host + "/" + r.Prefix
+}
+
+func (r *Remote) repoName(repo string) string {
+	if r.Prefix == "" {
+		return r.Host + "/" + repo
+	}
+	return r.Host + "/" + r.Prefix + "/" + repo
+}
+
+// Ref implements Store.
+func (r *Remote) Ref(repo, ref string) string {
+	if digestRef(ref) {
+		return r.repoName(repo) + "@" + ref
+	}
+	return r.repoName(repo) + ":" + ref
+}
+
+func (r *Remote) reference(repo, ref string) (name.Reference, error) {
+	return name.ParseReference(r.Ref(repo, ref), r.nameOpts...)
+}
+
+func (r *Remote) ctxOpts(ctx context.Context) []remote.Option {
+	return append(append([]remote.Option{}, r.opts...), remote.WithContext(ctx))
+}
+
+// WriteImage implements Store. Blobs go first, by digest; the manifest
+// (and so the tag) only after all of them arrived.
+func (r *Remote) WriteImage(ctx context.Context, repo, tag string, img v1.Image) error {
+	ref, err := r.target(repo, tag, img)
+	if err != nil {
+		return err
+	}
+	if err := remote.Write(ref, img, r.ctxOpts(ctx)...); err != nil {
+		return r.explain(ref.String(), err)
+	}
+	r.manifests.Add(1)
+	return nil
+}
+
+// WriteIndex implements Store: children first, then the index.
+func (r *Remote) WriteIndex(ctx context.Context, repo, tag string, idx v1.ImageIndex) error {
+	ref, err := r.target(repo, tag, idx)
+	if err != nil {
+		return err
+	}
+	if err := remote.WriteIndex(ref, idx, r.ctxOpts(ctx)...); err != nil {
+		return r.explain(ref.String(), err)
+	}
+	m, _ := idx.IndexManifest()
+	if m != nil {
+		r.manifests.Add(int64(len(m.Manifests)))
+	}
+	r.manifests.Add(1)
+	return nil
+}
+
+func (r *Remote) target(repo, tag string, d interface{ Digest() (v1.Hash, error) }) (name.Reference, error) {
+	if tag != "" {
+		return r.reference(repo, tag)
+	}
+	h, err := d.Digest()
+	if err != nil {
+		return nil, err
+	}
+	return r.reference(repo, h.String())
+}
+
+// Head implements Store.
+func (r *Remote) Head(ctx context.Context, repo, ref string) (*v1.Descriptor, error) {
+	nr, err := r.reference(repo, ref)
+	if err != nil {
+		return nil, err
+	}
+	d, err := remote.Head(nr, r.ctxOpts(ctx)...)
+	if err != nil {
+		return nil, r.explain(nr.String(), err)
+	}
+	return d, nil
+}
+
+// Image implements Store.
+func (r *Remote) Image(ctx context.Context, repo, ref string) (v1.Image, error) {
+	nr, err := r.reference(repo, ref)
+	if err != nil {
+		return nil, err
+	}
+	img, err := remote.Image(nr, r.ctxOpts(ctx)...)
+	if err != nil {
+		return nil, r.explain(nr.String(), err)
+	}
+	return img, nil
+}
+
+// Index implements Store.
+func (r *Remote) Index(ctx context.Context, repo, ref string) (v1.ImageIndex, error) {
+	nr, err := r.reference(repo, ref)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := remote.Index(nr, r.ctxOpts(ctx)...)
+	if err != nil {
+		return nil, r.explain(nr.String(), err)
+	}
+	return idx, nil
+}
+
+// Referrers implements Store; on a registry without the referrers API it
+// reads the sha256-<hex> fallback tag.
+func (r *Remote) Referrers(ctx context.Context, repo string, d v1.Hash) ([]v1.Descriptor, error) {
+	nr, err := name.NewDigest(r.Ref(repo, d.String()), r.nameOpts...)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := remote.Referrers(nr, r.ctxOpts(ctx)...)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil
+		}
+		return nil, r.explain(nr.String(), err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	return m.Manifests, nil
+}
+
+// Stats implements Store.
+func (r *Remote) Stats() Stats {
+	return Stats{BlobBytes: r.sent.Load(), Blobs: int(r.blobs.Load()), Manifests: int(r.manifests.Load())}
+}
+
+func isNotFound(err error) bool {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		if te.StatusCode == http.StatusNotFound {
+			return true
+		}
+		for _, d := range te.Errors {
+			if d.Code == transport.ManifestUnknownErrorCode || d.Code == transport.NameUnknownErrorCode {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// explain names the reference and turns a 404 into ErrNotFound.
+func (r *Remote) explain(ref string, err error) error {
+	if isNotFound(err) {
+		return notFound(ref)
+	}
+	var te *transport.Error
+	if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
+		return fmt.Errorf("%s: access denied (%d): check the credentials in docker's config.json ($DOCKER_CONFIG) for %s: %w", ref, te.StatusCode, r.Host, err)
+	}
+	return fmt.Errorf("%s: %w", ref, err)
+}
+
+// countingTransport counts the bytes of blob uploads actually sent.
+type countingTransport struct {
+	base        http.RoundTripper
+	sent, blobs *atomic.Int64
+}
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	upload := strings.Contains(req.URL.Path, "/blobs/uploads/") && (req.Method == http.MethodPatch || req.Method == http.MethodPut || req.Method == http.MethodPost)
+	if upload && req.Body != nil && req.Body != http.NoBody {
+		req.Body = &countingBody{ReadCloser: req.Body, n: t.sent}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if upload && req.Method == http.MethodPut && err == nil && resp.StatusCode == http.StatusCreated {
+		t.blobs.Add(1)
+	}
+	return resp, err
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}

@@ -1,0 +1,297 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	cosignempty "github.com/sigstore/cosign/v2/pkg/oci/empty"
+	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/sigstore/pkg/signature/dsse"
+	"github.com/sigstore/sigstore/pkg/signature/payload"
+)
+
+// Media and predicate types of what is attached to a release.
+const (
+	InTotoPayloadType  = "application/vnd.in-toto+json"
+	DSSEMediaType      = "application/vnd.dsse.envelope.v1+json"
+	EmptyMediaType     = "application/vnd.oci.empty.v1+json"
+	PredicateSPDX      = "https://spdx.dev/Document"
+	PredicateCycloneDX = "https://cyclonedx.org/bom"
+	PredicateSLSA      = "https://slsa.dev/provenance/v1"
+	PredicatePromotion = "https://nodeforge.dev/promotion/v1"
+	// annPredicateType is the annotation of an attestation layer (cosign's
+	// name) and of a referrer manifest (in-toto's).
+	annPredicateType        = "predicateType"
+	annReferrerPredicate    = "in-toto.io/predicate-type"
+	annSignatureCosign      = "dev.cosignproject.cosign/signature"
+	simpleSigningMediaType  = "application/vnd.dev.cosign.simplesigning.v1+json"
+	cosignSignatureTypeName = "cosign container image signature"
+)
+
+// Signer signs and attests in cosign's formats with one key.
+type Signer struct {
+	sv signature.SignerVerifier
+	// KeyID is the sha256 of the public key (DER), naming the key in
+	// promotion attestations and messages.
+	KeyID string
+}
+
+// NewSigner wraps a loaded key (see package signing).
+func NewSigner(sv signature.SignerVerifier) (*Signer, error) {
+	pub, err := sv.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	id, err := KeyID(pub)
+	if err != nil {
+		return nil, err
+	}
+	return &Signer{sv: sv, KeyID: id}, nil
+}
+
+// KeyID is "sha256:<hex>" of a public key's DER encoding.
+func KeyID(pub crypto.PublicKey) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", err
+	}
+	s := sha256.Sum256(der)
+	return "sha256:" + hex.EncodeToString(s[:]), nil
+}
+
+// Verifier returns the signer's public half.
+func (s *Signer) Verifier() signature.Verifier { return s.sv }
+
+// signingPayload is cosign's simple-signing payload for a manifest.
+func signingPayload(dockerRef string, d v1.Hash) ([]byte, error) {
+	return json.Marshal(payload.SimpleContainerImage{Critical: payload.Critical{
+		Identity: payload.Identity{DockerReference: dockerRef},
+		Image:    payload.Image{DockerManifestDigest: d.String()},
+		Type:     cosignSignatureTypeName,
+	}})
+}
+
+// Sign adds a signature of manifest d of repo to its sha256-<hex>.sig
+// tag, unless one by this key is there already (re-releasing signs
+// nothing anew). It returns whether it signed.
+func (s *Signer) Sign(ctx context.Context, st Store, repo string, d v1.Hash) (bool, error) {
+	base, existing, err := readSigs(ctx, st, repo, SigTag(d))
+	if err != nil {
+		return false, err
+	}
+	for _, l := range existing {
+		if checkSignatureLayer(s.sv, l, d) == nil {
+			return false, nil
+		}
+	}
+	ref := st.Ref(repo, d.String())
+	dockerRef := ref[:len(ref)-len(d.String())-1]
+	p, err := signingPayload(dockerRef, d)
+	if err != nil {
+		return false, err
+	}
+	raw, err := s.sv.SignMessage(bytes.NewReader(p))
+	if err != nil {
+		return false, fmt.Errorf("signing %s: %w", ref, err)
+	}
+	sig, err := static.NewSignature(p, base64.StdEncoding.EncodeToString(raw))
+	if err != nil {
+		return false, err
+	}
+	ann, err := sig.Annotations()
+	if err != nil {
+		return false, err
+	}
+	img, err := mutate.Append(base, mutate.Addendum{Layer: sig, Annotations: ann})
+	if err != nil {
+		return false, err
+	}
+	if err := st.WriteImage(ctx, repo, SigTag(d), img); err != nil {
+		return false, fmt.Errorf("writing the signature of %s: %w", ref, err)
+	}
+	return true, nil
+}
+
+// Statement is an in-toto Statement v1.
+type Statement struct {
+	Type          string          `json:"_type"`
+	Subject       []Subject       `json:"subject"`
+	PredicateType string          `json:"predicateType"`
+	Predicate     json.RawMessage `json:"predicate"`
+}
+
+// Subject is one subject of a statement.
+type Subject struct {
+	Name   string            `json:"name"`
+	Digest map[string]string `json:"digest"`
+}
+
+// StatementV1 is the _type of an in-toto Statement v1.
+const StatementV1 = "https://in-toto.io/Statement/v1"
+
+// Attest signs statement (an in-toto statement about manifest d) as a
+// DSSE envelope and attaches it twice: as a layer of cosign's
+// sha256-<hex>.att image, and as an OCI referrer of d (a registry without
+// the referrers API gets the sha256-<hex> fallback tag). An identical
+// statement already attached by this key is not attached again.
+func (s *Signer) Attest(ctx context.Context, st Store, repo string, subject v1.Descriptor, predicateType string, statement []byte) (bool, error) {
+	d := subject.Digest
+	base, existing, err := readSigs(ctx, st, repo, AttTag(d))
+	if err != nil {
+		return false, err
+	}
+	var envelope []byte
+	for _, l := range existing {
+		if env, err := layerBytes(l.layer); err == nil {
+			if got, err := openEnvelope(s.sv, env); err == nil && bytes.Equal(got, statement) {
+				envelope = env
+			}
+		}
+	}
+	added := false
+	if envelope == nil {
+		if envelope, err = dsse.WrapSigner(s.sv, InTotoPayloadType).SignMessage(bytes.NewReader(statement)); err != nil {
+			return false, fmt.Errorf("attesting %s: %w", st.Ref(repo, d.String()), err)
+		}
+		att, err := static.NewAttestation(envelope, static.WithLayerMediaType(DSSEMediaType),
+			static.WithAnnotations(map[string]string{annPredicateType: predicateType}))
+		if err != nil {
+			return false, err
+		}
+		ann, _ := att.Annotations()
+		img, err := mutate.Append(base, mutate.Addendum{Layer: att, Annotations: ann})
+		if err != nil {
+			return false, err
+		}
+		if err := st.WriteImage(ctx, repo, AttTag(d), img); err != nil {
+			return false, fmt.Errorf("writing the attestations of %s: %w", st.Ref(repo, d.String()), err)
+		}
+		added = true
+	}
+	ref, err := newArtifact(InTotoPayloadType, DSSEMediaType, envelope, &subject,
+		map[string]string{annReferrerPredicate: predicateType})
+	if err != nil {
+		return false, err
+	}
+	if err := st.WriteImage(ctx, repo, "", ref); err != nil {
+		return false, fmt.Errorf("writing a referrer of %s: %w", st.Ref(repo, d.String()), err)
+	}
+	return added, nil
+}
+
+// readSigs reads a cosign .sig or .att image; a missing one is cosign's
+// empty signature image.
+func readSigs(ctx context.Context, st Store, repo, tag string) (v1.Image, []sigLayer, error) {
+	img, err := st.Image(ctx, repo, tag)
+	if errors.Is(err, ErrNotFound) {
+		return cosignempty.Signatures(), nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", st.Ref(repo, tag), err)
+	}
+	var out []sigLayer
+	for _, d := range m.Layers {
+		l, err := img.LayerByDigest(d.Digest)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", st.Ref(repo, tag), err)
+		}
+		out = append(out, sigLayer{desc: d, layer: l})
+	}
+	return img, out, nil
+}
+
+// sigLayer is one signature or attestation: its descriptor (with cosign's
+// annotations) and its content.
+type sigLayer struct {
+	desc  v1.Descriptor
+	layer v1.Layer
+}
+
+// maxSignatureLayer bounds what is read of a signature or attestation.
+const maxSignatureLayer = 64 << 20
+
+func layerBytes(l v1.Layer) ([]byte, error) {
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxSignatureLayer+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSignatureLayer {
+		return nil, fmt.Errorf("signature layer larger than %d bytes", maxSignatureLayer)
+	}
+	want, err := l.Digest()
+	if err != nil {
+		return nil, err
+	}
+	if got := sha256.Sum256(b); hex.EncodeToString(got[:]) != want.Hex {
+		return nil, fmt.Errorf("layer %s: content does not match its digest", want)
+	}
+	return b, nil
+}
+
+// checkSignatureLayer verifies one layer of a .sig image against v and
+// manifest d.
+func checkSignatureLayer(v signature.Verifier, l sigLayer, d v1.Hash) error {
+	p, err := layerBytes(l.layer)
+	if err != nil {
+		return err
+	}
+	lh := l.desc.Digest
+	b64 := l.desc.Annotations[annSignatureCosign]
+	if b64 == "" {
+		return fmt.Errorf("signature %s has no %s annotation", lh, annSignatureCosign)
+	}
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return fmt.Errorf("signature %s: %w", lh, err)
+	}
+	if err := v.VerifySignature(bytes.NewReader(raw), bytes.NewReader(p)); err != nil {
+		return fmt.Errorf("signature %s does not verify with the key: %w", lh, err)
+	}
+	var sp payload.SimpleContainerImage
+	if err := json.Unmarshal(p, &sp); err != nil {
+		return fmt.Errorf("signature %s: payload: %w", lh, err)
+	}
+	if sp.Critical.Image.DockerManifestDigest != d.String() {
+		return fmt.Errorf("signature %s is for %s, not %s", lh, sp.Critical.Image.DockerManifestDigest, d)
+	}
+	return nil
+}
+
+// openEnvelope verifies a DSSE envelope with v and returns its payload.
+func openEnvelope(v signature.Verifier, env []byte) ([]byte, error) {
+	var e struct {
+		PayloadType string `json:"payloadType"`
+		Payload     string `json:"payload"`
+	}
+	if err := json.Unmarshal(env, &e); err != nil {
+		return nil, fmt.Errorf("not a DSSE envelope: %w", err)
+	}
+	if e.PayloadType != InTotoPayloadType {
+		return nil, fmt.Errorf("DSSE payload type %q, want %s", e.PayloadType, InTotoPayloadType)
+	}
+	if err := dsse.WrapVerifier(v).VerifySignature(bytes.NewReader(env), nil); err != nil {
+		return nil, fmt.Errorf("DSSE signature does not verify with the key: %w", err)
+	}
+	return base64.StdEncoding.DecodeString(e.Payload)
+}

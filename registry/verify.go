@@ -1,0 +1,277 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/nodeforge/builder/provenance"
+)
+
+// Policy is what verify and promote require of a release's packages.
+type Policy struct {
+	// Base is the repository name every package must come from (default:
+	// the provenance's base, the spec's first repository).
+	Base string `yaml:"base" json:"base"`
+	// URLs, when set, are prefixes one of which each package's URL must
+	// start with.
+	URLs []string `yaml:"urls" json:"urls"`
+	// Fingerprints, when set, are the OpenPGP keys a package may be signed by.
+	Fingerprints []string `yaml:"fingerprints" json:"fingerprints"`
+}
+
+// LoadPolicy reads a policy file (YAML or JSON).
+func LoadPolicy(path string) (*Policy, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var p Policy
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return &p, nil
+}
+
+// Verification is the outcome of verifying one reference.
+type Verification struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
+	// Manifests are the manifest checked (the index and each child).
+	Manifests []ManifestCheck `json:"manifests"`
+	// Problems lists every reason the reference fails; empty means it passed.
+	Problems []string `json:"problems"`
+	// Provenance is the verified SLSA predicate of the top manifest.
+	Provenance *provenance.Predicate `json:"-"`
+}
+
+// ManifestCheck is what was found for one manifest.
+type ManifestCheck struct {
+	Digest       string         `json:"digest"`
+	Signatures   int            `json:"verifiedSignatures"`
+	Attestations map[string]int `json:"verifiedAttestations"`
+	Referrers    int            `json:"referrers"`
+	Packages     int            `json:"packages"`
+}
+
+// OK reports whether nothing failed.
+func (v *Verification) OK() bool { return len(v.Problems) == 0 }
+
+func (v *Verification) fail(format string, a ...any) {
+	v.Problems = append(v.Problems, fmt.Sprintf(format, a...))
+}
+
+// Verify checks repo:ref in st: a signature by one of keys on the
+// manifest and on every child of an index; attestations signed by one of
+// keys whose statements name that digest (SPDX, CycloneDX and SLSA
+// provenance for images, provenance for the lock artifact); the same
+// attestations as OCI referrers; and that every package of the SBOMs is a
+// dependency the provenance resolved from the base the policy names.
+func Verify(ctx context.Context, st Store, repo, ref string, keys []signature.Verifier, pol *Policy) (*Verification, error) {
+	v := &Verification{Ref: st.Ref(repo, ref)}
+	top, err := st.Head(ctx, repo, ref)
+	if err != nil {
+		return nil, err
+	}
+	v.Digest = top.Digest.String()
+	targets := []v1.Descriptor{*top}
+	if isIndex(top.MediaType) {
+		idx, err := st.Index(ctx, repo, top.Digest.String())
+		if err != nil {
+			return nil, err
+		}
+		m, err := idx.IndexManifest()
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, m.Manifests...)
+	}
+	want := []string{PredicateSLSA, PredicateSPDX, PredicateCycloneDX}
+	if repo == RepoLock {
+		want = []string{PredicateSLSA}
+	}
+	for _, t := range targets {
+		c, prov := checkManifest(ctx, st, repo, t, keys, want, pol, v)
+		v.Manifests = append(v.Manifests, c)
+		if t.Digest == top.Digest {
+			v.Provenance = prov
+		}
+	}
+	return v, nil
+}
+
+// checkManifest verifies one manifest and adds its problems to v.
+func checkManifest(ctx context.Context, st Store, repo string, t v1.Descriptor, keys []signature.Verifier, want []string, pol *Policy, v *Verification) (ManifestCheck, *provenance.Predicate) {
+	name := st.Ref(repo, t.Digest.String())
+	c := ManifestCheck{Digest: t.Digest.String(), Attestations: map[string]int{}}
+	_, sigs, err := readSigs(ctx, st, repo, SigTag(t.Digest))
+	if err != nil {
+		v.fail("%s: reading signatures: %v", name, err)
+	}
+	var sigErrs []string
+	for _, l := range sigs {
+		ok := false
+		for _, k := range keys {
+			if err := checkSignatureLayer(k, l, t.Digest); err == nil {
+				ok = true
+				break
+			} else if len(keys) == 1 {
+				sigErrs = append(sigErrs, err.Error())
+			}
+		}
+		if ok {
+			c.Signatures++
+		}
+	}
+	if c.Signatures == 0 {
+		if len(sigs) == 0 {
+			v.fail("%s: not signed (no %s)", name, SigTag(t.Digest))
+		} else {
+			v.fail("%s: no signature verifies with the key: %s", name, strings.Join(sigErrs, "; "))
+		}
+	}
+
+	_, atts, err := readSigs(ctx, st, repo, AttTag(t.Digest))
+	if err != nil {
+		v.fail("%s: reading attestations: %v", name, err)
+	}
+	var prov *provenance.Predicate
+	var sboms [][]byte
+	for _, l := range atts {
+		env, err := layerBytes(l.layer)
+		if err != nil {
+			v.fail("%s: attestation %s: %v", name, l.desc.Digest, err)
+			continue
+		}
+		var payload []byte
+		for _, k := range keys {
+			if payload, err = openEnvelope(k, env); err == nil {
+				break
+			}
+		}
+		if payload == nil {
+			continue // signed by another key (a promoted image keeps the source channel's)
+		}
+		var s Statement
+		if err := json.Unmarshal(payload, &s); err != nil {
+			v.fail("%s: attestation %s: not an in-toto statement: %v", name, l.desc.Digest, err)
+			continue
+		}
+		if !slices.ContainsFunc(s.Subject, func(sub Subject) bool { return sub.Digest["sha256"] == t.Digest.Hex }) {
+			var names []string
+			for _, sub := range s.Subject {
+				names = append(names, "sha256:"+sub.Digest["sha256"])
+			}
+			v.fail("%s: the %s attestation describes %s, not this digest", name, s.PredicateType, strings.Join(names, ", "))
+			continue
+		}
+		c.Attestations[s.PredicateType]++
+		switch s.PredicateType {
+		case PredicateSLSA:
+			var p provenance.Predicate
+			if err := json.Unmarshal(s.Predicate, &p); err != nil {
+				v.fail("%s: provenance: %v", name, err)
+				continue
+			}
+			prov = &p
+		case PredicateSPDX:
+			sboms = append(sboms, s.Predicate)
+		}
+	}
+	for _, w := range want {
+		if c.Attestations[w] == 0 {
+			v.fail("%s: no %s attestation verifies with the key", name, w)
+		}
+	}
+	refs, err := st.Referrers(ctx, repo, t.Digest)
+	if err != nil {
+		v.fail("%s: referrers: %v", name, err)
+	}
+	for _, r := range refs {
+		if r.ArtifactType == InTotoPayloadType {
+			c.Referrers++
+		}
+	}
+	if c.Referrers < len(want) {
+		v.fail("%s: %d in-toto referrers, want at least %d", name, c.Referrers, len(want))
+	}
+	if prov != nil {
+		for _, sb := range sboms {
+			n, problems := checkPackages(sb, prov, pol)
+			c.Packages += n
+			for _, p := range problems {
+				v.fail("%s: %s", name, p)
+			}
+		}
+	}
+	return c, prov
+}
+
+// checkPackages applies the single-base policy to an SPDX document: every
+// package is a resolved dependency of the provenance, from the base
+// repository (and the policy's URLs and signers).
+func checkPackages(spdx []byte, prov *provenance.Predicate, pol *Policy) (int, []string) {
+	var doc struct {
+		Packages []struct {
+			Name        string `json:"name"`
+			VersionInfo string `json:"versionInfo"`
+			Checksums   []struct {
+				Algorithm string `json:"algorithm"`
+				Value     string `json:"checksumValue"`
+			} `json:"checksums"`
+		} `json:"packages"`
+	}
+	if err := json.Unmarshal(spdx, &doc); err != nil {
+		return 0, []string{"SPDX document: " + err.Error()}
+	}
+	deps := map[string]provenance.ResourceDescriptor{}
+	for _, d := range prov.BuildDefinition.ResolvedDependencies {
+		if d.Annotations[provenance.AnnKind] == "rpm" {
+			deps[d.Digest["sha256"]] = d
+		}
+	}
+	base := prov.BuildDefinition.ExternalParameters.Base
+	var p Policy
+	if pol != nil {
+		p = *pol
+	}
+	if p.Base != "" {
+		base = p.Base
+	}
+	var problems []string
+	n := 0
+	for _, pk := range doc.Packages {
+		sum := ""
+		for _, c := range pk.Checksums {
+			if c.Algorithm == "SHA256" {
+				sum = c.Value
+			}
+		}
+		if sum == "" {
+			continue // the artifact itself
+		}
+		n++
+		label := pk.Name + "-" + pk.VersionInfo
+		d, ok := deps[sum]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("package %s (sha256:%s) is not among the provenance's resolved dependencies", label, sum))
+		case d.Annotations[provenance.AnnRepository] != base:
+			problems = append(problems, fmt.Sprintf("package %s comes from repository %q, not the base %q (%s)", label, d.Annotations[provenance.AnnRepository], base, d.URI))
+		case len(p.URLs) > 0 && !slices.ContainsFunc(p.URLs, func(u string) bool { return strings.HasPrefix(d.URI, u) }):
+			problems = append(problems, fmt.Sprintf("package %s: %s is outside the policy's URLs", label, d.URI))
+		case len(p.Fingerprints) > 0 && !slices.ContainsFunc(p.Fingerprints, func(f string) bool { return strings.EqualFold(f, d.Annotations[provenance.AnnSigner]) }):
+			problems = append(problems, fmt.Sprintf("package %s is signed by %q, not a key of the policy", label, d.Annotations[provenance.AnnSigner]))
+		}
+	}
+	return n, problems
+}
