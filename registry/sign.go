@@ -295,3 +295,7 @@ func openEnvelope(v signature.Verifier, env []byte) ([]byte, error) {
 	}
 	return base64.StdEncoding.DecodeString(e.Payload)
 }
+
+// EmptySignatures is cosign's image of no signatures (what a .sig or .att
+// tag starts from).
+func EmptySignatures() (v1.Image, error) { return cosignempty.Signatures(), nil }
