@@ -118,7 +118,7 @@ func Publish(ctx context.Context, st Store, signer *Signer, r Release) (*Publish
 			return st.WriteImage(ctx, u.repo, tag, u.image)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("pushing %s: %w", st.Ref(u.repo, tag), err)
+			return nil, fmt.Errorf("release %s not complete (run it again to finish): %w", r.Spec.Version, err)
 		}
 		p := pushed{u: u}
 		d, err := st.Head(ctx, u.repo, tag)

@@ -29,6 +29,7 @@ func init() { register(newReleaseCmd) }
 type storeFlags struct {
 	registry, layout, caFile string
 	allowHTTP                bool
+	retries                  int
 }
 
 func (f *storeFlags) add(cmd *cobra.Command, what string) {
@@ -36,6 +37,7 @@ func (f *storeFlags) add(cmd *cobra.Command, what string) {
 	cmd.Flags().StringVar(&f.layout, "layout", "", what+": a local OCI image layout directory instead of the channel's")
 	cmd.Flags().StringVar(&f.caFile, "ca-file", "", "PEM bundle of CAs trusted for the registry besides the system's")
 	cmd.Flags().BoolVar(&f.allowHTTP, "allow-http", false, "permit plain HTTP to a registry that is not on loopback")
+	cmd.Flags().IntVar(&f.retries, "retries", 5, "retries of a failed registry request (5xx, 429, cut connections), with exponential backoff")
 }
 
 // open returns the store of channel c, overridden by the flags.
@@ -52,7 +54,7 @@ func (f *storeFlags) open(c specs.Channel) (registry.Store, error) {
 		ca = f.caFile
 	}
 	if reg != "" {
-		return registry.NewRemote(reg, registry.RemoteOptions{CAFile: ca, AllowHTTP: c.AllowHTTP || f.allowHTTP})
+		return registry.NewRemote(reg, registry.RemoteOptions{CAFile: ca, AllowHTTP: c.AllowHTTP || f.allowHTTP, Retries: f.retries})
 	}
 	return registry.OpenLayout(lay)
 }
