@@ -299,3 +299,6 @@ func openEnvelope(v signature.Verifier, env []byte) ([]byte, error) {
 // EmptySignatures is cosign's image of no signatures (what a .sig or .att
 // tag starts from).
 func EmptySignatures() (v1.Image, error) { return cosignempty.Signatures(), nil }
+
+// Verifier checks signatures with a public key (see package signing).
+type Verifier = signature.Verifier

@@ -196,13 +196,18 @@ func checkManifest(ctx context.Context, st Store, repo string, t v1.Descriptor, 
 	if err != nil {
 		v.fail("%s: referrers: %v", name, err)
 	}
+	byType := map[string]int{}
 	for _, r := range refs {
-		if r.ArtifactType == InTotoPayloadType {
+		pt, ok := referrerStatement(ctx, st, repo, r, t.Digest, keys)
+		if ok {
 			c.Referrers++
+			byType[pt]++
 		}
 	}
-	if c.Referrers < len(want) {
-		v.fail("%s: %d in-toto referrers, want at least %d", name, c.Referrers, len(want))
+	for _, w := range want {
+		if byType[w] == 0 {
+			v.fail("%s: no OCI referrer holds a %s attestation that verifies with the key", name, w)
+		}
 	}
 	if prov != nil {
 		for _, sb := range sboms {
@@ -214,6 +219,45 @@ func checkManifest(ctx context.Context, st Store, repo string, t v1.Descriptor, 
 		}
 	}
 	return c, prov
+}
+
+// referrerStatement reads one referrer: an in-toto artifact whose DSSE
+// envelope verifies with one of keys and whose statement names digest d.
+// It returns the statement's predicate type.
+func referrerStatement(ctx context.Context, st Store, repo string, r v1.Descriptor, d v1.Hash, keys []signature.Verifier) (string, bool) {
+	img, err := st.Image(ctx, repo, r.Digest.String())
+	if err != nil {
+		return "", false
+	}
+	raw, err := img.RawManifest()
+	if err != nil {
+		return "", false
+	}
+	if at, _ := artifactType(raw); at != InTotoPayloadType {
+		return "", false
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		return "", false
+	}
+	env, err := layerBytes(layers[0])
+	if err != nil {
+		return "", false
+	}
+	for _, k := range keys {
+		payload, err := openEnvelope(k, env)
+		if err != nil {
+			continue
+		}
+		var s Statement
+		if json.Unmarshal(payload, &s) != nil {
+			return "", false
+		}
+		if slices.ContainsFunc(s.Subject, func(sub Subject) bool { return sub.Digest["sha256"] == d.Hex }) {
+			return s.PredicateType, true
+		}
+	}
+	return "", false
 }
 
 // checkPackages applies the single-base policy to an SPDX document: every

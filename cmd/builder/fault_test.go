@@ -67,7 +67,7 @@ func checkBlobs(t *testing.T, ref string, r name.Repository, img interface {
 }) {
 	t.Helper()
 	type manifest struct {
-		Config struct{ Digest string } `json:"config"`
+		Config struct{ Digest string }   `json:"config"`
 		Layers []struct{ Digest string } `json:"layers"`
 	}
 	var m manifest
