@@ -158,8 +158,9 @@ tag pointing at a partial image, and running it again completes it.
 The signing key's password is read from $COSIGN_PASSWORD.`,
 		Example: `  # the demo base into a local OCI layout (no network, no registry)
   builder demo-base /tmp/demo
-  COSIGN_PASSWORD=demo builder keys generate --out /tmp/demo/keys
-  COSIGN_PASSWORD=demo builder release --branch p11 --spec /tmp/demo/spec.yaml --key /tmp/demo/keys/cosign.key
+  COSIGN_PASSWORD=demo builder keys generate --out /tmp/demo/keys/dev
+  COSIGN_PASSWORD=demo builder release --branch p11 --spec /tmp/demo/spec.yaml
+  builder verify --key /tmp/demo/keys/dev/cosign.pub --version 1.11.0-demo oci:/tmp/demo/release/dev
 
   # the shipped p11 spec to the dev channel's registry, overridden for one run
   builder release --branch p11 --registry registry.internal:5000/nodeforge/p11 --key keys/dev/cosign.key`,

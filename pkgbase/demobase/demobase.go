@@ -249,6 +249,16 @@ components:
   nvidia:
     kind: extension
     packages: [kernel-modules-nvidia-std-def, nvidia-modprobe]
+
+# Where builder release publishes. Without a registry each channel is a
+# local OCI image layout beside this file (release/dev, release/prod); set
+# registry: HOST[:PORT]/PREFIX to publish to one. The keys are yours to
+# make: COSIGN_PASSWORD=... builder keys generate --out keys/dev
+channels:
+  dev:
+    key: keys/dev/cosign.key
+  prod:
+    key: keys/prod/cosign.key
 `, Arch, RepoDir, Component, KeyFile, fingerprint)
 	return b.Bytes()
 }
