@@ -23,9 +23,9 @@ func fetchArch(ctx context.Context, s *specs.Spec, a *lock.Arch, c *cache.Cache,
 	sources := map[string]repo.Source{}
 	wants := make([]cache.Want, 0, len(a.Packages))
 	for _, p := range a.Packages {
-		u := p.URL
-		if !strings.Contains(u, "://") && !filepath.IsAbs(u) {
-			u = s.Path(u) // the lock records spec-relative URLs
+		u, err := packageURL(s, &p)
+		if err != nil {
+			return nil, err
 		}
 		src, ok := sources[u]
 		if !ok {
@@ -46,6 +46,37 @@ func fetchArch(ctx context.Context, s *specs.Spec, a *lock.Arch, c *cache.Cache,
 		out[p.NEVRA] = paths[i]
 	}
 	return out, nil
+}
+
+// packageURL is where a locked package's dist is: the lock's URL, or,
+// when --repo-url moved its repository (a mirror, a base subset inside a
+// closed perimeter), the same dist under the new URL. Relative URLs in the
+// lock are relative to the spec; a relative override to the working
+// directory, as command-line paths are.
+func packageURL(s *specs.Spec, p *lock.Package) (string, error) {
+	u := p.URL
+	for _, r := range s.Repositories {
+		if r.Name != p.Repository || r.OriginalURL == "" || r.OriginalURL == r.SpecURL {
+			continue
+		}
+		orig := strings.TrimRight(r.OriginalURL, "/")
+		if u != orig && !strings.HasPrefix(u, orig+"/") {
+			break // locked with the override already
+		}
+		u = strings.TrimRight(r.URL, "/") + u[len(orig):]
+		if !strings.Contains(u, "://") && !filepath.IsAbs(u) {
+			abs, err := filepath.Abs(u)
+			if err != nil {
+				return "", err
+			}
+			return abs, nil
+		}
+		return u, nil
+	}
+	if !strings.Contains(u, "://") && !filepath.IsAbs(u) {
+		u = s.Path(u) // the lock records spec-relative URLs
+	}
+	return u, nil
 }
 
 // componentPackages returns the sorted NEVRAs of the components of the

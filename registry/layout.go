@@ -93,6 +93,13 @@ func (l *Layout) countNew(img v1.Image) {
 	}
 }
 
+// countManifest counts a manifest the layout does not hold yet.
+func (l *Layout) countManifest(d v1.Hash) {
+	if _, err := os.Stat(filepath.Join(l.Dir, "blobs", d.Algorithm, d.Hex)); err != nil {
+		l.st.Manifests++
+	}
+}
+
 // WriteImage implements Store.
 func (l *Layout) WriteImage(ctx context.Context, repo, tag string, img v1.Image) error {
 	l.mu.Lock()
@@ -102,6 +109,7 @@ func (l *Layout) WriteImage(ctx context.Context, repo, tag string, img v1.Image)
 	if err != nil {
 		return err
 	}
+	l.countManifest(d)
 	ann := l.annotations(repo, tag)
 	var match func(v1.Descriptor) bool
 	if tag != "" {
@@ -115,7 +123,6 @@ func (l *Layout) WriteImage(ctx context.Context, repo, tag string, img v1.Image)
 	if err := l.path.ReplaceImage(img, match, opts...); err != nil {
 		return fmt.Errorf("%s: %w", l.Ref(repo, tag), err)
 	}
-	l.st.Manifests++
 	return nil
 }
 
@@ -130,13 +137,14 @@ func (l *Layout) WriteIndex(ctx context.Context, repo, tag string, idx v1.ImageI
 	for _, c := range m.Manifests {
 		if img, err := idx.Image(c.Digest); err == nil {
 			l.countNew(img)
-			l.st.Manifests++
+			l.countManifest(c.Digest)
 		}
 	}
 	d, err := idx.Digest()
 	if err != nil {
 		return err
 	}
+	l.countManifest(d)
 	match := l.matcher(repo, tag)
 	if tag == "" {
 		match = func(x v1.Descriptor) bool {
@@ -146,7 +154,6 @@ func (l *Layout) WriteIndex(ctx context.Context, repo, tag string, idx v1.ImageI
 	if err := l.path.ReplaceIndex(idx, match, layout.WithAnnotations(l.annotations(repo, tag))); err != nil {
 		return fmt.Errorf("%s: %w", l.Ref(repo, tag), err)
 	}
-	l.st.Manifests++
 	return nil
 }
 

@@ -213,3 +213,20 @@ func promoteManifest(ctx context.Context, o PromoteOptions, repo string, desc v1
 		return err
 	})
 }
+
+// LockBytes returns the lock file of the release tagged tag in st, from
+// its lock artifact (the content is checked against the layer digest).
+func LockBytes(ctx context.Context, st Store, tag string) ([]byte, error) {
+	img, err := st.Image(ctx, RepoLock, tag)
+	if err != nil {
+		return nil, fmt.Errorf("release %s: %w", tag, err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	if len(layers) != 1 {
+		return nil, fmt.Errorf("%s has %d layers, a lock artifact has one", st.Ref(RepoLock, tag), len(layers))
+	}
+	return layerBytes(layers[0])
+}

@@ -29,8 +29,12 @@ const (
 	RepoInstaller = "installer" // OUT/installer
 	RepoLock      = "lock"      // the lock file as an artifact
 	RepoExtension = "extensions/"
+	RepoBase      = "base" // the package base subset a mirror may carry
 	// LockArtifactType is the artifactType of the lock artifact.
 	LockArtifactType = "application/vnd.nodeforge.lock.v1+json"
+	// BaseArtifactType is the artifactType of a package base subset (one
+	// layer per file, named by its title annotation).
+	BaseArtifactType = "application/vnd.nodeforge.base-subset.v1"
 	// AnnRepositories, on the lock artifact, lists every repository of the
 	// release (comma-separated): promote and mirror read it.
 	AnnRepositories = "dev.nodeforge.repositories"

@@ -18,7 +18,7 @@ import (
 	"github.com/nodeforge/builder/signing"
 )
 
-func testSigner(t *testing.T) *Signer {
+func testSigner(t testing.TB) *Signer {
 	t.Helper()
 	priv, _, err := signing.Generate([]byte("pw"))
 	if err != nil {

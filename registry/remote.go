@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // RemoteOptions say how to reach a registry.
@@ -123,13 +127,25 @@ func NewRemote(target string, o RemoteOptions) (*Remote, error) {
 	}
 	r.opts = []remote.Option{
 		remote.WithAuthFromKeychain(kc),
-		remote.WithTransport(&countingTransport{base: base, sent: &r.sent, blobs: &r.blobs}),
+		remote.WithTransport(&countingTransport{base: base, sent: &r.sent, blobs: &r.blobs, manifests: &r.manifests}),
 		remote.WithRetryBackoff(remote.Backoff{Duration: delay, Factor: 2, Jitter: 0.2, Steps: retries}),
 		remote.WithRetryStatusCodes(http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
 			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout),
 		remote.WithJobs(4),
 		remote.WithUserAgent("nodeforge-builder"),
 	}
+	// A puller and a pusher keep each repository's authenticated transport,
+	// so the registry is pinged and the token fetched once per repository
+	// rather than once per request.
+	puller, err := remote.NewPuller(r.opts...)
+	if err != nil {
+		return nil, err
+	}
+	pusher, err := remote.NewPusher(r.opts...)
+	if err != nil {
+		return nil, err
+	}
+	r.opts = append(r.opts, remote.Reuse(puller), remote.Reuse(pusher))
 	return r, nil
 }
 
@@ -173,7 +189,6 @@ func (r *Remote) WriteImage(ctx context.Context, repo, tag string, img v1.Image)
 	if err := remote.Write(ref, img, r.ctxOpts(ctx)...); err != nil {
 		return r.explain(ref.String(), err)
 	}
-	r.manifests.Add(1)
 	return nil
 }
 
@@ -186,11 +201,6 @@ func (r *Remote) WriteIndex(ctx context.Context, repo, tag string, idx v1.ImageI
 	if err := remote.WriteIndex(ref, idx, r.ctxOpts(ctx)...); err != nil {
 		return r.explain(ref.String(), err)
 	}
-	m, _ := idx.IndexManifest()
-	if m != nil {
-		r.manifests.Add(int64(len(m.Manifests)))
-	}
-	r.manifests.Add(1)
 	return nil
 }
 
@@ -297,13 +307,32 @@ func (r *Remote) explain(ref string, err error) error {
 	return fmt.Errorf("%s: %w", ref, err)
 }
 
-// countingTransport counts the bytes of blob uploads actually sent.
+// countingTransport counts the bytes of blob uploads actually sent, the
+// blobs and the manifests written (not the referrers fallback tags).
 type countingTransport struct {
-	base        http.RoundTripper
-	sent, blobs *atomic.Int64
+	base                   http.RoundTripper
+	sent, blobs, manifests *atomic.Int64
 }
 
+// fallbackTag matches the path of a referrers fallback tag.
+var fallbackTag = regexp.MustCompile(`/manifests/sha256-[0-9a-f]{64}$`)
+
+// deferFallback marks a context whose referrer pushes leave the referrers
+// fallback tag alone: the mirror lists all referrers of a subject in it
+// at once afterwards (ensureReferrers), instead of ggcr's read, modify
+// and write of that index for every referrer.
+type deferFallback struct{}
+
+// emptyReferrers answers ggcr's probe of the referrers API under
+// deferFallback, so it leaves the fallback tag to the mirror.
+const emptyReferrers = `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`
+
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/referrers/") && req.Context().Value(deferFallback{}) != nil {
+		return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{"Content-Type": []string{string(types.OCIImageIndex)}},
+			Body:   io.NopCloser(strings.NewReader(emptyReferrers)), ContentLength: int64(len(emptyReferrers)), Request: req}, nil
+	}
 	upload := strings.Contains(req.URL.Path, "/blobs/uploads/") && (req.Method == http.MethodPatch || req.Method == http.MethodPut || req.Method == http.MethodPost)
 	if upload && req.Body != nil && req.Body != http.NoBody {
 		req.Body = &countingBody{ReadCloser: req.Body, n: t.sent}
@@ -311,6 +340,10 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	resp, err := t.base.RoundTrip(req)
 	if upload && req.Method == http.MethodPut && err == nil && resp.StatusCode == http.StatusCreated {
 		t.blobs.Add(1)
+	}
+	if req.Method == http.MethodPut && err == nil && resp.StatusCode == http.StatusCreated &&
+		strings.Contains(req.URL.Path, "/manifests/") && !fallbackTag.MatchString(req.URL.Path) {
+		t.manifests.Add(1)
 	}
 	return resp, err
 }
@@ -325,3 +358,47 @@ func (b *countingBody) Read(p []byte) (int, error) {
 	b.n.Add(int64(n))
 	return n, err
 }
+
+// addFallbackReferrers lists add in the referrers fallback tag of subject
+// (sha256-<hex>), for a registry without the referrers API. ggcr writes
+// that tag when it pushes a referrer, but not when the manifest is
+// already there: a push interrupted between the two leaves a referrer no
+// client finds, which this repairs.
+func (r *Remote) addFallbackReferrers(ctx context.Context, repo string, subject v1.Hash, add []v1.Descriptor) error {
+	tag := subject.Algorithm + "-" + subject.Hex
+	m := &v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex}
+	if idx, err := r.Index(ctx, repo, tag); err == nil {
+		if m, err = idx.IndexManifest(); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	n := len(m.Manifests)
+	for _, d := range add {
+		if !slices.ContainsFunc(m.Manifests, func(e v1.Descriptor) bool { return e.Digest == d.Digest }) {
+			m.Manifests = append(m.Manifests, d)
+		}
+	}
+	if len(m.Manifests) == n {
+		return nil
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	ref, err := r.reference(repo, tag)
+	if err != nil {
+		return err
+	}
+	if err := remote.Put(ref, rawManifest(raw), r.ctxOpts(ctx)...); err != nil {
+		return r.explain(ref.String(), err)
+	}
+	return nil
+}
+
+// rawManifest is an index manifest to put as it is.
+type rawManifest []byte
+
+func (m rawManifest) RawManifest() ([]byte, error)        { return m, nil }
+func (m rawManifest) MediaType() (types.MediaType, error) { return types.OCIImageIndex, nil }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	cosignempty "github.com/sigstore/cosign/v2/pkg/oci/empty"
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -187,6 +188,18 @@ func (s *Signer) Attest(ctx context.Context, st Store, repo string, subject v1.D
 	}
 	if err := st.WriteImage(ctx, repo, "", ref); err != nil {
 		return false, fmt.Errorf("writing a referrer of %s: %w", st.Ref(repo, d.String()), err)
+	}
+	// A referrer written by an earlier, interrupted run may not be listed.
+	rd, err := ref.Digest()
+	if err != nil {
+		return false, err
+	}
+	rs, err := ref.Size()
+	if err != nil {
+		return false, err
+	}
+	if err := ensureReferrers(ctx, st, []Item{{Repo: repo, Kind: KindReferrer, Subject: d.String(), Digest: rd.String(), MediaType: string(types.OCIManifestSchema1), Size: rs}}); err != nil {
+		return false, fmt.Errorf("listing a referrer of %s: %w", st.Ref(repo, d.String()), err)
 	}
 	return added, nil
 }

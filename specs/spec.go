@@ -78,6 +78,9 @@ type Repository struct {
 	// SpecURL is URL as the spec wrote it (relative paths unresolved): the
 	// lock records it, so a lock does not depend on where the spec lives.
 	SpecURL string `yaml:"-" json:"-"`
+	// OriginalURL is SpecURL before a command-line override moved the
+	// repository; builds relocate the lock's package URLs from it.
+	OriginalURL string `yaml:"-" json:"-"`
 	// InsecureSkipVerify accepts an unsigned repository (tests only).
 	InsecureSkipVerify bool `yaml:"insecure-skip-verify,omitempty" json:"insecure_skip_verify,omitempty"`
 }
@@ -311,6 +314,9 @@ func (s *Spec) Override(urls, keyrings map[string]string) error {
 		r := s.repo(name)
 		if r == nil {
 			return fmt.Errorf("no repository %q in spec %s", name, s.Name)
+		}
+		if r.OriginalURL == "" {
+			r.OriginalURL = r.SpecURL
 		}
 		r.URL, r.SpecURL = u, u
 	}

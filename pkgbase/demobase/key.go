@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
+
+	"github.com/nodeforge/builder/pkgbase/keyring"
 )
 
 // demoKey is the demo base's signing key (RSA 2048, no passphrase).
@@ -54,19 +55,11 @@ func PublicKey() ([]byte, error) {
 }
 
 func armoredPublic(e *openpgp.Entity) ([]byte, error) {
-	var b bytes.Buffer
-	w, err := armor.Encode(&b, openpgp.PublicKeyType, nil)
+	b, err := keyring.ArmoredPublic(e)
 	if err != nil {
-		return nil, err
-	}
-	if err := e.Serialize(w); err != nil {
 		return nil, fmt.Errorf("demo key: %w", err)
 	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	b.WriteByte('\n')
-	return b.Bytes(), nil
+	return b, nil
 }
 
 // sigConfig fixes everything that would make two signatures over the same

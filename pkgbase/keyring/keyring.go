@@ -434,3 +434,20 @@ func canonicalText(b []byte) []byte {
 	b = bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
 	return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n"))
 }
+
+// ArmoredPublic is the armored public key of e, as keyring files hold it.
+func ArmoredPublic(e *openpgp.Entity) ([]byte, error) {
+	var b bytes.Buffer
+	w, err := armor.Encode(&b, openpgp.PublicKeyType, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Serialize(w); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	b.WriteByte('\n')
+	return b.Bytes(), nil
+}

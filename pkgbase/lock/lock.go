@@ -176,6 +176,12 @@ func Read(path string) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Parse(b, path)
+}
+
+// Parse checks a lock file's bytes; name is used in messages.
+func Parse(b []byte, name string) (*Lock, error) {
+	path := name
 	var l Lock
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Benchmark: `builder mirror` registry to registry against `skopeo sync` on
+# the same images of the demo release, side by side. Two Debian
+# docker-registry instances on loopback; the demo release is published
+# to the first; each round mirrors it into a fresh prefix of the second,
+# builder and skopeo alternating, ROUNDS times (default 5). Not part of CI.
+#
+#   scripts/bench-mirror.sh [WORKDIR]
+#
+# skopeo carries the 7 tagged images (and their children) only; builder
+# carries those plus every cosign signature, attestation and OCI referrer
+# (76 manifests), and verifies them at the destination with --key.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=${1:-/tmp/nodeforge-bench-mirror}
+rm -rf "$work" && mkdir -p "$work"
+B=$work/builder
+CGO_CFLAGS="${CGO_CFLAGS:--O3 -g}" go build -o "$B" ./cmd/builder
+command -v docker-registry >/dev/null || { echo "needs docker-registry (apt-get install docker-registry)"; exit 1; }
+command -v skopeo >/dev/null || { echo "needs skopeo"; exit 1; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+pids=()
+start_registry() { # name -> host:port
+  local port dir=$work/$1
+  port=$(free_port)
+  mkdir -p "$dir"
+  printf 'version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' "$dir/data" "$port" >"$dir/config.yml"
+  docker-registry serve "$dir/config.yml" >"$dir/log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/v2/" >/dev/null && break; sleep 0.1; done
+  echo "127.0.0.1:$port"
+}
+trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
+A=$(start_registry src)
+Z=$(start_registry dst)
+
+echo "== the demo release, published to $A/nodeforge/p11"
+"$B" demo-base --force "$work/demo" >/dev/null
+export COSIGN_PASSWORD=bench
+"$B" keys generate --out "$work/demo/keys/dev" >/dev/null
+"$B" release -q --branch p11 --spec "$work/demo/spec.yaml" --cache "$work/cache" --registry "$A/nodeforge/p11" >/dev/null
+V=$(awk '/^version:/ {print $2}' "$work/demo/spec.yaml")
+repos=$(curl -fs "http://$A/v2/_catalog" | python3 -c 'import json,sys; print(" ".join(r.split("nodeforge/p11/")[1] for r in json.load(sys.stdin)["repositories"]))')
+{
+  echo "$A:"
+  echo "  tls-verify: false"
+  echo "  images:"
+  for r in $repos; do echo "    nodeforge/p11/$r: [\"$V\"]"; done
+} >"$work/skopeo-sync.yaml"
+echo "repositories: $repos"
+# The same, with cosign's .sig and .att tags listed too: what skopeo can
+# carry of the signatures (not the OCI referrers).
+{
+  echo "$A:"
+  echo "  tls-verify: false"
+  echo "  images:"
+  for r in $repos; do
+    tags=$(curl -fs "http://$A/v2/nodeforge/p11/$r/tags/list" | python3 -c 'import json,sys; print(", ".join(chr(34)+t+chr(34) for t in json.load(sys.stdin)["tags"] if not (t.startswith("sha256-") and "." not in t)))')
+    echo "    nodeforge/p11/$r: [$tags]"
+  done
+} >"$work/skopeo-sync-sigs.yaml"
+
+t() { /usr/bin/time -f "%e %M" -o "$work/time" "$@" >"$work/out" 2>"$work/stderr" || { cat "$work/out" "$work/stderr"; exit 1; }; cat "$work/time"; }
+: >"$work/b.times"; : >"$work/bk.times"; : >"$work/s.times"; : >"$work/ss.times"
+for round in $(seq "${ROUNDS:-5}"); do
+  t "$B" mirror --version "$V" "docker://$A/nodeforge/p11" "docker://$Z/b$round" >>"$work/b.times"
+  t "$B" mirror --version "$V" --key "$work/demo/keys/dev/cosign.pub" "docker://$A/nodeforge/p11" "docker://$Z/bk$round" >>"$work/bk.times"
+  t skopeo sync --all --src yaml --dest docker --dest-tls-verify=false "$work/skopeo-sync.yaml" "$Z/s$round" >>"$work/s.times"
+  t skopeo sync --all --src yaml --dest docker --dest-tls-verify=false "$work/skopeo-sync-sigs.yaml" "$Z/ss$round" >>"$work/ss.times"
+done
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+mem() { awk '{print $2}' | sort -n | tail -1; }
+bm=$(cut -d' ' -f1 "$work/b.times" | median); bkm=$(cut -d' ' -f1 "$work/bk.times" | median); sm=$(cut -d' ' -f1 "$work/s.times" | median); ssm=$(cut -d' ' -f1 "$work/ss.times" | median)
+
+# What arrived: manifests, and whether cosign verifies there.
+count_tags() { local total=0 n; for r in $(curl -fs "http://$Z/v2/_catalog?n=1000" | python3 -c "import json,sys; print(' '.join(r for r in json.load(sys.stdin)['repositories'] if r.startswith('$1/')))"); do
+  n=$(curl -fs "http://$Z/v2/$r/tags/list" | python3 -c 'import json,sys; print(len(json.load(sys.stdin).get("tags") or []))'); total=$((total + n)); done; echo $total; }
+verifies() { if cosign verify --key "$work/demo/keys/dev/cosign.pub" --insecure-ignore-tlog --allow-http-registry "$Z/$1/installer:$V" >/dev/null 2>&1; then echo yes; else echo no; fi; }
+cosign_ok() { command -v cosign >/dev/null && verifies "$1" || echo "n/a (no cosign)"; }
+
+printf '\n%-38s %10s %12s %6s %s\n' "" "median s" "peak RSS KB" "tags" "cosign verify at destination"
+printf '%-38s %10s %12s %6s %s\n' "builder mirror" "$bm" "$(mem <"$work/b.times")" "$(count_tags b1)" "$(cosign_ok b1)"
+printf '%-38s %10s %12s %6s %s\n' "builder mirror --key (verified)" "$bkm" "$(mem <"$work/bk.times")" "$(count_tags bk1)" "$(cosign_ok bk1)"
+printf '%-38s %10s %12s %6s %s\n' "skopeo sync --all (release tags)" "$sm" "$(mem <"$work/s.times")" "$(count_tags s1)" "$(cosign_ok s1)"
+printf '%-38s %10s %12s %6s %s\n' "skopeo sync --all (+ .sig/.att tags)" "$ssm" "$(mem <"$work/ss.times")" "$(count_tags ss1)" "$(cosign_ok ss1)"
+echo "(rounds: ${ROUNDS:-5}; tags count the release tags plus cosign's .sig/.att and the referrers fallback tags)"
