@@ -18,7 +18,7 @@ help:
 	@echo "lint   - gofmt check and go vet"
 	@echo "bench  - run the Go benchmarks (not part of CI)"
 	@echo "fuzz   - run each fuzz target for FUZZTIME (default 10m)"
-	@echo "demo   - write the demo package base to $(DEMO), then lock, build, sign and publish its release into a local OCI layout, and verify it"
+	@echo "demo   - write the demo package base to $(DEMO), then lock, build, sign and publish its release into a local OCI layout, verify it and write its audit report"
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/builder
@@ -49,6 +49,7 @@ demo: build
 	@test -f $(DEMO)/keys/dev/cosign.key || COSIGN_PASSWORD=$(DEMO_PASSWORD) $(BIN) keys generate --out $(DEMO)/keys/dev
 	COSIGN_PASSWORD=$(DEMO_PASSWORD) $(BIN) release --branch p11 --spec $(DEMO)/spec.yaml --cache out/cache
 	$(BIN) verify --key $(DEMO)/keys/dev/cosign.pub --version 1.11.0-demo oci:$(DEMO)/release/dev
+	$(BIN) audit --key $(DEMO)/keys/dev/cosign.pub --version 1.11.0-demo -o $(DEMO)/audit $(DEMO)/release/dev
 
 clean:
 	rm -rf bin out

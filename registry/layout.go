@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/v1"
@@ -218,7 +219,33 @@ func (l *Layout) Image(ctx context.Context, repo, ref string) (v1.Image, error) 
 	if err != nil {
 		return nil, err
 	}
-	return l.path.Image(d.Digest)
+	if img, err := l.path.Image(d.Digest); err == nil {
+		return img, nil
+	}
+	// A child of an index: ggcr looks only at index.json's own entries.
+	root, err := l.path.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	m, err := root.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range m.Manifests {
+		if !isIndex(e.MediaType) || e.Annotations[annRepository] != repo {
+			continue
+		}
+		idx, err := root.ImageIndex(e.Digest)
+		if err != nil {
+			continue
+		}
+		if img, err := idx.Image(d.Digest); err == nil {
+			if _, err := img.RawManifest(); err == nil {
+				return img, nil
+			}
+		}
+	}
+	return nil, notFound(l.Ref(repo, ref))
 }
 
 // Index implements Store.
@@ -286,6 +313,27 @@ func (l *Layout) blob(h v1.Hash) ([]byte, error) {
 	}
 	defer rc.Close()
 	return io.ReadAll(io.LimitReader(rc, 16<<20))
+}
+
+// Tags implements Store.
+func (l *Layout) Tags(ctx context.Context, repo string) ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	root, err := l.path.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	m, err := root.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range m.Manifests {
+		if tag, ok := strings.CutPrefix(d.Annotations[annRefName], repo+":"); ok && d.Annotations[annRepository] == repo {
+			out = append(out, tag)
+		}
+	}
+	return out, nil
 }
 
 // Stats implements Store.

@@ -152,9 +152,16 @@ const copyJobs = 8
 // Copy writes every item from src to dst by digest (so signatures stay
 // valid whatever the repository prefixes are), tags last. What dst has
 // already is not sent again, so an interrupted copy, run again, resumes.
-func Copy(ctx context.Context, src, dst Store, items []Item, logf func(string, ...any)) (CopyStats, error) {
-	if logf == nil {
-		logf = func(string, ...any) {}
+func Copy(ctx context.Context, src, dst Store, items []Item, log func(string, ...any)) (CopyStats, error) {
+	// The workers log one at a time: callers' loggers need not be safe
+	// for concurrent use.
+	var logMu sync.Mutex
+	logf := func(format string, a ...any) {
+		if log != nil {
+			logMu.Lock()
+			defer logMu.Unlock()
+			log(format, a...)
+		}
 	}
 	before := dst.Stats()
 	var order []string

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -169,6 +170,16 @@ func Publish(ctx context.Context, st Store, signer *Signer, r Release) (*Publish
 	if err != nil {
 		return nil, err
 	}
+	// The build report (every file of every artifact with its package or
+	// generator) goes with the lock, for the certification audit.
+	reportJSON, err := os.ReadFile(filepath.Join(r.Out, "report.json"))
+	if err != nil {
+		return nil, fmt.Errorf("build report: %w", err)
+	}
+	reportStatement, err := statement(subjects, PredicateBuildReport, reportJSON)
+	if err != nil {
+		return nil, err
+	}
 
 	for _, p := range all {
 		logf("signing and attesting %s", st.Ref(p.u.repo, tag))
@@ -186,6 +197,12 @@ func Publish(ctx context.Context, st Store, signer *Signer, r Release) (*Publish
 					pt string
 					b  []byte
 				}{{PredicateSLSA, provStatement}}
+				if p.u.repo == RepoLock {
+					atts = append(atts, struct {
+						pt string
+						b  []byte
+					}{PredicateBuildReport, reportStatement})
+				}
 				if p.u.packages != nil {
 					spdx, cdx, err := imageSBOMs(r, p.u, t, subjectOf(st.Ref(p.u.repo, tag), t.Digest))
 					if err != nil {

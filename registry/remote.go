@@ -275,6 +275,19 @@ func (r *Remote) Referrers(ctx context.Context, repo string, d v1.Hash) ([]v1.De
 	return m.Manifests, nil
 }
 
+// Tags implements Store.
+func (r *Remote) Tags(ctx context.Context, repo string) ([]string, error) {
+	nr, err := name.NewRepository(r.repoName(repo), r.nameOpts...)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := remote.List(nr, r.ctxOpts(ctx)...)
+	if err != nil {
+		return nil, r.explain(nr.String(), err)
+	}
+	return tags, nil
+}
+
 // Stats implements Store.
 func (r *Remote) Stats() Stats {
 	return Stats{BlobBytes: r.sent.Load(), Blobs: int(r.blobs.Load()), Manifests: int(r.manifests.Load())}

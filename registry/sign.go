@@ -32,6 +32,9 @@ const (
 	PredicateCycloneDX = "https://cyclonedx.org/bom"
 	PredicateSLSA      = "https://slsa.dev/provenance/v1"
 	PredicatePromotion = "https://nodeforge.dev/promotion/v1"
+	// PredicateBuildReport is the build report (builder.Report) attested
+	// on the lock artifact: every file of every artifact and its origin.
+	PredicateBuildReport = "https://nodeforge.dev/build-report/v1"
 	// annPredicateType is the annotation of an attestation layer (cosign's
 	// name) and of a referrer manifest (in-toto's).
 	annPredicateType        = "predicateType"

@@ -35,6 +35,8 @@ type Store interface {
 	// Image and Index read a manifest by tag or digest.
 	Image(ctx context.Context, repo, ref string) (v1.Image, error)
 	Index(ctx context.Context, repo, ref string) (v1.ImageIndex, error)
+	// Tags lists the tags of a repository.
+	Tags(ctx context.Context, repo string) ([]string, error)
 	// Referrers lists the manifests whose subject is d.
 	Referrers(ctx context.Context, repo string, d v1.Hash) ([]v1.Descriptor, error)
 	// Stats says what was uploaded.

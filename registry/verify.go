@@ -61,6 +61,11 @@ type ManifestCheck struct {
 	Attestations map[string]int `json:"verifiedAttestations"`
 	Referrers    int            `json:"referrers"`
 	Packages     int            `json:"packages"`
+	// SignedBy are the IDs (sha256 of the public key) of the keys whose
+	// signatures verified.
+	SignedBy []string `json:"signedBy,omitempty"`
+	// Statements are the attestations that verified and name this digest.
+	Statements []Statement `json:"-"`
 }
 
 // OK reports whether nothing failed.
@@ -123,6 +128,11 @@ func checkManifest(ctx context.Context, st Store, repo string, t v1.Descriptor, 
 		for _, k := range keys {
 			if err := checkSignatureLayer(k, l, t.Digest); err == nil {
 				ok = true
+				if pub, err := k.PublicKey(); err == nil {
+					if id, err := KeyID(pub); err == nil && !slices.Contains(c.SignedBy, id) {
+						c.SignedBy = append(c.SignedBy, id)
+					}
+				}
 				break
 			} else if len(keys) == 1 {
 				sigErrs = append(sigErrs, err.Error())
@@ -175,6 +185,7 @@ func checkManifest(ctx context.Context, st Store, repo string, t v1.Descriptor, 
 			continue
 		}
 		c.Attestations[s.PredicateType]++
+		c.Statements = append(c.Statements, s)
 		switch s.PredicateType {
 		case PredicateSLSA:
 			var p provenance.Predicate

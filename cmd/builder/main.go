@@ -81,3 +81,7 @@ func run() int {
 	fmt.Fprintln(os.Stderr, "builder:", err)
 	return 1
 }
+
+// buildVersion is the builder's version (set at link time), for functions
+// whose own parameters are named version.
+func buildVersion() string { return version }

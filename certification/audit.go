@@ -1,0 +1,880 @@
+// Package certification writes the certification audit report of a
+// release: it verifies the release as published (signatures,
+// attestations, the single-base policy), then proves from the verified
+// lock and build report that every file of every artifact comes from a
+// package of the certified base or from a declared builder generator, and
+// says so as JSON, Markdown and a self-contained HTML page.
+package certification
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/nodeforge/builder/builder"
+	"github.com/nodeforge/builder/pkgbase/evr"
+	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/provenance"
+	"github.com/nodeforge/builder/registry"
+	"github.com/nodeforge/builder/rootfs"
+)
+
+// SchemaVersion is the version of the audit.json format (docs/audit.schema.json).
+const SchemaVersion = 1
+
+// Options are the inputs of an audit.
+type Options struct {
+	Store   registry.Store
+	Version string
+	Keys    []registry.Verifier
+	Policy  *registry.Policy
+	// Previous, when set, is the release to list the changes against.
+	Previous        registry.Store
+	PreviousVersion string
+	// Reproduced, when set, is the build report of a second, independent
+	// build of the same lock (builder build elsewhere, or builder repro).
+	Reproduced     *builder.Report
+	ReproducedFrom string
+	Log            func(format string, args ...any)
+}
+
+// Report is the audit, as audit.json holds it.
+type Report struct {
+	SchemaVersion int          `json:"schemaVersion"`
+	Verdict       string       `json:"verdict"` // "pass" or "fail"
+	Reasons       []string     `json:"reasons"`
+	Identity      Identity     `json:"identity"`
+	Artifacts     []Artifact   `json:"artifacts"`
+	Packages      []Package    `json:"packages"`
+	Files         Files        `json:"files"`
+	Policy        PolicyChecks `json:"policy"`
+	Licenses      []License    `json:"licenses"`
+	Changes       *Changes     `json:"changes,omitempty"`
+	Promotions    []Promotion  `json:"promotions"`
+}
+
+// Identity says what the release is.
+type Identity struct {
+	Name            string `json:"name"`
+	Version         string `json:"version"`
+	Branch          string `json:"branch"`
+	Channel         string `json:"channel"`
+	Store           string `json:"store"`
+	SpecSHA256      string `json:"specSha256"`
+	LockDigest      string `json:"lockDigest"` // the lock artifact's manifest
+	LockSHA256      string `json:"lockSha256"` // the lock file
+	BuilderID       string `json:"builderId"`
+	BuilderVersion  string `json:"builderVersion"`
+	BuilderSHA256   string `json:"builderSha256"`
+	SourceDateEpoch int64  `json:"sourceDateEpoch"`
+	Base            []Repo `json:"base"`
+}
+
+// Repo is one repository of the package base.
+type Repo struct {
+	Name         string   `json:"name"`
+	URL          string   `json:"url"`
+	Format       string   `json:"format"`
+	Release      string   `json:"release"` // algorithm:digest of the signed release file
+	Indexes      []string `json:"indexes"` // path algorithm:digest
+	Fingerprints []string `json:"fingerprints"`
+}
+
+// Artifact is one published manifest (an index, a child, the lock) or a
+// boot asset inside one.
+type Artifact struct {
+	Repository   string         `json:"repository"`
+	Ref          string         `json:"ref"`
+	Digest       string         `json:"digest"`
+	Kind         string         `json:"kind"` // index, image, artifact, boot-asset
+	Platform     string         `json:"platform,omitempty"`
+	Size         int64          `json:"size"`
+	SignedBy     []string       `json:"signedBy"`
+	Attestations map[string]int `json:"attestations"`
+	Verified     bool           `json:"verified"`
+	Problems     []string       `json:"problems,omitempty"`
+}
+
+// Package is one locked package.
+type Package struct {
+	NEVRA      string   `json:"nevra"`
+	Name       string   `json:"name"`
+	Version    string   `json:"version"` // [E:]V-R
+	Arch       string   `json:"arch"`
+	Disttag    string   `json:"disttag"`
+	SourceRPM  string   `json:"sourceRpm"`
+	Repository string   `json:"repository"`
+	SHA256     string   `json:"sha256"`
+	SignedBy   string   `json:"signedBy"` // OpenPGP fingerprint
+	License    string   `json:"license"`
+	Size       int64    `json:"installedSize"` // bytes of its files in the artifacts
+	In         []string `json:"in"`            // artifacts holding its files
+}
+
+// Files is the file traceability section.
+type Files struct {
+	Total     int `json:"total"`
+	Packaged  int `json:"fromPackages"`
+	Generated int `json:"fromGenerators"`
+	Unowned   int `json:"unowned"`
+	// Generators are the builder generators declared by the build.
+	Generators map[string]string `json:"generators"`
+	// List is every file of every artifact with its origin.
+	List []File `json:"list"`
+}
+
+// File is one file of one artifact.
+type File struct {
+	Artifact  string `json:"artifact"` // rootfs/x86_64, initramfs/x86_64, extension/zfs/x86_64
+	Path      string `json:"path"`
+	Type      string `json:"type"`
+	Size      int64  `json:"size"`
+	SHA256    string `json:"sha256,omitempty"`
+	Package   string `json:"package,omitempty"`
+	RPMDigest string `json:"rpmDigest,omitempty"` // the digest the package header records
+	Generator string `json:"generator,omitempty"`
+	Problem   string `json:"problem,omitempty"`
+}
+
+// PolicyChecks are the checks of section 6.
+type PolicyChecks struct {
+	Base            BaseCheck        `json:"singleBase"`
+	Signatures      SignatureCheck   `json:"signatures"`
+	Scriptlets      []Scriptlet      `json:"scriptlets"`
+	Setuid          []string         `json:"setuid"`
+	SetuidStripped  []string         `json:"setuidStripped"`
+	Capabilities    []string         `json:"capabilities"`
+	WorldWritable   []string         `json:"worldWritable"`
+	Reproducibility ReproducibleEvid `json:"reproducibility"`
+}
+
+// BaseCheck: every package from the named base.
+type BaseCheck struct {
+	Base    string   `json:"base"`
+	OK      bool     `json:"ok"`
+	Outside []string `json:"outside"`
+}
+
+// SignatureCheck: every package and repository signature valid (as the
+// lock recorded them when it verified each, against the pinned keys).
+type SignatureCheck struct {
+	OK           bool     `json:"ok"`
+	Packages     int      `json:"packagesSigned"`
+	Unsigned     []string `json:"unsigned"`
+	Repositories int      `json:"repositoriesSigned"`
+	Problems     []string `json:"problems"`
+}
+
+// Scriptlet is how one scriptlet was handled (never executed).
+type Scriptlet struct {
+	Arch    string   `json:"arch"`
+	Package string   `json:"package"`
+	Kind    string   `json:"kind"`
+	Handled bool     `json:"handled"`
+	How     []string `json:"how,omitempty"`
+	Pending []string `json:"notHandled,omitempty"`
+}
+
+// ReproducibleEvid is the reproducibility evidence.
+type ReproducibleEvid struct {
+	Evidence  string   `json:"evidence"` // "none" or where the second build came from
+	OK        bool     `json:"ok"`
+	Compared  int      `json:"compared"`
+	Different []string `json:"different"`
+}
+
+// License counts the packages under one license expression.
+type License struct {
+	License  string `json:"license"`
+	Packages int    `json:"packages"`
+}
+
+// Changes are the differences from the previous release.
+type Changes struct {
+	Previous     string          `json:"previous"`
+	Added        []string        `json:"added"`
+	Removed      []string        `json:"removed"`
+	Updated      []PackageUpdate `json:"updated"`
+	FilesAdded   int             `json:"filesAdded"`
+	FilesRemoved int             `json:"filesRemoved"`
+	FilesChanged int             `json:"filesChanged"`
+}
+
+// PackageUpdate is a package whose version changed.
+type PackageUpdate struct {
+	Name string `json:"name"`
+	Arch string `json:"arch"`
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// Promotion is a verified promotion attestation.
+type Promotion struct {
+	Repository string `json:"repository"`
+	Digest     string `json:"digest"`
+	From       string `json:"from"`
+	To         string `json:"to"`
+	Key        string `json:"key"`
+	Time       string `json:"time"`
+}
+
+// release is what the audit reads of one release.
+type release struct {
+	lock       *lock.Lock
+	lockSHA    string
+	report     *builder.Report
+	prov       *provenance.Predicate
+	verified   []*registry.Verification
+	lockDigest string
+}
+
+// Audit verifies the release and writes the report. An error means the
+// audit could not be made (the store unreachable, no such release); a
+// release that fails its checks gives a report with verdict "fail".
+func Audit(ctx context.Context, o Options) (*Report, error) {
+	logf := o.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	r := &Report{SchemaVersion: SchemaVersion, Reasons: []string{}, Promotions: []Promotion{}}
+	fail := func(format string, a ...any) { r.Reasons = append(r.Reasons, fmt.Sprintf(format, a...)) }
+
+	logf("verifying %s %s", o.Store, o.Version)
+	rel, err := readRelease(ctx, o.Store, o.Version, o.Keys, o.Policy, r, fail)
+	if err != nil {
+		return nil, err
+	}
+	identity(r, o, rel)
+	packages(r, rel, o.Policy, fail)
+	files(r, rel, fail)
+	policy(r, rel, fail)
+	reproducibility(r, rel, o, fail)
+	licenses(r)
+	if o.Previous != nil {
+		logf("comparing with %s %s", o.Previous, o.PreviousVersion)
+		prev, err := readRelease(ctx, o.Previous, o.PreviousVersion, o.Keys, o.Policy, nil, func(string, ...any) {})
+		if err != nil {
+			return nil, fmt.Errorf("previous release: %w", err)
+		}
+		r.Changes = changes(rel, prev, o.Previous.Ref(registry.RepoLock, o.PreviousVersion))
+	}
+	r.Verdict = "pass"
+	if len(r.Reasons) > 0 {
+		r.Verdict = "fail"
+	}
+	return r, nil
+}
+
+// readRelease verifies every repository of the release and reads the
+// lock, the provenance and the build report from verified attestations.
+// With r set, it fills the artifacts section and the promotions.
+func readRelease(ctx context.Context, st registry.Store, version string, keys []registry.Verifier, pol *registry.Policy, r *Report, fail func(string, ...any)) (*release, error) {
+	repos, err := registry.Repositories(ctx, st, version)
+	if err != nil {
+		return nil, err
+	}
+	rel := &release{}
+	lockBytes, err := registry.LockBytes(ctx, st, version)
+	if err != nil {
+		return nil, err
+	}
+	if rel.lock, err = lock.Parse(lockBytes, st.Ref(registry.RepoLock, version)); err != nil {
+		return nil, err
+	}
+	rel.lockSHA = sha256Hex(lockBytes)
+	for _, repo := range repos {
+		v, err := registry.Verify(ctx, st, repo, version, keys, pol)
+		if err != nil {
+			fail("%s: %v", st.Ref(repo, version), err)
+			continue
+		}
+		rel.verified = append(rel.verified, v)
+		for _, p := range v.Problems {
+			fail("%s", p)
+		}
+		if repo == registry.RepoLock {
+			rel.lockDigest = v.Digest
+		}
+		for _, m := range v.Manifests {
+			for _, s := range m.Statements {
+				switch s.PredicateType {
+				case registry.PredicateSLSA:
+					if rel.prov == nil {
+						var p provenance.Predicate
+						if json.Unmarshal(s.Predicate, &p) == nil {
+							rel.prov = &p
+						}
+					}
+				case registry.PredicateBuildReport:
+					if rel.report == nil {
+						var br builder.Report
+						if err := json.Unmarshal(s.Predicate, &br); err != nil {
+							fail("%s: the build report attestation: %v", st.Ref(repo, m.Digest), err)
+						} else {
+							rel.report = &br
+						}
+					}
+				case registry.PredicatePromotion:
+					if r != nil {
+						var p registry.PromotionPredicate
+						if json.Unmarshal(s.Predicate, &p) == nil {
+							r.Promotions = append(r.Promotions, Promotion{Repository: repo, Digest: m.Digest, From: p.From, To: p.To, Key: p.Key, Time: p.Time.UTC().Format("2006-01-02T15:04:05Z")})
+						}
+					}
+				}
+			}
+		}
+		if r != nil {
+			if err := artifacts(ctx, st, repo, version, v, r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if rel.report == nil {
+		fail("%s: no verified build report attestation (%s): the files of the artifacts cannot be traced", st.Ref(registry.RepoLock, version), registry.PredicateBuildReport)
+	}
+	if rel.prov == nil {
+		fail("%s: no verified SLSA provenance", st.Ref(registry.RepoLock, version))
+	}
+	if rel.report != nil && rel.report.LockSHA256 != rel.lockSHA {
+		fail("the build report is of lock sha256 %s, the release's lock is %s", rel.report.LockSHA256, rel.lockSHA)
+	}
+	return rel, nil
+}
+
+// artifacts adds the manifests of one repository, and the boot assets.
+func artifacts(ctx context.Context, st registry.Store, repo, version string, v *registry.Verification, r *Report) error {
+	top, err := st.Head(ctx, repo, version)
+	if err != nil {
+		return err
+	}
+	platforms := map[string]string{}
+	kind := map[bool]string{true: "index", false: "image"}[strings.Contains(string(top.MediaType), "index") || strings.Contains(string(top.MediaType), "list")]
+	if kind == "index" {
+		idx, err := st.Index(ctx, repo, top.Digest.String())
+		if err != nil {
+			return err
+		}
+		m, err := idx.IndexManifest()
+		if err != nil {
+			return err
+		}
+		for _, c := range m.Manifests {
+			if c.Platform != nil {
+				platforms[c.Digest.String()] = c.Platform.OS + "/" + c.Platform.Architecture
+			}
+		}
+	} else if repo == registry.RepoLock {
+		kind = "artifact"
+	}
+	for _, m := range v.Manifests {
+		a := Artifact{Repository: repo, Ref: st.Ref(repo, version), Digest: m.Digest, Kind: kind, SignedBy: m.SignedBy, Attestations: m.Attestations, Verified: true}
+		if a.SignedBy == nil {
+			a.SignedBy = []string{}
+		}
+		if m.Digest != top.Digest.String() {
+			a.Kind, a.Platform = "image", platforms[m.Digest]
+			a.Ref = st.Ref(repo, m.Digest)
+		}
+		for _, p := range v.Problems {
+			if strings.Contains(p, m.Digest) || strings.Contains(p, st.Ref(repo, version)+":") {
+				a.Verified = false
+				a.Problems = append(a.Problems, p)
+			}
+		}
+		img, err := st.Image(ctx, repo, m.Digest)
+		if err == nil && a.Kind != "index" {
+			if mf, err := img.Manifest(); err == nil {
+				for _, l := range mf.Layers {
+					a.Size += l.Size
+				}
+				if repo == registry.RepoBoot && a.Kind == "image" {
+					if kind == "index" {
+						a.Kind = "artifact"
+					}
+					r.Artifacts = append(r.Artifacts, a)
+					for _, l := range mf.Layers {
+						r.Artifacts = append(r.Artifacts, Artifact{Repository: repo, Ref: a.Ref, Digest: l.Digest.String(), Kind: "boot-asset",
+							Platform: a.Platform + " " + l.Annotations["org.opencontainers.image.title"], Size: l.Size, SignedBy: a.SignedBy,
+							Attestations: map[string]int{}, Verified: a.Verified})
+					}
+					continue
+				}
+			}
+		}
+		r.Artifacts = append(r.Artifacts, a)
+	}
+	return nil
+}
+
+func identity(r *Report, o Options, rel *release) {
+	l := rel.lock
+	id := Identity{Name: l.Spec.Name, Version: l.Spec.Version, Branch: l.Spec.Branch, Store: o.Store.String(),
+		SpecSHA256: l.Spec.SHA256, LockDigest: rel.lockDigest, LockSHA256: rel.lockSHA, SourceDateEpoch: l.SourceDateEpoch, Base: []Repo{}}
+	if p := rel.prov; p != nil {
+		id.Channel = p.BuildDefinition.ExternalParameters.Channel
+		id.BuilderID = p.RunDetails.Builder.ID
+		id.BuilderVersion = p.RunDetails.Builder.Version["nodeforge-builder"]
+		for _, d := range p.RunDetails.Builder.BuilderDependencies {
+			if d.Digest["sha256"] != "" && id.BuilderSHA256 == "" {
+				id.BuilderSHA256 = d.Digest["sha256"]
+			}
+		}
+	}
+	if rel.report != nil && id.BuilderVersion == "" {
+		id.BuilderVersion = rel.report.Builder
+	}
+	for _, repo := range l.Repositories {
+		rp := Repo{Name: repo.Name, URL: repo.URL, Format: repo.Format, Release: repo.Release.Algorithm + ":" + repo.Release.Value, Indexes: []string{}, Fingerprints: repo.Signers}
+		if rp.Fingerprints == nil {
+			rp.Fingerprints = []string{}
+		}
+		for _, ix := range repo.Indexes {
+			rp.Indexes = append(rp.Indexes, ix.Path+" "+ix.Algorithm+":"+ix.Hash)
+		}
+		id.Base = append(id.Base, rp)
+	}
+	r.Identity = id
+}
+
+// baseName is the repository the policy or the provenance names.
+func baseName(rel *release, pol *registry.Policy) string {
+	if pol != nil && pol.Base != "" {
+		return pol.Base
+	}
+	if rel.prov != nil && rel.prov.BuildDefinition.ExternalParameters.Base != "" {
+		return rel.prov.BuildDefinition.ExternalParameters.Base
+	}
+	if len(rel.lock.Repositories) > 0 {
+		return rel.lock.Repositories[0].Name
+	}
+	return ""
+}
+
+func packages(r *Report, rel *release, pol *registry.Policy, fail func(string, ...any)) {
+	base := baseName(rel, pol)
+	r.Policy.Base = BaseCheck{Base: base, OK: true, Outside: []string{}}
+	r.Policy.Signatures = SignatureCheck{OK: true, Unsigned: []string{}, Problems: []string{}}
+	pinned := map[string]map[string]bool{}
+	for _, k := range rel.lock.Keyrings {
+		pinned[k.Repository] = map[string]bool{}
+		for _, f := range k.Fingerprints {
+			pinned[k.Repository][strings.ToUpper(f)] = true
+		}
+	}
+	for _, repo := range rel.lock.Repositories {
+		if len(repo.Signers) > 0 {
+			r.Policy.Signatures.Repositories++
+		} else {
+			r.Policy.Signatures.OK = false
+			r.Policy.Signatures.Problems = append(r.Policy.Signatures.Problems, fmt.Sprintf("repository %s (%s): release not signed", repo.Name, repo.URL))
+			fail("repository %s (%s): its release file was not verified by a signature", repo.Name, repo.URL)
+		}
+	}
+	sizes, where := packageUse(rel.report)
+	seen := map[string]bool{}
+	for _, arch := range slices.Sorted(maps.Keys(rel.lock.Architectures)) {
+		for _, p := range rel.lock.Architectures[arch].Packages {
+			if seen[p.NEVRA] {
+				continue
+			}
+			seen[p.NEVRA] = true
+			ver := p.Version + "-" + p.Release
+			if p.Epoch != nil {
+				ver = fmt.Sprintf("%d:%s", *p.Epoch, ver)
+			}
+			pk := Package{NEVRA: p.NEVRA, Name: p.Name, Version: ver, Arch: p.Arch, Disttag: p.Disttag, SourceRPM: p.SourceRPM,
+				Repository: p.Repository, SHA256: p.SHA256, SignedBy: p.SignerFingerprint, License: p.License,
+				Size: sizes[p.NEVRA], In: where[p.NEVRA]}
+			if pk.In == nil {
+				pk.In = []string{}
+			}
+			r.Packages = append(r.Packages, pk)
+			if p.Repository != base {
+				r.Policy.Base.OK = false
+				r.Policy.Base.Outside = append(r.Policy.Base.Outside, p.NEVRA)
+				fail("package %s comes from repository %q, not the certified base %q", p.NEVRA, p.Repository, base)
+			}
+			switch {
+			case p.SignerFingerprint == "":
+				r.Policy.Signatures.OK = false
+				r.Policy.Signatures.Unsigned = append(r.Policy.Signatures.Unsigned, p.NEVRA)
+				fail("package %s: no verified OpenPGP signature recorded", p.NEVRA)
+			case len(pinned[p.Repository]) > 0 && !pinned[p.Repository][strings.ToUpper(p.SignerFingerprint)]:
+				r.Policy.Signatures.OK = false
+				msg := fmt.Sprintf("package %s: signed by %s, not a key pinned for %s", p.NEVRA, p.SignerFingerprint, p.Repository)
+				r.Policy.Signatures.Problems = append(r.Policy.Signatures.Problems, msg)
+				fail("%s", msg)
+			default:
+				r.Policy.Signatures.Packages++
+			}
+		}
+	}
+	sort.Slice(r.Packages, func(i, j int) bool { return r.Packages[i].NEVRA < r.Packages[j].NEVRA })
+}
+
+// packageUse sums the file sizes of each package and lists the artifacts
+// holding its files.
+func packageUse(rep *builder.Report) (map[string]int64, map[string][]string) {
+	sizes, where := map[string]int64{}, map[string][]string{}
+	if rep == nil {
+		return sizes, where
+	}
+	for _, f := range reportFiles(rep) {
+		if f.Package == "" {
+			continue
+		}
+		sizes[f.Package] += f.Size
+		if !slices.Contains(where[f.Package], f.Artifact) {
+			where[f.Package] = append(where[f.Package], f.Artifact)
+		}
+	}
+	for _, w := range where {
+		sort.Strings(w)
+	}
+	return sizes, where
+}
+
+// reportFiles lists every file the build report records, per artifact.
+func reportFiles(rep *builder.Report) []File {
+	var out []File
+	add := func(artifact string, list []builder.FileEntry) {
+		for _, e := range list {
+			out = append(out, File{Artifact: artifact, Path: e.Path, Type: e.Type, Size: e.Size, SHA256: e.SHA256,
+				Package: e.Origin.Package, RPMDigest: e.RPMDigest, Generator: e.Origin.Generator})
+		}
+	}
+	for _, arch := range slices.Sorted(maps.Keys(rep.Architectures)) {
+		a := rep.Architectures[arch]
+		add("rootfs/"+arch, a.Rootfs)
+		add("initramfs/"+arch, a.Initramfs)
+		for _, name := range slices.Sorted(maps.Keys(a.Extensions)) {
+			add("extension/"+name+"/"+arch, a.Extensions[name].Files)
+		}
+	}
+	return out
+}
+
+func files(r *Report, rel *release, fail func(string, ...any)) {
+	r.Files = Files{Generators: map[string]string{}, List: []File{}}
+	if rel.report == nil {
+		return
+	}
+	r.Files.Generators = rel.report.Generators
+	locked := map[string]string{} // NEVRA -> sha256
+	for _, a := range rel.lock.Architectures {
+		for _, p := range a.Packages {
+			locked[p.NEVRA] = p.SHA256
+		}
+	}
+	rpmSHA := map[string]map[string]string{} // artifact -> path -> rpm sha256 from the report
+	for _, arch := range slices.Sorted(maps.Keys(rel.report.Architectures)) {
+		a := rel.report.Architectures[arch]
+		for _, list := range [][]builder.FileEntry{a.Rootfs, a.Initramfs} {
+			for _, e := range list {
+				if e.Origin.Package != "" {
+					if rpmSHA[e.Origin.Package] == nil {
+						rpmSHA[e.Origin.Package] = map[string]string{}
+					}
+					rpmSHA[e.Origin.Package][e.Path] = e.Origin.RPMSHA256
+				}
+			}
+		}
+	}
+	unowned := 0
+	for _, f := range reportFiles(rel.report) {
+		r.Files.Total++
+		switch {
+		case f.Package != "":
+			sha, ok := locked[f.Package]
+			switch {
+			case !ok:
+				f.Problem = "package not in the lock"
+			case rpmSHA[f.Package] != nil && rpmSHA[f.Package][f.Path] != "" && rpmSHA[f.Package][f.Path] != sha:
+				f.Problem = "laid from an RPM other than the locked one"
+			case f.Type == "file" && f.RPMDigest != "" && f.SHA256 != "" && !strings.EqualFold(f.RPMDigest, f.SHA256):
+				f.Problem = "content differs from the digest the package records"
+			}
+			if f.Problem == "" {
+				r.Files.Packaged++
+			}
+		case f.Generator != "":
+			if _, ok := rel.report.Generators[f.Generator]; !ok {
+				f.Problem = "generator " + f.Generator + " is not declared"
+			} else {
+				r.Files.Generated++
+			}
+		default:
+			f.Problem = "no package and no generator"
+		}
+		if f.Problem != "" {
+			unowned++
+		}
+		r.Files.List = append(r.Files.List, f)
+	}
+	r.Files.Unowned = unowned
+	if unowned > 0 {
+		var names []string
+		for _, f := range r.Files.List {
+			if f.Problem != "" && len(names) < 10 {
+				names = append(names, f.Artifact+":"+f.Path+" ("+f.Problem+")")
+			}
+		}
+		fail("%d files are not traced to a locked package or a declared generator: %s", unowned, strings.Join(names, ", "))
+	}
+	// The report must describe the published boot assets.
+	for _, a := range r.Artifacts {
+		if a.Kind != "boot-asset" {
+			continue
+		}
+		parts := strings.Fields(a.Platform)
+		if len(parts) != 2 {
+			continue
+		}
+		arch := rpmArch(rel.report, strings.TrimPrefix(parts[0], "linux/"))
+		info, ok := rel.report.Artifacts[arch+"/"+parts[1]]
+		if ok && "sha256:"+info.SHA256 != a.Digest {
+			fail("boot asset %s %s is %s, the build report says sha256:%s", arch, parts[1], a.Digest, info.SHA256)
+		}
+	}
+}
+
+// rpmArch maps an OCI architecture back to the report's rpm name.
+func rpmArch(rep *builder.Report, goarch string) string {
+	for a := range rep.Architectures {
+		if builder.GoArch(a) == goarch {
+			return a
+		}
+	}
+	return goarch
+}
+
+func policy(r *Report, rel *release, fail func(string, ...any)) {
+	p := &r.Policy
+	p.Scriptlets, p.Setuid, p.SetuidStripped, p.Capabilities, p.WorldWritable = []Scriptlet{}, []string{}, []string{}, []string{}, []string{}
+	if rel.report == nil {
+		return
+	}
+	for _, arch := range slices.Sorted(maps.Keys(rel.report.Architectures)) {
+		a := rel.report.Architectures[arch]
+		for _, s := range append(append([]rootfs.ScriptletOutcome{}, a.Scriptlets...), a.Triggers...) {
+			p.Scriptlets = append(p.Scriptlets, Scriptlet{Arch: arch, Package: s.Package, Kind: s.Kind, Handled: s.Handled, How: s.How, Pending: s.Pending})
+		}
+		p.Setuid = append(p.Setuid, prefixed(arch, a.Policy.Setuid)...)
+		p.SetuidStripped = append(p.SetuidStripped, prefixed(arch, a.Policy.Stripped)...)
+		p.Capabilities = append(p.Capabilities, prefixed(arch, a.Policy.Capabilities)...)
+		p.WorldWritable = append(p.WorldWritable, prefixed(arch, a.Policy.WorldWritable)...)
+	}
+}
+
+func prefixed(arch string, list []string) []string {
+	out := []string{}
+	for _, s := range list {
+		out = append(out, arch+":"+s)
+	}
+	return out
+}
+
+func reproducibility(r *Report, rel *release, o Options, fail func(string, ...any)) {
+	ev := ReproducibleEvid{Evidence: "none", Different: []string{}}
+	if o.Reproduced != nil && rel.report != nil {
+		ev.Evidence = o.ReproducedFrom
+		a, b := rel.report, o.Reproduced
+		cmp := func(what, x, y string) {
+			ev.Compared++
+			if x != y {
+				ev.Different = append(ev.Different, fmt.Sprintf("%s: %s here, %s in the second build", what, x, y))
+			}
+		}
+		if b.LockSHA256 != a.LockSHA256 {
+			ev.Different = append(ev.Different, "the second build is of another lock (sha256 "+b.LockSHA256+")")
+		}
+		for _, k := range slices.Sorted(maps.Keys(a.Artifacts)) {
+			cmp(k, a.Artifacts[k].SHA256, b.Artifacts[k].SHA256)
+		}
+		cmp("OCI index", a.OCIIndex, b.OCIIndex)
+		cmp("installer", a.Installer, b.Installer)
+		for _, k := range slices.Sorted(maps.Keys(a.Extensions)) {
+			cmp("extension "+k, a.Extensions[k], b.Extensions[k])
+		}
+		ev.OK = len(ev.Different) == 0
+		if !ev.OK {
+			fail("not reproduced: %s", strings.Join(ev.Different, "; "))
+		}
+	}
+	r.Policy.Reproducibility = ev
+}
+
+func licenses(r *Report) {
+	count := map[string]int{}
+	for _, p := range r.Packages {
+		l := p.License
+		if l == "" {
+			l = "(none declared)"
+		}
+		count[l]++
+	}
+	r.Licenses = []License{}
+	for _, l := range slices.Sorted(maps.Keys(count)) {
+		r.Licenses = append(r.Licenses, License{License: l, Packages: count[l]})
+	}
+}
+
+func changes(cur, prev *release, prevRef string) *Changes {
+	c := &Changes{Previous: prevRef, Added: []string{}, Removed: []string{}, Updated: []PackageUpdate{}}
+	type key struct{ name, arch string }
+	index := func(l *lock.Lock) map[key]lock.Package {
+		out := map[key]lock.Package{}
+		for _, a := range l.Architectures {
+			for _, p := range a.Packages {
+				out[key{p.Name, p.Arch}] = p
+			}
+		}
+		return out
+	}
+	label := func(p lock.Package) string {
+		v := p.Version + "-" + p.Release
+		if p.Epoch != nil {
+			v = fmt.Sprintf("%d:%s", *p.Epoch, v)
+		}
+		return v
+	}
+	a, b := index(cur.lock), index(prev.lock)
+	for k, p := range a {
+		q, ok := b[k]
+		switch {
+		case !ok:
+			c.Added = append(c.Added, p.NEVRA)
+		case q.NEVRA != p.NEVRA || q.SHA256 != p.SHA256:
+			c.Updated = append(c.Updated, PackageUpdate{Name: k.name, Arch: k.arch, From: label(q), To: label(p)})
+		}
+	}
+	for k, q := range b {
+		if _, ok := a[k]; !ok {
+			c.Removed = append(c.Removed, q.NEVRA)
+		}
+	}
+	sort.Strings(c.Added)
+	sort.Strings(c.Removed)
+	sort.Slice(c.Updated, func(i, j int) bool {
+		if c.Updated[i].Name != c.Updated[j].Name {
+			return c.Updated[i].Name < c.Updated[j].Name
+		}
+		return c.Updated[i].Arch < c.Updated[j].Arch
+	})
+	if cur.report != nil && prev.report != nil {
+		fa, fb := map[string]string{}, map[string]string{}
+		for _, f := range reportFiles(cur.report) {
+			fa[f.Artifact+":"+f.Path] = f.SHA256 + f.Type
+		}
+		for _, f := range reportFiles(prev.report) {
+			fb[f.Artifact+":"+f.Path] = f.SHA256 + f.Type
+		}
+		for k, v := range fa {
+			w, ok := fb[k]
+			switch {
+			case !ok:
+				c.FilesAdded++
+			case v != w:
+				c.FilesChanged++
+			}
+		}
+		for k := range fb {
+			if _, ok := fa[k]; !ok {
+				c.FilesRemoved++
+			}
+		}
+	}
+	return c
+}
+
+// PreviousVersion picks the newest release in st older than version (by
+// ALT's version order), for --previous without a version.
+func PreviousVersion(ctx context.Context, st registry.Store, version string) (string, error) {
+	tags, err := st.Tags(ctx, registry.RepoLock)
+	if err != nil {
+		return "", err
+	}
+	best := ""
+	for _, t := range tags {
+		if t == version || strings.HasPrefix(t, "sha256-") {
+			continue
+		}
+		if evr.Vercmp(evr.ALT, t, version) < 0 && (best == "" || evr.Vercmp(evr.ALT, t, best) > 0) {
+			best = t
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("%s holds no release older than %s: give --previous-version", st, version)
+	}
+	return best, nil
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// PredicateVSA is the SLSA verification summary predicate type.
+const PredicateVSA = "https://slsa.dev/verification_summary/v1"
+
+// VSA is the SLSA verification summary of an audit: who verified what,
+// when, against which policy, with which result.
+type VSA struct {
+	Verifier struct {
+		ID      string            `json:"id"`
+		Version map[string]string `json:"version,omitempty"`
+	} `json:"verifier"`
+	TimeVerified       string         `json:"timeVerified"`
+	ResourceURI        string         `json:"resourceUri"`
+	Policy             VSAPolicy      `json:"policy"`
+	InputAttestations  []VSAInput     `json:"inputAttestations,omitempty"`
+	VerificationResult string         `json:"verificationResult"` // PASSED or FAILED
+	VerifiedLevels     []string       `json:"verifiedLevels"`
+	DependencyLevels   map[string]int `json:"dependencyLevels,omitempty"`
+	SLSAVersion        string         `json:"slsaVersion"`
+	Reasons            []string       `json:"reasons,omitempty"`
+	Extra              map[string]any `json:"nodeforge,omitempty"`
+}
+
+// VSAPolicy names the policy the verifier applied.
+type VSAPolicy struct {
+	URI    string            `json:"uri"`
+	Digest map[string]string `json:"digest,omitempty"`
+}
+
+// VSAInput is an attestation the verdict rests on.
+type VSAInput struct {
+	URI    string            `json:"uri"`
+	Digest map[string]string `json:"digest"`
+}
+
+// VSAPredicate is the verification summary of r; auditJSON is the report
+// it summarises (its digest names the policy outcome in full).
+func (r *Report) VSAPredicate(when, builderVersion string, auditJSON []byte) ([]byte, error) {
+	var v VSA
+	v.Verifier.ID = "https://nodeforge.dev/builder/audit"
+	v.Verifier.Version = map[string]string{"nodeforge-builder": builderVersion}
+	v.TimeVerified = when
+	v.ResourceURI = r.Identity.Store + "#" + r.Identity.Name + "@" + r.Identity.Version
+	v.Policy = VSAPolicy{URI: "https://nodeforge.dev/audit/v1"}
+	v.VerificationResult = "FAILED"
+	v.VerifiedLevels = []string{}
+	if r.Verdict == "pass" {
+		v.VerificationResult = "PASSED"
+		v.VerifiedLevels = []string{"SLSA_BUILD_LEVEL_1"}
+	}
+	v.SLSAVersion = "1.0"
+	v.Reasons = r.Reasons
+	v.Extra = map[string]any{"auditSha256": sha256Hex(auditJSON), "unownedFiles": r.Files.Unowned, "packages": len(r.Packages)}
+	if r.Identity.LockDigest != "" {
+		v.InputAttestations = append(v.InputAttestations, VSAInput{URI: r.Identity.Store + "#lock", Digest: map[string]string{"sha256": strings.TrimPrefix(r.Identity.LockDigest, "sha256:")}})
+	}
+	return json.Marshal(v)
+}
