@@ -61,13 +61,15 @@ func Collect(ctx context.Context, st Store, tag string) ([]Item, error) {
 	if err != nil {
 		return nil, err
 	}
+	lists := make([][]Item, len(repos))
+	errs := make([]error, len(repos))
+	parallel(len(repos), func(i int) { lists[i], errs[i] = CollectRepo(ctx, st, repos[i], tag) })
 	var items []Item
-	for _, repo := range repos {
-		got, err := CollectRepo(ctx, st, repo, tag)
-		if err != nil {
-			return nil, fmt.Errorf("release %s: %w", tag, err)
+	for i := range repos {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("release %s: %w", tag, errs[i])
 		}
-		items = append(items, got...)
+		items = append(items, lists[i]...)
 	}
 	if !slices.Contains(repos, RepoBase) {
 		got, err := CollectRepo(ctx, st, RepoBase, tag)
@@ -328,64 +330,109 @@ type Parity struct {
 // referrers API or its fallback tag. It returns a line per item and the
 // problems found.
 func CheckParity(ctx context.Context, dst Store, items []Item) ([]Parity, []string) {
-	var out []Parity
+	out := make([]Parity, len(items))
+	found := make([][]string, len(items))
+	var repos []string
+	byRepo := map[string][]int{}
+	for i, it := range items {
+		if _, ok := byRepo[it.Repo]; !ok {
+			repos = append(repos, it.Repo)
+		}
+		byRepo[it.Repo] = append(byRepo[it.Repo], i)
+	}
+	parallel(len(repos), func(r int) {
+		referrers := map[string][]v1.Descriptor{}
+		for _, i := range byRepo[repos[r]] {
+			out[i], found[i] = parityOf(ctx, dst, items[i], referrers)
+		}
+	})
 	var problems []string
-	referrers := map[string][]v1.Descriptor{}
-	for _, it := range items {
-		p := Parity{Item: it, SourceDigest: it.Digest}
-		d, err := dst.Head(ctx, it.Repo, it.ref())
-		switch {
-		case err != nil:
-			p.Status = "missing"
-			problems = append(problems, fmt.Sprintf("%s %s: missing at the destination: %v", it.Kind, dst.Ref(it.Repo, it.ref()), err))
-		case d.Digest.String() != it.Digest:
-			p.DestinationDigest = d.Digest.String()
-			p.Status = "different"
-			problems = append(problems, fmt.Sprintf("%s %s: digest %s at the destination, %s at the source", it.Kind, dst.Ref(it.Repo, it.ref()), d.Digest, it.Digest))
-		default:
-			p.DestinationDigest = d.Digest.String()
-			p.Status = "ok"
-		}
-		if it.Kind == KindReferrer && p.Status == "ok" {
-			key := it.Repo + "@" + it.Subject
-			list, ok := referrers[key]
-			if !ok {
-				h, err := v1.NewHash(it.Subject)
-				if err == nil {
-					list, err = dst.Referrers(ctx, it.Repo, h)
-				}
-				if err != nil {
-					problems = append(problems, fmt.Sprintf("referrers of %s: %v", dst.Ref(it.Repo, it.Subject), err))
-				}
-				referrers[key] = list
-			}
-			if !slices.ContainsFunc(list, func(d v1.Descriptor) bool { return d.Digest.String() == it.Digest }) {
-				p.Status = "missing"
-				problems = append(problems, fmt.Sprintf("referrer %s of %s: not listed by the destination's referrers (API or fallback tag)", it.Digest, dst.Ref(it.Repo, it.Subject)))
-			}
-		}
-		out = append(out, p)
+	for _, f := range found {
+		problems = append(problems, f...)
 	}
 	return out, problems
+}
+
+// parityOf checks one item; referrers caches the referrers lists of the
+// item's repository by subject.
+func parityOf(ctx context.Context, dst Store, it Item, referrers map[string][]v1.Descriptor) (Parity, []string) {
+	var problems []string
+	p := Parity{Item: it, SourceDigest: it.Digest}
+	d, err := dst.Head(ctx, it.Repo, it.ref())
+	switch {
+	case err != nil:
+		p.Status = "missing"
+		problems = append(problems, fmt.Sprintf("%s %s: missing at the destination: %v", it.Kind, dst.Ref(it.Repo, it.ref()), err))
+	case d.Digest.String() != it.Digest:
+		p.DestinationDigest = d.Digest.String()
+		p.Status = "different"
+		problems = append(problems, fmt.Sprintf("%s %s: digest %s at the destination, %s at the source", it.Kind, dst.Ref(it.Repo, it.ref()), d.Digest, it.Digest))
+	default:
+		p.DestinationDigest = d.Digest.String()
+		p.Status = "ok"
+	}
+	if it.Kind == KindReferrer && p.Status == "ok" {
+		list, ok := referrers[it.Subject]
+		if !ok {
+			h, err := v1.NewHash(it.Subject)
+			if err == nil {
+				list, err = dst.Referrers(ctx, it.Repo, h)
+			}
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("referrers of %s: %v", dst.Ref(it.Repo, it.Subject), err))
+			}
+			referrers[it.Subject] = list
+		}
+		if !slices.ContainsFunc(list, func(d v1.Descriptor) bool { return d.Digest.String() == it.Digest }) {
+			p.Status = "missing"
+			problems = append(problems, fmt.Sprintf("referrer %s of %s: not listed by the destination's referrers (API or fallback tag)", it.Digest, dst.Ref(it.Repo, it.Subject)))
+		}
+	}
+	return p, problems
+}
+
+// parallel runs f(0) ... f(n-1) on copyJobs goroutines and waits.
+func parallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range min(copyJobs, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
 }
 
 // VerifyRelease verifies every release repository among items at st with
 // keys (signatures, attestations, single-base policy) and returns the
 // verifications and every problem.
 func VerifyRelease(ctx context.Context, st Store, items []Item, keys []signature.Verifier, pol *Policy) ([]*Verification, []string) {
+	var release []Item
+	for _, it := range items {
+		if it.Kind == KindRelease {
+			release = append(release, it)
+		}
+	}
+	vs := make([]*Verification, len(release))
+	errs := make([]error, len(release))
+	parallel(len(release), func(i int) { vs[i], errs[i] = Verify(ctx, st, release[i].Repo, release[i].Tag, keys, pol) })
 	var out []*Verification
 	var problems []string
-	for _, it := range items {
-		if it.Kind != KindRelease {
+	for i, it := range release {
+		if errs[i] != nil {
+			problems = append(problems, fmt.Sprintf("verifying %s: %v", st.Ref(it.Repo, it.Tag), errs[i]))
 			continue
 		}
-		v, err := Verify(ctx, st, it.Repo, it.Tag, keys, pol)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("verifying %s: %v", st.Ref(it.Repo, it.Tag), err))
-			continue
-		}
-		out = append(out, v)
-		problems = append(problems, v.Problems...)
+		out = append(out, vs[i])
+		problems = append(problems, vs[i].Problems...)
 	}
 	return out, problems
 }

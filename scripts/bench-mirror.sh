@@ -25,7 +25,7 @@ start_registry() { # name -> host:port
   local port dir=$work/$1
   port=$(free_port)
   mkdir -p "$dir"
-  printf 'version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' "$dir/data" "$port" >"$dir/config.yml"
+  printf 'version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  cache:\n    blobdescriptor: inmemory\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' "$dir/data" "$port" >"$dir/config.yml"
   docker-registry serve "$dir/config.yml" >"$dir/log" 2>&1 &
   pids+=($!)
   for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/v2/" >/dev/null && break; sleep 0.1; done
