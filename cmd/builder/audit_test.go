@@ -434,4 +434,23 @@ func TestAuditRegistryVSA(t *testing.T) {
 	if out, err := runBuilder(t, "verify", "--key", d.devPub, "--version", demoVersion, "docker://"+target); err != nil {
 		t.Errorf("verify after the summary: %v\n%s", err, out)
 	}
+
+	// Promoted to prod, the audit with the prod key lists the promotions.
+	prod := reg.Host + "/nodeforge/prod/p11"
+	if out, err := runBuilder(t, "promote", "--spec", d.spec, "--from-registry", target, "--from-key", d.devPub,
+		"--to-registry", prod, "--key", d.prodKey, demoVersion); err != nil {
+		t.Fatalf("promote: %v\n%s", err, out)
+	}
+	rep, _, stdout, err = runAudit(t, "--key", d.prodPub, "--version", demoVersion, "docker://"+prod)
+	if err != nil || rep.Verdict != "pass" {
+		t.Fatalf("audit of prod: %v: %v\n%s", err, rep.Reasons, stdout)
+	}
+	if len(rep.Promotions) < 7 {
+		t.Errorf("%d promotions listed, want one per image at least: %+v", len(rep.Promotions), rep.Promotions)
+	}
+	for _, p := range rep.Promotions {
+		if p.From != "dev" || p.To != "prod" || p.Key == "" || p.Time == "" {
+			t.Errorf("promotion %+v", p)
+		}
+	}
 }

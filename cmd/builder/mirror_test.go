@@ -276,6 +276,13 @@ func TestMirrorThroughArchive(t *testing.T) {
 		}
 	}
 	t.Logf("rebuilt in the perimeter from the base subset: %d of 4 images with identical digests", same)
+
+	// The rebuild is the audit's reproducibility evidence.
+	arep, _, out, err := runAudit(t, "--key", d.devPub, "--version", demoVersion, "--reproduced", filepath.Join(rebuilt, "report.json"),
+		"docker://"+inside.Host+"/perimeter/p11")
+	if err != nil || arep.Verdict != "pass" || !arep.Policy.Reproducibility.OK || arep.Policy.Reproducibility.Compared < 5 {
+		t.Errorf("audit with the perimeter rebuild as evidence: %v, %s, %+v: %v\n%s", err, arep.Verdict, arep.Policy.Reproducibility, arep.Reasons, out)
+	}
 }
 
 // catalog lists a registry's repositories.
