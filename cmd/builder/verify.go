@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeforge/builder/certification"
 	"github.com/nodeforge/builder/registry"
 )
 
@@ -198,6 +199,10 @@ func shortPredicate(t string) string {
 		return "slsa-provenance"
 	case registry.PredicatePromotion:
 		return "promotion"
+	case registry.PredicateBuildReport:
+		return "build-report"
+	case certification.PredicateVSA:
+		return "verification-summary"
 	}
 	return t
 }
