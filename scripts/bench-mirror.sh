@@ -21,7 +21,9 @@ command -v skopeo >/dev/null || { echo "needs skopeo"; exit 1; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 pids=()
-start_registry() { # name -> host:port
+# start_registry NAME VAR: starts a registry and sets VAR to its host:port
+# (not in a subshell, so the trap below knows its pid).
+start_registry() {
   local port dir=$work/$1
   port=$(free_port)
   mkdir -p "$dir"
@@ -29,11 +31,11 @@ start_registry() { # name -> host:port
   docker-registry serve "$dir/config.yml" >"$dir/log" 2>&1 &
   pids+=($!)
   for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/v2/" >/dev/null && break; sleep 0.1; done
-  echo "127.0.0.1:$port"
+  printf -v "$2" '127.0.0.1:%s' "$port"
 }
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
-A=$(start_registry src)
-Z=$(start_registry dst)
+start_registry src A
+start_registry dst Z
 
 echo "== the demo release, published to $A/nodeforge/p11"
 "$B" demo-base --force "$work/demo" >/dev/null
