@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/nodeforge/builder/builder"
 	"github.com/nodeforge/builder/pkgbase/evr"
 	"github.com/nodeforge/builder/pkgbase/lock"
@@ -94,6 +96,7 @@ type Artifact struct {
 	Digest       string         `json:"digest"`
 	Kind         string         `json:"kind"` // index, image, artifact, boot-asset
 	Platform     string         `json:"platform,omitempty"`
+	Name         string         `json:"name,omitempty"` // a boot asset's file name
 	Size         int64          `json:"size"`
 	SignedBy     []string       `json:"signedBy"`
 	Attestations map[string]int `json:"attestations"`
@@ -140,6 +143,8 @@ type File struct {
 	RPMDigest string `json:"rpmDigest,omitempty"` // the digest the package header records
 	Generator string `json:"generator,omitempty"`
 	Problem   string `json:"problem,omitempty"`
+	// rpmSHA256 is the sha256 of the .rpm the file was laid from.
+	rpmSHA256 string
 }
 
 // PolicyChecks are the checks of section 6.
@@ -350,37 +355,29 @@ func readRelease(ctx context.Context, st registry.Store, version string, keys []
 
 // artifacts adds the manifests of one repository, and the boot assets.
 func artifacts(ctx context.Context, st registry.Store, repo, version string, v *registry.Verification, r *Report) error {
-	top, err := st.Head(ctx, repo, version)
+	top, children, err := registry.Manifests(ctx, st, repo, version)
 	if err != nil {
 		return err
 	}
 	platforms := map[string]string{}
-	kind := map[bool]string{true: "index", false: "image"}[strings.Contains(string(top.MediaType), "index") || strings.Contains(string(top.MediaType), "list")]
-	if kind == "index" {
-		idx, err := st.Index(ctx, repo, top.Digest.String())
-		if err != nil {
-			return err
+	for _, c := range children {
+		if c.Platform != nil {
+			platforms[c.Digest.String()] = c.Platform.OS + "/" + c.Platform.Architecture
 		}
-		m, err := idx.IndexManifest()
-		if err != nil {
-			return err
-		}
-		for _, c := range m.Manifests {
-			if c.Platform != nil {
-				platforms[c.Digest.String()] = c.Platform.OS + "/" + c.Platform.Architecture
-			}
-		}
-	} else if repo == registry.RepoLock {
-		kind = "artifact"
 	}
 	for _, m := range v.Manifests {
-		a := Artifact{Repository: repo, Ref: st.Ref(repo, version), Digest: m.Digest, Kind: kind, SignedBy: m.SignedBy, Attestations: m.Attestations, Verified: true}
+		a := Artifact{Repository: repo, Ref: st.Ref(repo, version), Digest: m.Digest, Kind: "image", SignedBy: m.SignedBy, Attestations: m.Attestations, Verified: true}
+		switch {
+		case m.Digest != top.Digest.String():
+			a.Ref, a.Platform = st.Ref(repo, m.Digest), platforms[m.Digest]
+		case registry.IsIndex(top.MediaType):
+			a.Kind = "index"
+		}
+		if repo == registry.RepoLock || (repo == registry.RepoBoot && a.Kind == "image") {
+			a.Kind = "artifact"
+		}
 		if a.SignedBy == nil {
 			a.SignedBy = []string{}
-		}
-		if m.Digest != top.Digest.String() {
-			a.Kind, a.Platform = "image", platforms[m.Digest]
-			a.Ref = st.Ref(repo, m.Digest)
 		}
 		for _, p := range v.Problems {
 			if strings.Contains(p, m.Digest) || strings.Contains(p, st.Ref(repo, version)+":") {
@@ -388,27 +385,30 @@ func artifacts(ctx context.Context, st registry.Store, repo, version string, v *
 				a.Problems = append(a.Problems, p)
 			}
 		}
-		img, err := st.Image(ctx, repo, m.Digest)
-		if err == nil && a.Kind != "index" {
-			if mf, err := img.Manifest(); err == nil {
-				for _, l := range mf.Layers {
-					a.Size += l.Size
-				}
-				if repo == registry.RepoBoot && a.Kind == "image" {
-					if kind == "index" {
-						a.Kind = "artifact"
-					}
-					r.Artifacts = append(r.Artifacts, a)
-					for _, l := range mf.Layers {
-						r.Artifacts = append(r.Artifacts, Artifact{Repository: repo, Ref: a.Ref, Digest: l.Digest.String(), Kind: "boot-asset",
-							Platform: a.Platform + " " + l.Annotations["org.opencontainers.image.title"], Size: l.Size, SignedBy: a.SignedBy,
-							Attestations: map[string]int{}, Verified: a.Verified})
-					}
-					continue
-				}
+		var layers []v1.Descriptor
+		if a.Kind != "index" {
+			img, err := st.Image(ctx, repo, m.Digest)
+			if err != nil {
+				return err
 			}
+			mf, err := img.Manifest()
+			if err != nil {
+				return err
+			}
+			layers = mf.Layers
+		}
+		for _, l := range layers {
+			a.Size += l.Size
 		}
 		r.Artifacts = append(r.Artifacts, a)
+		if repo != registry.RepoBoot {
+			continue
+		}
+		for _, l := range layers {
+			r.Artifacts = append(r.Artifacts, Artifact{Repository: repo, Ref: a.Ref, Digest: l.Digest.String(), Kind: "boot-asset",
+				Platform: a.Platform, Name: l.Annotations["org.opencontainers.image.title"], Size: l.Size, SignedBy: a.SignedBy,
+				Attestations: map[string]int{}, Verified: a.Verified})
+		}
 	}
 	return nil
 }
@@ -547,7 +547,7 @@ func reportFiles(rep *builder.Report) []File {
 	add := func(artifact string, list []builder.FileEntry) {
 		for _, e := range list {
 			out = append(out, File{Artifact: artifact, Path: e.Path, Type: e.Type, Size: e.Size, SHA256: e.SHA256,
-				Package: e.Origin.Package, RPMDigest: e.RPMDigest, Generator: e.Origin.Generator})
+				Package: e.Origin.Package, RPMDigest: e.RPMDigest, Generator: e.Origin.Generator, rpmSHA256: e.Origin.RPMSHA256})
 		}
 	}
 	for _, arch := range slices.Sorted(maps.Keys(rep.Architectures)) {
@@ -573,20 +573,6 @@ func files(r *Report, rel *release, fail func(string, ...any)) {
 			locked[p.NEVRA] = p.SHA256
 		}
 	}
-	rpmSHA := map[string]map[string]string{} // artifact -> path -> rpm sha256 from the report
-	for _, arch := range slices.Sorted(maps.Keys(rel.report.Architectures)) {
-		a := rel.report.Architectures[arch]
-		for _, list := range [][]builder.FileEntry{a.Rootfs, a.Initramfs} {
-			for _, e := range list {
-				if e.Origin.Package != "" {
-					if rpmSHA[e.Origin.Package] == nil {
-						rpmSHA[e.Origin.Package] = map[string]string{}
-					}
-					rpmSHA[e.Origin.Package][e.Path] = e.Origin.RPMSHA256
-				}
-			}
-		}
-	}
 	unowned := 0
 	for _, f := range reportFiles(rel.report) {
 		r.Files.Total++
@@ -596,7 +582,7 @@ func files(r *Report, rel *release, fail func(string, ...any)) {
 			switch {
 			case !ok:
 				f.Problem = "package not in the lock"
-			case rpmSHA[f.Package] != nil && rpmSHA[f.Package][f.Path] != "" && rpmSHA[f.Package][f.Path] != sha:
+			case f.rpmSHA256 != "" && f.rpmSHA256 != sha:
 				f.Problem = "laid from an RPM other than the locked one"
 			case f.Type == "file" && f.RPMDigest != "" && f.SHA256 != "" && !strings.EqualFold(f.RPMDigest, f.SHA256):
 				f.Problem = "content differs from the digest the package records"
@@ -633,14 +619,11 @@ func files(r *Report, rel *release, fail func(string, ...any)) {
 		if a.Kind != "boot-asset" {
 			continue
 		}
-		parts := strings.Fields(a.Platform)
-		if len(parts) != 2 {
-			continue
-		}
-		arch := rpmArch(rel.report, strings.TrimPrefix(parts[0], "linux/"))
-		info, ok := rel.report.Artifacts[arch+"/"+parts[1]]
+		_, goarch, _ := strings.Cut(a.Platform, "/")
+		arch := rpmArch(rel.report, goarch)
+		info, ok := rel.report.Artifacts[arch+"/"+a.Name]
 		if ok && "sha256:"+info.SHA256 != a.Digest {
-			fail("boot asset %s %s is %s, the build report says sha256:%s", arch, parts[1], a.Digest, info.SHA256)
+			fail("boot asset %s %s is %s, the build report says sha256:%s", arch, a.Name, a.Digest, info.SHA256)
 		}
 	}
 }

@@ -71,7 +71,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\n## Artifacts (%d)\n\n| repository | kind | platform | digest | size | signed by | attestations | verified |\n|---|---|---|---|---|---|---|---|\n", s.Artifacts)
 	for _, a := range r.Artifacts {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s | %s |\n", mdEscape(a.Repository), a.Kind, mdEscape(a.Platform), a.Digest, a.Size,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s | %s |\n", mdEscape(a.Repository), a.Kind, mdEscape(strings.TrimSpace(a.Platform+" "+a.Name)), a.Digest, a.Size,
 			shortKeys(a.SignedBy), attSummary(a.Attestations), yesNo(a.Verified))
 	}
 	fmt.Fprintf(&b, "\n## Packages (%d)\n\n| NEVRA | disttag | source RPM | repository | sha256 | signed by | license | in |\n|---|---|---|---|---|---|---|---|\n", s.Packages)
@@ -248,10 +248,7 @@ func (r *Report) HTML(w io.Writer) error {
 		if a.Kind == "index" || (a.Repository == registry.RepoBoot && a.Kind != "boot-asset") {
 			continue // an index holds its children; the boot artifact its assets
 		}
-		label := a.Repository
-		if a.Platform != "" {
-			label += " " + a.Platform
-		}
+		label := strings.TrimSpace(strings.Join([]string{a.Repository, a.Platform, a.Name}, " "))
 		byArt[label] += a.Size
 	}
 	data := struct {
@@ -337,7 +334,7 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 
 <h2>Artifacts</h2>
 <table><tr><th>repository</th><th>kind</th><th>platform</th><th>digest</th><th>size</th><th>signed by</th><th>attestations</th><th>verified</th></tr>
-{{range .R.Artifacts}}<tr><td>{{.Repository}}</td><td>{{.Kind}}</td><td>{{.Platform}}</td><td>{{.Digest}}</td><td>{{bytes .Size}}</td><td>{{keys .SignedBy}}</td><td>{{atts .Attestations}}</td><td{{if not .Verified}} class="bad"{{end}}>{{yes .Verified}}</td></tr>{{end}}
+{{range .R.Artifacts}}<tr><td>{{.Repository}}</td><td>{{.Kind}}</td><td>{{.Platform}} {{.Name}}</td><td>{{.Digest}}</td><td>{{bytes .Size}}</td><td>{{keys .SignedBy}}</td><td>{{atts .Attestations}}</td><td{{if not .Verified}} class="bad"{{end}}>{{yes .Verified}}</td></tr>{{end}}
 </table>
 
 <h2>Packages</h2>

@@ -323,18 +323,7 @@ type OpenArchiveOptions struct {
 // larger than listed, and missing files are refused).
 func OpenArchive(path string, isDir bool, o OpenArchiveOptions) (*Layout, *ArchiveManifest, error) {
 	if isDir {
-		env, err := readLimited(filepath.Join(path, ArchiveManifestName))
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, nil, fmt.Errorf("archive %s has no %s: not an archive, or its export did not finish (run it again)", path, ArchiveManifestName)
-			}
-			return nil, nil, err
-		}
-		pub, err := readLimited(filepath.Join(path, ArchiveKeyName))
-		if err != nil && len(o.Keys) == 0 {
-			return nil, nil, err
-		}
-		m, err := openArchiveManifest(path, env, pub, o.Keys)
+		m, err := readDirManifest(path, o.Keys)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -359,28 +348,7 @@ func OpenArchive(path string, isDir bool, o OpenArchiveOptions) (*Layout, *Archi
 	}
 	defer closer()
 	tr := tar.NewReader(r)
-	next := func(want string) ([]byte, error) {
-		hdr, err := tr.Next()
-		if err != nil {
-			return nil, fmt.Errorf("archive %s: reading %s: %w", path, want, err)
-		}
-		if hdr.Name != want {
-			return nil, fmt.Errorf("archive %s: first entries must be %s and %s, found %q", path, ArchiveManifestName, ArchiveKeyName, hdr.Name)
-		}
-		if hdr.Size > maxArchiveManifest {
-			return nil, fmt.Errorf("archive %s: %s is %d bytes, more than %d", path, want, hdr.Size, maxArchiveManifest)
-		}
-		return io.ReadAll(tr)
-	}
-	env, err := next(ArchiveManifestName)
-	if err != nil {
-		return nil, nil, err
-	}
-	pub, err := next(ArchiveKeyName)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := openArchiveManifest(path, env, pub, o.Keys)
+	m, err := readTarManifest(path, tr, o.Keys)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -554,34 +522,55 @@ func validArchivePath(p string) bool {
 // (for an incremental export's previous archive).
 func ReadArchiveManifest(path string, isDir bool, keys []signature.Verifier) (*ArchiveManifest, error) {
 	if isDir {
-		env, err := readLimited(filepath.Join(path, ArchiveManifestName))
-		if err != nil {
-			return nil, err
-		}
-		pub, _ := readLimited(filepath.Join(path, ArchiveKeyName))
-		return openArchiveManifest(path, env, pub, keys)
+		return readDirManifest(path, keys)
 	}
 	r, closer, err := openParts(path)
 	if err != nil {
 		return nil, err
 	}
 	defer closer()
-	tr := tar.NewReader(r)
-	var env, pub []byte
-	for _, want := range []string{ArchiveManifestName, ArchiveKeyName} {
+	return readTarManifest(path, tar.NewReader(r), keys)
+}
+
+// readDirManifest reads and verifies the manifest of a directory archive.
+func readDirManifest(path string, keys []signature.Verifier) (*ArchiveManifest, error) {
+	env, err := readLimited(filepath.Join(path, ArchiveManifestName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("archive %s has no %s: not an archive, or its export did not finish (run it again)", path, ArchiveManifestName)
+	}
+	if err != nil {
+		return nil, err
+	}
+	pub, err := readLimited(filepath.Join(path, ArchiveKeyName))
+	if err != nil && len(keys) == 0 {
+		return nil, err
+	}
+	return openArchiveManifest(path, env, pub, keys)
+}
+
+// readTarManifest reads the first two entries of a tar archive, the
+// manifest and its key, and verifies the manifest.
+func readTarManifest(path string, tr *tar.Reader, keys []signature.Verifier) (*ArchiveManifest, error) {
+	next := func(want string) ([]byte, error) {
 		hdr, err := tr.Next()
-		if err != nil || hdr.Name != want || hdr.Size > maxArchiveManifest {
-			return nil, fmt.Errorf("archive %s: no %s at its start", path, want)
-		}
-		b, err := io.ReadAll(tr)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("archive %s: reading %s: %w", path, want, err)
 		}
-		if want == ArchiveManifestName {
-			env = b
-		} else {
-			pub = b
+		if hdr.Name != want {
+			return nil, fmt.Errorf("archive %s: first entries must be %s and %s, found %q", path, ArchiveManifestName, ArchiveKeyName, hdr.Name)
 		}
+		if hdr.Size > maxArchiveManifest {
+			return nil, fmt.Errorf("archive %s: %s is %d bytes, more than %d", path, want, hdr.Size, maxArchiveManifest)
+		}
+		return io.ReadAll(tr)
+	}
+	env, err := next(ArchiveManifestName)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := next(ArchiveKeyName)
+	if err != nil {
+		return nil, err
 	}
 	return openArchiveManifest(path, env, pub, keys)
 }

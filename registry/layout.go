@@ -161,104 +161,83 @@ func (l *Layout) WriteIndex(ctx context.Context, repo, tag string, idx v1.ImageI
 // Head implements Store. A digest is found when the layout has its blob
 // and some entry of the repository leads to it.
 func (l *Layout) Head(ctx context.Context, repo, ref string) (*v1.Descriptor, error) {
+	d, _, err := l.locate(repo, ref)
+	return d, err
+}
+
+// locate finds repo:ref (or repo@digest) and the index that lists it:
+// index.json for a tagged entry, the parent index for a child.
+func (l *Layout) locate(repo, ref string) (*v1.Descriptor, v1.ImageIndex, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	root, err := l.path.ImageIndex()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := root.IndexManifest()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, d := range m.Manifests {
 		if d.Annotations[annRepository] != repo {
 			continue
 		}
 		if !digestRef(ref) && d.Annotations[annRefName] == repo+":"+ref {
-			return &d, nil
+			return &d, root, nil
 		}
 		if digestRef(ref) {
-			if found := l.find(root, d, ref); found != nil {
-				return found, nil
+			if found, parent := find(root, d, ref); found != nil {
+				return found, parent, nil
 			}
 		}
 	}
-	return nil, notFound(l.Ref(repo, ref))
+	return nil, nil, notFound(l.Ref(repo, ref))
 }
 
-// find looks for digest ref at d or below it (an index's children).
-func (l *Layout) find(root v1.ImageIndex, d v1.Descriptor, ref string) *v1.Descriptor {
+// find looks for digest ref at d (listed by parent) or below it, and
+// returns it with the index that lists it.
+func find(parent v1.ImageIndex, d v1.Descriptor, ref string) (*v1.Descriptor, v1.ImageIndex) {
 	if d.Digest.String() == ref {
 		c := d
 		c.Annotations = nil
-		return &c
+		return &c, parent
 	}
 	if !isIndex(d.MediaType) {
-		return nil
+		return nil, nil
 	}
-	idx, err := root.ImageIndex(d.Digest)
+	idx, err := parent.ImageIndex(d.Digest)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	m, err := idx.IndexManifest()
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	for _, c := range m.Manifests {
-		if f := l.find(root, c, ref); f != nil {
-			return f
+		if f, p := find(idx, c, ref); f != nil {
+			return f, p
 		}
 	}
-	return nil
+	return nil, nil
 }
 
-// Image implements Store.
+// Image implements Store. ggcr resolves a digest only among the entries of
+// the index it is asked, so a child is read through its parent.
 func (l *Layout) Image(ctx context.Context, repo, ref string) (v1.Image, error) {
-	d, err := l.Head(ctx, repo, ref)
+	d, parent, err := l.locate(repo, ref)
 	if err != nil {
 		return nil, err
 	}
-	if img, err := l.path.Image(d.Digest); err == nil {
-		return img, nil
-	}
-	// A child of an index: ggcr looks only at index.json's own entries.
-	root, err := l.path.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	m, err := root.IndexManifest()
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range m.Manifests {
-		if !isIndex(e.MediaType) || e.Annotations[annRepository] != repo {
-			continue
-		}
-		idx, err := root.ImageIndex(e.Digest)
-		if err != nil {
-			continue
-		}
-		if img, err := idx.Image(d.Digest); err == nil {
-			if _, err := img.RawManifest(); err == nil {
-				return img, nil
-			}
-		}
-	}
-	return nil, notFound(l.Ref(repo, ref))
+	return parent.Image(d.Digest)
 }
 
 // Index implements Store.
 func (l *Layout) Index(ctx context.Context, repo, ref string) (v1.ImageIndex, error) {
-	d, err := l.Head(ctx, repo, ref)
+	d, parent, err := l.locate(repo, ref)
 	if err != nil {
 		return nil, err
 	}
-	root, err := l.path.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	return root.ImageIndex(d.Digest)
+	return parent.ImageIndex(d.Digest)
 }
 
 // Referrers implements Store by reading the subject of each manifest of

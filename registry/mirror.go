@@ -86,7 +86,7 @@ func Collect(ctx context.Context, st Store, tag string) ([]Item, error) {
 // CollectRepo lists repo:tag in st, its children, and their signatures,
 // attestations and referrers.
 func CollectRepo(ctx context.Context, st Store, repo, tag string) ([]Item, error) {
-	top, err := st.Head(ctx, repo, tag)
+	top, children, err := Manifests(ctx, st, repo, tag)
 	if err != nil {
 		return nil, err
 	}
@@ -95,21 +95,10 @@ func CollectRepo(ctx context.Context, st Store, repo, tag string) ([]Item, error
 		kind = KindBase
 	}
 	items := []Item{{Repo: repo, Tag: tag, Kind: kind, Digest: top.Digest.String(), MediaType: string(top.MediaType), Size: top.Size}}
-	subjects := []v1.Descriptor{*top}
-	if isIndex(top.MediaType) {
-		idx, err := st.Index(ctx, repo, top.Digest.String())
-		if err != nil {
-			return nil, err
-		}
-		m, err := idx.IndexManifest()
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range m.Manifests {
-			items = append(items, Item{Repo: repo, Kind: KindChild, Subject: top.Digest.String(), Digest: c.Digest.String(), MediaType: string(c.MediaType), Size: c.Size})
-			subjects = append(subjects, c)
-		}
+	for _, c := range children {
+		items = append(items, Item{Repo: repo, Kind: KindChild, Subject: top.Digest.String(), Digest: c.Digest.String(), MediaType: string(c.MediaType), Size: c.Size})
 	}
+	subjects := append([]v1.Descriptor{top}, children...)
 	for _, s := range subjects {
 		for _, t := range []struct{ tag, kind string }{{SigTag(s.Digest), KindSignature}, {AttTag(s.Digest), KindAttestation}} {
 			d, err := st.Head(ctx, repo, t.tag)
@@ -144,7 +133,8 @@ type CopyStats struct {
 	Uploaded Stats `json:"uploaded"`
 }
 
-// copyJobs is how many groups of manifests are copied at once. A group
+// copyJobs is how many groups of manifests are copied (and how many
+// repositories listed or checked) at once. A group
 // is a tagged repository (an index is written with its children), or the
 // signatures, attestations and referrers of one subject, which go one at
 // a time: on a registry without the referrers API each referrer rewrites
@@ -181,35 +171,22 @@ func Copy(ctx context.Context, src, dst Store, items []Item, log func(string, ..
 		}
 		groups[key] = append(groups[key], it)
 	}
-	var (
-		mu    sync.Mutex
-		cs    CopyStats
-		first error
-		wg    sync.WaitGroup
-	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	work := make(chan string)
-	for range min(copyJobs, len(order)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for key := range work {
-				err := copyGroup(ctx, src, dst, groups[key], logf)
-				mu.Lock()
-				if err != nil && first == nil {
-					first = err
-					cancel()
-				}
-				mu.Unlock()
-			}
-		}()
+	errs := make([]error, len(order))
+	parallel(len(order), func(i int) {
+		if errs[i] = copyGroup(ctx, src, dst, groups[order[i]], logf); errs[i] != nil {
+			cancel()
+		}
+	})
+	// The error that stopped the copy, not the cancellations it caused.
+	var first error
+	for _, err := range errs {
+		if err != nil && (first == nil || errors.Is(first, context.Canceled)) {
+			first = err
+		}
 	}
-	for _, key := range order {
-		work <- key
-	}
-	close(work)
-	wg.Wait()
+	var cs CopyStats
 	after := dst.Stats()
 	cs.Uploaded = Stats{BlobBytes: after.BlobBytes - before.BlobBytes, Blobs: after.Blobs - before.Blobs, Manifests: after.Manifests - before.Manifests}
 	cs.Copied = cs.Uploaded.Manifests
@@ -230,11 +207,9 @@ func copyGroup(ctx context.Context, src, dst Store, items []Item, logf func(stri
 		if it.Kind == KindRelease || it.Kind == KindBase {
 			logf("copying %s", dst.Ref(it.Repo, it.ref()))
 		}
-		if it.Kind == KindReferrer {
-			referrers = append(referrers, it)
-		}
 		wctx := ctx
 		if it.Kind == KindReferrer {
+			referrers = append(referrers, it)
 			wctx = context.WithValue(ctx, deferFallback{}, true)
 		}
 		err := retry(ctx, func() error {

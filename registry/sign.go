@@ -189,20 +189,22 @@ func (s *Signer) Attest(ctx context.Context, st Store, repo string, subject v1.D
 	if err != nil {
 		return false, err
 	}
-	if err := st.WriteImage(ctx, repo, "", ref); err != nil {
-		return false, fmt.Errorf("writing a referrer of %s: %w", st.Ref(repo, d.String()), err)
-	}
-	// A referrer written by an earlier, interrupted run may not be listed.
 	rd, err := ref.Digest()
 	if err != nil {
 		return false, err
 	}
-	rs, err := ref.Size()
-	if err != nil {
-		return false, err
-	}
-	if err := ensureReferrers(ctx, st, []Item{{Repo: repo, Kind: KindReferrer, Subject: d.String(), Digest: rd.String(), MediaType: string(types.OCIManifestSchema1), Size: rs}}); err != nil {
-		return false, fmt.Errorf("listing a referrer of %s: %w", st.Ref(repo, d.String()), err)
+	if _, err := st.Head(ctx, repo, rd.String()); err == nil {
+		// Already pushed, by an earlier run that may have been cut before
+		// listing it: ggcr would skip it, so list it here.
+		rs, err := ref.Size()
+		if err != nil {
+			return false, err
+		}
+		if err := ensureReferrers(ctx, st, []Item{{Repo: repo, Kind: KindReferrer, Subject: d.String(), Digest: rd.String(), MediaType: string(types.OCIManifestSchema1), Size: rs}}); err != nil {
+			return false, fmt.Errorf("listing a referrer of %s: %w", st.Ref(repo, d.String()), err)
+		}
+	} else if err := st.WriteImage(ctx, repo, "", ref); err != nil {
+		return false, fmt.Errorf("writing a referrer of %s: %w", st.Ref(repo, d.String()), err)
 	}
 	return added, nil
 }

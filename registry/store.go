@@ -54,6 +54,30 @@ type Stats struct {
 	Manifests int `json:"manifests"`
 }
 
+// Manifests returns the descriptor of repo:ref in st and, when it is an
+// index, the descriptors of its children (with their platforms).
+func Manifests(ctx context.Context, st Store, repo, ref string) (v1.Descriptor, []v1.Descriptor, error) {
+	top, err := st.Head(ctx, repo, ref)
+	if err != nil {
+		return v1.Descriptor{}, nil, err
+	}
+	if !isIndex(top.MediaType) {
+		return *top, nil, nil
+	}
+	idx, err := st.Index(ctx, repo, top.Digest.String())
+	if err != nil {
+		return *top, nil, err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return *top, nil, err
+	}
+	return *top, m.Manifests, nil
+}
+
+// IsIndex reports whether a media type is an image index.
+func IsIndex(mt types.MediaType) bool { return isIndex(mt) }
+
 // digestRef reports whether ref is a digest ("sha256:...").
 func digestRef(ref string) bool { return strings.HasPrefix(ref, "sha256:") }
 

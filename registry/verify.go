@@ -83,23 +83,12 @@ func (v *Verification) fail(format string, a ...any) {
 // dependency the provenance resolved from the base the policy names.
 func Verify(ctx context.Context, st Store, repo, ref string, keys []signature.Verifier, pol *Policy) (*Verification, error) {
 	v := &Verification{Ref: st.Ref(repo, ref)}
-	top, err := st.Head(ctx, repo, ref)
+	top, children, err := Manifests(ctx, st, repo, ref)
 	if err != nil {
 		return nil, err
 	}
 	v.Digest = top.Digest.String()
-	targets := []v1.Descriptor{*top}
-	if isIndex(top.MediaType) {
-		idx, err := st.Index(ctx, repo, top.Digest.String())
-		if err != nil {
-			return nil, err
-		}
-		m, err := idx.IndexManifest()
-		if err != nil {
-			return nil, err
-		}
-		targets = append(targets, m.Manifests...)
-	}
+	targets := append([]v1.Descriptor{top}, children...)
 	want := []string{PredicateSLSA, PredicateSPDX, PredicateCycloneDX}
 	if repo == RepoLock {
 		want = []string{PredicateSLSA}

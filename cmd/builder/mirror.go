@@ -283,54 +283,26 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		o.Base = base
 	}
 
+	// What sealing an archive needs is read before the copy, so bad input
+	// fails before the work.
+	var seal sealInputs
+	if staging != "" {
+		if seal, err = loadSealInputs(f, archiveKeys); err != nil {
+			return err
+		}
+	}
+
 	rep, mirrorErr := registry.Mirror(ctx, o)
 	if srcArchive != nil {
 		rep.Archive = srcArchive.Info(src.raw)
 	}
-	if mirrorErr == nil && staging != "" {
-		// Seal the staged layout: the archive appears only now.
-		var prev *registry.ArchiveManifest
-		if f.since != "" {
-			pe, err := parseMirrorEnd(f.since)
-			if err != nil || pe.kind == "registry" {
-				return fmt.Errorf("--since %q: want oci-archive:FILE or oci:DIR", f.since)
-			}
-			if prev, err = registry.ReadArchiveManifest(pe.path, pe.kind == "dir", archiveKeys); err != nil {
-				return err
-			}
-		}
-		var signer *registry.Signer
-		if f.signKey != "" {
-			if signer, err = loadSigner(f.signKey); err != nil {
-				return err
-			}
-		}
-		lay := o.To.(*registry.Layout)
-		m, err := registry.SealArchive(lay, itemsOf(rep), registry.SealOptions{Version: o.Version, Source: o.From.String(), Signer: signer, Previous: prev})
-		if err != nil {
+	if mirrorErr == nil && f.baseOut != "" {
+		if err := writeBaseOut(ctx, o.To, o.Version, f.baseOut, logf); err != nil {
 			return err
 		}
-		if f.baseOut != "" {
-			if err := writeBaseOut(ctx, o.To, o.Version, f.baseOut, logf); err != nil {
-				return err
-			}
-		}
-		info := m.Info(dst.raw)
-		if dst.kind == "dir" {
-			err = registry.WriteArchiveDir(staging, m)
-		} else {
-			logf("writing %s", dst.raw)
-			info.Parts, err = registry.WriteArchiveTar(dst.path, staging, m, partSize)
-			if err == nil {
-				err = os.RemoveAll(staging)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("writing %s: %w", dst.raw, err)
-		}
-		rep.Archive = info
-	} else if mirrorErr == nil && f.baseOut != "" {
-		if err := writeBaseOut(ctx, o.To, o.Version, f.baseOut, logf); err != nil {
+	}
+	if mirrorErr == nil && staging != "" {
+		if rep.Archive, err = sealArchive(o, rep, dst, staging, seal, partSize, logf); err != nil {
 			return err
 		}
 	}
@@ -347,6 +319,55 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		return &exitError{code: 1, err: mirrorErr}
 	}
 	return nil
+}
+
+// sealInputs are what an archive's seal needs besides the staged layout.
+type sealInputs struct {
+	signer *registry.Signer          // --sign-key, or nil
+	prev   *registry.ArchiveManifest // --since, or nil
+}
+
+func loadSealInputs(f mirrorFlags, archiveKeys []registry.Verifier) (sealInputs, error) {
+	var in sealInputs
+	var err error
+	if f.since != "" {
+		pe, perr := parseMirrorEnd(f.since)
+		if perr != nil || pe.kind == "registry" {
+			return in, fmt.Errorf("--since %q: want oci-archive:FILE or oci:DIR", f.since)
+		}
+		if in.prev, err = registry.ReadArchiveManifest(pe.path, pe.kind == "dir", archiveKeys); err != nil {
+			return in, err
+		}
+	}
+	if f.signKey != "" {
+		if in.signer, err = loadSigner(f.signKey); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
+// sealArchive seals the staged layout and writes the archive: it appears
+// under its name only now.
+func sealArchive(o registry.MirrorOptions, rep *registry.MirrorReport, dst mirrorEnd, staging string, in sealInputs, partSize int64, logf func(string, ...any)) (*registry.ArchiveInfo, error) {
+	m, err := registry.SealArchive(o.To.(*registry.Layout), itemsOf(rep), registry.SealOptions{Version: o.Version, Source: o.From.String(), Signer: in.signer, Previous: in.prev})
+	if err != nil {
+		return nil, err
+	}
+	info := m.Info(dst.raw)
+	if dst.kind == "dir" {
+		err = registry.WriteArchiveDir(staging, m)
+	} else {
+		logf("writing %s", dst.raw)
+		info.Parts, err = registry.WriteArchiveTar(dst.path, staging, m, partSize)
+		if err == nil {
+			err = os.RemoveAll(staging)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing %s: %w", dst.raw, err)
+	}
+	return info, nil
 }
 
 // itemsOf lists the items of a report.
