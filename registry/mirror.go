@@ -195,8 +195,8 @@ func Copy(ctx context.Context, src, dst Store, items []Item, log func(string, ..
 }
 
 // copyGroup copies the items of one group in order. The stores skip what
-// the destination has already (ggcr checks each tag, manifest and blob
-// before it sends it), so a run after an interruption resumes. Referrers
+// the destination has already (a registry store checks each manifest and
+// blob before it sends it), so a run after an interruption resumes. Referrers
 // a cut run pushed but did not list are listed at the end.
 func copyGroup(ctx context.Context, src, dst Store, items []Item, logf func(string, ...any)) error {
 	var referrers []Item

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,7 +52,19 @@ type Remote struct {
 	sent         atomic.Int64
 	blobs        atomic.Int64
 	manifests    atomic.Int64
+	// What pushBlob needs: the keychain, the counting transport, the
+	// retries, the authenticated transport of each repository and the
+	// blobs known to be there.
+	keychain   authn.Keychain
+	transport  http.RoundTripper
+	retries    int
+	retryDelay time.Duration
+	transports sync.Map
+	pushed     sync.Map
 }
+
+// userAgent names the builder to registries.
+const userAgent = "nodeforge-builder"
 
 // ParseTarget splits "HOST[:PORT][/PREFIX]" (a leading docker:// is
 // allowed) into host and prefix.
@@ -125,14 +138,16 @@ func NewRemote(target string, o RemoteOptions) (*Remote, error) {
 	if delay == 0 {
 		delay = 200 * time.Millisecond
 	}
+	r.keychain, r.retries, r.retryDelay = kc, retries, delay
+	r.transport = &countingTransport{base: base, sent: &r.sent, blobs: &r.blobs, manifests: &r.manifests}
 	r.opts = []remote.Option{
 		remote.WithAuthFromKeychain(kc),
-		remote.WithTransport(&countingTransport{base: base, sent: &r.sent, blobs: &r.blobs, manifests: &r.manifests}),
+		remote.WithTransport(r.transport),
 		remote.WithRetryBackoff(remote.Backoff{Duration: delay, Factor: 2, Jitter: 0.2, Steps: retries}),
 		remote.WithRetryStatusCodes(http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
 			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout),
 		remote.WithJobs(4),
-		remote.WithUserAgent("nodeforge-builder"),
+		remote.WithUserAgent(userAgent),
 	}
 	// A puller and a pusher keep each repository's authenticated transport,
 	// so the registry is pinged and the token fetched once per repository
@@ -180,13 +195,13 @@ func (r *Remote) ctxOpts(ctx context.Context) []remote.Option {
 }
 
 // WriteImage implements Store. Blobs go first, by digest; the manifest
-// (and so the tag) only after all of them arrived.
+// (and so the tag) only after all of them arrived (see push.go).
 func (r *Remote) WriteImage(ctx context.Context, repo, tag string, img v1.Image) error {
 	ref, err := r.target(repo, tag, img)
 	if err != nil {
 		return err
 	}
-	if err := remote.Write(ref, img, r.ctxOpts(ctx)...); err != nil {
+	if err := r.pushImage(ctx, repo, ref, img); err != nil {
 		return r.explain(ref.String(), err)
 	}
 	return nil
@@ -198,7 +213,7 @@ func (r *Remote) WriteIndex(ctx context.Context, repo, tag string, idx v1.ImageI
 	if err != nil {
 		return err
 	}
-	if err := remote.WriteIndex(ref, idx, r.ctxOpts(ctx)...); err != nil {
+	if err := r.pushIndex(ctx, repo, ref, idx); err != nil {
 		return r.explain(ref.String(), err)
 	}
 	return nil

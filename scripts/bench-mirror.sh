@@ -7,9 +7,13 @@
 #
 #   scripts/bench-mirror.sh [WORKDIR]
 #
-# skopeo carries the 7 tagged images (and their children) only; builder
-# carries those plus every cosign signature, attestation and OCI referrer
-# (76 manifests), and verifies them at the destination with --key.
+# skopeo is run twice: on the 7 release tags (the images and their
+# children, nothing else), and on every tag of the release repositories
+# (the release tags, cosign's .sig/.att tags and the referrers fallback
+# tags, whose index lists the OCI referrers: the same manifests builder
+# carries). builder carries the release with every signature, attestation
+# and referrer (77 manifests), checks parity at the destination, and with
+# --key verifies them there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-/tmp/nodeforge-bench-mirror}
@@ -51,19 +55,28 @@ repos=$(curl -fs "http://$A/v2/_catalog" | python3 -c 'import json,sys; print(" 
   for r in $repos; do echo "    nodeforge/p11/$r: [\"$V\"]"; done
 } >"$work/skopeo-sync.yaml"
 echo "repositories: $repos"
-# The same, with cosign's .sig and .att tags listed too: what skopeo can
-# carry of the signatures (not the OCI referrers).
+# Every tag of those repositories: what skopeo can carry of the
+# signatures, attestations and referrers.
 {
   echo "$A:"
   echo "  tls-verify: false"
   echo "  images:"
   for r in $repos; do
-    tags=$(curl -fs "http://$A/v2/nodeforge/p11/$r/tags/list" | python3 -c 'import json,sys; print(", ".join(chr(34)+t+chr(34) for t in json.load(sys.stdin)["tags"] if not (t.startswith("sha256-") and "." not in t)))')
+    tags=$(curl -fs "http://$A/v2/nodeforge/p11/$r/tags/list" | python3 -c 'import json,sys; print(", ".join(chr(34)+t+chr(34) for t in json.load(sys.stdin)["tags"]))')
     echo "    nodeforge/p11/$r: [$tags]"
   done
 } >"$work/skopeo-sync-sigs.yaml"
 
-t() { /usr/bin/time -f "%e %M" -o "$work/time" "$@" >"$work/out" 2>"$work/stderr" || { cat "$work/out" "$work/stderr"; exit 1; }; cat "$work/time"; }
+# t CMD...: prints "wall-seconds peak-RSS-KB registries-CPU-ms" of CMD;
+# the CPU is what both registries spent serving it (from /proc).
+regcpu() { awk '{s += $14 + $15} END {print s * 10}' "/proc/${pids[0]}/stat" "/proc/${pids[1]}/stat"; }
+t() {
+  local c0 c1
+  c0=$(regcpu)
+  /usr/bin/time -f "%e %M" -o "$work/time" "$@" >"$work/out" 2>"$work/stderr" || { cat "$work/out" "$work/stderr"; exit 1; }
+  c1=$(regcpu)
+  echo "$(cat "$work/time") $((c1 - c0))"
+}
 : >"$work/b.times"; : >"$work/bk.times"; : >"$work/s.times"; : >"$work/ss.times"
 for round in $(seq "${ROUNDS:-5}"); do
   t "$B" mirror --version "$V" "docker://$A/nodeforge/p11" "docker://$Z/b$round" >>"$work/b.times"
@@ -73,6 +86,7 @@ for round in $(seq "${ROUNDS:-5}"); do
 done
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 mem() { awk '{print $2}' | sort -n | tail -1; }
+regms() { cut -d' ' -f3 | median; }
 bm=$(cut -d' ' -f1 "$work/b.times" | median); bkm=$(cut -d' ' -f1 "$work/bk.times" | median); sm=$(cut -d' ' -f1 "$work/s.times" | median); ssm=$(cut -d' ' -f1 "$work/ss.times" | median)
 
 # What arrived: manifests, and whether cosign verifies there.
@@ -81,9 +95,9 @@ count_tags() { local total=0 n; for r in $(curl -fs "http://$Z/v2/_catalog?n=100
 verifies() { if cosign verify --key "$work/demo/keys/dev/cosign.pub" --insecure-ignore-tlog --allow-http-registry "$Z/$1/installer:$V" >/dev/null 2>&1; then echo yes; else echo no; fi; }
 cosign_ok() { command -v cosign >/dev/null && verifies "$1" || echo "n/a (no cosign)"; }
 
-printf '\n%-38s %10s %12s %6s %s\n' "" "median s" "peak RSS KB" "tags" "cosign verify at destination"
-printf '%-38s %10s %12s %6s %s\n' "builder mirror" "$bm" "$(mem <"$work/b.times")" "$(count_tags b1)" "$(cosign_ok b1)"
-printf '%-38s %10s %12s %6s %s\n' "builder mirror --key (verified)" "$bkm" "$(mem <"$work/bk.times")" "$(count_tags bk1)" "$(cosign_ok bk1)"
-printf '%-38s %10s %12s %6s %s\n' "skopeo sync --all (release tags)" "$sm" "$(mem <"$work/s.times")" "$(count_tags s1)" "$(cosign_ok s1)"
-printf '%-38s %10s %12s %6s %s\n' "skopeo sync --all (+ .sig/.att tags)" "$ssm" "$(mem <"$work/ss.times")" "$(count_tags ss1)" "$(cosign_ok ss1)"
+printf '\n%-38s %10s %12s %14s %6s %s\n' "" "median s" "peak RSS KB" "registry CPU s" "tags" "cosign verify at destination"
+printf '%-38s %10s %12s %14s %6s %s\n' "builder mirror" "$bm" "$(mem <"$work/b.times")" "$(regms <"$work/b.times" | awk '{printf "%.2f", $1/1000}')" "$(count_tags b1)" "$(cosign_ok b1)"
+printf '%-38s %10s %12s %14s %6s %s\n' "builder mirror --key (verified)" "$bkm" "$(mem <"$work/bk.times")" "$(regms <"$work/bk.times" | awk '{printf "%.2f", $1/1000}')" "$(count_tags bk1)" "$(cosign_ok bk1)"
+printf '%-38s %10s %12s %14s %6s %s\n' "skopeo sync --all (release tags)" "$sm" "$(mem <"$work/s.times")" "$(regms <"$work/s.times" | awk '{printf "%.2f", $1/1000}')" "$(count_tags s1)" "$(cosign_ok s1)"
+printf '%-38s %10s %12s %14s %6s %s\n' "skopeo sync --all (every tag)" "$ssm" "$(mem <"$work/ss.times")" "$(regms <"$work/ss.times" | awk '{printf "%.2f", $1/1000}')" "$(count_tags ss1)" "$(cosign_ok ss1)"
 echo "(rounds: ${ROUNDS:-5}; tags count the release tags plus cosign's .sig/.att and the referrers fallback tags)"
