@@ -370,7 +370,7 @@ func artifacts(ctx context.Context, st registry.Store, repo, version string, v *
 		switch {
 		case m.Digest != top.Digest.String():
 			a.Ref, a.Platform = st.Ref(repo, m.Digest), platforms[m.Digest]
-		case registry.IsIndex(top.MediaType):
+		case top.MediaType.IsIndex():
 			a.Kind = "index"
 		}
 		if repo == registry.RepoLock || (repo == registry.RepoBoot && a.Kind == "image") {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -81,7 +83,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\n## File traceability\n\n%d files in all: %d from packages, %d from builder generators, **%d unowned**.\n\n", s.Files, s.FromPackages, s.FromGenerators, s.Unowned)
 	b.WriteString("| generator | what it writes |\n|---|---|\n")
-	for _, g := range sortedKeys(r.Files.Generators) {
+	for _, g := range slices.Sorted(maps.Keys(r.Files.Generators)) {
 		fmt.Fprintf(&b, "| %s | %s |\n", g, mdEscape(r.Files.Generators[g]))
 	}
 	if s.Unowned > 0 {
@@ -170,7 +172,7 @@ var predicateNames = map[string]string{
 
 func attSummary(m map[string]int) string {
 	var out []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		name := predicateNames[k]
 		if name == "" {
 			name = k
@@ -178,15 +180,6 @@ func attSummary(m map[string]int) string {
 		out = append(out, fmt.Sprintf("%s×%d", name, m[k]))
 	}
 	return strings.Join(out, " ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // bar is one bar of a chart.
@@ -259,7 +252,7 @@ func (r *Report) HTML(w io.Writer) error {
 		PkgHeight  int
 		ArtHeight  int
 		Generators []string
-	}{R: r, S: r.Summary(), PkgChart: chart(byPkg, 20), ArtChart: chart(byArt, 20), Generators: sortedKeys(r.Files.Generators)}
+	}{R: r, S: r.Summary(), PkgChart: chart(byPkg, 20), ArtChart: chart(byArt, 20), Generators: slices.Sorted(maps.Keys(r.Files.Generators))}
 	data.PkgHeight, data.ArtHeight = len(data.PkgChart)*22+4, len(data.ArtChart)*22+4
 	return page.Execute(w, data)
 }

@@ -142,7 +142,7 @@ func SealArchive(lay *Layout, items []Item, o SealOptions) (*ArchiveManifest, er
 			return nil, fmt.Errorf("%s: %w", lay.Ref(it.Repo, it.Digest), err)
 		}
 		var m v1.Manifest
-		if isIndex(types.MediaType(it.MediaType)) || json.Unmarshal(raw, &m) != nil {
+		if types.MediaType(it.MediaType).IsIndex() || json.Unmarshal(raw, &m) != nil {
 			continue
 		}
 		if m.Config.Digest.Hex != "" {

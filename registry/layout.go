@@ -60,9 +60,16 @@ func (l *Layout) Ref(repo, ref string) string {
 	return l.String() + "#" + repo + ":" + ref
 }
 
-func (l *Layout) matcher(repo, tag string) func(v1.Descriptor) bool {
-	return func(d v1.Descriptor) bool {
-		return d.Annotations[annRepository] == repo && d.Annotations[annRefName] == repo+":"+tag
+// matcher finds the index.json entry a write replaces: repo:tag, or
+// without a tag the untagged entry of manifest d in repo.
+func (l *Layout) matcher(repo, tag string, d v1.Hash) func(v1.Descriptor) bool {
+	if tag == "" {
+		return func(x v1.Descriptor) bool {
+			return x.Digest == d && x.Annotations[annRepository] == repo && x.Annotations[annRefName] == ""
+		}
+	}
+	return func(x v1.Descriptor) bool {
+		return x.Annotations[annRepository] == repo && x.Annotations[annRefName] == repo+":"+tag
 	}
 }
 
@@ -111,17 +118,7 @@ func (l *Layout) WriteImage(ctx context.Context, repo, tag string, img v1.Image)
 		return err
 	}
 	l.countManifest(d)
-	ann := l.annotations(repo, tag)
-	var match func(v1.Descriptor) bool
-	if tag != "" {
-		match = l.matcher(repo, tag)
-	} else {
-		match = func(x v1.Descriptor) bool {
-			return x.Digest == d && x.Annotations[annRepository] == repo && x.Annotations[annRefName] == ""
-		}
-	}
-	opts := []layout.Option{layout.WithAnnotations(ann)}
-	if err := l.path.ReplaceImage(img, match, opts...); err != nil {
+	if err := l.path.ReplaceImage(img, l.matcher(repo, tag, d), layout.WithAnnotations(l.annotations(repo, tag))); err != nil {
 		return fmt.Errorf("%s: %w", l.Ref(repo, tag), err)
 	}
 	return nil
@@ -146,13 +143,7 @@ func (l *Layout) WriteIndex(ctx context.Context, repo, tag string, idx v1.ImageI
 		return err
 	}
 	l.countManifest(d)
-	match := l.matcher(repo, tag)
-	if tag == "" {
-		match = func(x v1.Descriptor) bool {
-			return x.Digest == d && x.Annotations[annRepository] == repo && x.Annotations[annRefName] == ""
-		}
-	}
-	if err := l.path.ReplaceIndex(idx, match, layout.WithAnnotations(l.annotations(repo, tag))); err != nil {
+	if err := l.path.ReplaceIndex(idx, l.matcher(repo, tag, d), layout.WithAnnotations(l.annotations(repo, tag))); err != nil {
 		return fmt.Errorf("%s: %w", l.Ref(repo, tag), err)
 	}
 	return nil
@@ -170,11 +161,7 @@ func (l *Layout) Head(ctx context.Context, repo, ref string) (*v1.Descriptor, er
 func (l *Layout) locate(repo, ref string) (*v1.Descriptor, v1.ImageIndex, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	root, err := l.path.ImageIndex()
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := root.IndexManifest()
+	root, m, err := l.root()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -194,6 +181,19 @@ func (l *Layout) locate(repo, ref string) (*v1.Descriptor, v1.ImageIndex, error)
 	return nil, nil, notFound(l.Ref(repo, ref))
 }
 
+// root reads index.json; the caller holds l.mu.
+func (l *Layout) root() (v1.ImageIndex, *v1.IndexManifest, error) {
+	root, err := l.path.ImageIndex()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := root.IndexManifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	return root, m, nil
+}
+
 // find looks for digest ref at d (listed by parent) or below it, and
 // returns it with the index that lists it.
 func find(parent v1.ImageIndex, d v1.Descriptor, ref string) (*v1.Descriptor, v1.ImageIndex) {
@@ -202,7 +202,7 @@ func find(parent v1.ImageIndex, d v1.Descriptor, ref string) (*v1.Descriptor, v1
 		c.Annotations = nil
 		return &c, parent
 	}
-	if !isIndex(d.MediaType) {
+	if !d.MediaType.IsIndex() {
 		return nil, nil
 	}
 	idx, err := parent.ImageIndex(d.Digest)
@@ -245,11 +245,7 @@ func (l *Layout) Index(ctx context.Context, repo, ref string) (v1.ImageIndex, er
 func (l *Layout) Referrers(ctx context.Context, repo string, subject v1.Hash) ([]v1.Descriptor, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	root, err := l.path.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	m, err := root.IndexManifest()
+	_, m, err := l.root()
 	if err != nil {
 		return nil, err
 	}
@@ -298,11 +294,7 @@ func (l *Layout) blob(h v1.Hash) ([]byte, error) {
 func (l *Layout) Tags(ctx context.Context, repo string) ([]string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	root, err := l.path.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	m, err := root.IndexManifest()
+	_, m, err := l.root()
 	if err != nil {
 		return nil, err
 	}

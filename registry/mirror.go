@@ -214,7 +214,7 @@ func copyGroup(ctx context.Context, src, dst Store, items []Item, logf func(stri
 		}
 		err := retry(ctx, func() error {
 			ctx := wctx
-			if isIndex(types.MediaType(it.MediaType)) {
+			if types.MediaType(it.MediaType).IsIndex() {
 				idx, err := src.Index(ctx, it.Repo, it.Digest)
 				if err != nil {
 					return err

@@ -120,7 +120,7 @@ func Promote(ctx context.Context, o PromoteOptions) (*Promotion, error) {
 			return res, err
 		}
 		err = retry(ctx, func() error {
-			if isIndex(d.MediaType) {
+			if d.MediaType.IsIndex() {
 				idx, err := o.From.Index(ctx, repo, v.Digest)
 				if err != nil {
 					return err

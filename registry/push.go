@@ -95,26 +95,27 @@ func (r *Remote) pushIndex(ctx context.Context, repo string, ref name.Reference,
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(pushJobs)
 	for _, c := range m.Manifests {
-		cref, err := r.reference(repo, c.Digest.String())
-		if err != nil {
-			return err
-		}
-		switch {
-		case isIndex(c.MediaType):
-			child, err := idx.ImageIndex(c.Digest)
+		g.Go(func() error {
+			cref, err := r.reference(repo, c.Digest.String())
 			if err != nil {
 				return err
 			}
-			g.Go(func() error { return r.pushIndex(gctx, repo, cref, child) })
-		case c.MediaType.IsImage():
-			child, err := idx.Image(c.Digest)
-			if err != nil {
-				return err
+			switch {
+			case c.MediaType.IsIndex():
+				child, err := idx.ImageIndex(c.Digest)
+				if err != nil {
+					return err
+				}
+				return r.pushIndex(gctx, repo, cref, child)
+			case c.MediaType.IsImage():
+				child, err := idx.Image(c.Digest)
+				if err != nil {
+					return err
+				}
+				return r.pushImage(gctx, repo, cref, child)
 			}
-			g.Go(func() error { return r.pushImage(gctx, repo, cref, child) })
-		default:
 			return fmt.Errorf("index %s: child %s has media type %s, neither an image nor an index", d, c.Digest, c.MediaType)
-		}
+		})
 	}
 	if err := g.Wait(); err != nil {
 		return err
@@ -243,9 +244,10 @@ func retryable(err error) bool {
 		}
 		return false
 	}
+	// Connection failures (refused, reset, timed out, cut short) are net
+	// errors; *url.Error, which wraps every failed request, is one too.
 	var ne net.Error
-	var ue *url.Error
-	return errors.As(err, &ne) || errors.As(err, &ue) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 // repoTransport returns the authenticated transport for pushing to repo,

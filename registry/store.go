@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // ErrNotFound is returned (wrapped) when a tag or manifest does not exist.
@@ -61,7 +60,7 @@ func Manifests(ctx context.Context, st Store, repo, ref string) (v1.Descriptor, 
 	if err != nil {
 		return v1.Descriptor{}, nil, err
 	}
-	if !isIndex(top.MediaType) {
+	if !top.MediaType.IsIndex() {
 		return *top, nil, nil
 	}
 	idx, err := st.Index(ctx, repo, top.Digest.String())
@@ -75,9 +74,6 @@ func Manifests(ctx context.Context, st Store, repo, ref string) (v1.Descriptor, 
 	return *top, m.Manifests, nil
 }
 
-// IsIndex reports whether a media type is an image index.
-func IsIndex(mt types.MediaType) bool { return isIndex(mt) }
-
 // digestRef reports whether ref is a digest ("sha256:...").
 func digestRef(ref string) bool { return strings.HasPrefix(ref, "sha256:") }
 
@@ -85,11 +81,6 @@ func digestRef(ref string) bool { return strings.HasPrefix(ref, "sha256:") }
 // of a manifest.
 func SigTag(d v1.Hash) string { return d.Algorithm + "-" + d.Hex + ".sig" }
 func AttTag(d v1.Hash) string { return d.Algorithm + "-" + d.Hex + ".att" }
-
-// isIndex reports whether a media type is an image index.
-func isIndex(mt types.MediaType) bool {
-	return mt == types.OCIImageIndex || mt == types.DockerManifestList
-}
 
 // notFound wraps ErrNotFound with what was looked for.
 func notFound(what string) error { return fmt.Errorf("%s: %w", what, ErrNotFound) }
