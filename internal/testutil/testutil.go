@@ -1,4 +1,4 @@
-// Package testutil holds helpers shared by tests: locating the shared
+// Package testutil holds helpers shared by tests: locating the third-party
 // fixtures and requiring outside tools (skipped on a workstation, fatal in CI).
 package testutil
 
@@ -16,11 +16,14 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// Fixtures returns ../shared/fixtures/<rel> beside the project root. A
-// missing fixture skips the test on a workstation and fails it in CI.
+// Fixtures returns testdata/fixtures/<rel> under the project root: the
+// third-party files the tests read, copied into the project so a fresh
+// clone needs nothing beside it (testdata/fixtures/README.md names their
+// origins). A missing fixture skips the test on a workstation and fails it
+// in CI.
 func Fixtures(t testing.TB, rel string) string {
 	t.Helper()
-	p := filepath.Join(RepoRoot(), "..", "shared", "fixtures", rel)
+	p := filepath.Join(RepoRoot(), "testdata", "fixtures", rel)
 	if _, err := os.Stat(p); err != nil {
 		Missing(t, "fixture "+p)
 	}

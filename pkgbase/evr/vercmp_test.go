@@ -10,7 +10,7 @@ import (
 )
 
 // fixturePath is the upstream rpmvercmp fixture, relative to this package.
-const fixturePath = "../../../shared/fixtures/vercmp/upstream-vercmp.json"
+const fixturePath = "../../testdata/fixtures/vercmp/upstream-vercmp.json"
 
 type vercmpCase struct {
 	A      string `json:"a"`
@@ -19,7 +19,7 @@ type vercmpCase struct {
 }
 
 // loadFixture reads the upstream fixture. Outside CI a missing file skips
-// the test (the fixture lives outside this repository); in CI it fails.
+// the test; in CI it fails.
 func loadFixture(t testing.TB) []vercmpCase {
 	t.Helper()
 	data, err := os.ReadFile(fixturePath)

@@ -12,9 +12,9 @@ import (
 	"github.com/nodeforge/builder/pkgbase/rpmhdr"
 )
 
-// altFixture is a real p10 index (component checkinstall), outside this
-// repository.
-const altFixture = "../../../shared/fixtures/alt/pkglist.checkinstall.xz"
+// altFixture is a real p10 index (component checkinstall), copied into the
+// project (testdata/fixtures/README.md).
+const altFixture = "../../testdata/fixtures/alt/pkglist.checkinstall.xz"
 
 func loadALTFixture(t *testing.T) []*repo.Package {
 	t.Helper()
