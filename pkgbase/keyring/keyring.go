@@ -1,7 +1,9 @@
 // Package keyring loads OpenPGP public keys and verifies the signatures that
 // RPM packages and apt-rpm release files carry: v4 packets (RSA, DSA, EdDSA,
 // ECDSA, made by a primary key or a subkey) and the v3 packets of older
-// rpmsign (RSA and DSA), which the OpenPGP library no longer parses.
+// rpmsign (RSA and DSA), which the OpenPGP library no longer parses. A
+// signature counts only if the key that made it was valid (not revoked, not
+// expired, already created, allowed to sign) when it was made.
 package keyring
 
 import (
@@ -10,7 +12,6 @@ import (
 	"crypto/dsa" //nolint:staticcheck // v3 DSA signatures of CentOS 3-5 era packages
 	"crypto/rsa"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -18,7 +19,7 @@ import (
 	"math/big"
 	"os"
 	"sort"
-	"strings"
+	"time"
 
 	// Hashes a signature may name; registering them makes crypto.Hash.New work.
 	_ "crypto/md5"
@@ -113,7 +114,7 @@ func (k *Keyring) Fingerprints() []string {
 	}
 	var out []string
 	for _, e := range k.entities {
-		out = append(out, strings.ToUpper(hex.EncodeToString(e.PrimaryKey.Fingerprint)))
+		out = append(out, fingerprint(e.PrimaryKey))
 	}
 	sort.Strings(out)
 	return out
@@ -125,6 +126,7 @@ type Signature struct {
 	KeyID      uint64
 	Algorithm  string // "RSA", "DSA", "EdDSA", ...
 	Hash       crypto.Hash
+	Created    time.Time // the signature's creation time, which key validity is judged at
 	v4         *packet.Signature
 	v3         *v3sig
 	HashSuffix []byte // v3 only: bytes hashed after the data
@@ -182,7 +184,7 @@ func ParseSignature(b []byte) (*Signature, error) {
 	if !ok {
 		return nil, fmt.Errorf("packet is %T, not a signature", p)
 	}
-	s := &Signature{Version: sig.Version, Hash: sig.Hash, v4: sig, Algorithm: algoName(sig.PubKeyAlgo)}
+	s := &Signature{Version: sig.Version, Hash: sig.Hash, Created: sig.CreationTime, v4: sig, Algorithm: algoName(sig.PubKeyAlgo)}
 	if sig.IssuerKeyId != nil {
 		s.KeyID = *sig.IssuerKeyId
 	} else if len(sig.IssuerFingerprint) >= 8 {
@@ -264,7 +266,7 @@ func parseV3(b []byte) (*Signature, error) {
 		hashAlgo: b[16],
 	}
 	copy(v.hashTag[:], b[17:19])
-	s := &Signature{Version: int(b[0]), KeyID: binary.BigEndian.Uint64(b[7:15]), v3: v, Algorithm: algoName(v.pubAlgo)}
+	s := &Signature{Version: int(b[0]), KeyID: binary.BigEndian.Uint64(b[7:15]), Created: time.Unix(int64(v.created), 0).UTC(), v3: v, Algorithm: algoName(v.pubAlgo)}
 	var ok bool
 	s.Hash, ok = hashFromID(v.hashAlgo)
 	if !ok {
@@ -334,9 +336,26 @@ var ErrUnknownKey = errors.New("signed by a key that is not in the keyring")
 
 // Verify checks s over the data already written into h (from s.NewHash).
 // It returns the fingerprint of the primary key whose key (or subkey) made
-// the signature. Expiry of old keys is deliberately not enforced: a package
-// base is verified long after its keys were minted, and trust is in the
-// keyring the user supplied.
+// the signature.
+//
+// A signature that verifies is accepted only if the key that made it was
+// valid when the signature was made (s.Created), never judged against the
+// current time: a package base is verified long after its keys were minted,
+// and a key that has expired since is fine. Refused, with an error that
+// wraps ErrKeyRevoked, ErrKeyExpired, ErrKeyNotYetValid or
+// ErrKeyNotForSigning and names the rule:
+//   - a revoked primary key (and so all its subkeys) or subkey, whatever
+//     the date and reason of the revocation, and whichever copy of the key
+//     in the keyring carries it: revocation always wins;
+//   - a primary key or subkey that had expired when the signature was made,
+//     or whose self-signature or binding signature had;
+//   - a signature made before the primary key or subkey was created;
+//   - a key whose key flags lack the signing flag, and a signing subkey
+//     without a valid cross-signature (primary key binding) by the subkey.
+//     Keys without key flags (CentOS 2-4) sign if their algorithm can.
+//
+// Subkey binding and revocation signatures were checked when the key was
+// read (a key with an invalid one is not loaded).
 func (k *Keyring) Verify(s *Signature, h hash.Hash) (string, error) {
 	if k == nil || len(k.entities) == 0 {
 		return "", errors.New("no keyring given")
@@ -351,7 +370,7 @@ func (k *Keyring) Verify(s *Signature, h hash.Hash) (string, error) {
 	if canClone && len(keys) > 1 {
 		state, _ = snap.MarshalBinary()
 	}
-	var lastErr error
+	var lastErr, refused error
 	for i, key := range keys {
 		hh := h
 		if i > 0 {
@@ -369,10 +388,19 @@ func (k *Keyring) Verify(s *Signature, h hash.Hash) (string, error) {
 		} else {
 			err = key.PublicKey.VerifySignature(hh, s.v4)
 		}
-		if err == nil {
-			return strings.ToUpper(hex.EncodeToString(key.Entity.PrimaryKey.Fingerprint)), nil
+		if err != nil {
+			lastErr = err
+			continue
 		}
-		lastErr = err
+		// The signature is good; the key must have been valid when it was made.
+		if err := k.validAt(key, s.Created); err != nil {
+			refused = err
+			continue
+		}
+		return fingerprint(key.Entity.PrimaryKey), nil
+	}
+	if refused != nil {
+		return "", fmt.Errorf("signature by key %s refused: %w", s.KeyIDHex(), refused)
 	}
 	return "", fmt.Errorf("signature by key %s does not verify: %v", s.KeyIDHex(), lastErr)
 }
