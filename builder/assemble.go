@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -33,7 +34,7 @@ func generated(name string) rootfs.Origin { return rootfs.Origin{Generator: name
 // assemble lays the rootfs and kernel components into one tree, performs
 // scriptlet effects declaratively, writes the generated files, takes the
 // kernel out, and applies the image policies.
-func assemble(s *specs.Spec, arch string, a *lock.Arch, paths map[string]string, shuffle int64, lc *rootfs.LayCache, layOpts rootfs.LayOptions) (*assembly, error) {
+func assemble(ctx context.Context, s *specs.Spec, arch string, a *lock.Arch, paths map[string]string, shuffle int64, lc *rootfs.LayCache, layOpts rootfs.LayOptions) (*assembly, error) {
 	as := &assembly{tree: rootfs.New()}
 	byNEVRA := map[string]*lock.Package{}
 	for i := range a.Packages {
@@ -53,6 +54,9 @@ func assemble(s *specs.Spec, arch string, a *lock.Arch, paths map[string]string,
 		r.Shuffle(len(layOrder), func(i, j int) { layOrder[i], layOrder[j] = layOrder[j], layOrder[i] })
 	}
 	for _, nevra := range layOrder {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		lp := byNEVRA[nevra]
 		if lp == nil {
 			return nil, fmt.Errorf("component lists %s, which the lock does not pin", nevra)

@@ -17,7 +17,10 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/nodeforge/builder/internal/atomicfile"
 	"github.com/nodeforge/builder/internal/blobcache"
+	"github.com/nodeforge/builder/internal/flock"
+	"github.com/nodeforge/builder/internal/workdir"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/lock"
 	"github.com/nodeforge/builder/pkgbase/repo"
@@ -87,21 +90,21 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		// Compressor threads do not change the bytes (tested), only the time.
 		opts.Squashfs.Jobs = runtime.NumCPU()
 	}
-	out, err := filepath.Abs(opts.Out)
+	out, err := ResolveOutput(opts.Out)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return nil, err
 	}
-	work, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".build-")
+	// The build works beside its output and swaps the result in at the
+	// end; a work directory a killed build left is swept here.
+	wd, err := workdir.New(filepath.Dir(out), "."+filepath.Base(out)+".build-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(work)
-	if err := os.Chmod(work, 0o755); err != nil {
-		return nil, err
-	}
+	defer wd.Close()
+	work := wd.Path
 
 	rep := &Report{
 		Spec:            SpecInfo{Name: s.Name, Branch: s.Branch, Version: s.Version, SHA256: l.Spec.SHA256},
@@ -157,7 +160,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			}
 			layOpts.OnFile = pre.Add
 		}
-		as, err := assemble(s, arch, a, paths, opts.Shuffle, layCache, layOpts)
+		as, err := assemble(ctx, s, arch, a, paths, opts.Shuffle, layCache, layOpts)
 		if pre != nil {
 			pre.Stop()
 		}
@@ -176,6 +179,9 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		exts, err := buildExtensions(s, a, paths, layCache, as, owners, sde)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", arch, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 		logf("%s: writing rootfs.sqsh (%d paths)", arch, as.tree.Len())
 		sqPath := filepath.Join(dir, "rootfs.sqsh")
@@ -322,7 +328,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		"dev.nodeforge.source-date-epoch":   fmt.Sprint(sde),
 		"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
 	}
-	idx, err := writeOCILayout(filepath.Join(work, "oci"), sde, ann, arches, assets)
+	idx, err := writeOCILayout(ctx, filepath.Join(work, "oci"), sde, ann, arches, assets)
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +340,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
 		"dev.nodeforge.branch":              s.Branch,
 	}
-	inst, err := writeImageLayout(filepath.Join(work, "installer"), sde, ia, arches, installerLayers, []string{"/usr/bin/installer"})
+	inst, err := writeImageLayout(ctx, filepath.Join(work, "installer"), sde, ia, arches, installerLayers, []string{"/usr/bin/installer"})
 	if err != nil {
 		return nil, fmt.Errorf("installer: %w", err)
 	}
@@ -342,7 +348,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 	if rep.Media != nil {
 		ma := maps.Clone(ia)
 		ma["dev.nodeforge.schematic"] = rep.Media.Schematic
-		mi, err := writeImageLayout(filepath.Join(work, "media", rep.Media.Schematic, "installer"), sde, ma, arches, mediaInstallerLayers, []string{"/usr/bin/installer"})
+		mi, err := writeImageLayout(ctx, filepath.Join(work, "media", rep.Media.Schematic, "installer"), sde, ma, arches, mediaInstallerLayers, []string{"/usr/bin/installer"})
 		if err != nil {
 			return nil, fmt.Errorf("installer for the schematic: %w", err)
 		}
@@ -357,7 +363,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			"dev.nodeforge.branch":              s.Branch,
 			"dev.nodeforge.release":             s.Version,
 		}
-		d, err := writeImageLayout(filepath.Join(work, "extensions", name), sde, ea, arches, extLayers[name], nil)
+		d, err := writeImageLayout(ctx, filepath.Join(work, "extensions", name), sde, ea, arches, extLayers[name], nil)
 		if err != nil {
 			return nil, fmt.Errorf("extension %s: %w", name, err)
 		}
@@ -370,28 +376,31 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(work, "report.json"), append(rb, '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(work, "report.json"), append(rb, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	if err := swapInto(work, out); err != nil {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := swapOutput(ctx, work, out); err != nil {
 		return nil, err
 	}
 	return rep, nil
 }
 
-// swapInto replaces out with the finished work directory.
-func swapInto(work, out string) error {
-	old := work + ".old"
-	if _, err := os.Stat(out); err == nil {
-		if err := os.Rename(out, old); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(work, out); err != nil {
-		os.Rename(old, out)
+// swapOutput puts the finished build in place of out. Builds into one
+// output take turns (a lock on its parent directory), and out is checked
+// again under the lock: it may have changed while this build ran.
+func swapOutput(ctx context.Context, work, out string) error {
+	l, err := flock.Acquire(ctx, filepath.Dir(out), true, nil)
+	if err != nil {
 		return err
 	}
-	return os.RemoveAll(old)
+	defer l.Release()
+	if _, err := ResolveOutput(out); err != nil {
+		return err
+	}
+	return workdir.Swap(work, out)
 }
 
 func cpioType(mode uint32) string {

@@ -75,7 +75,7 @@ func (d *demoRelease) assembled(t *testing.T) (*lock.Arch, map[string]string, *a
 	if err != nil {
 		t.Fatal(err)
 	}
-	as, err := assemble(d.spec, "x86_64", a, paths, 0, nil, rootfs.LayOptions{})
+	as, err := assemble(context.Background(), d.spec, "x86_64", a, paths, 0, nil, rootfs.LayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

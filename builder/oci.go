@@ -2,6 +2,7 @@ package builder
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -9,9 +10,9 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	ocilayout "github.com/nodeforge/builder/oci/layout"
 )
 
 // Media types of the boot assets as OCI artifact layers.
@@ -65,7 +66,7 @@ func GoArch(arch string) string {
 // architecture (a layer per boot asset, titled by file name) under an
 // index annotated with the release's identity. Every timestamp is the
 // source date, so the digests are reproducible.
-func writeOCILayout(dir string, sde int64, annotations map[string]string, arches []string, assets map[string][]ociAsset) (v1.Hash, error) {
+func writeOCILayout(ctx context.Context, dir string, sde int64, annotations map[string]string, arches []string, assets map[string][]ociAsset) (v1.Hash, error) {
 	created := v1.Time{Time: time.Unix(sde, 0).UTC()}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, arch := range arches {
@@ -94,7 +95,7 @@ func writeOCILayout(dir string, sde int64, annotations map[string]string, arches
 		}})
 	}
 	idx = mutate.Annotations(idx, annotations).(v1.ImageIndex)
-	if _, err := layout.Write(dir, idx); err != nil {
+	if err := ocilayout.WriteRoot(ctx, dir, idx); err != nil {
 		return v1.Hash{}, fmt.Errorf("oci layout: %w", err)
 	}
 	return idx.Digest()
@@ -104,7 +105,7 @@ func writeOCILayout(dir string, sde int64, annotations map[string]string, arches
 // architecture, each a single uncompressed tar layer (an extension's
 // manifest.yaml and rootfs/, the installer's files), every timestamp the
 // source date, the entrypoint when given.
-func writeImageLayout(dir string, sde int64, annotations map[string]string, arches []string, layers map[string]*ociAsset, entrypoint []string) (v1.Hash, error) {
+func writeImageLayout(ctx context.Context, dir string, sde int64, annotations map[string]string, arches []string, layers map[string]*ociAsset, entrypoint []string) (v1.Hash, error) {
 	created := v1.Time{Time: time.Unix(sde, 0).UTC()}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, arch := range arches {
@@ -127,7 +128,7 @@ func writeImageLayout(dir string, sde int64, annotations map[string]string, arch
 		}})
 	}
 	idx = mutate.Annotations(idx, annotations).(v1.ImageIndex)
-	if _, err := layout.Write(dir, idx); err != nil {
+	if err := ocilayout.WriteRoot(ctx, dir, idx); err != nil {
 		return v1.Hash{}, fmt.Errorf("oci layout: %w", err)
 	}
 	return idx.Digest()

@@ -4,16 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
+	"maps"
 	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	ocilayout "github.com/nodeforge/builder/oci/layout"
 )
 
 // Annotations of the layout's index.json entries: the OCI ref name holds
@@ -26,28 +25,49 @@ const (
 )
 
 // Layout is a local OCI image layout holding every repository of a release.
+// Reads check every blob against its digest; writes are atomic and
+// index.json changes are serialised between processes (oci/layout).
 type Layout struct {
-	Dir  string
-	mu   sync.Mutex
-	path layout.Path
-	st   Stats
+	Dir string
+	d   *ocilayout.Dir
+	mu  sync.Mutex
+	st  Stats
+	end func()
 }
 
-// OpenLayout opens the layout at dir, creating it when missing.
+// OpenLayout opens an existing layout for reading; a missing directory or
+// one that is not a layout is an error naming it, and nothing is created.
 func OpenLayout(dir string) (*Layout, error) {
-	p, err := layout.FromPath(dir)
+	d, err := ocilayout.Open(dir)
 	if err != nil {
-		if _, serr := os.Stat(filepath.Join(dir, "index.json")); serr == nil {
-			return nil, fmt.Errorf("OCI layout %s: %w", dir, err)
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		if p, err = layout.Write(dir, empty.Index); err != nil {
-			return nil, fmt.Errorf("OCI layout %s: %w", dir, err)
-		}
+		return nil, err
 	}
-	return &Layout{Dir: dir, path: p}, nil
+	return &Layout{Dir: dir, d: d}, nil
+}
+
+// CreateLayout opens the layout at dir for writing, making it when dir is
+// missing or empty (anything else there is refused). It starts a writer's
+// session (leftovers of killed writers are swept when no other writer is
+// active); Close ends it.
+func CreateLayout(ctx context.Context, dir string) (*Layout, error) {
+	d, err := ocilayout.Create(dir)
+	if err != nil {
+		return nil, err
+	}
+	end, err := d.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Layout{Dir: dir, d: d, end: end}, nil
+}
+
+// Close ends a writer's session.
+func (l *Layout) Close() error {
+	if l.end != nil {
+		l.end()
+		l.end = nil
+	}
+	return nil
 }
 
 func (l *Layout) String() string { return "oci:" + l.Dir }
@@ -81,69 +101,46 @@ func (l *Layout) annotations(repo, tag string) map[string]string {
 	return a
 }
 
-// countNew adds the blobs of a manifest the layout does not have yet.
-func (l *Layout) countNew(img v1.Image) {
-	layers, _ := img.Layers()
-	cfg, _ := img.ConfigName()
-	check := func(h v1.Hash, size int64) {
-		if _, err := os.Stat(filepath.Join(l.Dir, "blobs", h.Algorithm, h.Hex)); err != nil {
-			l.st.Blobs++
-			l.st.BlobBytes += size
-		}
-	}
-	if m, err := img.Manifest(); err == nil {
-		check(cfg, m.Config.Size)
-	}
-	for _, layer := range layers {
-		h, _ := layer.Digest()
-		n, _ := layer.Size()
-		check(h, n)
-	}
-}
-
-// countManifest counts a manifest the layout does not hold yet.
-func (l *Layout) countManifest(d v1.Hash) {
-	if _, err := os.Stat(filepath.Join(l.Dir, "blobs", d.Algorithm, d.Hex)); err != nil {
-		l.st.Manifests++
-	}
-}
-
 // WriteImage implements Store.
 func (l *Layout) WriteImage(ctx context.Context, repo, tag string, img v1.Image) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.countNew(img)
-	d, err := img.Digest()
+	w, err := l.d.WriteImage(ctx, img)
+	l.count(w)
 	if err != nil {
-		return err
-	}
-	l.countManifest(d)
-	if err := l.path.ReplaceImage(img, l.matcher(repo, tag, d), layout.WithAnnotations(l.annotations(repo, tag))); err != nil {
 		return fmt.Errorf("%s: %w", l.Ref(repo, tag), err)
 	}
-	return nil
+	return l.put(ctx, repo, tag, img)
 }
 
 // WriteIndex implements Store.
 func (l *Layout) WriteIndex(ctx context.Context, repo, tag string, idx v1.ImageIndex) error {
+	w, err := l.d.WriteIndex(ctx, idx)
+	l.count(w)
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.Ref(repo, tag), err)
+	}
+	return l.put(ctx, repo, tag, idx)
+}
+
+func (l *Layout) count(w ocilayout.Written) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	m, err := idx.IndexManifest()
+	l.st.Blobs += w.Blobs
+	l.st.BlobBytes += w.BlobBytes
+	l.st.Manifests += w.Manifests
+}
+
+// put records a written manifest in index.json, replacing the entry of
+// the same tag (or the same untagged manifest).
+func (l *Layout) put(ctx context.Context, repo, tag string, m partial.Describable) error {
+	desc, err := partial.Descriptor(m)
 	if err != nil {
 		return err
 	}
-	for _, c := range m.Manifests {
-		if img, err := idx.Image(c.Digest); err == nil {
-			l.countNew(img)
-			l.countManifest(c.Digest)
-		}
-	}
-	d, err := idx.Digest()
-	if err != nil {
-		return err
-	}
-	l.countManifest(d)
-	if err := l.path.ReplaceIndex(idx, l.matcher(repo, tag, d), layout.WithAnnotations(l.annotations(repo, tag))); err != nil {
+	d := *desc
+	d.Annotations = map[string]string{}
+	maps.Copy(d.Annotations, desc.Annotations)
+	maps.Copy(d.Annotations, l.annotations(repo, tag))
+	if err := l.d.Put(ctx, d, l.matcher(repo, tag, d.Digest)); err != nil {
 		return fmt.Errorf("%s: %w", l.Ref(repo, tag), err)
 	}
 	return nil
@@ -152,100 +149,85 @@ func (l *Layout) WriteIndex(ctx context.Context, repo, tag string, idx v1.ImageI
 // Head implements Store. A digest is found when the layout has its blob
 // and some entry of the repository leads to it.
 func (l *Layout) Head(ctx context.Context, repo, ref string) (*v1.Descriptor, error) {
-	d, _, err := l.locate(repo, ref)
-	return d, err
+	return l.locate(repo, ref)
 }
 
 // locate finds repo:ref (or repo@digest) and the index that lists it:
 // index.json for a tagged entry, the parent index for a child.
-func (l *Layout) locate(repo, ref string) (*v1.Descriptor, v1.ImageIndex, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	root, m, err := l.root()
+func (l *Layout) locate(repo, ref string) (*v1.Descriptor, error) {
+	m, err := l.d.Index()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, d := range m.Manifests {
 		if d.Annotations[annRepository] != repo {
 			continue
 		}
 		if !digestRef(ref) && d.Annotations[annRefName] == repo+":"+ref {
-			return &d, root, nil
+			return &d, nil
 		}
 		if digestRef(ref) {
-			if found, parent := find(root, d, ref); found != nil {
-				return found, parent, nil
+			found, err := l.find(d, ref)
+			if err != nil {
+				return nil, err
+			}
+			if found != nil {
+				return found, nil
 			}
 		}
 	}
-	return nil, nil, notFound(l.Ref(repo, ref))
+	return nil, notFound(l.Ref(repo, ref))
 }
 
-// root reads index.json; the caller holds l.mu.
-func (l *Layout) root() (v1.ImageIndex, *v1.IndexManifest, error) {
-	root, err := l.path.ImageIndex()
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := root.IndexManifest()
-	if err != nil {
-		return nil, nil, err
-	}
-	return root, m, nil
-}
-
-// find looks for digest ref at d (listed by parent) or below it, and
-// returns it with the index that lists it.
-func find(parent v1.ImageIndex, d v1.Descriptor, ref string) (*v1.Descriptor, v1.ImageIndex) {
+// find looks for digest ref at d or below it. A damaged index on the way
+// is an error: a child it hides must not read as missing.
+func (l *Layout) find(d v1.Descriptor, ref string) (*v1.Descriptor, error) {
 	if d.Digest.String() == ref {
 		c := d
 		c.Annotations = nil
-		return &c, parent
+		return &c, nil
 	}
 	if !d.MediaType.IsIndex() {
 		return nil, nil
 	}
-	idx, err := parent.ImageIndex(d.Digest)
+	idx, err := l.d.ImageIndex(d)
 	if err != nil {
-		return nil, nil
+		return nil, err
 	}
 	m, err := idx.IndexManifest()
 	if err != nil {
-		return nil, nil
+		return nil, err
 	}
 	for _, c := range m.Manifests {
-		if f, p := find(idx, c, ref); f != nil {
-			return f, p
+		if f, err := l.find(c, ref); f != nil || err != nil {
+			return f, err
 		}
 	}
 	return nil, nil
 }
 
-// Image implements Store. ggcr resolves a digest only among the entries of
-// the index it is asked, so a child is read through its parent.
+// Image implements Store.
 func (l *Layout) Image(ctx context.Context, repo, ref string) (v1.Image, error) {
-	d, parent, err := l.locate(repo, ref)
+	d, err := l.locate(repo, ref)
 	if err != nil {
 		return nil, err
 	}
-	return parent.Image(d.Digest)
+	return l.d.Image(*d)
 }
 
 // Index implements Store.
 func (l *Layout) Index(ctx context.Context, repo, ref string) (v1.ImageIndex, error) {
-	d, parent, err := l.locate(repo, ref)
+	d, err := l.locate(repo, ref)
 	if err != nil {
 		return nil, err
 	}
-	return parent.ImageIndex(d.Digest)
+	return l.d.ImageIndex(*d)
 }
 
 // Referrers implements Store by reading the subject of each manifest of
 // the repository.
 func (l *Layout) Referrers(ctx context.Context, repo string, subject v1.Hash) ([]v1.Descriptor, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, m, err := l.root()
+	m, err := l.d.Index()
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +236,7 @@ func (l *Layout) Referrers(ctx context.Context, repo string, subject v1.Hash) ([
 		if d.Annotations[annRepository] != repo || d.MediaType != types.OCIManifestSchema1 {
 			continue
 		}
-		raw, err := l.blob(d.Digest)
+		raw, err := l.d.ReadBlob(d, 16<<20)
 		if err != nil {
 			return nil, err
 		}
@@ -281,20 +263,15 @@ func artifactType(raw []byte) (string, bool) {
 	return "", false
 }
 
+// blob reads a manifest blob named h (its size unknown here), checking
+// its digest.
 func (l *Layout) blob(h v1.Hash) ([]byte, error) {
-	rc, err := l.path.Blob(h)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	return io.ReadAll(io.LimitReader(rc, 16<<20))
+	return l.d.ReadBlob(v1.Descriptor{Digest: h, Size: -1}, 16<<20)
 }
 
 // Tags implements Store.
 func (l *Layout) Tags(ctx context.Context, repo string) ([]string, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, m, err := l.root()
+	m, err := l.d.Index()
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
+	ocilayout "github.com/nodeforge/builder/oci/layout"
 
 	"github.com/nodeforge/builder/builder"
 	"github.com/nodeforge/builder/pkgbase/lock"
@@ -290,11 +290,11 @@ func releaseUnits(r Release) ([]unit, error) {
 		archOf[builder.GoArch(arch)] = arch
 	}
 	open := func(dir string) (v1.ImageIndex, error) {
-		p, err := layout.FromPath(dir)
+		d, err := ocilayout.Open(dir)
 		if err != nil {
 			return nil, fmt.Errorf("build output %s: %w (run builder build first)", dir, err)
 		}
-		return p.ImageIndex()
+		return d.Root()
 	}
 	perChild := func(idx v1.ImageIndex, pk func(arch string) []string) (map[string]map[string][]string, error) {
 		m, err := idx.IndexManifest()

@@ -24,6 +24,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/nodeforge/builder/internal/httptimeout"
 )
 
 // RemoteOptions say how to reach a registry.
@@ -42,6 +44,9 @@ type RemoteOptions struct {
 	RetryDelay time.Duration
 	// Transport under everything (tests inject faults here).
 	Transport http.RoundTripper
+	// Timeout is the longest a request may go without progress (connect,
+	// answer, each pause of a body); default httptimeout.Default.
+	Timeout time.Duration
 }
 
 // Remote is a registry under a repository prefix.
@@ -127,6 +132,7 @@ func NewRemote(target string, o RemoteOptions) (*Remote, error) {
 		}
 		base = t
 	}
+	base = httptimeout.Wrap(base, o.Timeout)
 	kc := o.Keychain
 	if kc == nil {
 		kc = authn.DefaultKeychain

@@ -93,11 +93,25 @@ func Verify(ctx context.Context, st Store, repo, ref string, keys []signature.Ve
 	if repo == RepoLock {
 		want = []string{PredicateSLSA}
 	}
+	blobs := newBlobChecker(st, repo)
+	v.Problems = append(v.Problems, blobs.check(ctx, top)...)
 	for _, t := range targets {
 		c, prov := checkManifest(ctx, st, repo, t, keys, want, pol, v)
 		v.Manifests = append(v.Manifests, c)
 		if t.Digest == top.Digest {
 			v.Provenance = prov
+		}
+		// The signatures, attestations and referrers vouch for t: read
+		// every byte of them too.
+		for _, tag := range []string{SigTag(t.Digest), AttTag(t.Digest)} {
+			if d, err := st.Head(ctx, repo, tag); err == nil {
+				v.Problems = append(v.Problems, blobs.check(ctx, *d)...)
+			}
+		}
+		if refs, err := st.Referrers(ctx, repo, t.Digest); err == nil {
+			for _, r := range refs {
+				v.Problems = append(v.Problems, blobs.check(ctx, r)...)
+			}
 		}
 	}
 	return v, nil

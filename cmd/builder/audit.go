@@ -143,7 +143,7 @@ page with size charts). Exit status 1 when the verdict is fail.`,
   builder audit --key cosign.pub --reproduced perimeter/out/report.json -o audit/ release/dev`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := context.Background()
+			ctx := cmd.Context()
 			if len(keys) == 0 {
 				return errors.New("--key PUB is required: the release's signatures and attestations are what the audit verifies")
 			}
@@ -164,7 +164,7 @@ page with size charts). Exit status 1 when the verdict is fail.`,
 			if err != nil {
 				return err
 			}
-			ro := registry.RemoteOptions{CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}
+			ro := registry.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}
 			st, ver, err := openRelease(ctx, args[0], version, ro)
 			if err != nil {
 				return err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/nodeforge/builder/builder"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/pkgbase/repo"
 	"github.com/nodeforge/builder/schematic"
 )
 
@@ -77,14 +77,14 @@ func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*builder
 			fmt.Fprintf(stderr, format+"\n", a...)
 		}
 	}
-	c := &cache.Cache{Dir: b.cacheDir, Workers: b.jobs, Progress: downloadProgress(stderr, b.quiet)}
+	c := &cache.Cache{Timeout: netTimeout, Dir: b.cacheDir, Workers: b.jobs, Progress: downloadProgress(stderr, b.quiet)}
 	var shuffle int64
 	if v := os.Getenv("NODEFORGE_SHUFFLE"); v != "" {
 		fmt.Sscan(v, &shuffle) // set by builder repro
 	}
-	rep, err := builder.Build(context.Background(), builder.Options{Spec: s, Lock: l, LockBytes: lb, Out: out, Cache: c,
+	rep, err := builder.Build(cmd.Context(), builder.Options{Spec: s, Lock: l, LockBytes: lb, Out: out, Cache: c,
 		SourceDateEpoch: sde, Version: version, Log: logf, Shuffle: shuffle, Schematic: sch, DiskCompressions: b.diskCompressions,
-		NoStepCaches: os.Getenv("NODEFORGE_STEP_CACHES") == "off"})
+		NoStepCaches: os.Getenv("NODEFORGE_STEP_CACHES") == "off", Source: repo.SourceOptions{Timeout: netTimeout}})
 	endProgress(stderr)
 	return rep, out, err
 }

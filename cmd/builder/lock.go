@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/pkgbase/repo"
 	"github.com/nodeforge/builder/specs"
 )
 
@@ -106,13 +106,13 @@ The lock is written beside the spec as <name>.lock.json unless -o is given.`,
 				out = filepath.Join(dir, s.Name+".lock.json")
 			}
 			stderr := cmd.ErrOrStderr()
-			c := &cache.Cache{Dir: cacheDir, Workers: jobs, Progress: downloadProgress(stderr, quiet)}
+			c := &cache.Cache{Timeout: netTimeout, Dir: cacheDir, Workers: jobs, Progress: downloadProgress(stderr, quiet)}
 			logf := func(format string, a ...any) {
 				if !quiet {
 					fmt.Fprintf(stderr, format+"\n", a...)
 				}
 			}
-			l, err := lock.Create(context.Background(), s, lock.Options{Cache: c, Log: logf})
+			l, err := lock.Create(cmd.Context(), s, lock.Options{Cache: c, Log: logf, Source: repo.SourceOptions{Timeout: netTimeout}})
 			endProgress(stderr)
 			if err != nil {
 				return err

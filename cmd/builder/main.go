@@ -4,12 +4,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/pprof"
+	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nodeforge/builder/internal/httptimeout"
 )
 
 // version is set at link time (-ldflags "-X main.version=...").
@@ -45,11 +50,15 @@ package hash, package signature.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentFlags().DurationVar(&netTimeout, "timeout", httptimeout.Default, "give up on a registry or repository server that sends nothing for this long (connecting, answering, or in the middle of a transfer)")
 	for _, add := range commands {
 		root.AddCommand(add())
 	}
 	return root
 }
+
+// netTimeout is --timeout: how long a server may stay silent.
+var netTimeout = httptimeout.Default
 
 // commands is filled by the init functions of the command files.
 var commands []func() *cobra.Command
@@ -67,9 +76,16 @@ func run() int {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	err := newRootCmd().Execute()
+	ctx, stop := interruptible()
+	defer stop()
+	err := newRootCmd().ExecuteContext(ctx)
 	if err == nil {
 		return 0
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "builder:", err)
+		fmt.Fprintln(os.Stderr, "builder: interrupted; what was complete is kept, nothing half-written is left: run the command again to finish")
+		return 130
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -80,6 +96,36 @@ func run() int {
 	}
 	fmt.Fprintln(os.Stderr, "builder:", err)
 	return 1
+}
+
+// interruptible returns a context that SIGINT or SIGTERM cancels: every
+// long operation stops at its next check, removes its temporary files and
+// returns. A second signal exits at once (the next run sweeps what is left).
+func interruptible() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(os.Stderr, "\nbuilder: %v: stopping (again to exit at once)\n", s)
+			cancel(fmt.Errorf("interrupted by %v", s))
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(os.Stderr, "builder: exiting at once")
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
 }
 
 // buildVersion is the builder's version (set at link time), for functions

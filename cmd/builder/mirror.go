@@ -195,7 +195,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	if f.version == "" && len(f.images) == 0 && src.kind == "registry" {
 		return errors.New("give --version V (the release) or --image REPOSITORY:TAG")
 	}
-	remoteOpts := registry.RemoteOptions{CAFile: f.store.caFile, AllowHTTP: f.store.allowHTTP, Retries: f.store.retries}
+	remoteOpts := registry.RemoteOptions{Timeout: netTimeout, CAFile: f.store.caFile, AllowHTTP: f.store.allowHTTP, Retries: f.store.retries}
 
 	// The source: a registry, a local layout, or a verified archive.
 	o := registry.MirrorOptions{Version: f.version, Images: f.images, Keys: keys, Policy: pol, Log: logf}
@@ -266,9 +266,12 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		}
 	}
 	if staging != "" {
-		if o.To, err = registry.OpenLayout(staging); err != nil {
+		lay, err := registry.CreateLayout(ctx, staging)
+		if err != nil {
 			return err
 		}
+		defer lay.Close()
+		o.To = lay
 	}
 	if o.From.String() == o.To.String() {
 		return fmt.Errorf("source and destination are the same: %s", o.From)
@@ -404,7 +407,7 @@ func buildBaseSubset(ctx context.Context, f mirrorFlags, st registry.Store, vers
 		return nil, nil, err
 	}
 	cleanup := func() { os.RemoveAll(dir) }
-	c := &cache.Cache{Dir: f.cacheDir, Progress: downloadProgress(stderr, false)}
+	c := &cache.Cache{Timeout: netTimeout, Dir: f.cacheDir, Progress: downloadProgress(stderr, false)}
 	fmt.Fprintf(stderr, "writing the package base subset of %s %s\n", s.Name, version)
 	files, err := subset.Write(ctx, dir, subset.Options{Spec: s, Lock: l, LockBytes: lockBytes, Cache: c, Signer: signer})
 	if err != nil {

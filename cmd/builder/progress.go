@@ -28,6 +28,9 @@ func downloadProgress(w io.Writer, quiet bool) func(cache.Event) {
 			bytes += ev.Total
 		case "cached":
 			cached++
+		case "damaged":
+			fmt.Fprintf(w, "\r%s: %v\n", ev.Name, ev.Err)
+			return
 		case "retry":
 			fmt.Fprintf(w, "\rretrying %s: %v\n", ev.Name, ev.Err)
 			return

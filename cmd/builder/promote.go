@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,16 +79,16 @@ $COSIGN_PASSWORD.`,
 					return err
 				}
 			}
-			fst, err := fromStore.open(src)
+			fst, err := fromStore.open(cmd.Context(), src, false)
 			if err != nil {
 				return err
 			}
-			tst, err := toStore.open(dst)
+			tst, err := toStore.open(cmd.Context(), dst, true)
 			if err != nil {
 				return err
 			}
 			stderr := cmd.ErrOrStderr()
-			res, err := registry.Promote(context.Background(), registry.PromoteOptions{Version: args[0], FromChannel: from, ToChannel: to,
+			res, err := registry.Promote(cmd.Context(), registry.PromoteOptions{Version: args[0], FromChannel: from, ToChannel: to,
 				From: fst, To: tst, FromKeys: vs, Signer: signer, Policy: pol, Now: time.Now(),
 				Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }})
 			if errors.Is(err, registry.ErrRefused) {

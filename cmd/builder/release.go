@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/pkgbase/repo"
 	"github.com/nodeforge/builder/registry"
 	"github.com/nodeforge/builder/signing"
 	"github.com/nodeforge/builder/specs"
@@ -40,8 +41,9 @@ func (f *storeFlags) add(cmd *cobra.Command, what string) {
 	cmd.Flags().IntVar(&f.retries, "retries", 5, "retries of a failed registry request (5xx, 429, cut connections), with exponential backoff")
 }
 
-// open returns the store of channel c, overridden by the flags.
-func (f *storeFlags) open(c specs.Channel) (registry.Store, error) {
+// open returns the store of channel c, overridden by the flags: to write
+// to (a layout is made when missing) or only to read from.
+func (f *storeFlags) open(ctx context.Context, c specs.Channel, write bool) (registry.Store, error) {
 	reg, lay := c.Registry, c.Layout
 	if f.registry != "" {
 		reg, lay = f.registry, ""
@@ -54,7 +56,10 @@ func (f *storeFlags) open(c specs.Channel) (registry.Store, error) {
 		ca = f.caFile
 	}
 	if reg != "" {
-		return registry.NewRemote(reg, registry.RemoteOptions{CAFile: ca, AllowHTTP: c.AllowHTTP || f.allowHTTP, Retries: f.retries})
+		return registry.NewRemote(reg, registry.RemoteOptions{Timeout: netTimeout, CAFile: ca, AllowHTTP: c.AllowHTTP || f.allowHTTP, Retries: f.retries})
+	}
+	if write {
+		return registry.CreateLayout(ctx, lay)
 	}
 	return registry.OpenLayout(lay)
 }
@@ -181,7 +186,7 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 			if err != nil {
 				return err
 			}
-			st, err := sf.open(ch)
+			st, err := sf.open(cmd.Context(), ch, true)
 			if err != nil {
 				return err
 			}
@@ -202,8 +207,8 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 			}
 			if _, err := os.Stat(lockPath); errors.Is(err, fs.ErrNotExist) {
 				logf("no lock at %s: locking the spec", lockPath)
-				c := &cache.Cache{Dir: b.cacheDir, Workers: b.jobs, Progress: downloadProgress(stderr, b.quiet)}
-				l, err := lock.Create(context.Background(), s, lock.Options{Cache: c, Log: logf})
+				c := &cache.Cache{Timeout: netTimeout, Dir: b.cacheDir, Workers: b.jobs, Progress: downloadProgress(stderr, b.quiet)}
+				l, err := lock.Create(cmd.Context(), s, lock.Options{Cache: c, Log: logf, Source: repo.SourceOptions{Timeout: netTimeout}})
 				endProgress(stderr)
 				if err != nil {
 					return err
@@ -224,7 +229,7 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 			if err != nil {
 				return err
 			}
-			pub, err := registry.Publish(context.Background(), st, signer, registry.Release{Spec: s, Lock: l, LockBytes: lb,
+			pub, err := registry.Publish(cmd.Context(), st, signer, registry.Release{Spec: s, Lock: l, LockBytes: lb,
 				Report: rep, Out: out, Channel: channel, BuilderID: ch.BuilderID, BuilderVersion: version,
 				BuilderSHA256: selfDigest(), Log: logf})
 			if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -75,11 +74,11 @@ conflicting pair.`,
 			} else if !insecure {
 				return errors.New("no --keyring given: repositories cannot be verified (use --insecure-skip-verify to accept them unverified)")
 			}
-			ctx := context.Background()
+			ctx := cmd.Context()
 			var all []*repo.Package
 			sem := evr.ALT
 			for i, u := range repos {
-				ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: format, Keyring: kr, InsecureSkipVerify: insecure, Components: components})
+				ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: format, Keyring: kr, InsecureSkipVerify: insecure, Components: components, Source: repo.SourceOptions{Timeout: netTimeout}})
 				if err != nil {
 					return err
 				}

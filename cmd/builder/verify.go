@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +36,7 @@ func parseRef(ref, version string, sf storeFlags) (st registry.Store, repo, tagO
 		return st, repo, tag, nil
 	}
 	ref = strings.TrimPrefix(ref, "docker://")
-	o := registry.RemoteOptions{CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}
+	o := registry.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}
 	if version != "" {
 		st, err := registry.NewRemote(ref, o)
 		return st, "", "", err
@@ -118,7 +117,7 @@ signed by). Exit status 1 with every reason when anything fails.`,
 			if err != nil {
 				return err
 			}
-			ctx := context.Background()
+			ctx := cmd.Context()
 			type target struct{ repo, ref string }
 			var targets []target
 			if version != "" {

@@ -14,16 +14,21 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/blake2b"
 
+	"github.com/nodeforge/builder/internal/atomicfile"
+	"github.com/nodeforge/builder/internal/flock"
+	"github.com/nodeforge/builder/internal/httptimeout"
 	"github.com/nodeforge/builder/pkgbase/repo"
 )
 
@@ -36,8 +41,10 @@ type Cache struct {
 	Retries int
 	// Backoff is the first wait between retries (default 500ms, doubling).
 	Backoff time.Duration
-	// HTTPClient for http(s) sources; nil uses a default client.
+	// HTTPClient for http(s) sources; nil uses a client that gives up on a
+	// server silent for Timeout (default httptimeout.Default).
 	HTTPClient *http.Client
+	Timeout    time.Duration
 	// Progress, when set, receives events (from several goroutines, serialised).
 	Progress func(Event)
 
@@ -46,7 +53,7 @@ type Cache struct {
 
 // Event reports download progress.
 type Event struct {
-	Kind  string // "start", "progress", "done", "cached", "retry", "failed"
+	Kind  string // "start", "progress", "done", "cached", "damaged", "retry", "failed"
 	Name  string // package NEVRA or file name
 	Bytes int64  // bytes so far (progress) or total (done)
 	Total int64
@@ -163,9 +170,8 @@ func (c *Cache) fetchOne(ctx context.Context, w Want) (string, error) {
 		return "", fmt.Errorf("%s: no expected digest: refusing to cache an unverifiable file", w.Name)
 	}
 	final := c.Path(w.Algo, w.Hash)
-	if st, err := os.Stat(final); err == nil && (w.Size < 0 || st.Size() == w.Size) {
-		c.emit(Event{Kind: "cached", Name: w.Name, Bytes: st.Size(), Total: st.Size()})
-		return final, nil
+	if p, ok := c.hit(w, final); ok {
+		return p, nil
 	}
 	if err := os.MkdirAll(filepath.Join(c.Dir, "partial"), 0o755); err != nil {
 		return "", err
@@ -173,7 +179,24 @@ func (c *Cache) fetchOne(ctx context.Context, w Want) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return "", err
 	}
+	// One process at a time downloads a file: the others wait on the
+	// partial file's lock and then find the verified file in place.
 	partial := filepath.Join(c.Dir, "partial", w.Algo+"-"+strings.ToLower(w.Hash))
+	l, err := lockPartial(ctx, partial)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", w.Name, err)
+	}
+	defer l.Release()
+	if p, ok := c.hit(w, final); ok {
+		// Another process finished it while this one waited; an empty
+		// partial file this one made is removed.
+		if mine, err := l.Stat(); err == nil {
+			if fi, err := os.Stat(partial); err == nil && fi.Size() == 0 && os.SameFile(fi, mine) {
+				os.Remove(partial)
+			}
+		}
+		return p, nil
+	}
 	retries := c.Retries
 	if retries <= 0 {
 		retries = 4
@@ -198,11 +221,12 @@ func (c *Cache) fetchOne(ctx context.Context, w Want) (string, error) {
 		}
 		err := c.download(ctx, w, partial)
 		if err == nil {
+			lastErr = nil
 			break
 		}
 		lastErr = err
 		var perm *permanentError
-		if errors.As(err, &perm) || ctx.Err() != nil {
+		if errors.As(err, &perm) || ctx.Err() != nil || diskFull(err) {
 			break
 		}
 	}
@@ -214,6 +238,9 @@ func (c *Cache) fetchOne(ctx context.Context, w Want) (string, error) {
 			os.Remove(partial)
 		}
 		c.emit(Event{Kind: "failed", Name: w.Name, Err: lastErr})
+		if diskFull(lastErr) {
+			return "", fmt.Errorf("%s: the cache %s is full (%w): free space and run again, the download resumes", w.Name, c.Dir, lastErr)
+		}
 		return "", fmt.Errorf("%s: %w", w.Name, lastErr)
 	}
 	if err := verifyFile(partial, w); err != nil {
@@ -224,8 +251,53 @@ func (c *Cache) fetchOne(ctx context.Context, w Want) (string, error) {
 	if err := os.Rename(partial, final); err != nil {
 		return "", err
 	}
+	if err := atomicfile.SyncDir(filepath.Dir(final)); err != nil {
+		return "", err
+	}
 	c.emit(Event{Kind: "done", Name: w.Name, Bytes: w.Size, Total: w.Size})
 	return final, nil
+}
+
+// lockPartial takes the lock on a partial download, making the file when
+// missing (another process may rename it into place at any moment: then
+// the lock is taken on a new one).
+func lockPartial(ctx context.Context, partial string) (*flock.Lock, error) {
+	for {
+		f, err := os.OpenFile(partial, os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		f.Close()
+		l, err := flock.Acquire(ctx, partial, true, nil)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		return l, err
+	}
+}
+
+// hit reports whether the verified file is in the cache. Its content is
+// hashed again: a file changed since it entered (a flipped byte, a
+// replaced signature) must never be used, so it is removed (the caller
+// fetches it again) and a "damaged" event names it.
+func (c *Cache) hit(w Want, final string) (string, bool) {
+	st, err := os.Stat(final)
+	if err != nil {
+		return "", false
+	}
+	if err := verifyFile(final, w); err != nil {
+		os.Remove(final)
+		c.emit(Event{Kind: "damaged", Name: w.Name, Err: fmt.Errorf("cached file %s changed since it was verified (%v): removed, fetching it again", final, err)})
+		return "", false
+	}
+	c.emit(Event{Kind: "cached", Name: w.Name, Bytes: st.Size(), Total: st.Size()})
+	return final, true
+}
+
+// diskFull reports a write that failed for want of space; retrying at
+// once cannot help.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 func fileComplete(path string, size int64) bool {
@@ -327,7 +399,7 @@ func (c *Cache) open(ctx context.Context, w Want, offset int64) (io.ReadCloser, 
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", offset))
 		client := c.HTTPClient
 		if client == nil {
-			client = http.DefaultClient
+			client = httptimeout.Client(c.Timeout)
 		}
 		resp, err := client.Do(req)
 		if err != nil {

@@ -155,3 +155,69 @@ func TestFetchConcurrent(t *testing.T) {
 		t.Error("no progress events")
 	}
 }
+
+// A cached file whose bytes changed after it entered is never used: it is
+// removed, named, and fetched again.
+func TestDamagedEntryIsFetchedAgain(t *testing.T) {
+	data := payload(64 << 10)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "pkg.rpm"), data, 0o644)
+	var events []Event
+	c := &Cache{Dir: t.TempDir(), Progress: func(ev Event) { events = append(events, ev) }}
+	w := Want{Name: "pkg-1-1", Source: src(t, dir), Location: "pkg.rpm", Size: int64(len(data)), Algo: "sha256", Hash: sum(data)}
+	paths, err := c.Fetch(context.Background(), []Want{w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Flip one byte, keeping the size.
+	b, _ := os.ReadFile(paths[0])
+	b[100] ^= 1
+	os.WriteFile(paths[0], b, 0o644)
+	events = nil
+	if paths, err = c.Fetch(context.Background(), []Want{w}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(paths[0]); sum(got) != sum(data) {
+		t.Fatal("the damaged entry was used")
+	}
+	var damaged, done bool
+	for _, ev := range events {
+		damaged = damaged || ev.Kind == "damaged" && ev.Name == "pkg-1-1" && strings.Contains(ev.Err.Error(), paths[0])
+		done = done || ev.Kind == "done"
+	}
+	if !damaged || !done {
+		t.Errorf("events %+v: want the damaged entry named, then fetched again", events)
+	}
+}
+
+// Two caches on one directory (two processes) fetching the same files at
+// once: both succeed, each file is downloaded once at a time.
+func TestConcurrentFetchersShareOneCache(t *testing.T) {
+	var files [][]byte
+	var wants []Want
+	dir := t.TempDir()
+	for i := range 8 {
+		data := payload(256<<10 + i)
+		files = append(files, data)
+		name := fmt.Sprintf("p%d.rpm", i)
+		os.WriteFile(filepath.Join(dir, name), data, 0o644)
+		wants = append(wants, Want{Name: name, Source: src(t, dir), Location: name, Size: int64(len(data)), Algo: "sha256", Hash: sum(data)})
+	}
+	shared := t.TempDir()
+	for round := range 5 {
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() {
+				c := &Cache{Dir: shared, Workers: 4}
+				_, err := c.Fetch(context.Background(), wants)
+				errs <- err
+			}()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		os.RemoveAll(filepath.Join(shared, "sha256"))
+	}
+}

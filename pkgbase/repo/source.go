@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nodeforge/builder/internal/httptimeout"
 )
 
 // Source is where a repository's files come from: a local directory or an
@@ -30,9 +32,13 @@ type Source interface {
 
 // SourceOptions tunes NewSource. The zero value is usable.
 type SourceOptions struct {
-	// HTTPClient is used for http(s) sources; nil means a client with a
-	// response-header timeout (no overall timeout: indexes can be large).
+	// HTTPClient is used for http(s) sources; nil means a client that gives
+	// up on a server silent for Timeout (no overall timeout: indexes can be
+	// large and slow, as long as they keep coming).
 	HTTPClient *http.Client
+	// Timeout is the longest pause without progress (default
+	// httptimeout.Default).
+	Timeout time.Duration
 	// Retries is how many times a failed HTTP request (network error, 5xx,
 	// 429) is retried. 0 means the default (4); negative means never.
 	Retries int
@@ -192,9 +198,7 @@ func newHTTPSource(u *url.URL, opts SourceOptions) (*httpSource, error) {
 		ua:      opts.UserAgent,
 	}
 	if s.client == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.ResponseHeaderTimeout = 60 * time.Second
-		s.client = &http.Client{Transport: t}
+		s.client = httptimeout.Client(opts.Timeout)
 	}
 	switch {
 	case s.retries == 0:

@@ -1,0 +1,270 @@
+// Package layout reads and writes OCI image layouts on disk so that a fault
+// never loses or corrupts what they hold: every blob read is checked
+// against its digest and size as it streams, every file is written to a
+// temporary name in its directory, synced and renamed (mode 0644 whatever
+// the umask), a blob already present is kept only when its content matches
+// its name, and index.json is changed under an exclusive lock, so
+// concurrent writers wait for each other instead of losing entries.
+//
+// go-containerregistry's layout package writes index.json, configs and
+// manifests in place and reads blobs unchecked; this package replaces it
+// wherever the builder keeps something a user relies on.
+package layout
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/nodeforge/builder/internal/atomicfile"
+	"github.com/nodeforge/builder/internal/flock"
+)
+
+const (
+	// IndexFile and LayoutFile are the layout's two fixed files.
+	IndexFile  = "index.json"
+	LayoutFile = "oci-layout"
+	// layoutVersion is the content of oci-layout.
+	layoutVersion = `{"imageLayoutVersion":"1.0.0"}`
+	// maxIndexSize bounds index.json and every manifest read into memory.
+	maxIndexSize = 64 << 20
+)
+
+// Dir is an OCI image layout directory.
+type Dir struct {
+	path string
+}
+
+// Path is the layout's directory.
+func (d *Dir) Path() string { return d.path }
+
+// Open opens an existing layout for reading. A missing directory, a
+// directory that is not a layout and an unreadable index.json are errors
+// that name the path; nothing is created.
+func Open(path string) (*Dir, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: no such directory, so no OCI image layout there: %w", path, fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is a file, not an OCI image layout (a directory with oci-layout, index.json and blobs/)", path)
+	}
+	d := &Dir{path: path}
+	if _, err := os.Stat(filepath.Join(path, LayoutFile)); err != nil {
+		return nil, fmt.Errorf("%s is not an OCI image layout: it has no %s file", path, LayoutFile)
+	}
+	if _, err := d.Index(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Create opens the layout at path for writing, making it when the
+// directory is missing or empty. Anything else at path (a file, a
+// directory holding other things) is refused with a message naming what is
+// there: a layout is never written over someone's files.
+func Create(path string) (*Dir, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	case !fi.IsDir():
+		return nil, fmt.Errorf("%s is a file: an OCI image layout needs an empty or missing directory", path)
+	default:
+		if _, err := os.Stat(filepath.Join(path, LayoutFile)); err == nil {
+			return Open(path)
+		}
+		ents, err := os.ReadDir(path)
+		if err != nil {
+			return nil, err
+		}
+		if len(ents) > 0 {
+			return nil, fmt.Errorf("%s holds %s and is not an OCI image layout (no %s): refusing to write a layout there; give an empty or missing directory", path, describe(ents), LayoutFile)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(path, "blobs", "sha256"), 0o755); err != nil {
+		return nil, err
+	}
+	d := &Dir{path: path}
+	if err := atomicfile.Write(filepath.Join(path, IndexFile), emptyIndex(), 0o644); err != nil {
+		return nil, err
+	}
+	// oci-layout last: a directory with it is a layout, so a cut creation
+	// leaves a directory that Create takes again.
+	if err := atomicfile.Write(filepath.Join(path, LayoutFile), []byte(layoutVersion), 0o644); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// describe names up to three entries of a directory for a message.
+func describe(ents []fs.DirEntry) string {
+	var names []string
+	for _, e := range ents[:min(3, len(ents))] {
+		n := e.Name()
+		if e.IsDir() {
+			n += "/"
+		}
+		names = append(names, fmt.Sprintf("%q", n))
+	}
+	s := fmt.Sprint(names)
+	if len(ents) > 3 {
+		return fmt.Sprintf("%d entries (%s ...)", len(ents), s[1:len(s)-1])
+	}
+	return s[1 : len(s)-1]
+}
+
+func emptyIndex() []byte {
+	b, _ := json.Marshal(v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{}})
+	return b
+}
+
+// Index reads index.json. It is replaced only by rename, so a reader never
+// sees a half-written one.
+func (d *Dir) Index() (*v1.IndexManifest, error) {
+	p := filepath.Join(d.path, IndexFile)
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("OCI image layout %s: %w", d.path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxIndexSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if len(b) > maxIndexSize {
+		return nil, fmt.Errorf("%s: larger than %d MiB: not an index", p, maxIndexSize>>20)
+	}
+	var m v1.IndexManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s is not a valid OCI index (%v): the layout is damaged; restore index.json from a backup or write the layout anew", p, err)
+	}
+	if m.SchemaVersion != 2 {
+		return nil, fmt.Errorf("%s: schemaVersion %d, want 2: not an OCI index", p, m.SchemaVersion)
+	}
+	return &m, nil
+}
+
+// Update changes index.json under an exclusive lock: fn gets the index as
+// it is on disk now (another process may have changed it since it was last
+// read) and changes it in place; the result replaces index.json atomically
+// after every blob written so far is on disk.
+func (d *Dir) Update(ctx context.Context, fn func(*v1.IndexManifest) error) error {
+	// The blobs directory carries the index lock: the layout directory's
+	// own lock is the writers' session lock (Begin), and index.json itself
+	// is replaced by rename, so a lock on it would be lost.
+	l, err := flock.Acquire(ctx, filepath.Join(d.path, "blobs"), true, nil)
+	if err != nil {
+		return fmt.Errorf("OCI image layout %s: %w", d.path, err)
+	}
+	defer l.Release()
+	m, err := d.Index()
+	if err != nil {
+		return err
+	}
+	if m.Manifests == nil {
+		m.Manifests = []v1.Descriptor{}
+	}
+	if err := fn(m); err != nil {
+		return err
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	// The blobs the new entries name must be durable before the index
+	// that names them.
+	if err := atomicfile.SyncDir(filepath.Join(d.path, "blobs", "sha256")); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(d.path, IndexFile), b, 0o644); err != nil {
+		return fmt.Errorf("OCI image layout %s: writing %s: %w", d.path, IndexFile, err)
+	}
+	return nil
+}
+
+// Put adds desc to index.json, replacing the entries match selects.
+func (d *Dir) Put(ctx context.Context, desc v1.Descriptor, match func(v1.Descriptor) bool) error {
+	return d.Update(ctx, func(m *v1.IndexManifest) error {
+		m.Manifests = slices.DeleteFunc(m.Manifests, match)
+		m.Manifests = append(m.Manifests, desc)
+		return nil
+	})
+}
+
+// BlobPath is where the blob named h lives.
+func (d *Dir) BlobPath(h v1.Hash) string {
+	return filepath.Join(d.path, "blobs", h.Algorithm, h.Hex)
+}
+
+// ReadBlob reads a whole blob (a manifest, a config) of at most max bytes,
+// checking size and digest.
+func (d *Dir) ReadBlob(desc v1.Descriptor, max int64) ([]byte, error) {
+	if desc.Size > max {
+		return nil, &BlobError{Dir: d.path, Digest: desc.Digest, Reason: fmt.Sprintf("%d bytes, more than the %d a %s may have", desc.Size, max, kindOf(desc.MediaType))}
+	}
+	rc, err := d.OpenBlob(desc.Digest, desc.Size)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var b bytes.Buffer
+	if _, err := io.Copy(&b, io.LimitReader(rc, max+1)); err != nil {
+		return nil, err
+	}
+	if int64(b.Len()) > max {
+		return nil, &BlobError{Dir: d.path, Digest: desc.Digest, Reason: fmt.Sprintf("more than the %d bytes a %s may have", max, kindOf(desc.MediaType)), Err: ErrDamaged}
+	}
+	return b.Bytes(), nil
+}
+
+func kindOf(mt types.MediaType) string {
+	switch {
+	case mt.IsIndex():
+		return "index"
+	case mt.IsImage():
+		return "manifest"
+	}
+	return "blob"
+}
+
+// Begin starts a writer's session: it holds a shared lock on the layout
+// directory until end is called (or the process exits), and when no other
+// writer is active it first removes the temporary files of writers that
+// were killed. Writers may overlap; index.json changes are serialised by
+// Update.
+func (d *Dir) Begin(ctx context.Context) (end func(), err error) {
+	l, ok, err := flock.TryAcquire(d.path, true)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		for _, dir := range []string{d.path, filepath.Join(d.path, "blobs", "sha256")} {
+			if err := atomicfile.Sweep(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				l.Release()
+				return nil, fmt.Errorf("OCI image layout %s: removing leftovers: %w", d.path, err)
+			}
+		}
+		if err := l.Downgrade(); err != nil {
+			l.Release()
+			return nil, err
+		}
+	} else if l, err = flock.Acquire(ctx, d.path, false, nil); err != nil {
+		return nil, err
+	}
+	return func() { l.Release() }, nil
+}
