@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strings"
@@ -36,34 +37,20 @@ func isModule(p string) bool {
 	return false
 }
 
-// takeKernel finds the kernel image package of the kernel component,
-// removes /boot from the tree (the kernel ships as vmlinuz), trims the
-// module set when the spec lists modules, regenerates the module indexes
-// as depmod would, and collects the boot-critical modules.
+// takeKernel finds the package of the kernel component that ships the
+// kernel image, removes /boot and the image from the tree (the kernel
+// ships as vmlinuz), trims the module set when the spec lists modules,
+// regenerates the module indexes as depmod would, and collects the
+// boot-critical modules.
 func takeKernel(s *specs.Spec, a *lock.Arch, tree *rootfs.Tree) (*kernelInfo, error) {
-	var kpkg *lock.Package
-	for _, nevra := range componentPackages(s, a, "kernel") {
-		for i := range a.Packages {
-			p := &a.Packages[i]
-			if p.NEVRA == nevra && strings.HasPrefix(p.Name, "kernel-image-") {
-				if kpkg == nil || p.BuildTime > kpkg.BuildTime {
-					kpkg = p
-				}
-			}
-		}
-	}
-	if kpkg == nil {
-		return nil, fmt.Errorf("no kernel-image-* package in the kernel component")
+	images := kernelImages(s, a, tree)
+	kpkg, err := kernelPackage(s, a, images)
+	if err != nil {
+		return nil, err
 	}
 	k := &kernelInfo{Package: kpkg.NEVRA}
-	for _, n := range tree.Nodes() {
-		if n.Kind == rootfs.KindFile && strings.HasPrefix(n.Path, "/boot/vmlinuz-") && n.Origin.Package == kpkg.NEVRA {
-			k.VmlinuzPath, k.vmlinuz = n.Path, n.Data
-			k.Version = strings.TrimPrefix(n.Path, "/boot/vmlinuz-")
-		}
-	}
-	if k.vmlinuz == nil {
-		return nil, fmt.Errorf("%s ships no /boot/vmlinuz-*", kpkg.NEVRA)
+	if err := k.setImage(images[kpkg.NEVRA]); err != nil {
+		return nil, fmt.Errorf("%s: %w", kpkg.NEVRA, err)
 	}
 	for _, d := range []string{"/lib/modules/", "/usr/lib/modules/"} {
 		if n := tree.Get(d + k.Version); n != nil && n.Kind == rootfs.KindDir {
@@ -74,6 +61,12 @@ func takeKernel(s *specs.Spec, a *lock.Arch, tree *rootfs.Tree) (*kernelInfo, er
 		return nil, fmt.Errorf("%s: no modules directory for kernel %s", kpkg.NEVRA, k.Version)
 	}
 	tree.Remove("/boot")
+	// Fedora's layout: the image beside the modules leaves the tree too.
+	for _, imgs := range images {
+		for _, im := range imgs {
+			tree.Remove(im.Path)
+		}
+	}
 
 	files := map[string][]byte{}
 	prefix := k.modDir + "/"
@@ -149,6 +142,110 @@ func takeKernel(s *specs.Spec, a *lock.Arch, tree *rootfs.Tree) (*kernelInfo, er
 		}
 	}
 	return k, nil
+}
+
+// kernelImages lists, per package of the kernel component, the kernel
+// images it laid: /boot/vmlinuz-<version> (ALT, Debian), or
+// /lib/modules/<version>/vmlinuz (Fedora's kernel-core, whose /boot copy is
+// a %ghost; /usr/lib/modules too).
+func kernelImages(s *specs.Spec, a *lock.Arch, tree *rootfs.Tree) map[string][]*rootfs.Node {
+	inKernel := set(componentPackages(s, a, "kernel"))
+	out := map[string][]*rootfs.Node{}
+	for _, n := range tree.Nodes() {
+		if _, ok := imageVersion(n.Path); ok && n.Kind == rootfs.KindFile && inKernel[n.Origin.Package] {
+			out[n.Origin.Package] = append(out[n.Origin.Package], n)
+		}
+	}
+	return out
+}
+
+// imageVersion is the kernel version a kernel image's path names.
+func imageVersion(p string) (string, bool) {
+	if v, ok := strings.CutPrefix(p, "/boot/vmlinuz-"); ok && v != "" && !strings.Contains(v, "/") {
+		return v, true
+	}
+	for _, d := range []string{"/lib/modules/", "/usr/lib/modules/"} {
+		if rest, ok := strings.CutPrefix(p, d); ok {
+			if v, ok := strings.CutSuffix(rest, "/vmlinuz"); ok && v != "" && !strings.Contains(v, "/") {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
+// kernelPackage picks the kernel package: image.kernel when the spec names
+// it, else the one package of the component that ships an image (the
+// newest build when several versions of it are locked).
+func kernelPackage(s *specs.Spec, a *lock.Arch, images map[string][]*rootfs.Node) (*lock.Package, error) {
+	var named, shipping []*lock.Package
+	names := map[string]bool{}
+	for _, nevra := range componentPackages(s, a, "kernel") {
+		p := lockedNEVRA(a, nevra)
+		if p == nil {
+			continue
+		}
+		if p.Name == s.Image.Kernel {
+			named = append(named, p)
+		}
+		if len(images[nevra]) > 0 {
+			shipping = append(shipping, p)
+			names[p.Name] = true
+		}
+	}
+	switch {
+	case s.Image.Kernel != "" && len(named) == 0:
+		return nil, fmt.Errorf("image.kernel %s is not a package of the kernel component", s.Image.Kernel)
+	case s.Image.Kernel != "":
+		k := newest(named)
+		if len(images[k.NEVRA]) == 0 {
+			return nil, fmt.Errorf("image.kernel %s: %s ships no kernel image (/boot/vmlinuz-* or /lib/modules/*/vmlinuz)", s.Image.Kernel, k.NEVRA)
+		}
+		return k, nil
+	case len(shipping) == 0:
+		return nil, fmt.Errorf("no package of the kernel component ships a kernel image (/boot/vmlinuz-* or /lib/modules/*/vmlinuz)")
+	case len(names) > 1:
+		return nil, fmt.Errorf("the kernel component has several packages shipping a kernel image: %s; name one with image.kernel", strings.Join(sortedKeys(names), " and "))
+	}
+	return newest(shipping), nil
+}
+
+// newest is the package built last (then the greatest NEVRA).
+func newest(ps []*lock.Package) *lock.Package {
+	var best *lock.Package
+	for _, p := range ps {
+		if best == nil || p.BuildTime > best.BuildTime || (p.BuildTime == best.BuildTime && p.NEVRA > best.NEVRA) {
+			best = p
+		}
+	}
+	return best
+}
+
+func lockedNEVRA(a *lock.Arch, nevra string) *lock.Package {
+	for i := range a.Packages {
+		if a.Packages[i].NEVRA == nevra {
+			return &a.Packages[i]
+		}
+	}
+	return nil
+}
+
+// setImage takes the kernel image from the chosen package's images (in
+// path order, so a /boot copy is the one reported): one kernel version,
+// its copies in /boot and beside the modules identical.
+func (k *kernelInfo) setImage(imgs []*rootfs.Node) error {
+	for _, n := range imgs {
+		v, _ := imageVersion(n.Path)
+		switch {
+		case k.vmlinuz == nil:
+			k.Version, k.VmlinuzPath, k.vmlinuz = v, n.Path, n.Data
+		case v != k.Version:
+			return fmt.Errorf("ships kernel images of two versions: %s and %s", k.VmlinuzPath, n.Path)
+		case !bytes.Equal(n.Data, k.vmlinuz):
+			return fmt.Errorf("ships two different kernel images: %s and %s", k.VmlinuzPath, n.Path)
+		}
+	}
+	return nil
 }
 
 func modulesOnly(files map[string][]byte) map[string][]byte {

@@ -26,12 +26,33 @@ type craftFile struct {
 	size    int64 // header size (default len(data))
 	link    string
 	skipHdr bool // payload entry with no header entry
+	// For the stripped form: ino makes hard-link sets (header FILEINODES;
+	// the data goes with the set's last member), index is the payload
+	// index of an entry with no header entry, noPayload leaves a header
+	// entry out of the payload.
+	ino       uint32
+	index     uint32
+	noPayload bool
+	ghost     bool // %ghost in the header
 }
 
 // craftRPM writes a minimal, valid-looking RPM by hand so tests control
 // every byte a hostile package could: lead, empty signature header, a
 // header with the file list, a gzip cpio payload.
 func craftRPM(t *testing.T, name string, files []craftFile) string {
+	t.Helper()
+	return craft(t, name, files, false)
+}
+
+// craftStrippedRPM is craftRPM with 64-bit sizes (LONGFILESIZES) and rpm's
+// stripped payload form (07070X entries naming header indexes), which rpm
+// writes for packages with a file of 4 GiB or more.
+func craftStrippedRPM(t *testing.T, name string, files []craftFile) string {
+	t.Helper()
+	return craft(t, name, files, true)
+}
+
+func craft(t *testing.T, name string, files []craftFile, stripped bool) string {
 	t.Helper()
 	b := rpmhdr.NewBuilder()
 	b.SetString(rpmhdr.TagName, name)
@@ -42,12 +63,23 @@ func craftRPM(t *testing.T, name string, files []craftFile) string {
 	b.SetString(rpmhdr.TagPayloadFormat, "cpio")
 	b.SetString(rpmhdr.TagPayloadCompressor, "gzip")
 	var bases, dirs, users, digests, links []string
-	var idx, sizes []uint32
+	var idx, sizes, inodes, devs, flags []uint32
+	var sizes64 []uint64
 	var modes []uint16
 	dirIdx := map[string]uint32{}
 	var entries []CpioEntry
-	for _, f := range files {
-		if !f.skipHdr {
+	var strippedPayload bytes.Buffer
+	lastOfSet := map[uint32]int{} // hard-link set -> its last member
+	for i, f := range files {
+		if f.ino != 0 && !f.skipHdr {
+			lastOfSet[f.ino] = i
+		}
+	}
+	for i, f := range files {
+		fx := uint32(len(bases))
+		if f.skipHdr {
+			fx = f.index
+		} else {
 			d, base := path.Split(f.path)
 			j, ok := dirIdx[d]
 			if !ok {
@@ -58,9 +90,20 @@ func craftRPM(t *testing.T, name string, files []craftFile) string {
 			bases, idx = append(bases, base), append(idx, j)
 			size := f.size
 			if size == 0 {
-				size = int64(len(f.data))
+				size = int64(len(f.data) + len(f.link)) // rpm: a symlink's size is its target's length
 			}
 			sizes, modes, users = append(sizes, uint32(size)), append(modes, uint16(f.mode)), append(users, "root")
+			sizes64 = append(sizes64, uint64(size))
+			ino := f.ino
+			if ino == 0 {
+				ino = 1000 + fx
+			}
+			inodes, devs = append(inodes, ino), append(devs, 1)
+			fl := uint32(0)
+			if f.ghost {
+				fl = rpmhdr.FileGhost
+			}
+			flags = append(flags, fl)
 			dg := ""
 			if f.mode&0o170000 == 0o100000 {
 				s := sha256.Sum256([]byte(f.data))
@@ -76,26 +119,50 @@ func craftRPM(t *testing.T, name string, files []craftFile) string {
 		if f.link != "" {
 			data = f.link
 		}
+		if f.noPayload {
+			continue
+		}
 		entries = append(entries, CpioEntry{Name: name, Mode: f.mode, Data: []byte(data)})
+		if f.ino != 0 && lastOfSet[f.ino] != i {
+			data = ""
+		}
+		strippedPayload.WriteString(fmt.Sprintf("07070X%08x\x00\x00%s", fx, data))
+		for strippedPayload.Len()%4 != 0 {
+			strippedPayload.WriteByte(0)
+		}
 	}
 	b.SetStrings(rpmhdr.TagBaseNames, bases)
 	b.SetStrings(rpmhdr.TagDirNames, dirs)
 	b.SetInt32(rpmhdr.TagDirIndexes, idx...)
-	b.SetInt32(rpmhdr.TagFileSizes, sizes...)
+	if stripped {
+		b.SetInt64(rpmhdr.TagLongFileSizes, sizes64...)
+		b.SetInt32(rpmhdr.TagFileInodes, inodes...)
+		b.SetInt32(rpmhdr.TagFileDevices, devs...)
+	} else {
+		b.SetInt32(rpmhdr.TagFileSizes, sizes...)
+	}
 	b.SetInt16(rpmhdr.TagFileModes, modes...)
 	b.SetStrings(rpmhdr.TagFileUserName, users)
 	b.SetStrings(rpmhdr.TagFileGroupName, users)
 	b.SetStrings(rpmhdr.TagFileDigests, digests)
 	b.SetStrings(rpmhdr.TagFileLinkTos, links)
+	b.SetInt32(rpmhdr.TagFileFlags, flags...)
 	b.SetInt32(rpmhdr.TagFileDigestAlgo, rpmhdr.HashSHA256)
 	hdr := b.Marshal()
 	var cp bytes.Buffer
 	if err := writeCpioUnsorted(&cp, entries); err != nil {
 		t.Fatal(err)
 	}
+	archive := cp.Bytes()
+	if stripped {
+		// rpm ends a stripped archive with a newc trailer all the same.
+		var tr bytes.Buffer
+		writeCpioUnsorted(&tr, nil)
+		archive = append(strippedPayload.Bytes(), tr.Bytes()...)
+	}
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
-	zw.Write(cp.Bytes())
+	zw.Write(archive)
 	zw.Close()
 	lead := make([]byte, 96)
 	copy(lead, []byte{0xed, 0xab, 0xee, 0xdb, 3, 0})

@@ -14,6 +14,11 @@ type Image struct {
 	OS OSRelease `yaml:"os,omitempty" json:"os"`
 	// Cmdline is the kernel command line, one argument per item.
 	Cmdline []string `yaml:"cmdline,omitempty" json:"cmdline"`
+	// Kernel names the kernel component's package that ships the kernel
+	// image. Default: the one package of the component with a
+	// /boot/vmlinuz-<version> or a /lib/modules/<version>/vmlinuz (ALT's
+	// kernel-image-*, Fedora's kernel-core); required when several have one.
+	Kernel string `yaml:"kernel,omitempty" json:"kernel,omitempty"`
 	// Init is the /init of the initramfs: a file of a locked package.
 	Init FileRef `yaml:"init,omitempty" json:"init"`
 	// Installer is the installer image's /usr/bin/installer: a file of a
@@ -121,6 +126,9 @@ func (im *Image) normalize(s *Spec, bad func(string, ...any)) {
 	}
 	if im.Cmdline == nil {
 		im.Cmdline = append([]string(nil), DefaultCmdline...)
+	}
+	if im.Kernel != "" && !nameRe.MatchString(im.Kernel) {
+		bad("image.kernel %q is not a package name", im.Kernel)
 	}
 	if im.Init.Package == "" {
 		im.Init = FileRef{Package: "talos-installer", Path: "/usr/libexec/talos/init"}

@@ -81,9 +81,21 @@ type Repository struct {
 	// OriginalURL is SpecURL before a command-line override moved the
 	// repository; builds relocate the lock's package URLs from it.
 	OriginalURL string `yaml:"-" json:"-"`
+	// Verify is the trust mode: "all" (the default) verifies the index's
+	// signature (base/release, repodata/repomd.xml.asc) and every package's;
+	// "packages" (rpm-md only: Fedora's and Rocky's repositories sign their
+	// packages, not repomd.xml) reads an unsigned repomd.xml but requires
+	// every package signed, over its payload, by a key of the keyring.
+	Verify string `yaml:"verify,omitempty" json:"verify,omitempty"`
 	// InsecureSkipVerify accepts an unsigned repository (tests only).
 	InsecureSkipVerify bool `yaml:"insecure-skip-verify,omitempty" json:"insecure_skip_verify,omitempty"`
 }
+
+// Trust modes of a repository (Repository.Verify).
+const (
+	VerifyAll      = "all"
+	VerifyPackages = "packages"
+)
 
 // Component is the package set of one part (rootfs, kernel, installer, an extension).
 type Component struct {
@@ -137,6 +149,9 @@ func Load(path string) (*Spec, error) {
 // Parse parses and validates spec bytes; dir resolves relative paths.
 func Parse(b []byte, dir string) (*Spec, error) {
 	var s Spec
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, errors.New("the spec is empty: a release spec names the release (name, version, architectures), its package base (repositories) and its components; see the shipped specs (builder lock --branch p11) or write an example with builder demo-base DIR")
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
@@ -195,6 +210,20 @@ func (s *Spec) normalize() error {
 		case "rpm-md":
 		default:
 			bad("repository %q: format %q: want alt or rpm-md", r.Name, r.Format)
+		}
+		switch r.Verify {
+		case "":
+			r.Verify = VerifyAll
+		case VerifyAll:
+		case VerifyPackages:
+			if r.Format != "rpm-md" {
+				bad("repository %q: verify: packages is for rpm-md repositories (an ALT base/release is always signed)", r.Name)
+			}
+			if r.InsecureSkipVerify {
+				bad("repository %q: verify: packages verifies every package; it cannot go with insecure-skip-verify", r.Name)
+			}
+		default:
+			bad("repository %q: verify %q: want all or packages", r.Name, r.Verify)
 		}
 		if len(r.Keyring) == 0 && !r.InsecureSkipVerify {
 			bad("repository %q: a keyring is required (or insecure-skip-verify: true)", r.Name)
@@ -258,8 +287,12 @@ func (s *Spec) normalize() error {
 }
 
 // KernelFlavour is the flavour of the kernel component's image package
-// (kernel-image-std-def gives std-def), or "" without one.
+// (kernel-image-std-def gives std-def; image.kernel first, when it names
+// one), or "" without one.
 func (s *Spec) KernelFlavour() string {
+	if f, ok := strings.CutPrefix(s.Image.Kernel, "kernel-image-"); ok {
+		return f
+	}
 	for _, name := range s.ComponentNames() {
 		if c := s.Components[name]; c.Kind == "kernel" {
 			for _, p := range c.Packages {

@@ -58,3 +58,34 @@ func TestSpecErrors(t *testing.T) {
 		t.Error("override of an unknown repository accepted")
 	}
 }
+
+func TestVerifyAndKernel(t *testing.T) {
+	const head = "name: x\nversion: 1\narchitectures: [x86_64]\ncomponents: {k: {kind: kernel, packages: [a]}}\n"
+	for name, c := range map[string]struct{ yaml, err string }{
+		"default":           {"repositories: [{name: r, url: /x, format: rpm-md, keyring: [k]}]\n", ""},
+		"packages":          {"repositories: [{name: r, url: /x, format: rpm-md, keyring: [k], verify: packages}]\n", ""},
+		"packages, alt":     {"repositories: [{name: r, url: /x, format: alt, keyring: [k], verify: packages}]\n", "verify: packages is for rpm-md"},
+		"packages, no keys": {"repositories: [{name: r, url: /x, format: rpm-md, verify: packages}]\n", "a keyring is required"},
+		"packages+insecure": {"repositories: [{name: r, url: /x, format: rpm-md, verify: packages, insecure-skip-verify: true}]\n", "cannot go with insecure-skip-verify"},
+		"unknown mode":      {"repositories: [{name: r, url: /x, format: rpm-md, keyring: [k], verify: none}]\n", `verify "none": want all or packages`},
+		"image.kernel":      {"repositories: [{name: r, url: /x, format: rpm-md, keyring: [k]}]\nimage: {kernel: kernel-core}\n", ""},
+		"bad image.kernel":  {"repositories: [{name: r, url: /x, format: rpm-md, keyring: [k]}]\nimage: {kernel: 'a b'}\n", "image.kernel"},
+	} {
+		s, err := Parse([]byte(head+c.yaml), "/spec")
+		if c.err == "" {
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			} else if want := map[bool]string{true: VerifyPackages, false: VerifyAll}[name == "packages"]; s.Repositories[0].Verify != want {
+				t.Errorf("%s: verify %q, want %q", name, s.Repositories[0].Verify, want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: want an error containing %q, got %v", name, c.err, err)
+		}
+	}
+	s, err := Parse([]byte(head+"repositories: [{name: r, url: /x, format: alt, keyring: [k]}]\nimage: {kernel: kernel-image-un-def}\n"), "/spec")
+	if err != nil || s.KernelFlavour() != "un-def" {
+		t.Errorf("flavour from image.kernel: %v %q", err, s.KernelFlavour())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 
@@ -32,7 +33,7 @@ func hostArch() string {
 
 func newResolveCmd() *cobra.Command {
 	var repos, keyrings, components, excludes []string
-	var arch, branch, format string
+	var arch, branch, format, verify string
 	var insecure, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "resolve --repo URL [--repo URL]... [--arch ARCH] [--keyring FILE | --insecure-skip-verify] [--json] PACKAGE...",
@@ -74,20 +75,28 @@ conflicting pair.`,
 			} else if !insecure {
 				return errors.New("no --keyring given: repositories cannot be verified (use --insecure-skip-verify to accept them unverified)")
 			}
+			if verify != "all" && verify != "packages" {
+				return fmt.Errorf("--verify %q: want all or packages", verify)
+			}
 			ctx := cmd.Context()
 			var all []*repo.Package
 			sem := evr.ALT
+			partial := map[string]string{}
 			for i, u := range repos {
-				ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: format, Keyring: kr, InsecureSkipVerify: insecure, Components: components, Source: repo.SourceOptions{Timeout: netTimeout}})
+				ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: format, Keyring: kr, InsecureSkipVerify: insecure, UnsignedIndex: verify == "packages",
+					Components: components, Source: repo.SourceOptions{Timeout: netTimeout}})
 				if err != nil {
 					return err
 				}
 				if i == 0 && ld.Format == repo.FormatRPMMD {
 					sem = evr.RPM
 				}
+				if !ld.FullFiles {
+					partial[ld.URL] = u
+				}
 				all = append(all, ld.Packages...)
 			}
-			res, err := resolve.Resolve(all, args, resolve.Options{Arch: arch, Semantics: sem, TargetBranch: branch, Excludes: excludes})
+			res, err := resolve.Resolve(all, args, resolve.Options{Arch: arch, Semantics: sem, TargetBranch: branch, Excludes: excludes, PartialFiles: partial})
 			if err != nil {
 				var re *resolve.Error
 				if errors.As(err, &re) {
@@ -102,6 +111,7 @@ conflicting pair.`,
 	f.StringArrayVar(&repos, "repo", nil, "repository directory or URL (repeatable)")
 	f.StringArrayVar(&keyrings, "keyring", nil, "OpenPGP public keys that sign the repositories (repeatable)")
 	f.BoolVar(&insecure, "insecure-skip-verify", false, "accept repositories whose release signature is missing or unverifiable")
+	f.StringVar(&verify, "verify", "all", "all: the repository index must be signed; packages: an rpm-md index may be unsigned (Fedora's and Rocky's default; builder lock then verifies every package's signature)")
 	f.StringArrayVar(&components, "component", nil, "ALT components to read (default: all that base/release lists)")
 	f.StringVar(&arch, "arch", hostArch(), "architecture to install for (plus noarch)")
 	f.StringVar(&branch, "branch", "", "ALT branch whose disttags win ties (e.g. p11)")

@@ -1,6 +1,8 @@
 // Package cpio reads the cpio "newc" (SVR4, 070701/070702) archives that
-// carry RPM payloads. It streams: each entry's data is read from the
-// underlying reader, never buffered whole.
+// carry RPM payloads, and rpm's stripped form of them (07070X, written
+// since rpm 4.12 when a package has a file of 4 GiB or more). It streams:
+// each entry's data is read from the underlying reader, never buffered
+// whole.
 package cpio
 
 import (
@@ -24,6 +26,11 @@ type Entry struct {
 	RdevMajor uint32
 	RdevMinor uint32
 	Check     uint32
+	// Stripped marks an entry of rpm's stripped form: the archive gave only
+	// Index, the file's position in the RPM header's file list, and every
+	// other field came from Reader.Stripped.
+	Stripped bool
+	Index    int
 }
 
 // Mode type bits.
@@ -46,8 +53,27 @@ const (
 
 const trailer = "TRAILER!!!"
 
+// Magic numbers of the forms read.
+const (
+	MagicNewc     = "070701"
+	MagicCRC      = "070702"
+	MagicStripped = "07070X"
+)
+
+// strippedEnd is the index rpm reads as the end of a stripped archive
+// (-1 as its unsigned 8-digit field).
+const strippedEnd = 0xffffffff
+
 // Reader reads entries.
 type Reader struct {
+	// Stripped describes the file of a stripped entry (07070X): the
+	// archive carries only the file's index in the RPM header's file list,
+	// so name, mode, size (64-bit: such packages have files of 4 GiB and
+	// more) and the rest come from the header, as rpm takes them. It must
+	// refuse an index outside the list. Without it a stripped entry is an
+	// error.
+	Stripped func(index int) (*Entry, error)
+
 	r      io.Reader
 	off    int64 // bytes consumed, for padding
 	remain int64 // unread data of the current entry
@@ -55,7 +81,8 @@ type Reader struct {
 	done   bool
 }
 
-// NewReader returns a reader of newc entries from r.
+// NewReader returns a reader of entries from r; set Stripped to read rpm's
+// stripped form.
 func NewReader(r io.Reader) *Reader { return &Reader{r: r} }
 
 // Next advances to the next entry; io.EOF after the trailer.
@@ -68,15 +95,21 @@ func (c *Reader) Next() (*Entry, error) {
 	}
 	c.remain, c.pad = 0, 0
 	var hdr [110]byte
-	if err := c.read(hdr[:]); err != nil {
+	if err := c.read(hdr[:6]); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("cpio: archive ends without a trailer")
 		}
 		return nil, fmt.Errorf("cpio: header: %w", unexpected(err))
 	}
 	magic := string(hdr[:6])
-	if magic != "070701" && magic != "070702" {
-		return nil, fmt.Errorf("cpio: bad magic %q at offset %d (only newc is supported)", magic, c.off-110)
+	if magic == MagicStripped {
+		return c.nextStripped()
+	}
+	if magic != MagicNewc && magic != MagicCRC {
+		return nil, fmt.Errorf("cpio: bad magic %q at offset %d (only newc and rpm's stripped form are supported)", magic, c.off-6)
+	}
+	if err := c.read(hdr[6:]); err != nil {
+		return nil, fmt.Errorf("cpio: header: %w", unexpected(err))
 	}
 	var f [13]uint32
 	for i := range f {
@@ -107,6 +140,41 @@ func (c *Reader) Next() (*Entry, error) {
 		c.done = true
 		return nil, io.EOF
 	}
+	c.remain = e.Size
+	c.pad = (4 - e.Size%4) % 4
+	return e, nil
+}
+
+// nextStripped reads the rest of a stripped header (8 hex digits of the
+// file index, then padding to 4 bytes) and asks Stripped for the entry.
+func (c *Reader) nextStripped() (*Entry, error) {
+	at := c.off - 6
+	var fx [8]byte
+	if err := c.read(fx[:]); err != nil {
+		return nil, fmt.Errorf("cpio: stripped header: %w", unexpected(err))
+	}
+	idx, err := strconv.ParseUint(string(fx[:]), 16, 32)
+	if err != nil {
+		return nil, fmt.Errorf("cpio: bad file index %q in the stripped header at offset %d", fx[:], at)
+	}
+	if err := c.skip((4 - c.off%4) % 4); err != nil {
+		return nil, fmt.Errorf("cpio: stripped header padding: %w", unexpected(err))
+	}
+	if idx == strippedEnd {
+		c.done = true
+		return nil, io.EOF
+	}
+	if c.Stripped == nil {
+		return nil, fmt.Errorf("cpio: stripped entry (07070X) at offset %d: its file list is in the RPM header, which was not given", at)
+	}
+	e, err := c.Stripped(int(idx))
+	if err != nil {
+		return nil, fmt.Errorf("cpio: stripped entry at offset %d: %w", at, err)
+	}
+	if e.Size < 0 || e.Size > MaxEntrySize {
+		return nil, fmt.Errorf("cpio: stripped entry %d (%s): size %d out of range", idx, e.Name, e.Size)
+	}
+	e.Stripped, e.Index = true, int(idx)
 	c.remain = e.Size
 	c.pad = (4 - e.Size%4) % 4
 	return e, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -80,7 +81,8 @@ func Create(ctx context.Context, s *specs.Spec, opts Options) (*Lock, error) {
 			for ui, u := range urls {
 				logf("reading %s (%s)", u, r.Format)
 				ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: r.Format, Keyring: keyrings[r.Name],
-					InsecureSkipVerify: r.InsecureSkipVerify, Components: r.Components, Source: opts.Source})
+					InsecureSkipVerify: r.InsecureSkipVerify, UnsignedIndex: r.Verify == specs.VerifyPackages,
+					Components: r.Components, Source: opts.Source})
 				if err != nil {
 					return nil, fmt.Errorf("repository %s: %w", r.Name, err)
 				}
@@ -93,6 +95,9 @@ func Create(ctx context.Context, s *specs.Spec, opts Options) (*Lock, error) {
 					seenRepo[ld.URL] = true
 					rl := Repository{Name: r.Name, Format: ld.Format, URL: shown[ui],
 						Release: Digest{Algorithm: "sha256", Value: ld.ReleaseSHA256}, Indexes: []Index{}, Signers: ld.Signers}
+					if r.Verify == specs.VerifyPackages {
+						rl.Verify = r.Verify
+					}
 					if rl.Signers == nil {
 						rl.Signers = []string{}
 					}
@@ -118,19 +123,29 @@ func Create(ctx context.Context, s *specs.Spec, opts Options) (*Lock, error) {
 	return l, nil
 }
 
-// checkPinned enforces the spec's fingerprint pins on the release signers.
+// checkPinned enforces the spec's fingerprint pins on the release signers
+// (under verify: packages there are none: the pins apply to each package's
+// signer, in pinPackage).
 func checkPinned(r *specs.Repository, signers []string) error {
-	if len(r.Fingerprints) == 0 || r.InsecureSkipVerify {
+	if len(r.Fingerprints) == 0 || r.InsecureSkipVerify || r.Verify == specs.VerifyPackages {
 		return nil
 	}
+	if pinned(r, signers...) {
+		return nil
+	}
+	return fmt.Errorf("signed by %v, but the spec pins %v", signers, r.Fingerprints)
+}
+
+// pinned reports whether one of the signers is a fingerprint the spec pins.
+func pinned(r *specs.Repository, signers ...string) bool {
 	for _, s := range signers {
 		for _, f := range r.Fingerprints {
 			if strings.EqualFold(s, f) {
-				return nil
+				return true
 			}
 		}
 	}
-	return fmt.Errorf("signed by %v, but the spec pins %v", signers, r.Fingerprints)
+	return false
 }
 
 func resolveArch(ctx context.Context, s *specs.Spec, arch string, all []*repo.Package, loaded []loadedRepo, opts Options, logf func(string, ...any)) (*Arch, error) {
@@ -139,6 +154,14 @@ func resolveArch(ctx context.Context, s *specs.Spec, arch string, all []*repo.Pa
 		sem = evr.RPM
 	}
 	ropts := resolve.Options{Arch: arch, Semantics: sem, TargetBranch: s.Branch, Excludes: s.Excludes, MultiVersion: s.MultiVersion}
+	for _, lr := range loaded {
+		if !lr.loaded.FullFiles {
+			if ropts.PartialFiles == nil {
+				ropts.PartialFiles = map[string]string{}
+			}
+			ropts.PartialFiles[lr.loaded.URL] = lr.spec.Name
+		}
+	}
 	var requests []string
 	for _, c := range s.ComponentNames() {
 		requests = append(requests, s.Components[c].Packages...)
@@ -228,6 +251,11 @@ func pinPackage(p *repo.Package, path string, lr loadedRepo, w cache.Want) (Pack
 	if err := v.Err(requireSig); err != nil {
 		return Package{}, fmt.Errorf("%s: %w", p.NEVRA(), err)
 	}
+	if lr.spec.Verify == specs.VerifyPackages {
+		if err := packageTrusted(lr.spec, v); err != nil {
+			return Package{}, fmt.Errorf("%s: %w", p.NEVRA(), err)
+		}
+	}
 	sha := hex.EncodeToString(whole.Sum(nil))
 	lp := Package{
 		Name: p.Name, Version: p.EVR.Version, Release: p.EVR.Release, Disttag: p.EVR.Disttag, Arch: p.Arch,
@@ -249,6 +277,29 @@ func pinPackage(p *repo.Package, path string, lr loadedRepo, w cache.Want) (Pack
 		lp.SignerKeyID = v.Signatures[0].KeyID
 	}
 	return lp, nil
+}
+
+// packageTrusted is what verify: packages asks beyond a verified
+// signature, since no signed index vouches for the file's hash: that a
+// signature covers the payload, and that its signer is pinned when the
+// spec pins keys.
+func packageTrusted(r *specs.Repository, v *rpmfile.Verification) error {
+	if !v.PayloadSigned() {
+		return errors.New("no verified signature covers the payload (the header has no payload digest and no header+payload signature verified), and the index is unsigned (verify: packages)")
+	}
+	if len(r.Fingerprints) == 0 {
+		return nil
+	}
+	var signers []string
+	for _, s := range v.Signatures {
+		if s.Verified {
+			signers = append(signers, s.Signer)
+		}
+	}
+	if !pinned(r, signers...) {
+		return fmt.Errorf("signed by %v, but the spec pins %v", signers, r.Fingerprints)
+	}
+	return nil
 }
 
 func dedupe(ss []string) []string {

@@ -19,8 +19,12 @@ type AnyOptions struct {
 	Format             string // "", "alt" or "rpm-md"; "" detects
 	Keyring            *keyring.Keyring
 	InsecureSkipVerify bool
-	Components         []string // ALT only
-	Source             SourceOptions
+	// UnsignedIndex (rpm-md only) reads repomd.xml without a signature:
+	// the caller verifies every package's signature with Keyring instead
+	// (a spec's verify: packages), so a keyring is still required.
+	UnsignedIndex bool
+	Components    []string // ALT only
+	Source        SourceOptions
 }
 
 // Loaded is a repository read by Load.
@@ -33,6 +37,10 @@ type Loaded struct {
 	Indexes       []IndexInfo
 	Signers       []string
 	Packages      []*Package
+	// FullFiles reports that each package's Files is its full list (ALT:
+	// the index's stripped list, always; rpm-md: with filelists metadata);
+	// otherwise only primary.xml's subset (PrimaryFile) is known.
+	FullFiles bool
 }
 
 // Detect tells an ALT dist (base/release) from an rpm-md repository
@@ -65,6 +73,9 @@ func Load(ctx context.Context, location string, opts AnyOptions) (*Loaded, error
 			return nil, err
 		}
 	}
+	if opts.UnsignedIndex && format != FormatRPMMD {
+		return nil, fmt.Errorf("%s: only an rpm-md repository may have an unsigned index (this is %s)", src.URL(), format)
+	}
 	switch format {
 	case FormatALT:
 		r, err := LoadALT(ctx, src, ALTOptions{Keyring: opts.Keyring, InsecureSkipVerify: opts.InsecureSkipVerify, Components: opts.Components})
@@ -72,15 +83,18 @@ func Load(ctx context.Context, location string, opts AnyOptions) (*Loaded, error
 			return nil, err
 		}
 		return &Loaded{Format: format, URL: src.URL(), Source: src, ReleasePath: "base/release", ReleaseSHA256: r.ReleaseHash,
-			Indexes: r.Indexes, Signers: r.Signers, Packages: r.Packages}, nil
+			Indexes: r.Indexes, Signers: r.Signers, Packages: r.Packages, FullFiles: true}, nil
 	case FormatRPMMD:
 		l := &Loaded{Format: format, URL: src.URL(), Source: src, ReleasePath: "repodata/repomd.xml"}
-		raw, err := readSource(ctx, src, "repodata/repomd.xml", 64<<20)
+		raw, err := readSource(ctx, src, RepomdPath, maxRepomdSize)
 		if err != nil {
 			return nil, err
 		}
 		l.ReleaseSHA256 = sha256Hex(raw)
-		if !opts.InsecureSkipVerify {
+		if opts.UnsignedIndex && (opts.Keyring == nil || opts.Keyring.Len() == 0) {
+			return nil, fmt.Errorf("%s: no keyring to verify its packages with", src.URL())
+		}
+		if !opts.InsecureSkipVerify && !opts.UnsignedIndex {
 			if opts.Keyring == nil || opts.Keyring.Len() == 0 {
 				return nil, fmt.Errorf("%s/repodata/repomd.xml: no keyring to verify it with (give one, or skip verification explicitly)", src.URL())
 			}
@@ -94,11 +108,11 @@ func Load(ctx context.Context, location string, opts AnyOptions) (*Loaded, error
 			}
 			l.Signers = []string{fp}
 		}
-		pkgs, err := LoadRPMMD(ctx, src, LoadOptions{Filelists: true})
+		md, err := readRPMMD(ctx, src, raw, LoadOptions{Filelists: true})
 		if err != nil {
 			return nil, err
 		}
-		l.Packages = pkgs
+		l.Packages, l.FullFiles = md.Packages, md.FullFiles
 		return l, nil
 	}
 	return nil, fmt.Errorf("unknown repository format %q (want alt or rpm-md)", format)

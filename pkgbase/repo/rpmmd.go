@@ -6,6 +6,7 @@ package repo
 // subset of file names; filelists.xml carries every file.
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/md5"
@@ -474,26 +475,59 @@ func ParseFilelists(r io.Reader, fn func(pkgid, name, arch string, files []strin
 
 // LoadOptions tunes LoadRPMMD.
 type LoadOptions struct {
-	// Filelists also fetches filelists.xml and replaces each package's
-	// primary subset of files with its full list.
+	// Filelists also fetches filelists.xml, when repomd.xml lists it, and
+	// replaces each package's primary subset of files with its full list.
 	Filelists bool
 	// MaxIndexSize caps each decompressed metadata file (0: MaxIndexSize).
 	MaxIndexSize int64
 }
 
-// LoadRPMMD reads an rpm-md repository: repodata/repomd.xml, then primary
-// (and filelists when asked), verifying each file's size and checksum (and
-// the decompressed open-size and open-checksum when listed) against
-// repomd.xml. The packages are sorted by name, version string, arch and
-// location. repomd.xml itself is not verified (no signature check here).
+// RPMMD is an rpm-md repository's package index.
+type RPMMD struct {
+	Packages []*Package
+	// FullFiles reports that each package's Files is its full list (from
+	// filelists.xml); otherwise it is primary.xml's subset (PrimaryFile).
+	FullFiles bool
+}
+
+// PrimaryFile reports whether primary.xml lists a file: createrepo's rule
+// (paths under /etc/, with "bin/" in them, and /usr/lib/sendmail), the
+// files dependencies usually name. Without filelists metadata (dnf 5 no
+// longer fetches it by default; some repositories do not carry it), a
+// dependency on any other file cannot be answered.
+func PrimaryFile(path string) bool {
+	return strings.HasPrefix(path, "/etc/") || strings.Contains(path, "bin/") || path == "/usr/lib/sendmail"
+}
+
+// LoadRPMMD reads an rpm-md repository's packages (ReadRPMMD).
 func LoadRPMMD(ctx context.Context, src Source, opts LoadOptions) ([]*Package, error) {
-	base := src.URL()
-	rc, err := src.Open(ctx, RepomdPath)
+	md, err := ReadRPMMD(ctx, src, opts)
 	if err != nil {
 		return nil, err
 	}
-	md, err := ParseRepomd(LimitReader(rc, maxRepomdSize, base+"/"+RepomdPath))
-	rc.Close()
+	return md.Packages, nil
+}
+
+// ReadRPMMD reads an rpm-md repository: repodata/repomd.xml, then primary
+// (and filelists when asked and listed: like dnf, a repository without it
+// is read, with primary's subset of files), verifying each file's size and
+// checksum (and the decompressed open-size and open-checksum when listed)
+// against repomd.xml. The packages are sorted by name, version string,
+// arch and location. repomd.xml itself is not verified (no signature check
+// here).
+func ReadRPMMD(ctx context.Context, src Source, opts LoadOptions) (*RPMMD, error) {
+	raw, err := readSource(ctx, src, RepomdPath, maxRepomdSize)
+	if err != nil {
+		return nil, err
+	}
+	return readRPMMD(ctx, src, raw, opts)
+}
+
+// readRPMMD reads the repository that repomd.xml's bytes describe: Load
+// passes the very bytes whose signature it checked, not a second download.
+func readRPMMD(ctx context.Context, src Source, repomd []byte, opts LoadOptions) (*RPMMD, error) {
+	base := src.URL()
+	md, err := ParseRepomd(bytes.NewReader(repomd))
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s: %w", base, RepomdPath, err)
 	}
@@ -520,34 +554,12 @@ func LoadRPMMD(ctx context.Context, src Source, opts LoadOptions) ([]*Package, e
 	if err != nil {
 		return nil, err
 	}
-	if opts.Filelists {
-		fl := md.Get("filelists")
-		if fl == nil {
-			return nil, fmt.Errorf("%s/%s: no filelists metadata listed", base, RepomdPath)
-		}
-		n := 0
-		err = fetchVerified(ctx, src, fl, opts.MaxIndexSize, func(r io.Reader) error {
-			return ParseFilelists(r, func(pkgid, name, arch string, files []string) error {
-				if n++; n%1024 == 0 && ctx.Err() != nil {
-					return ctx.Err()
-				}
-				shared := false
-				for _, p := range byID[pkgid] {
-					// pkgid is the package's checksum; name and arch are
-					// checked so a stray entry cannot relabel a package.
-					if p.Name == name && p.Arch == arch {
-						if shared {
-							files = slices.Clone(files)
-						}
-						p.Files, shared = files, true
-					}
-				}
-				return nil
-			})
-		})
-		if err != nil {
+	out := &RPMMD{}
+	if fl := md.Get("filelists"); opts.Filelists && fl != nil {
+		if err := mergeFilelists(ctx, src, fl, opts.MaxIndexSize, byID); err != nil {
 			return nil, err
 		}
+		out.FullFiles = true
 	}
 	slices.SortStableFunc(pkgs, func(a, b *Package) int {
 		return cmp.Or(
@@ -557,7 +569,33 @@ func LoadRPMMD(ctx context.Context, src Source, opts LoadOptions) ([]*Package, e
 			strings.Compare(a.Location, b.Location),
 		)
 	})
-	return pkgs, nil
+	out.Packages = pkgs
+	return out, nil
+}
+
+// mergeFilelists replaces the file lists of the packages primary.xml gave
+// (by pkgid) with filelists.xml's full ones.
+func mergeFilelists(ctx context.Context, src Source, fl *RepomdData, limit int64, byID map[string][]*Package) error {
+	n := 0
+	return fetchVerified(ctx, src, fl, limit, func(r io.Reader) error {
+		return ParseFilelists(r, func(pkgid, name, arch string, files []string) error {
+			if n++; n%1024 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			shared := false
+			for _, p := range byID[pkgid] {
+				// pkgid is the package's checksum; name and arch are
+				// checked so a stray entry cannot relabel a package.
+				if p.Name == name && p.Arch == arch {
+					if shared {
+						files = slices.Clone(files)
+					}
+					p.Files, shared = files, true
+				}
+			}
+			return nil
+		})
+	})
 }
 
 // newRepomdHash returns a hash for a repomd checksum type.

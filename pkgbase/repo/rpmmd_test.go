@@ -1084,3 +1084,64 @@ func TestLimitReader(t *testing.T) {
 		t.Errorf("%q %v", b, err)
 	}
 }
+
+// A repomd.xml listing no filelists is read, as dnf reads it: each package
+// keeps primary.xml's subset of files, and the result says so.
+func TestRPMMDWithoutFilelists(t *testing.T) {
+	dir := mdFixtureRepo(t)
+	src, err := NewSource(dir, SourceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := ReadRPMMD(context.Background(), src, LoadOptions{Filelists: true})
+	if err != nil || !full.FullFiles {
+		t.Fatalf("with filelists: %v, full %v", err, full != nil && full.FullFiles)
+	}
+	mdPath := filepath.Join(dir, RepomdPath)
+	md, _ := os.ReadFile(mdPath)
+	md = mdRepomdReplace(t, md, "filelists", func(string) string { return "<data>" })
+	md = []byte(strings.Replace(string(md), "<data></data>", "", 1))
+	if err := os.WriteFile(mdPath, md, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	part, err := ReadRPMMD(context.Background(), src, LoadOptions{Filelists: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if part.FullFiles || len(part.Packages) != len(full.Packages) {
+		t.Fatalf("full %v, %d packages (want %d)", part.FullFiles, len(part.Packages), len(full.Packages))
+	}
+	for i, p := range part.Packages {
+		var primary []string
+		for _, f := range full.Packages[i].Files {
+			if PrimaryFile(f) {
+				primary = append(primary, f)
+			}
+		}
+		if !slices.Equal(mdSortedStrings(p.Files), mdSortedStrings(primary)) {
+			t.Errorf("%s: files %q, want primary's %q", p.NEVRA(), p.Files, primary)
+		}
+	}
+	if slices.Contains(part.Packages[0].Files, "/usr/share/bar/a&b <c>.txt") {
+		t.Error("a file only filelists lists is known without it")
+	}
+}
+
+func TestPrimaryFile(t *testing.T) {
+	for p, want := range map[string]bool{"/etc/passwd": true, "/usr/bin/sh": true, "/opt/x/sbin/y": true, "/usr/lib/sendmail": true,
+		"/usr/libexec/foo": false, "/etc": false, "/usr/lib/sendmail.d": false, "/usr/share/bin": false} {
+		if PrimaryFile(p) != want {
+			t.Errorf("PrimaryFile(%q) = %v", p, !want)
+		}
+	}
+}
+
+func TestUnsignedIndexOptions(t *testing.T) {
+	dir := mdFixtureRepo(t)
+	if _, err := Load(context.Background(), dir, AnyOptions{UnsignedIndex: true}); err == nil || !strings.Contains(err.Error(), "no keyring to verify its packages with") {
+		t.Errorf("unsigned index without a keyring: %v", err)
+	}
+	if _, err := Load(context.Background(), dir, AnyOptions{Format: FormatALT, UnsignedIndex: true}); err == nil || !strings.Contains(err.Error(), "only an rpm-md repository") {
+		t.Errorf("unsigned ALT index: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package resolve
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-air/gini"
@@ -190,10 +191,35 @@ func (r *resolver) nothingProvides(d *repo.Dep, sem evr.Semantics, request bool)
 		slices.Sort(excl)
 		notes = append(notes, "excluded: "+limitList(excl))
 	}
+	if n := r.partialFilesNote(d.Name); n != "" {
+		notes = append(notes, n)
+	}
 	if len(notes) > 0 {
 		what += " (" + strings.Join(notes, "; ") + ")"
 	}
 	return what
+}
+
+// partialFilesNote explains that a file no package provides may be in a
+// package all the same: the repositories that carry no filelists metadata
+// list only primary.xml's files, and this one is not among those.
+func (r *resolver) partialFilesNote(name string) string {
+	if !strings.HasPrefix(name, "/") || repo.PrimaryFile(name) || len(r.opts.PartialFiles) == 0 {
+		return ""
+	}
+	var names []string
+	for url, n := range r.opts.PartialFiles {
+		if n == "" {
+			n = url
+		}
+		names = append(names, strconv.Quote(n))
+	}
+	slices.Sort(names)
+	names = slices.Compact(names) // one name, several dists
+	if len(names) == 1 {
+		return "the repository " + names[0] + " has no filelists metadata, so only the files primary.xml lists are known"
+	}
+	return "the repositories " + strings.Join(names, ", ") + " have no filelists metadata, so only the files primary.xml lists are known"
 }
 
 // matchesDep reports whether p provides d (by name, provides or files).

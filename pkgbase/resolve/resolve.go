@@ -47,6 +47,11 @@ type Options struct {
 	// installed in several versions at once. nil means DefaultMultiVersion;
 	// an empty non-nil slice means none.
 	MultiVersion []string
+	// PartialFiles names, by Package.Repo, the repositories whose packages
+	// list only part of their files (rpm-md without filelists metadata:
+	// primary.xml's subset), so that a file nothing provides can be
+	// explained; the value is the name to show (the URL when empty).
+	PartialFiles map[string]string
 }
 
 // Result is a resolved package set.

@@ -486,9 +486,28 @@ func TestCandidates(t *testing.T) {
 			opts:    Options{Excludes: []string{"post?ix"}},
 			wantErr: []string{"requires MTA, which nothing provides (excluded: postfix-3.8-alt1.x86_64)", "requested postfix: no package matches (excluded: postfix-3.8-alt1.x86_64)"},
 		},
+		{
+			name: "file dependency without filelists",
+			pkgs: []*repo.Package{
+				pk("bar", "1-1", "x86_64", req("/usr/libexec/foo", "/usr/bin/foo"), inRepo("file:///r")),
+				pk("foo", "1-1", "x86_64", files("/usr/bin/foo"), inRepo("file:///r")),
+			},
+			reqs: []string{"bar", "/usr/libexec/foo"},
+			opts: Options{PartialFiles: map[string]string{"file:///r": "r"}},
+			wantErr: []string{
+				`requested bar -> bar-1-1.x86_64 requires /usr/libexec/foo, which nothing provides (the repository "r" has no filelists metadata, so only the files primary.xml lists are known)`,
+				`requested /usr/libexec/foo: no package matches (the repository "r" has no filelists metadata, so only the files primary.xml lists are known)`,
+			},
+		},
 	})
+	// Primary lists every /usr/sbin file: no note for those.
+	res, err := Resolve([]*repo.Package{pk("bar", "1-1", "x86_64", req("/usr/sbin/foo"), inRepo("file:///r"))}, []string{"bar"},
+		Options{Arch: "x86_64", PartialFiles: map[string]string{"file:///r": "r"}})
+	if err == nil || !strings.HasSuffix(err.Error(), "requires /usr/sbin/foo, which nothing provides") {
+		t.Errorf("a file primary.xml would list: %v", err)
+	}
 	// Arch "" in the table means x86_64; check the empty arch directly.
-	res, err := Resolve([]*repo.Package{pk("libz", "1.4-alt1", "aarch64")}, []string{"libz"}, Options{})
+	res, err = Resolve([]*repo.Package{pk("libz", "1.4-alt1", "aarch64")}, []string{"libz"}, Options{})
 	if err != nil || len(res.Packages) != 1 {
 		t.Fatalf("empty Arch: %v %v", res, err)
 	}

@@ -83,6 +83,30 @@ func (v *Verification) Err(requireSignature bool) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
+// PayloadSigned reports whether a verified signature covers the payload:
+// one over header and payload, or one over the header when the header
+// carries a payload digest that matched. Without a signed index naming
+// the file's hash (verify: packages), that is what makes the payload
+// trustworthy.
+func (v *Verification) PayloadSigned() bool {
+	headerSigned, headerAndPayload := false, false
+	for _, s := range v.Signatures {
+		if s.Verified {
+			headerSigned = true
+			headerAndPayload = headerAndPayload || s.Covers == "header+payload"
+		}
+	}
+	if headerAndPayload {
+		return true
+	}
+	for _, c := range v.Checks {
+		if c.Name == "payload-digest" && c.OK {
+			return headerSigned
+		}
+	}
+	return false
+}
+
 // VerifyOptions tunes Verify.
 type VerifyOptions struct {
 	// Keyring verifies signatures; nil reports them unverified.
@@ -185,7 +209,7 @@ func (p *Package) Verify(opts VerifyOptions) (*Verification, error) {
 	// Stream the payload once through every hash, walking the archive.
 	counter := &countWriter{}
 	tee := io.TeeReader(p.payload, io.MultiWriter(append(append(whole, payloadOnly...), counter)...))
-	archiveErr := walkPayload(p.Compressor(), tee, opts.Entry)
+	archiveErr := walkPayload(p.Compressor(), hdr, tee, opts.Entry)
 	if _, err := io.Copy(io.Discard, tee); err != nil {
 		return nil, fmt.Errorf("reading payload: %w", err)
 	}
@@ -225,13 +249,14 @@ func (p *Package) Verify(opts VerifyOptions) (*Verification, error) {
 	return v, nil
 }
 
-func walkPayload(compressor string, r io.Reader, fn func(*cpio.Entry, io.Reader) error) error {
+func walkPayload(compressor string, hdr *rpmhdr.Header, r io.Reader, fn func(*cpio.Entry, io.Reader) error) error {
 	dr, err := Decompress(compressor, r)
 	if err != nil {
 		return err
 	}
 	defer dr.Close()
 	cr := cpio.NewReader(dr)
+	cr.Stripped = strippedEntries(hdr)
 	for {
 		e, err := cr.Next()
 		if err == io.EOF {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package rootfs
+
+const raceEnabled = false
