@@ -90,10 +90,10 @@ func reportArches(path string) ([]string, error) {
 	return out, nil
 }
 
-// describeEntries names up to three directory entries for a message.
+// describeEntries names up to five directory entries for a message.
 func describeEntries(ents []fs.DirEntry) string {
 	var names []string
-	for _, e := range ents[:min(3, len(ents))] {
+	for _, e := range ents[:min(5, len(ents))] {
 		n := fmt.Sprintf("%q", e.Name())
 		if e.IsDir() {
 			n = fmt.Sprintf("%q", e.Name()+"/")
@@ -101,7 +101,7 @@ func describeEntries(ents []fs.DirEntry) string {
 		names = append(names, n)
 	}
 	s := strings.Join(names, ", ")
-	if len(ents) > 3 {
+	if len(ents) > 5 {
 		s = fmt.Sprintf("%d entries (%s, ...)", len(ents), s)
 	}
 	return s

@@ -336,7 +336,7 @@ func readRelease(ctx context.Context, st registry.Store, version string, keys []
 			}
 		}
 		if r != nil {
-			if err := artifacts(ctx, st, repo, version, v, r); err != nil {
+			if err := artifacts(ctx, st, repo, version, v, r, fail); err != nil {
 				return nil, err
 			}
 		}
@@ -353,8 +353,17 @@ func readRelease(ctx context.Context, st registry.Store, version string, keys []
 	return rel, nil
 }
 
+// readManifest reads an image manifest of the store.
+func readManifest(ctx context.Context, st registry.Store, repo, digest string) (*v1.Manifest, error) {
+	img, err := st.Image(ctx, repo, digest)
+	if err != nil {
+		return nil, err
+	}
+	return img.Manifest()
+}
+
 // artifacts adds the manifests of one repository, and the boot assets.
-func artifacts(ctx context.Context, st registry.Store, repo, version string, v *registry.Verification, r *Report) error {
+func artifacts(ctx context.Context, st registry.Store, repo, version string, v *registry.Verification, r *Report, fail func(string, ...any)) error {
 	top, children, err := registry.Manifests(ctx, st, repo, version)
 	if err != nil {
 		return err
@@ -387,15 +396,19 @@ func artifacts(ctx context.Context, st registry.Store, repo, version string, v *
 		}
 		var layers []v1.Descriptor
 		if a.Kind != "index" {
-			img, err := st.Image(ctx, repo, m.Digest)
+			// A manifest that cannot be read (damaged, missing) is an
+			// artifact that fails, not an audit that cannot be made.
+			mf, err := readManifest(ctx, st, repo, m.Digest)
 			if err != nil {
-				return err
+				p := fmt.Sprintf("%s: %v", st.Ref(repo, m.Digest), err)
+				if !slices.Contains(a.Problems, p) {
+					fail("%s", p)
+				}
+				a.Verified = false
+				a.Problems = append(a.Problems, p)
+			} else {
+				layers = mf.Layers
 			}
-			mf, err := img.Manifest()
-			if err != nil {
-				return err
-			}
-			layers = mf.Layers
 		}
 		for _, l := range layers {
 			a.Size += l.Size

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -352,7 +353,9 @@ func OpenArchive(path string, isDir bool, o OpenArchiveOptions) (*Layout, *Archi
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := os.RemoveAll(o.Work); err != nil {
+	// Empty the work directory, not remove it: the caller may hold a lock
+	// on it.
+	if err := emptyDir(o.Work); err != nil {
 		return nil, nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(o.Work, "blobs", "sha256"), 0o755); err != nil {
@@ -573,4 +576,21 @@ func readTarManifest(path string, tr *tar.Reader, keys []signature.Verifier) (*A
 		return nil, err
 	}
 	return openArchiveManifest(path, env, pub, keys)
+}
+
+// emptyDir removes everything inside dir.
+func emptyDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -29,7 +29,7 @@ func newBlobChecker(st Store, repo string) *blobChecker {
 // check reads the manifest desc names and everything below it: an index's
 // children, an image's config and layers. It returns the problems found.
 func (b *blobChecker) check(ctx context.Context, desc v1.Descriptor) []string {
-	if b.seen[desc.Digest] {
+	if b == nil || b.seen[desc.Digest] {
 		return nil
 	}
 	b.seen[desc.Digest] = true

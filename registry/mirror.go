@@ -388,8 +388,10 @@ func parallel(n int, f func(i int)) {
 
 // VerifyRelease verifies every release repository among items at st with
 // keys (signatures, attestations, single-base policy) and returns the
-// verifications and every problem.
-func VerifyRelease(ctx context.Context, st Store, items []Item, keys []signature.Verifier, pol *Policy) ([]*Verification, []string) {
+// verifications and every problem. With readBlobs, every layer and config
+// is read and checked too (Verify); without, only what the signatures
+// vouch through (a source whose bytes are checked as they are copied).
+func VerifyRelease(ctx context.Context, st Store, items []Item, keys []signature.Verifier, pol *Policy, readBlobs bool) ([]*Verification, []string) {
 	var release []Item
 	for _, it := range items {
 		if it.Kind == KindRelease {
@@ -398,7 +400,7 @@ func VerifyRelease(ctx context.Context, st Store, items []Item, keys []signature
 	}
 	vs := make([]*Verification, len(release))
 	errs := make([]error, len(release))
-	parallel(len(release), func(i int) { vs[i], errs[i] = Verify(ctx, st, release[i].Repo, release[i].Tag, keys, pol) })
+	parallel(len(release), func(i int) { vs[i], errs[i] = verify(ctx, st, release[i].Repo, release[i].Tag, keys, pol, readBlobs) })
 	var out []*Verification
 	var problems []string
 	for i, it := range release {
@@ -459,6 +461,10 @@ func (r *MirrorReport) Counts() map[string]int {
 	return out
 }
 
+// ErrSourceRefused is returned (wrapped) when the source of a mirror does
+// not verify; nothing is copied then.
+var ErrSourceRefused = errors.New("mirror refused")
+
 // ErrMirrorIncomplete is returned (wrapped) when the destination does not
 // match the source after a mirror.
 var ErrMirrorIncomplete = errors.New("mirror incomplete")
@@ -497,6 +503,15 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorReport, error) {
 		baseItem = &Item{Repo: RepoBase, Tag: tag, Kind: KindBase, Digest: d.String(), MediaType: string(m), Size: sz}
 		items = slices.DeleteFunc(items, func(it Item) bool { return it.Repo == RepoBase })
 	}
+	if len(o.Keys) > 0 {
+		// The source is verified before anything is sent: a release that
+		// fails its own signatures must not reach a perimeter at all.
+		logf("verifying signatures and attestations at %s", o.From)
+		if _, probs := VerifyRelease(ctx, o.From, items, o.Keys, o.Policy, false); len(probs) > 0 {
+			rep.Problems = probs
+			return rep, fmt.Errorf("%w: the source %s does not verify (%d problems), nothing was copied:\n  %s", ErrSourceRefused, o.From, len(probs), strings.Join(probs, "\n  "))
+		}
+	}
 	var err error
 	rep.Copy, err = Copy(ctx, o.From, o.To, items, logf)
 	if err != nil {
@@ -521,7 +536,7 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorReport, error) {
 		logf("verifying signatures and attestations at %s", o.To)
 		rep.SignaturesChecked = true
 		var probs []string
-		rep.Verified, probs = VerifyRelease(ctx, o.To, items, o.Keys, o.Policy)
+		rep.Verified, probs = VerifyRelease(ctx, o.To, items, o.Keys, o.Policy, true)
 		rep.Problems = append(rep.Problems, probs...)
 	}
 	rep.OK = len(rep.Problems) == 0

@@ -53,6 +53,8 @@ type Promotion struct {
 	Images  []Image  `json:"images"`
 	Stats   Stats    `json:"uploaded"`
 	Refused []string `json:"refused,omitempty"`
+	// RootCause, when set, is the one reason behind every refusal.
+	RootCause string `json:"rootCause,omitempty"`
 }
 
 // PromotionPredicate records a promotion.
@@ -99,6 +101,7 @@ func Promote(ctx context.Context, o PromoteOptions) (*Promotion, error) {
 		}
 	}
 	checked := map[string]*Verification{}
+	var all []*Verification
 	for _, repo := range repos {
 		logf("verifying %s", o.From.Ref(repo, tag))
 		v, err := Verify(ctx, o.From, repo, tag, o.FromKeys, o.Policy)
@@ -108,8 +111,12 @@ func Promote(ctx context.Context, o PromoteOptions) (*Promotion, error) {
 		}
 		res.Refused = append(res.Refused, v.Problems...)
 		checked[repo] = v
+		all = append(all, v)
 	}
 	if len(res.Refused) > 0 {
+		if len(all) == len(repos) {
+			res.RootCause = RootCause(all, o.FromKeys)
+		}
 		return res, fmt.Errorf("%w: %s", ErrRefused, strings.Join(res.Refused, "\n  "))
 	}
 	for _, repo := range repos {

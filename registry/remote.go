@@ -54,6 +54,7 @@ type Remote struct {
 	Host, Prefix string
 	opts         []remote.Option
 	nameOpts     []name.Option
+	insecure     bool // plain HTTP allowed
 	sent         atomic.Int64
 	blobs        atomic.Int64
 	manifests    atomic.Int64
@@ -112,6 +113,7 @@ func NewRemote(target string, o RemoteOptions) (*Remote, error) {
 	if o.AllowHTTP || IsLoopback(host) {
 		// name.Insecure tries HTTPS first and falls back to HTTP.
 		r.nameOpts = append(r.nameOpts, name.Insecure)
+		r.insecure = true
 	}
 	base := o.Transport
 	if base == nil {
@@ -436,3 +438,48 @@ type rawManifest []byte
 
 func (m rawManifest) RawManifest() ([]byte, error)        { return m, nil }
 func (m rawManifest) MediaType() (types.MediaType, error) { return types.OCIImageIndex, nil }
+
+// Ping checks that the host answers the OCI distribution API (GET /v2/
+// answers 200, or 401 asking for credentials), so that a release fails
+// before it builds, and a host that is no registry is named as such.
+func (r *Remote) Ping(ctx context.Context) error {
+	schemes := []string{"https"}
+	if r.insecure {
+		schemes = append(schemes, "http")
+	}
+	client := &http.Client{Transport: r.transport}
+	var lastErr error
+	for _, scheme := range schemes {
+		u := scheme + "://" + r.Host + "/v2/"
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			if badCertificate(err) {
+				// An HTTPS registry whose certificate is not trusted: no
+				// fallback to plain HTTP, say so.
+				return fmt.Errorf("registry %s: %w (a registry with a private CA needs --ca-file)", r.Host, err)
+			}
+			lastErr = err
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+			return nil
+		}
+		return fmt.Errorf("%s is not an OCI registry: GET %s answered %q where a registry answers 200 or 401 (for a local OCI layout write oci:DIR)", r.Host, u, resp.Status)
+	}
+	return fmt.Errorf("registry %s does not answer: %w", r.Host, lastErr)
+}
+
+// badCertificate reports a TLS handshake refused for the server's
+// certificate.
+func badCertificate(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci)
+}

@@ -61,6 +61,8 @@ type ManifestCheck struct {
 	Attestations map[string]int `json:"verifiedAttestations"`
 	Referrers    int            `json:"referrers"`
 	Packages     int            `json:"packages"`
+	// Unverified counts the signatures present that no given key verifies.
+	Unverified int `json:"unverifiedSignatures"`
 	// SignedBy are the IDs (sha256 of the public key) of the keys whose
 	// signatures verified.
 	SignedBy []string `json:"signedBy,omitempty"`
@@ -82,6 +84,13 @@ func (v *Verification) fail(format string, a ...any) {
 // attestations as OCI referrers; and that every package of the SBOMs is a
 // dependency the provenance resolved from the base the policy names.
 func Verify(ctx context.Context, st Store, repo, ref string, keys []signature.Verifier, pol *Policy) (*Verification, error) {
+	return verify(ctx, st, repo, ref, keys, pol, true)
+}
+
+// verify is Verify; readBlobs false skips reading the images' layers and
+// configs (the signatures, attestations and manifests are still read and
+// checked), for a source whose bytes are checked as they are copied.
+func verify(ctx context.Context, st Store, repo, ref string, keys []signature.Verifier, pol *Policy, readBlobs bool) (*Verification, error) {
 	v := &Verification{Ref: st.Ref(repo, ref)}
 	top, children, err := Manifests(ctx, st, repo, ref)
 	if err != nil {
@@ -94,6 +103,9 @@ func Verify(ctx context.Context, st Store, repo, ref string, keys []signature.Ve
 		want = []string{PredicateSLSA}
 	}
 	blobs := newBlobChecker(st, repo)
+	if !readBlobs {
+		blobs = nil
+	}
 	v.Problems = append(v.Problems, blobs.check(ctx, top)...)
 	for _, t := range targets {
 		c, prov := checkManifest(ctx, st, repo, t, keys, want, pol, v)
@@ -115,6 +127,37 @@ func Verify(ctx context.Context, st Store, repo, ref string, keys []signature.Ve
 		}
 	}
 	return v, nil
+}
+
+// RootCause names the single reason behind a verification's many
+// problems when there is one, for the first line of a report: every
+// manifest is signed, and not one signature verifies with the keys given
+// (a wrong --key). It returns "" otherwise.
+func RootCause(vs []*Verification, keys []signature.Verifier) string {
+	sigs := 0
+	for _, v := range vs {
+		if len(v.Manifests) == 0 {
+			return ""
+		}
+		for _, m := range v.Manifests {
+			if m.Signatures > 0 || m.Unverified == 0 {
+				return ""
+			}
+			sigs += m.Unverified
+		}
+	}
+	if sigs == 0 {
+		return ""
+	}
+	var ids []string
+	for _, k := range keys {
+		if pub, err := k.PublicKey(); err == nil {
+			if id, err := KeyID(pub); err == nil {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return fmt.Sprintf("wrong key: every manifest is signed, but none of its %d signatures verifies with the key given (%s): the release was signed with another key; check --key (the details follow)", sigs, strings.Join(ids, ", "))
 }
 
 // checkManifest verifies one manifest and adds its problems to v.
@@ -143,6 +186,8 @@ func checkManifest(ctx context.Context, st Store, repo string, t v1.Descriptor, 
 		}
 		if ok {
 			c.Signatures++
+		} else {
+			c.Unverified++
 		}
 	}
 	if c.Signatures == 0 {

@@ -31,6 +31,9 @@ func openRelease(ctx context.Context, src, version string, o registry.RemoteOpti
 	if err != nil {
 		return nil, "", err
 	}
+	if err := reachable(ctx, st); err != nil {
+		return nil, "", err
+	}
 	if version != "" {
 		return st, version, nil
 	}

@@ -72,12 +72,14 @@ replaced and everything else in it is left alone.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "accept a non-empty DIR: replace its alt/, keys/ and spec.yaml, keep everything else")
+	cmd.Flags().BoolVar(&force, "force", false, "accept a non-empty DIR: replace its alt/, keys/demo.asc and spec.yaml, keep everything else (signing keys under keys/ included)")
 	return cmd
 }
 
-// demoEntries are the top-level entries demobase.Write creates.
-var demoEntries = []string{demobase.RepoDir, filepath.Dir(demobase.KeyFile), demobase.SpecFile}
+// demoEntries are what demobase.Write creates and --force replaces: the
+// repository, the base's public key and the spec. The rest of keys/ (the
+// channels' signing keys the spec points at) is the user's and stays.
+var demoEntries = []string{demobase.RepoDir, demobase.KeyFile, demobase.SpecFile}
 
 // writeDemoBase writes the base into a temporary directory beside dir and
 // moves it into place only once it is complete.
@@ -147,6 +149,9 @@ func replaceEntries(src, dst string) error {
 		}
 	}
 	for _, e := range demoEntries {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(old, e)), 0o755); err != nil {
+			return err
+		}
 		err := os.Rename(filepath.Join(dst, e), filepath.Join(old, e))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -158,6 +163,10 @@ func replaceEntries(src, dst string) error {
 		moved = append(moved, e)
 	}
 	for _, e := range demoEntries {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, e)), 0o755); err != nil {
+			restore()
+			return err
+		}
 		if err := os.Rename(filepath.Join(src, e), filepath.Join(dst, e)); err != nil {
 			restore()
 			return fmt.Errorf("moving %s into place: %w", e, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeforge/builder/internal/atomicfile"
 	"github.com/nodeforge/builder/signing"
 )
 
@@ -59,10 +60,10 @@ Existing keys are never overwritten unless --force is given.`,
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return err
 			}
-			if err := writeAtomic(privPath, priv, 0o600); err != nil {
+			if err := atomicfile.Write(privPath, priv, 0o600); err != nil {
 				return err
 			}
-			if err := writeAtomic(pubPath, pub, 0o644); err != nil {
+			if err := atomicfile.Write(pubPath, pub, 0o644); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", privPath, pubPath)
@@ -73,26 +74,4 @@ Existing keys are never overwritten unless --force is given.`,
 	gen.Flags().BoolVar(&force, "force", false, "replace existing keys")
 	cmd.AddCommand(gen)
 	return cmd
-}
-
-// writeAtomic writes a file through a temporary name, so a failure leaves
-// nothing half-written.
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

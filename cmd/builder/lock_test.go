@@ -53,3 +53,32 @@ func TestLockErrors(t *testing.T) {
 		t.Errorf("override of unknown repository: %v", err)
 	}
 }
+
+// demo-base --force replaces the demo base, never the channels' signing
+// keys kept under keys/ as the demo spec says.
+func TestDemoBaseForceKeepsKeys(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	if _, err := runBuilder(t, "demo-base", dir); err != nil {
+		t.Fatal(err)
+	}
+	mine := map[string]string{"keys/dev/cosign.key": "dev secret", "keys/prod/cosign.key": "prod secret", "notes.txt": "mine"}
+	for rel, content := range mine {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755)
+		os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o600)
+	}
+	os.WriteFile(filepath.Join(dir, "spec.yaml"), []byte("edited"), 0o644)
+	if _, err := runBuilder(t, "demo-base", "--force", dir); err != nil {
+		t.Fatal(err)
+	}
+	for rel, content := range mine {
+		if b, err := os.ReadFile(filepath.Join(dir, rel)); err != nil || string(b) != content {
+			t.Errorf("%s: %q, %v: demo-base --force changed it", rel, b, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "spec.yaml")); string(b) == "edited" {
+		t.Error("spec.yaml not replaced")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "keys", "demo.asc")); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -12,5 +16,60 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	realHome = os.Getenv("HOME")
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	// realHome is HOME before tests change it: the go command finds its
+	// build and module caches through it.
+	realHome string
+	binOnce  sync.Once
+	binDir   string
+	binPath  string
+)
+
+// builderCommand is the builder as a child process: a binary built once
+// without the race detector (the tests that start dozens of builds and
+// kill them would take minutes with it; the in-process tests keep the race
+// detector on the same code), or this test binary standing in for it when
+// the go command cannot build one.
+func builderCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "nodeforge-testbin-")
+		if err != nil {
+			return
+		}
+		p := filepath.Join(dir, "builder")
+		var out bytes.Buffer
+		build := exec.Command("go", "build", "-trimpath", "-o", p, ".")
+		build.Env = append(os.Environ(), "HOME="+realHome)
+		build.Stdout, build.Stderr = &out, &out
+		if err := build.Run(); err != nil {
+			t.Logf("building the builder for child processes failed, using the test binary: %v\n%s", err, out.String())
+			os.RemoveAll(dir)
+			return
+		}
+		binDir, binPath = dir, p
+	})
+	if binPath != "" {
+		return exec.Command(binPath, args...)
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "NODEFORGE_TEST_AS_MAIN=1")
+	return cmd
+}
+
+// warmBuilder starts the child-process builder once, so that building it
+// does not count in a measured run.
+func warmBuilder(t *testing.T) {
+	t.Helper()
+	if out, err := builderCommand(t, "--version").CombinedOutput(); err != nil {
+		t.Fatalf("builder --version: %v\n%s", err, out)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
+	"github.com/nodeforge/builder/internal/workdir"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/lock"
 	"github.com/nodeforge/builder/pkgbase/subset"
@@ -47,6 +48,19 @@ func parseMirrorEnd(s string) (mirrorEnd, error) {
 		}
 		return mirrorEnd{raw: s, kind: "dir", path: p}, nil
 	default:
+		if !strings.HasPrefix(s, "docker://") {
+			// A path on disk is never a registry host: say which form
+			// was meant.
+			if fi, err := os.Stat(s); err == nil {
+				if fi.IsDir() {
+					return mirrorEnd{}, fmt.Errorf("%s is a directory here: write oci:%s for an OCI layout (a registry is docker://HOST[:PORT]/PREFIX)", s, s)
+				}
+				return mirrorEnd{}, fmt.Errorf("%s is a file here: write oci-archive:%s for a mirror archive (a registry is docker://HOST[:PORT]/PREFIX)", s, s)
+			}
+			if _, err := os.Stat(s + ".000"); err == nil {
+				return mirrorEnd{}, fmt.Errorf("%s.000 is the first part of a split archive here: write oci-archive:%s", s, s)
+			}
+		}
 		if _, _, err := registry.ParseTarget(s); err != nil {
 			return mirrorEnd{}, fmt.Errorf("%q: want docker://HOST[:PORT]/PREFIX, oci-archive:FILE or oci:DIR", s)
 		}
@@ -205,6 +219,9 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		if o.From, err = registry.NewRemote(src.path, remoteOpts); err != nil {
 			return err
 		}
+		if err := reachable(ctx, o.From); err != nil {
+			return err
+		}
 	case "dir", "tar":
 		sealed := src.kind == "tar"
 		if !sealed {
@@ -222,10 +239,18 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		}
 		work := ""
 		if src.kind == "tar" {
-			if work, err = os.MkdirTemp(f.work, "nodeforge-import-"); err != nil {
+			// Unpacked into a locked work directory: removed when done or
+			// interrupted, swept by the next import if this one is killed.
+			parent := f.work
+			if parent == "" {
+				parent = os.TempDir()
+			}
+			wd, err := workdir.New(parent, "nodeforge-import-")
+			if err != nil {
 				return err
 			}
-			defer os.RemoveAll(work)
+			defer wd.Close()
+			work = wd.Path
 		}
 		logf("verifying the archive %s", src.raw)
 		lay, m, err := registry.OpenArchive(src.path, src.kind == "dir", registry.OpenArchiveOptions{Keys: archiveKeys, Work: work})
@@ -251,6 +276,9 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	switch dst.kind {
 	case "registry":
 		if o.To, err = registry.NewRemote(dst.path, remoteOpts); err != nil {
+			return err
+		}
+		if err := reachable(ctx, o.To); err != nil {
 			return err
 		}
 	case "dir":

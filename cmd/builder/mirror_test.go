@@ -7,9 +7,7 @@ import (
 	"crypto"
 	"encoding/json"
 	"io"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,8 +60,19 @@ func perimeterKey(t *testing.T, dir string) (priv, pub string) {
 // mirrorCmd runs builder mirror with --report and returns the report.
 func mirrorCmd(t *testing.T, args ...string) (*registry.MirrorReport, string, error) {
 	t.Helper()
+	return mirrorWith(t, runBuilder, args...)
+}
+
+// mirrorChild is mirrorCmd in a child process.
+func mirrorChild(t *testing.T, args ...string) (*registry.MirrorReport, string, error) {
+	t.Helper()
+	return mirrorWith(t, func(t *testing.T, args ...string) (string, error) { return builderProcess(t, args...) }, args...)
+}
+
+func mirrorWith(t *testing.T, run func(*testing.T, ...string) (string, error), args ...string) (*registry.MirrorReport, string, error) {
+	t.Helper()
 	report := filepath.Join(t.TempDir(), "parity.json")
-	out, err := runBuilder(t, append([]string{"mirror", "--report", report}, args...)...)
+	out, err := run(t, append([]string{"mirror", "--report", report}, args...)...)
 	b, rerr := os.ReadFile(report)
 	if rerr != nil {
 		return nil, out, err
@@ -325,52 +334,71 @@ func flipArchiveByte(t *testing.T, archive, which string) string {
 	return p
 }
 
-// TestMirrorKillResume kills an import at several random points and runs
-// it again: every run ends in a mirror that verifies.
+// TestMirrorKillResume kills (SIGKILL) or interrupts (SIGINT) the import
+// of an archive at ten points, into a registry prefix that already holds
+// an earlier version: the earlier version still verifies, the rerun ends in
+// a mirror that verifies, and no unpacking directory is left.
 func TestMirrorKillResume(t *testing.T) {
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	if _, err := d.release(t, "--registry", reg.Host+"/nodeforge/p11"); err != nil {
 		t.Fatal(err)
 	}
+	const v2 = "1.11.1-demo"
+	setVersion(t, d, v2)
+	if _, err := d.release(t, "--registry", reg.Host+"/nodeforge/p11"); err != nil {
+		t.Fatal(err)
+	}
 	archive := filepath.Join(t.TempDir(), "p11.tar")
-	if _, out, err := mirrorCmd(t, "--version", demoVersion, "--key", d.devPub, "--split-size", "256K",
+	if _, out, err := mirrorCmd(t, "--version", v2, "--key", d.devPub, "--split-size", "256K",
 		"docker://"+reg.Host+"/nodeforge/p11", "oci-archive:"+archive); err != nil {
 		t.Fatalf("export: %v\n%s", err, out)
 	}
 	if _, err := os.Stat(archive + ".001"); err != nil {
 		t.Fatalf("--split-size 256K wrote no second part: %v", err)
 	}
+	work := t.TempDir()
 	// How long a whole import takes, as a child process.
+	warmBuilder(t)
 	start := time.Now()
-	if out, err := builderProcess(t, 0, "mirror", "oci-archive:"+archive, "docker://"+reg.Host+"/timing"); err != nil {
+	if out, err := builderProcess(t, "mirror", "--work", work, "oci-archive:"+archive, "docker://"+reg.Host+"/timing"); err != nil {
 		t.Fatalf("import: %v\n%s", err, out)
 	}
 	full := time.Since(start)
-	rng := rand.New(rand.NewPCG(7, 11))
 	interrupted := 0
 	var first *registry.MirrorReport
-	for i, frac := range []float64{0.1, 0.3, 0.5, 0.7, 0.9} {
-		at := time.Duration((frac + (rng.Float64()-0.5)*0.1) * float64(full))
+	for i, p := range killPoints(full) {
 		prefix := "docker://" + reg.Host + "/killed" + string(rune('a'+i))
-		if _, err := builderProcess(t, at, "mirror", "oci-archive:"+archive, prefix); err != nil {
+		// The earlier version is there already.
+		if out, err := builderProcess(t, "mirror", "--version", demoVersion, "docker://"+reg.Host+"/nodeforge/p11", prefix); err != nil {
+			t.Fatalf("seeding %s: %v\n%s", prefix, err, out)
+		}
+		out, err := signalProcess(t, p.at, p.sig, "mirror", "--work", work, "oci-archive:"+archive, prefix)
+		if err != nil {
 			interrupted++
 		}
-		rep, out, err := mirrorCmd(t, "--key", d.devPub, "oci-archive:"+archive, prefix)
+		t.Logf("%v at %v of %v: %v %s", p.sig, p.at, full, err, lastLine(out))
+		if out, err := builderProcess(t, "verify", "--key", d.devPub, "--version", demoVersion, prefix); err != nil {
+			t.Fatalf("the earlier version no longer verifies after %v at %v: %v\n%s", p.sig, p.at, err, out)
+		}
+		rep, out, err := mirrorChild(t, "--key", d.devPub, "--work", work, "oci-archive:"+archive, prefix)
 		if err != nil {
-			t.Fatalf("import after a kill at %v of %v: %v\n%s", at, full, err, out)
+			t.Fatalf("import after %v at %v of %v: %v\n%s", p.sig, p.at, full, err, out)
 		}
 		checkReport(t, rep, false)
 		if first == nil {
 			first = rep
 		}
-		if out, err := runBuilder(t, "verify", "--key", d.devPub, "--version", demoVersion, prefix); err != nil {
-			t.Errorf("verify after a kill at %v: %v\n%s", at, err, out)
+		if out, err := builderProcess(t, "verify", "--key", d.devPub, "--version", v2, prefix); err != nil {
+			t.Errorf("verify after %v at %v: %v\n%s", p.sig, p.at, err, out)
 		}
-		t.Logf("killed at %v of %v; the second run copied %d manifests, found %d", at, full, rep.Copy.Copied, rep.Copy.Present)
+		if left := leftovers(work); len(left) > 0 {
+			t.Errorf("after the rerun: leftovers %v", left)
+		}
+		t.Logf("the second run copied %d manifests, found %d", rep.Copy.Copied, rep.Copy.Present)
 	}
 	if interrupted == 0 {
-		t.Errorf("no kill landed before the import finished (a whole import takes %v)", full)
+		t.Errorf("no signal landed before the import finished (a whole import takes %v)", full)
 	}
 	cosignVerifyRelease(t, reg.Host+"/killeda", d.devPub, first)
 }
@@ -398,23 +426,11 @@ func tarEntries(t *testing.T, b []byte) []tarEntry {
 	}
 }
 
-// builderProcess runs the builder as a child process (this test binary,
-// see TestMain), killed after kill when kill > 0.
-func builderProcess(t *testing.T, kill time.Duration, args ...string) (string, error) {
+// builderProcess runs the builder as a child process (see
+// builderCommand) to its end.
+func builderProcess(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "NODEFORGE_TEST_AS_MAIN=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if kill > 0 {
-		timer := time.AfterFunc(kill, func() { cmd.Process.Kill() })
-		defer timer.Stop()
-	}
-	err := cmd.Wait()
-	return out.String(), err
+	return signalProcess(t, 0, 0, args...)
 }
 
 // TestMirrorIncremental: the archive of a second version leaves out the

@@ -87,12 +87,20 @@ $COSIGN_PASSWORD.`,
 			if err != nil {
 				return err
 			}
+			for _, st := range []registry.Store{fst, tst} {
+				if err := reachable(cmd.Context(), st); err != nil {
+					return err
+				}
+			}
 			stderr := cmd.ErrOrStderr()
 			res, err := registry.Promote(cmd.Context(), registry.PromoteOptions{Version: args[0], FromChannel: from, ToChannel: to,
 				From: fst, To: tst, FromKeys: vs, Signer: signer, Policy: pol, Now: time.Now(),
 				Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }})
 			if errors.Is(err, registry.ErrRefused) {
 				fmt.Fprintf(stderr, "refusing to promote %s from %s:\n", args[0], fst)
+				if res.RootCause != "" {
+					fmt.Fprintf(stderr, "  %s\n", res.RootCause)
+				}
 				for _, r := range res.Refused {
 					fmt.Fprintf(stderr, "  - %s\n", r)
 				}

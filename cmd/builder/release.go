@@ -64,6 +64,15 @@ func (f *storeFlags) open(ctx context.Context, c specs.Channel, write bool) (reg
 	return registry.OpenLayout(lay)
 }
 
+// reachable fails early, before any work, when a registry store does not
+// answer as a registry.
+func reachable(ctx context.Context, st registry.Store) error {
+	if r, ok := st.(*registry.Remote); ok {
+		return r.Ping(ctx)
+	}
+	return nil
+}
+
 // loadSigner reads a cosign.key with the password in $COSIGN_PASSWORD.
 func loadSigner(path string) (*registry.Signer, error) {
 	if path == "" {
@@ -77,6 +86,9 @@ func loadSigner(path string) (*registry.Signer, error) {
 		return nil, fmt.Errorf("set COSIGN_PASSWORD to the password of %s", path)
 	}
 	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("signing key %s does not exist: make the channel's key pair with COSIGN_PASSWORD=... builder keys generate --out %s (or give --key FILE)", path, filepath.Dir(path))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +200,9 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 			}
 			st, err := sf.open(cmd.Context(), ch, true)
 			if err != nil {
+				return err
+			}
+			if err := reachable(cmd.Context(), st); err != nil {
 				return err
 			}
 			stderr := cmd.ErrOrStderr()

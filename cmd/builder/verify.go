@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -34,6 +35,14 @@ func parseRef(ref, version string, sf storeFlags) (st registry.Store, repo, tagO
 			return nil, "", "", fmt.Errorf("reference %q: want oci:DIR#REPO:TAG or oci:DIR#REPO@sha256:...", ref)
 		}
 		return st, repo, tag, nil
+	}
+	if !strings.HasPrefix(ref, "docker://") {
+		// "DIR" where a directory of that name exists is surely a layout
+		// meant, not a Docker Hub repository: say which form to write.
+		path, _, _ := strings.Cut(ref, "#")
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return nil, "", "", fmt.Errorf("%s is a directory here: write oci:%s for the OCI image layout in it (a registry is docker://HOST[:PORT]/PREFIX)", path, ref)
+		}
 	}
 	ref = strings.TrimPrefix(ref, "docker://")
 	o := registry.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}
@@ -117,6 +126,9 @@ signed by). Exit status 1 with every reason when anything fails.`,
 			if err != nil {
 				return err
 			}
+			if err := reachable(cmd.Context(), st); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			type target struct{ repo, ref string }
 			var targets []target
@@ -152,6 +164,9 @@ signed by). Exit status 1 with every reason when anything fails.`,
 					return err
 				}
 			} else {
+				if rc := registry.RootCause(results, vs); rc != "" {
+					fmt.Fprintf(w, "%s\n", rc)
+				}
 				for _, v := range results {
 					if v.OK() {
 						fmt.Fprintf(w, "OK    %s@%s\n", v.Ref, v.Digest)

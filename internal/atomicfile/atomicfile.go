@@ -6,15 +6,36 @@
 package atomicfile
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+
+	"github.com/nodeforge/builder/internal/flock"
 )
 
 // TempPrefix starts the name of every temporary file this package makes,
 // so a sweep after a kill can recognise them (see Sweep).
 const TempPrefix = ".tmp-"
+
+// CreateTemp makes a temporary file for base in dir and locks it
+// (flock(2)) for as long as it is open, so Sweep can tell a live writer's
+// file from one a killed process left.
+func CreateTemp(dir, base string) (*os.File, error) {
+	f, err := os.CreateTemp(dir, TempPrefix+base+"-*")
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return f, nil
+}
 
 // Write writes data to path atomically with mode perm.
 func Write(path string, data []byte, perm os.FileMode) error {
@@ -31,7 +52,7 @@ func WriteFrom(path string, perm os.FileMode, fill func(io.Writer) error) (err e
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, TempPrefix+base+"-*")
+	f, err := CreateTemp(dir, base)
 	if err != nil {
 		return err
 	}
@@ -67,18 +88,30 @@ func SyncDir(dir string) error {
 	return d.Sync()
 }
 
-// Sweep removes the temporary files WriteFrom left in dir when a process
-// was killed while writing. Call it only while no other writer uses dir.
+// Sweep removes the temporary files that killed processes left in dir.
+// A file whose writer is alive is locked and stays, so Sweep is safe while
+// others write in dir.
 func Sweep(dir string) error {
 	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), TempPrefix) && e.Type().IsRegular() {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !os.IsNotExist(err) {
-				return err
-			}
+		if !strings.HasPrefix(e.Name(), TempPrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		l, ok, err := flock.TryAcquire(p, true)
+		if err != nil || !ok {
+			continue // gone meanwhile, or in use
+		}
+		err = os.Remove(p)
+		l.Release()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
 	}
 	return nil

@@ -13,6 +13,8 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+
+	"github.com/nodeforge/builder/internal/atomicfile"
 )
 
 // Dir is a store of blobs by 32-byte key (a sha256) in a directory: one
@@ -33,10 +35,22 @@ var (
 
 const trailer = 8
 
-// Open opens (creating it if needed) a cache directory.
+// Open opens (creating it if needed) a cache directory, removing what
+// killed writers left in it.
 func Open(dir string) (*Dir, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("blob cache: %w", err)
+	}
+	subs, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("blob cache: %w", err)
+	}
+	for _, s := range subs {
+		if s.IsDir() {
+			if err := atomicfile.Sweep(filepath.Join(dir, s.Name())); err != nil {
+				return nil, fmt.Errorf("blob cache: %w", err)
+			}
+		}
 	}
 	return &Dir{dir: dir}, nil
 }
@@ -73,7 +87,7 @@ func (c *Dir) PutParts(key [32]byte, parts ...[]byte) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
+	f, err := atomicfile.CreateTemp(dir, "blob")
 	if err != nil {
 		return
 	}

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+
+	"github.com/nodeforge/builder/internal/atomicfile"
 )
 
 // Packs is a store of many small blobs (compressed squashfs blocks) in
@@ -55,6 +57,9 @@ const (
 // index of every pack in it.
 func OpenPacks(dir string) (*Packs, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("blob cache: %w", err)
+	}
+	if err := atomicfile.Sweep(dir); err != nil {
 		return nil, fmt.Errorf("blob cache: %w", err)
 	}
 	p := &Packs{dir: dir, index: map[[32]byte]packLoc{}, pending: map[[32]byte][]byte{}}
@@ -190,7 +195,7 @@ func (p *Packs) Flush() error {
 	}
 	keys := append([][32]byte(nil), p.order...)
 	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i][:], keys[j][:]) < 0 })
-	tmp, err := os.CreateTemp(p.dir, ".tmp-*")
+	tmp, err := atomicfile.CreateTemp(p.dir, "pack")
 	if err != nil {
 		return fmt.Errorf("blob cache: %w", err)
 	}

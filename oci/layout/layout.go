@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -80,21 +81,38 @@ func Create(path string) (*Dir, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			return nil, err
+		}
 	case err != nil:
 		return nil, err
 	case !fi.IsDir():
 		return nil, fmt.Errorf("%s is a file: an OCI image layout needs an empty or missing directory", path)
-	default:
-		if _, err := os.Stat(filepath.Join(path, LayoutFile)); err == nil {
-			return Open(path)
-		}
-		ents, err := os.ReadDir(path)
-		if err != nil {
-			return nil, err
-		}
-		if len(ents) > 0 {
-			return nil, fmt.Errorf("%s holds %s and is not an OCI image layout (no %s): refusing to write a layout there; give an empty or missing directory", path, describe(ents), LayoutFile)
-		}
+	}
+	if _, err := os.Stat(filepath.Join(path, LayoutFile)); err == nil {
+		return Open(path)
+	}
+	// Creators take turns (another process may be making this layout
+	// right now), then look again.
+	l, err := flock.Acquire(context.Background(), path, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Release()
+	if _, err := os.Stat(filepath.Join(path, LayoutFile)); err == nil {
+		return Open(path)
+	}
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	// What a creation cut short leaves (blobs/, index.json, temporary
+	// files) is taken up again; anything else is someone's.
+	foreign := slices.DeleteFunc(ents, func(e fs.DirEntry) bool {
+		return e.Name() == "blobs" || e.Name() == IndexFile || strings.HasPrefix(e.Name(), atomicfile.TempPrefix)
+	})
+	if len(foreign) > 0 {
+		return nil, fmt.Errorf("%s holds %s and is not an OCI image layout (no %s): refusing to write a layout there; give an empty or missing directory", path, describe(foreign), LayoutFile)
 	}
 	if err := os.MkdirAll(filepath.Join(path, "blobs", "sha256"), 0o755); err != nil {
 		return nil, err
@@ -103,8 +121,7 @@ func Create(path string) (*Dir, error) {
 	if err := atomicfile.Write(filepath.Join(path, IndexFile), emptyIndex(), 0o644); err != nil {
 		return nil, err
 	}
-	// oci-layout last: a directory with it is a layout, so a cut creation
-	// leaves a directory that Create takes again.
+	// oci-layout last: a directory with it is a layout.
 	if err := atomicfile.Write(filepath.Join(path, LayoutFile), []byte(layoutVersion), 0o644); err != nil {
 		return nil, err
 	}

@@ -141,20 +141,45 @@ func (c *Cache) Fetch(ctx context.Context, wants []Want) ([]string, error) {
 	}
 	close(jobs)
 	wg.Wait()
-	var msgs []string
+	var msgs, full []string
+	var fullErr error
 	for i, err := range errs {
-		if err != nil {
+		var fe *fullError
+		switch {
+		case errors.As(err, &fe):
+			full = append(full, fe.name)
+			fullErr = fe.err
+		case err != nil:
 			msgs = append(msgs, err.Error())
-		} else if paths[i] == "" {
+		case paths[i] == "":
 			msgs = append(msgs, fmt.Sprintf("%s: not fetched: %v", wants[i].Name, ctx.Err()))
 		}
 	}
+	sort.Strings(msgs)
+	if len(full) > 0 {
+		// One cause, one line: the disk, not each package.
+		sort.Strings(full)
+		names := strings.Join(full[:min(3, len(full))], ", ")
+		if len(full) > 3 {
+			names += ", ..."
+		}
+		msgs = append([]string{fmt.Sprintf("the cache %s is full: no room for %d packages (%s): %v; free space and run again, the downloads resume",
+			c.Dir, len(full), names, fullErr)}, msgs...)
+	}
 	if len(msgs) > 0 {
-		sort.Strings(msgs)
 		return nil, errors.New(strings.Join(msgs, "\n"))
 	}
 	return paths, nil
 }
+
+// fullError is a download stopped by a full disk.
+type fullError struct {
+	name string
+	err  error
+}
+
+func (e *fullError) Error() string { return e.name + ": " + e.err.Error() }
+func (e *fullError) Unwrap() error { return e.err }
 
 func (c *Cache) emit(ev Event) {
 	if c.Progress == nil {
@@ -239,7 +264,7 @@ func (c *Cache) fetchOne(ctx context.Context, w Want) (string, error) {
 		}
 		c.emit(Event{Kind: "failed", Name: w.Name, Err: lastErr})
 		if diskFull(lastErr) {
-			return "", fmt.Errorf("%s: the cache %s is full (%w): free space and run again, the download resumes", w.Name, c.Dir, lastErr)
+			return "", &fullError{name: w.Name, err: lastErr}
 		}
 		return "", fmt.Errorf("%s: %w", w.Name, lastErr)
 	}

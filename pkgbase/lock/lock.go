@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/nodeforge/builder/internal/atomicfile"
 )
 
 // FormatVersion is the lock file format version.
@@ -48,6 +50,9 @@ type Repository struct {
 	Release Digest   `json:"release"`
 	Indexes []Index  `json:"indexes"`
 	Signers []string `json:"signers"` // fingerprints that verified the release
+	// Verify is the spec's trust mode when it is not "all": "packages"
+	// (no release signature; every package verified over its payload).
+	Verify string `json:"verify,omitempty"`
 }
 
 // Index is one package index file.
@@ -149,25 +154,13 @@ func (l *Lock) Write(path string) error {
 	return WriteFileAtomic(path, b)
 }
 
-// WriteFileAtomic writes b to a temporary file beside path and renames it.
+// WriteFileAtomic writes b to a temporary file beside path and renames it,
+// first sweeping what a killed writer left there.
 func WriteFileAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+	if err := atomicfile.Sweep(filepath.Dir(path)); err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, b, 0o644)
 }
 
 // Read loads and checks a lock file.
