@@ -102,6 +102,8 @@ type Artifact struct {
 	Attestations map[string]int `json:"attestations"`
 	Verified     bool           `json:"verified"`
 	Problems     []string       `json:"problems,omitempty"`
+	// manifest is the digest of the manifest a boot asset is a layer of.
+	manifest string
 }
 
 // Package is one locked package.
@@ -126,6 +128,9 @@ type Files struct {
 	Packaged  int `json:"fromPackages"`
 	Generated int `json:"fromGenerators"`
 	Unowned   int `json:"unowned"`
+	// Unpacked counts the paths of the published root filesystem images
+	// that were unpacked and compared with the report's entries.
+	Unpacked int `json:"unpacked"`
 	// Generators are the builder generators declared by the build.
 	Generators map[string]string `json:"generators"`
 	// List is every file of every artifact with its origin.
@@ -258,6 +263,7 @@ func Audit(ctx context.Context, o Options) (*Report, error) {
 	identity(r, o, rel)
 	packages(r, rel, o.Policy, fail)
 	files(r, rel, fail)
+	r.Files.Unpacked = unpacked(ctx, o.Store, r, rel, fail)
 	policy(r, rel, fail)
 	reproducibility(r, rel, o, fail)
 	licenses(r)
@@ -420,7 +426,7 @@ func artifacts(ctx context.Context, st registry.Store, repo, version string, v *
 		for _, l := range layers {
 			r.Artifacts = append(r.Artifacts, Artifact{Repository: repo, Ref: a.Ref, Digest: l.Digest.String(), Kind: "boot-asset",
 				Platform: a.Platform, Name: l.Annotations["org.opencontainers.image.title"], Size: l.Size, SignedBy: a.SignedBy,
-				Attestations: map[string]int{}, Verified: a.Verified})
+				Attestations: map[string]int{}, Verified: a.Verified, manifest: m.Digest})
 		}
 	}
 	return nil

@@ -23,14 +23,14 @@ func (r *Report) JSON(w io.Writer) error {
 
 // Summary are the figures every format states, so they agree.
 type Summary struct {
-	Packages, Artifacts, Files, FromPackages, FromGenerators, Unowned int
-	Licenses, Scriptlets, ScriptletsNotHandled, Promotions            int
+	Packages, Artifacts, Files, FromPackages, FromGenerators, Unowned, Unpacked int
+	Licenses, Scriptlets, ScriptletsNotHandled, Promotions                      int
 }
 
 // Summary computes the report's headline figures.
 func (r *Report) Summary() Summary {
 	s := Summary{Packages: len(r.Packages), Artifacts: len(r.Artifacts), Files: r.Files.Total, FromPackages: r.Files.Packaged,
-		FromGenerators: r.Files.Generated, Unowned: r.Files.Unowned, Licenses: len(r.Licenses), Scriptlets: len(r.Policy.Scriptlets),
+		FromGenerators: r.Files.Generated, Unowned: r.Files.Unowned, Unpacked: r.Files.Unpacked, Licenses: len(r.Licenses), Scriptlets: len(r.Policy.Scriptlets),
 		Promotions: len(r.Promotions)}
 	for _, sc := range r.Policy.Scriptlets {
 		if !sc.Handled {
@@ -81,7 +81,7 @@ func (r *Report) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(p.NEVRA), mdEscape(p.Disttag), mdEscape(p.SourceRPM), mdEscape(p.Repository),
 			p.SHA256, p.SignedBy, mdEscape(p.License), mdEscape(strings.Join(p.In, ", ")))
 	}
-	fmt.Fprintf(&b, "\n## File traceability\n\n%d files in all: %d from packages, %d from builder generators, **%d unowned**.\n\n", s.Files, s.FromPackages, s.FromGenerators, s.Unowned)
+	fmt.Fprintf(&b, "\n## File traceability\n\n%d files in all: %d from packages, %d from builder generators, **%d unowned**. %d paths of the published root filesystem images were unpacked and compared with the build report.\n\n", s.Files, s.FromPackages, s.FromGenerators, s.Unowned, s.Unpacked)
 	b.WriteString("| generator | what it writes |\n|---|---|\n")
 	for _, g := range slices.Sorted(maps.Keys(r.Files.Generators)) {
 		fmt.Fprintf(&b, "| %s | %s |\n", g, mdEscape(r.Files.Generators[g]))
@@ -336,7 +336,7 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 </table>
 
 <h2>File traceability</h2>
-<p>{{.S.Files}} files in all: {{.S.FromPackages}} from packages, {{.S.FromGenerators}} from builder generators, <b{{if .S.Unowned}} class="bad"{{end}}>{{.S.Unowned}} unowned</b>.</p>
+<p>{{.S.Files}} files in all: {{.S.FromPackages}} from packages, {{.S.FromGenerators}} from builder generators, <b{{if .S.Unowned}} class="bad"{{end}}>{{.S.Unowned}} unowned</b>. {{.S.Unpacked}} paths of the published root filesystem images were unpacked and compared with the build report.</p>
 <table><tr><th>generator</th><th>what it writes</th></tr>
 {{range .Generators}}<tr><td>{{.}}</td><td>{{index $.R.Files.Generators .}}</td></tr>{{end}}
 </table>

@@ -60,6 +60,17 @@ func TestAuditDemo(t *testing.T) {
 	if rep.Files.Unowned != 0 || rep.Files.Total == 0 || rep.Files.Packaged+rep.Files.Generated != rep.Files.Total {
 		t.Errorf("files: %+v", rep.Files.Total)
 	}
+	// The published root filesystem was unpacked and every path of it
+	// compared with the report's.
+	rootfs := 0
+	for _, f := range rep.Files.List {
+		if strings.HasPrefix(f.Artifact, "rootfs/") {
+			rootfs++
+		}
+	}
+	if rep.Files.Unpacked == 0 || rep.Files.Unpacked != rootfs {
+		t.Errorf("%d paths unpacked from rootfs.sqsh, the report lists %d", rep.Files.Unpacked, rootfs)
+	}
 	if len(rep.Packages) == 0 || len(rep.Artifacts) < 13 || rep.Identity.LockSHA256 == "" || rep.Identity.Channel != "dev" || len(rep.Identity.Base) == 0 {
 		t.Errorf("report: %d packages, %d artifacts, identity %+v", len(rep.Packages), len(rep.Artifacts), rep.Identity)
 	}
@@ -93,7 +104,7 @@ func TestAuditDemo(t *testing.T) {
 		"## Verdict: PASS",
 		fmt.Sprintf("## Artifacts (%d)", s.Artifacts),
 		fmt.Sprintf("## Packages (%d)", s.Packages),
-		fmt.Sprintf("%d files in all: %d from packages, %d from builder generators, **%d unowned**", s.Files, s.FromPackages, s.FromGenerators, s.Unowned),
+		fmt.Sprintf("%d files in all: %d from packages, %d from builder generators, **%d unowned**. %d paths of the published root filesystem images", s.Files, s.FromPackages, s.FromGenerators, s.Unowned, s.Unpacked),
 		fmt.Sprintf("## Licenses (%d)", s.Licenses),
 		fmt.Sprintf("- scriptlets: %d, none executed", s.Scriptlets),
 	} {
