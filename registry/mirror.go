@@ -515,7 +515,10 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorReport, error) {
 	var err error
 	rep.Copy, err = Copy(ctx, o.From, o.To, items, logf)
 	if err != nil {
-		return rep, fmt.Errorf("%w (run it again to resume)", err)
+		if rerunHelps(err) {
+			return rep, fmt.Errorf("%w (run it again to resume)", err)
+		}
+		return rep, err
 	}
 	if baseItem != nil {
 		// Written directly: it comes from the package base, not the source.

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -123,7 +122,10 @@ func Publish(ctx context.Context, st Store, signer *Signer, r Release) (*Publish
 			return st.WriteImage(ctx, u.repo, tag, u.image)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("release %s not complete (run it again to finish): %w", r.Spec.Version, err)
+			if rerunHelps(err) {
+				return nil, fmt.Errorf("release %s not complete (run it again to finish): %w", r.Spec.Version, err)
+			}
+			return nil, fmt.Errorf("release %s not complete: %w", r.Spec.Version, err)
 		}
 		p := pushed{u: u}
 		d, err := st.Head(ctx, u.repo, tag)
@@ -371,7 +373,7 @@ func retry(ctx context.Context, f func() error) error {
 	var err error
 	delay := time.Second
 	for attempt := 1; ; attempt++ {
-		if err = f(); err == nil || attempt == pushRetries || errors.Is(err, context.Canceled) {
+		if err = f(); err == nil || attempt == pushRetries || !retryable(err) {
 			return err
 		}
 		select {

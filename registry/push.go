@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -18,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/nodeforge/builder/internal/httptimeout"
 )
 
 // Writing to a registry. ggcr's writer sends four requests for every blob
@@ -232,9 +235,15 @@ func post(ctx context.Context, client *http.Client, u string) (*http.Response, e
 	return client.Do(req)
 }
 
-// retryable reports whether a failed upload may succeed when tried again:
-// the connection failed, or the registry was busy or broken for a while.
+// retryable reports whether a failed request may succeed when sent again
+// soon: a cut connection, a 408, 429 or 5xx answer. A stalled server is
+// not retried (waiting again only multiplies the wait), nor are answers
+// that will not change (401, 403, 404, a damaged source).
 func retryable(err error) bool {
+	var se *httptimeout.StallError
+	if errors.As(err, &se) {
+		return false
+	}
 	var te *transport.Error
 	if errors.As(err, &te) {
 		switch te.StatusCode {
@@ -248,6 +257,16 @@ func retryable(err error) bool {
 	// errors; *url.Error, which wraps every failed request, is one too.
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// rerunHelps reports whether running the command again later can finish
+// what err stopped: a failure a retry could fix, a stalled server, a full
+// disk once there is room, an interruption. It decides whether a message
+// tells the user to run it again.
+func rerunHelps(err error) bool {
+	var se *httptimeout.StallError
+	return retryable(err) || errors.As(err, &se) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // repoTransport returns the authenticated transport for pushing to repo,
