@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
@@ -288,6 +289,9 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 			return err
 		}
 	case "tar":
+		if err := archiveReplaceable(dst.path); err != nil {
+			return err
+		}
 		staging = dst.path + ".staging"
 		if f.work != "" {
 			staging = filepath.Join(f.work, filepath.Base(dst.path)+".staging")
@@ -650,4 +654,24 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// archiveReplaceable refuses to write an archive over a file that is not
+// an earlier mirror archive (its first entry is the archive's manifest).
+func archiveReplaceable(path string) error {
+	for _, p := range []string{path, path + ".000"} {
+		f, err := os.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		hdr, err := tar.NewReader(f).Next()
+		f.Close()
+		if err != nil || hdr.Name != registry.ArchiveManifestName {
+			return fmt.Errorf("%s exists and is not a mirror archive: refusing to replace it; give another file name or remove it", p)
+		}
+	}
+	return nil
 }

@@ -619,3 +619,37 @@ func TestFullDisk(t *testing.T) {
 		judge(t, "skopeo", "copy", "--all", "oci:"+layout+":boot:"+demoVersion, "dir:"+t.TempDir())
 	})
 }
+
+// Acceptance 2 (mirror targets): an archive is never written over a file
+// that is not an earlier archive, nor a layout into a foreign directory.
+func TestMirrorTargetsRefuseForeign(t *testing.T) {
+	d := newDemoRelease(t)
+	if _, err := d.release(t); err != nil {
+		t.Fatal(err)
+	}
+	layout := "oci:" + filepath.Join(d.dir, "release", "dev")
+	base := t.TempDir()
+	file := filepath.Join(base, "thesis.tar")
+	os.WriteFile(file, []byte("my thesis"), 0o644)
+	dir := filepath.Join(base, "photos")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "a.jpg"), []byte("jpeg"), 0o644)
+	before := treeHash(t, base)
+	for _, dst := range []string{"oci-archive:" + file, "oci:" + dir} {
+		if _, err := runBuilder(t, "mirror", "--version", demoVersion, layout, dst); err == nil {
+			t.Errorf("mirror to %s: no error", dst)
+		} else {
+			t.Logf("%s: %v", dst, err)
+		}
+	}
+	if treeHash(t, base) != before {
+		t.Error("a refused mirror changed files")
+	}
+	// An earlier archive is replaced.
+	archive := filepath.Join(base, "release.tar")
+	for range 2 {
+		if out, err := runBuilder(t, "mirror", "--version", demoVersion, layout, "oci-archive:"+archive); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+}
