@@ -31,8 +31,19 @@ import (
 // runAudit runs builder audit into a new directory and reads audit.json.
 func runAudit(t *testing.T, args ...string) (*certification.Report, string, string, error) {
 	t.Helper()
+	return auditWith(t, runBuilder, args...)
+}
+
+// auditChild is runAudit in a child process.
+func auditChild(t *testing.T, args ...string) (*certification.Report, string, string, error) {
+	t.Helper()
+	return auditWith(t, builderProcess, args...)
+}
+
+func auditWith(t *testing.T, run func(*testing.T, ...string) (string, error), args ...string) (*certification.Report, string, string, error) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "audit")
-	stdout, err := runBuilder(t, append([]string{"audit", "-o", out}, args...)...)
+	stdout, err := run(t, append([]string{"audit", "-o", out}, args...)...)
 	b, rerr := os.ReadFile(filepath.Join(out, "audit.json"))
 	if rerr != nil {
 		t.Fatalf("no audit.json (%v): %v\n%s", err, rerr, stdout)

@@ -35,12 +35,12 @@ func (c *countingCache) Put(k [32]byte, b []byte) {
 
 func (c *countingCache) reset() { c.gets.Store(0); c.hits.Store(0); c.puts.Store(0) }
 
-// packageTree is a synthetic root file system: 24 "packages" of 40
+// packageTree is a synthetic root file system: 12 "packages" of 40
 // files, sizes spread log-uniformly from 10 bytes to 400 KiB.
 func packageTree() []Entry {
 	r := rand.New(rand.NewPCG(3, 4))
 	es := []Entry{dir("/", 0o755, 0, 0), dir("/usr", 0o755, 0, 0)}
-	for p := range 24 {
+	for p := range 12 {
 		d := fmt.Sprintf("/usr/pkg%02d", p)
 		es = append(es, dir(d, 0o755, 0, 0))
 		for f := range 40 {

@@ -73,12 +73,19 @@ var (
 	treeErr   error
 )
 
-// realTree is $SQFS_TREE or /usr/lib/python3: a few thousand files.
+// realTree is $SQFS_TREE (a directory of this machine, for benchmarks:
+// /usr/lib/python3 is a good one), or else the generated package tree
+// written to a directory, so that the tests read nothing of the host's.
 func realTree(t testing.TB) (string, []Entry) {
 	treeOnce.Do(func() {
 		treeDir = os.Getenv("SQFS_TREE")
 		if treeDir == "" {
-			treeDir = "/usr/lib/python3"
+			if treeDir, treeErr = os.MkdirTemp("", "sqfs-tree-"); treeErr != nil {
+				return
+			}
+			if treeErr = materialize(treeDir, packageTree()); treeErr != nil {
+				return
+			}
 		}
 		treeCache, treeBytes, treeErr = loadTree(treeDir)
 	})
@@ -86,6 +93,24 @@ func realTree(t testing.TB) (string, []Entry) {
 		t.Skipf("no tree to compare on: %v", treeErr)
 	}
 	return treeDir, treeCache
+}
+
+// materialize writes directories and regular files of es under root.
+func materialize(root string, es []Entry) error {
+	for _, e := range es {
+		p := filepath.Join(root, e.Path)
+		switch e.Mode & sIFMT {
+		case sIFDIR:
+			if err := os.MkdirAll(p, fs.FileMode(e.Mode&0o777)); err != nil {
+				return err
+			}
+		case sIFREG:
+			if err := os.WriteFile(p, e.Data, fs.FileMode(e.Mode&0o777)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // cost is the wall and CPU (user+system) time of a run: the machine is
