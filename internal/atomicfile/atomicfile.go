@@ -23,18 +23,27 @@ const TempPrefix = ".tmp-"
 
 // CreateTemp makes a temporary file for base in dir and locks it
 // (flock(2)) for as long as it is open, so Sweep can tell a live writer's
-// file from one a killed process left.
+// file from one a killed process left. A sweep may catch the file in the
+// instant between its creation and its lock and remove it: then a new one
+// is made.
 func CreateTemp(dir, base string) (*os.File, error) {
-	f, err := os.CreateTemp(dir, TempPrefix+base+"-*")
-	if err != nil {
-		return nil, err
+	for {
+		f, err := os.CreateTemp(dir, TempPrefix+base+"-*")
+		if err != nil {
+			return nil, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return nil, err
+		}
+		mine, err1 := f.Stat()
+		there, err2 := os.Lstat(f.Name())
+		if err1 == nil && err2 == nil && os.SameFile(mine, there) {
+			return f, nil
+		}
+		f.Close() // swept before it was locked
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
-	}
-	return f, nil
 }
 
 // Write writes data to path atomically with mode perm.
@@ -71,10 +80,12 @@ func WriteFrom(path string, perm os.FileMode, fill func(io.Writer) error) (err e
 	if err = f.Sync(); err != nil {
 		return err
 	}
-	if err = f.Close(); err != nil {
+	// Renamed while still open, so still locked: closing first would let a
+	// sweep take the finished file for a dead writer's.
+	if err = os.Rename(f.Name(), path); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), path)
+	return f.Close()
 }
 
 // SyncDir flushes a directory's entries (renames and creations in it) to

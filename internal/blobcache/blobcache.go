@@ -103,10 +103,11 @@ func (c *Dir) PutParts(key [32]byte, parts ...[]byte) {
 	binary.LittleEndian.PutUint32(tr[:], sum)
 	copy(tr[4:], marker)
 	_, err2 := f.Write(tr[:])
-	err3 := f.Close()
-	if werr != nil || err2 != nil || err3 != nil || os.Rename(f.Name(), p) != nil {
+	// Renamed while open, so still locked against a concurrent sweep.
+	if werr != nil || err2 != nil || os.Rename(f.Name(), p) != nil {
 		os.Remove(f.Name())
 	}
+	f.Close()
 }
 
 // Has reports whether an entry exists under key, without reading or

@@ -224,12 +224,17 @@ func (p *Packs) Flush() error {
 	tr = append(tr, packMagic...)
 	_, err1 := w.Write(idx)
 	_, err2 := w.Write(tr)
-	err3 := tmp.Close()
-	if err := errors.Join(err1, err2, err3); err != nil {
+	if err := errors.Join(err1, err2); err != nil {
+		tmp.Close()
 		return fmt.Errorf("blob cache: %w", err)
 	}
+	// Renamed while open, so still locked against a concurrent sweep.
 	name := filepath.Join(p.dir, hex.EncodeToString(h.Sum(nil))+".pack")
-	if err := os.Rename(tmp.Name(), name); err != nil {
+	err = os.Rename(tmp.Name(), name)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("blob cache: %w", err)
 	}
 	f, err := os.Open(name)
