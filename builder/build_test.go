@@ -45,7 +45,13 @@ func newDemo(t *testing.T) *demoRelease {
 	if err := demobase.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	s, err := specs.Load(filepath.Join(dir, "spec.yaml"))
+	return lockSpec(t, filepath.Join(dir, "spec.yaml"))
+}
+
+// lockSpec loads a spec and locks it with a new cache.
+func lockSpec(t *testing.T, specPath string) *demoRelease {
+	t.Helper()
+	s, err := specs.Load(specPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,12 +104,11 @@ func componentPackages(s *specs.Spec, a *lock.Arch, kinds ...string) []string {
 // lockedByName finds the locked package of a name (the newest NEVRA when
 // several are locked, as kernels may be).
 func lockedByName(a *lock.Arch, name string) *lock.Package {
-	var best *lock.Package
+	var same []*lock.Package
 	for i := range a.Packages {
-		p := &a.Packages[i]
-		if p.Name == name && (best == nil || p.BuildTime > best.BuildTime || (p.BuildTime == best.BuildTime && p.NEVRA > best.NEVRA)) {
-			best = p
+		if a.Packages[i].Name == name {
+			same = append(same, &a.Packages[i])
 		}
 	}
-	return best
+	return newest(same)
 }

@@ -2,7 +2,6 @@ package builder
 
 import (
 	"bytes"
-	"context"
 	"crypto"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	"github.com/google/rpmpack"
 
-	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/cpio"
 	"github.com/nodeforge/builder/pkgbase/demobase"
 	"github.com/nodeforge/builder/pkgbase/lock"
@@ -160,21 +158,8 @@ components:
 	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := specs.Load(specPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cache.Cache{Dir: t.TempDir()}
-	l, err := lock.Create(context.Background(), s, lock.Options{Cache: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, _ := l.Marshal()
 	out := filepath.Join(t.TempDir(), "out")
-	rep, err := Build(context.Background(), Options{Spec: s, Lock: l, LockBytes: lb, Out: out, Cache: c, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := lockSpec(t, specPath).build(t, out, 0)
 	k := rep.Architectures["x86_64"].Kernel
 	if k == nil || !strings.HasPrefix(k.Package, "kernel-core-") || k.VmlinuzPath != "/lib/modules/"+kver+"/vmlinuz" || k.Modules != 8 {
 		t.Fatalf("kernel: %+v", k)

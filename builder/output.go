@@ -8,7 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
+
+	"github.com/nodeforge/builder/internal/direntries"
 )
 
 // outputNames are the top-level entries a build writes besides one
@@ -52,7 +53,7 @@ func ResolveOutput(out string) (string, error) {
 	}
 	arches, err := reportArches(filepath.Join(abs, "report.json"))
 	if err != nil {
-		return "", fmt.Errorf("--out %s holds %s and is not a build output (%v): a build replaces its output directory as a whole, so it refuses one with other files; give a missing or empty directory, or an earlier build's output", out, describeEntries(ents), err)
+		return "", fmt.Errorf("--out %s holds %s and is not a build output (%v): a build replaces its output directory as a whole, so it refuses one with other files; give a missing or empty directory, or an earlier build's output", out, direntries.Describe(ents), err)
 	}
 	var foreign []fs.DirEntry
 	for _, e := range ents {
@@ -61,7 +62,7 @@ func ResolveOutput(out string) (string, error) {
 		}
 	}
 	if len(foreign) > 0 {
-		return "", fmt.Errorf("--out %s is an earlier build's output, but it also holds %s, which a build does not write: refusing to replace it; move them away or give another directory", out, describeEntries(foreign))
+		return "", fmt.Errorf("--out %s is an earlier build's output, but it also holds %s, which a build does not write: refusing to replace it; move them away or give another directory", out, direntries.Describe(foreign))
 	}
 	return abs, nil
 }
@@ -88,21 +89,4 @@ func reportArches(path string) ([]string, error) {
 		out = append(out, a)
 	}
 	return out, nil
-}
-
-// describeEntries names up to five directory entries for a message.
-func describeEntries(ents []fs.DirEntry) string {
-	var names []string
-	for _, e := range ents[:min(5, len(ents))] {
-		n := fmt.Sprintf("%q", e.Name())
-		if e.IsDir() {
-			n = fmt.Sprintf("%q", e.Name()+"/")
-		}
-		names = append(names, n)
-	}
-	s := strings.Join(names, ", ")
-	if len(ents) > 5 {
-		s = fmt.Sprintf("%d entries (%s, ...)", len(ents), s)
-	}
-	return s
 }

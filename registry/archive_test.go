@@ -18,7 +18,7 @@ import (
 func testArchive(t testing.TB, partSize int64) (string, []Item, *ArchiveManifest, *Signer) {
 	t.Helper()
 	ctx := context.Background()
-	src, err := CreateLayout(context.Background(), t.TempDir())
+	src, err := CreateLayout(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func testArchive(t testing.TB, partSize int64) (string, []Item, *ArchiveManifest
 	if err != nil {
 		t.Fatal(err)
 	}
-	stage, err := CreateLayout(context.Background(), t.TempDir())
+	stage, err := CreateLayout(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,6 @@ type Layout struct {
 	d   *ocilayout.Dir
 	mu  sync.Mutex
 	st  Stats
-	end func()
 }
 
 // OpenLayout opens an existing layout for reading; a missing directory or
@@ -46,28 +45,14 @@ func OpenLayout(dir string) (*Layout, error) {
 }
 
 // CreateLayout opens the layout at dir for writing, making it when dir is
-// missing or empty (anything else there is refused). It starts a writer's
-// session (leftovers of killed writers are swept when no other writer is
-// active); Close ends it.
-func CreateLayout(ctx context.Context, dir string) (*Layout, error) {
+// missing or empty (anything else there is refused) and sweeping what
+// killed writers left in it.
+func CreateLayout(dir string) (*Layout, error) {
 	d, err := ocilayout.Create(dir)
 	if err != nil {
 		return nil, err
 	}
-	end, err := d.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &Layout{Dir: dir, d: d, end: end}, nil
-}
-
-// Close ends a writer's session.
-func (l *Layout) Close() error {
-	if l.end != nil {
-		l.end()
-		l.end = nil
-	}
-	return nil
+	return &Layout{Dir: dir, d: d}, nil
 }
 
 func (l *Layout) String() string { return "oci:" + l.Dir }

@@ -49,7 +49,7 @@ func stores(t *testing.T) map[string]Store {
 		}
 		out[name] = st
 	}
-	l, err := CreateLayout(context.Background(), t.TempDir())
+	l, err := CreateLayout(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -298,12 +298,9 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		}
 	}
 	if staging != "" {
-		lay, err := registry.CreateLayout(ctx, staging)
-		if err != nil {
+		if o.To, err = registry.CreateLayout(staging); err != nil {
 			return err
 		}
-		defer lay.Close()
-		o.To = lay
 	}
 	if o.From.String() == o.To.String() {
 		return fmt.Errorf("source and destination are the same: %s", o.From)

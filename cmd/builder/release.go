@@ -59,7 +59,7 @@ func (f *storeFlags) open(ctx context.Context, c specs.Channel, write bool) (reg
 		return registry.NewRemote(reg, registry.RemoteOptions{Timeout: netTimeout, CAFile: ca, AllowHTTP: c.AllowHTTP || f.allowHTTP, Retries: f.retries})
 	}
 	if write {
-		return registry.CreateLayout(ctx, lay)
+		return registry.CreateLayout(lay)
 	}
 	return registry.OpenLayout(lay)
 }

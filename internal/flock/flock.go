@@ -63,11 +63,6 @@ func Acquire(ctx context.Context, path string, exclusive bool, waiting func()) (
 // Stat describes the locked file.
 func (l *Lock) Stat() (os.FileInfo, error) { return l.f.Stat() }
 
-// Downgrade turns an exclusive lock into a shared one.
-func (l *Lock) Downgrade() error {
-	return syscall.Flock(int(l.f.Fd()), syscall.LOCK_SH)
-}
-
 // Release lets the lock go.
 func (l *Lock) Release() error {
 	if l == nil || l.f == nil {

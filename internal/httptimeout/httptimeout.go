@@ -63,7 +63,6 @@ type transport struct {
 type watchdog struct {
 	mu      sync.Mutex
 	timer   *time.Timer
-	cancel  context.CancelCauseFunc
 	timeout time.Duration
 	fired   *StallError
 	while   string
@@ -95,7 +94,7 @@ func (w *watchdog) stalled() *StallError {
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
-	w := &watchdog{cancel: cancel, timeout: t.timeout, while: "an answer"}
+	w := &watchdog{timeout: t.timeout, while: "an answer"}
 	stall := &StallError{Method: req.Method, URL: req.URL.Redacted(), Host: req.URL.Host, After: t.timeout}
 	w.timer = time.AfterFunc(t.timeout, func() {
 		w.mu.Lock()

@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nodeforge/builder/internal/atomicfile"
+	"github.com/nodeforge/builder/internal/direntries"
 	"github.com/nodeforge/builder/internal/flock"
 )
 
@@ -76,7 +77,9 @@ func Open(path string) (*Dir, error) {
 // Create opens the layout at path for writing, making it when the
 // directory is missing or empty. Anything else at path (a file, a
 // directory holding other things) is refused with a message naming what is
-// there: a layout is never written over someone's files.
+// there: a layout is never written over someone's files. The temporary
+// files of writers that were killed are removed (a live writer's are
+// locked and stay: see atomicfile.Sweep).
 func Create(path string) (*Dir, error) {
 	fi, err := os.Stat(path)
 	switch {
@@ -90,7 +93,7 @@ func Create(path string) (*Dir, error) {
 		return nil, fmt.Errorf("%s is a file: an OCI image layout needs an empty or missing directory", path)
 	}
 	if _, err := os.Stat(filepath.Join(path, LayoutFile)); err == nil {
-		return Open(path)
+		return openSwept(path)
 	}
 	// Creators take turns (another process may be making this layout
 	// right now), then look again.
@@ -100,7 +103,7 @@ func Create(path string) (*Dir, error) {
 	}
 	defer l.Release()
 	if _, err := os.Stat(filepath.Join(path, LayoutFile)); err == nil {
-		return Open(path)
+		return openSwept(path)
 	}
 	ents, err := os.ReadDir(path)
 	if err != nil {
@@ -112,12 +115,11 @@ func Create(path string) (*Dir, error) {
 		return e.Name() == "blobs" || e.Name() == IndexFile || strings.HasPrefix(e.Name(), atomicfile.TempPrefix)
 	})
 	if len(foreign) > 0 {
-		return nil, fmt.Errorf("%s holds %s and is not an OCI image layout (no %s): refusing to write a layout there; give an empty or missing directory", path, describe(foreign), LayoutFile)
+		return nil, fmt.Errorf("%s holds %s and is not an OCI image layout (no %s): refusing to write a layout there; give an empty or missing directory", path, direntries.Describe(foreign), LayoutFile)
 	}
 	if err := os.MkdirAll(filepath.Join(path, "blobs", "sha256"), 0o755); err != nil {
 		return nil, err
 	}
-	d := &Dir{path: path}
 	if err := atomicfile.Write(filepath.Join(path, IndexFile), emptyIndex(), 0o644); err != nil {
 		return nil, err
 	}
@@ -125,24 +127,21 @@ func Create(path string) (*Dir, error) {
 	if err := atomicfile.Write(filepath.Join(path, LayoutFile), []byte(layoutVersion), 0o644); err != nil {
 		return nil, err
 	}
-	return d, nil
+	return openSwept(path)
 }
 
-// describe names up to three entries of a directory for a message.
-func describe(ents []fs.DirEntry) string {
-	var names []string
-	for _, e := range ents[:min(3, len(ents))] {
-		n := e.Name()
-		if e.IsDir() {
-			n += "/"
+// openSwept opens the layout at path and removes what killed writers left.
+func openSwept(path string) (*Dir, error) {
+	d, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range []string{path, filepath.Join(path, "blobs", "sha256")} {
+		if err := atomicfile.Sweep(dir); err != nil {
+			return nil, fmt.Errorf("OCI image layout %s: removing leftovers: %w", path, err)
 		}
-		names = append(names, fmt.Sprintf("%q", n))
 	}
-	s := fmt.Sprint(names)
-	if len(ents) > 3 {
-		return fmt.Sprintf("%d entries (%s ...)", len(ents), s[1:len(s)-1])
-	}
-	return s[1 : len(s)-1]
+	return d, nil
 }
 
 func emptyIndex() []byte {
@@ -182,7 +181,7 @@ func (d *Dir) Index() (*v1.IndexManifest, error) {
 // after every blob written so far is on disk.
 func (d *Dir) Update(ctx context.Context, fn func(*v1.IndexManifest) error) error {
 	// The blobs directory carries the index lock: the layout directory's
-	// own lock is the writers' session lock (Begin), and index.json itself
+	// own lock is taken while the layout is created, and index.json itself
 	// is replaced by rename, so a lock on it would be lost.
 	l, err := flock.Acquire(ctx, filepath.Join(d.path, "blobs"), true, nil)
 	if err != nil {
@@ -257,31 +256,4 @@ func kindOf(mt types.MediaType) string {
 		return "manifest"
 	}
 	return "blob"
-}
-
-// Begin starts a writer's session: it holds a shared lock on the layout
-// directory until end is called (or the process exits), and when no other
-// writer is active it first removes the temporary files of writers that
-// were killed. Writers may overlap; index.json changes are serialised by
-// Update.
-func (d *Dir) Begin(ctx context.Context) (end func(), err error) {
-	l, ok, err := flock.TryAcquire(d.path, true)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		for _, dir := range []string{d.path, filepath.Join(d.path, "blobs", "sha256")} {
-			if err := atomicfile.Sweep(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				l.Release()
-				return nil, fmt.Errorf("OCI image layout %s: removing leftovers: %w", d.path, err)
-			}
-		}
-		if err := l.Downgrade(); err != nil {
-			l.Release()
-			return nil, err
-		}
-	} else if l, err = flock.Acquire(ctx, d.path, false, nil); err != nil {
-		return nil, err
-	}
-	return func() { l.Release() }, nil
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/nodeforge/builder/internal/atomicfile"
 )
 
 func testImage(t *testing.T, content string) v1.Image {
@@ -227,17 +229,11 @@ func TestConcurrentPuts(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := Open(dir)
+			d, err := Create(dir) // sweeping while the others write
 			if err != nil {
 				errs <- err
 				return
 			}
-			end, err := d.Begin(context.Background())
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer end()
 			img := testImage(t, fmt.Sprint("image ", i))
 			if _, err := d.WriteImage(context.Background(), img); err != nil {
 				errs <- err
@@ -264,30 +260,28 @@ func TestConcurrentPuts(t *testing.T) {
 	}
 }
 
-// Begin sweeps what killed writers left, but only when no writer is active.
-func TestBeginSweepsLeftovers(t *testing.T) {
-	d, err := Create(t.TempDir())
+// Opening a layout for writing sweeps what killed writers left, never
+// the temporary file of a writer still at work.
+func TestCreateSweepsLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Create(dir); err != nil {
+		t.Fatal(err)
+	}
+	blobs := filepath.Join(dir, "blobs", "sha256")
+	dead := filepath.Join(blobs, ".tmp-abc-123")
+	os.WriteFile(dead, []byte("partial"), 0o600)
+	live, err := atomicfile.CreateTemp(blobs, "def")
 	if err != nil {
 		t.Fatal(err)
 	}
-	left := filepath.Join(d.Path(), "blobs", "sha256", ".tmp-abc-123")
-	os.WriteFile(left, []byte("partial"), 0o600)
-	end, err := d.Begin(context.Background())
-	if err != nil {
+	defer live.Close()
+	if _, err := Create(dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(left); !errors.Is(err, fs.ErrNotExist) {
-		t.Error("leftover not swept")
+	if _, err := os.Stat(dead); !errors.Is(err, fs.ErrNotExist) {
+		t.Error("a dead writer's leftover was not swept")
 	}
-	// With a writer active, a second writer's leftovers-in-progress stay.
-	os.WriteFile(left, []byte("in progress"), 0o600)
-	end2, err := d.Begin(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(live.Name()); err != nil {
+		t.Errorf("a live writer's temporary file was swept: %v", err)
 	}
-	if _, err := os.Stat(left); err != nil {
-		t.Error("a sweep removed an active writer's temporary file")
-	}
-	end2()
-	end()
 }

@@ -82,6 +82,15 @@ func (d *Dir) WriteImage(ctx context.Context, img v1.Image) (Written, error) {
 
 // WriteIndex stores an index and everything below it, children first.
 func (d *Dir) WriteIndex(ctx context.Context, idx v1.ImageIndex) (Written, error) {
+	w, err := d.writeChildren(ctx, idx)
+	if err != nil {
+		return w, err
+	}
+	return w, d.writeManifest(idx, &w)
+}
+
+// writeChildren stores every image and index idx lists.
+func (d *Dir) writeChildren(ctx context.Context, idx v1.ImageIndex) (Written, error) {
 	var w Written
 	m, err := idx.IndexManifest()
 	if err != nil {
@@ -95,8 +104,7 @@ func (d *Dir) WriteIndex(ctx context.Context, idx v1.ImageIndex) (Written, error
 			if err != nil {
 				return w, err
 			}
-			cw, err = d.WriteIndex(ctx, ci)
-			if err != nil {
+			if cw, err = d.WriteIndex(ctx, ci); err != nil {
 				return w, err
 			}
 		case c.MediaType.IsImage():
@@ -104,8 +112,7 @@ func (d *Dir) WriteIndex(ctx context.Context, idx v1.ImageIndex) (Written, error
 			if err != nil {
 				return w, err
 			}
-			cw, err = d.WriteImage(ctx, ci)
-			if err != nil {
+			if cw, err = d.WriteImage(ctx, ci); err != nil {
 				return w, err
 			}
 		default:
@@ -113,7 +120,7 @@ func (d *Dir) WriteIndex(ctx context.Context, idx v1.ImageIndex) (Written, error
 		}
 		w.add(cw)
 	}
-	return w, d.writeManifest(idx, &w)
+	return w, nil
 }
 
 // manifest is what images and indexes share.
@@ -147,29 +154,8 @@ func WriteRoot(ctx context.Context, path string, idx v1.ImageIndex) error {
 	if err != nil {
 		return err
 	}
-	m, err := idx.IndexManifest()
-	if err != nil {
+	if _, err := d.writeChildren(ctx, idx); err != nil {
 		return err
-	}
-	for _, c := range m.Manifests {
-		switch {
-		case c.MediaType.IsIndex():
-			ci, err := idx.ImageIndex(c.Digest)
-			if err != nil {
-				return err
-			}
-			if _, err := d.WriteIndex(ctx, ci); err != nil {
-				return err
-			}
-		default:
-			ci, err := idx.Image(c.Digest)
-			if err != nil {
-				return err
-			}
-			if _, err := d.WriteImage(ctx, ci); err != nil {
-				return err
-			}
-		}
 	}
 	raw, err := idx.RawManifest()
 	if err != nil {

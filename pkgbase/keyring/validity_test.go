@@ -1,20 +1,16 @@
 package keyring
 
 import (
-	"bytes"
 	"crypto"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
-	"math/big"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
+
+	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // Fixed dates: every key and signature of these tests is made "at" one of
@@ -82,61 +78,6 @@ func keyringOf(t testing.TB, es ...*openpgp.Entity) *Keyring {
 	return kr
 }
 
-// signAt makes a binary v4 detached signature by exactly priv (primary key
-// or subkey, whatever its state: go-crypto's DetachSign picks only a key it
-// considers valid), dated at.
-func signAt(t testing.TB, priv *packet.PrivateKey, data []byte, at time.Time) []byte {
-	t.Helper()
-	cfg := cfgAt(at, priv.PubKeyAlgo, 0)
-	sig := &packet.Signature{
-		Version:           priv.PublicKey.Version,
-		SigType:           packet.SigTypeBinary,
-		PubKeyAlgo:        priv.PubKeyAlgo,
-		Hash:              crypto.SHA256,
-		CreationTime:      at,
-		IssuerKeyId:       &priv.KeyId,
-		IssuerFingerprint: priv.Fingerprint,
-	}
-	h, err := sig.PrepareSign(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Write(data)
-	if err := sig.Sign(h, priv, cfg); err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := sig.Serialize(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// signV3At makes a version 3 RSA signature (as rpmsign made for CentOS 3-7)
-// by priv over data, dated at. go-crypto no longer writes them.
-func signV3At(t testing.TB, priv *packet.PrivateKey, data []byte, at time.Time) []byte {
-	t.Helper()
-	created := uint32(at.Unix())
-	suffix := []byte{byte(packet.SigTypeBinary), byte(created >> 24), byte(created >> 16), byte(created >> 8), byte(created)}
-	h := sha256.New()
-	h.Write(data)
-	h.Write(suffix)
-	sum := h.Sum(nil)
-	raw, err := rsa.SignPKCS1v15(rand.Reader, priv.PrivateKey.(*rsa.PrivateKey), crypto.SHA256, sum)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := []byte{3, 5}
-	body = append(body, suffix...)
-	body = binary.BigEndian.AppendUint64(body, priv.KeyId)
-	body = append(body, byte(packet.PubKeyAlgoRSA), 8 /* SHA256 */, sum[0], sum[1])
-	body = binary.BigEndian.AppendUint16(body, uint16(new(big.Int).SetBytes(raw).BitLen()))
-	body = append(body, raw...)
-	pkt := []byte{0x89} // old format, tag 2, two-byte length
-	pkt = binary.BigEndian.AppendUint16(pkt, uint16(len(body)))
-	return append(pkt, body...)
-}
-
 // wantRefused checks that err is a refusal by rule whose message says all of msgs.
 func wantRefused(t *testing.T, err, rule error, msgs ...string) {
 	t.Helper()
@@ -162,27 +103,27 @@ func TestValidityV4(t *testing.T) {
 
 	t.Run("revoked subkey", func(t *testing.T) {
 		// Made at t0+1d, nine days before the revocation: revocation wins.
-		_, err := kr.VerifyDetached(data, signAt(t, k.revoked.PrivateKey, data, t0.Add(day)))
+		_, err := kr.VerifyDetached(data, testutil.SignAt(t, k.revoked.PrivateKey, data, t0.Add(day)))
 		wantRefused(t, err, ErrKeyRevoked, "subkey "+fingerprint(k.revoked.PublicKey)+" of key "+pfp+" was revoked on 2025-01-11 00:00:00 UTC (key retired: \"retired by the test\")")
 	})
 	t.Run("expired subkey", func(t *testing.T) {
-		_, err := kr.VerifyDetached(data, signAt(t, k.short.PrivateKey, data, t0.Add(2*day)))
+		_, err := kr.VerifyDetached(data, testutil.SignAt(t, k.short.PrivateKey, data, t0.Add(2*day)))
 		wantRefused(t, err, ErrKeyExpired, "subkey "+fingerprint(k.short.PublicKey), "had expired on 2025-01-02 00:00:00 UTC before the signature was made on 2025-01-03 00:00:00 UTC")
 	})
 	t.Run("subkey signed before its expiry", func(t *testing.T) {
 		// The subkey has long expired now; it was valid when it signed.
-		fp, err := kr.VerifyDetached(data, signAt(t, k.short.PrivateKey, data, t0.Add(23*hour)))
+		fp, err := kr.VerifyDetached(data, testutil.SignAt(t, k.short.PrivateKey, data, t0.Add(23*hour)))
 		if err != nil || fp != pfp {
 			t.Fatalf("signer %q, %v", fp, err)
 		}
 	})
 	t.Run("primary key", func(t *testing.T) {
-		if fp, err := kr.VerifyDetached(data, signAt(t, k.e.PrivateKey, data, t0.Add(400*day))); err != nil || fp != pfp {
+		if fp, err := kr.VerifyDetached(data, testutil.SignAt(t, k.e.PrivateKey, data, t0.Add(400*day))); err != nil || fp != pfp {
 			t.Fatalf("signer %q, %v", fp, err)
 		}
 	})
 	t.Run("before key creation", func(t *testing.T) {
-		_, err := kr.VerifyDetached(data, signAt(t, k.e.PrivateKey, data, t0.Add(-hour)))
+		_, err := kr.VerifyDetached(data, testutil.SignAt(t, k.e.PrivateKey, data, t0.Add(-hour)))
 		wantRefused(t, err, ErrKeyNotYetValid, "made on 2024-12-31 23:00:00 UTC, before key "+pfp+" was created on 2025-01-01 00:00:00 UTC")
 	})
 	t.Run("before subkey creation", func(t *testing.T) {
@@ -192,11 +133,11 @@ func TestValidityV4(t *testing.T) {
 			t.Fatal(err)
 		}
 		late := &e.Subkeys[len(e.Subkeys)-1]
-		_, err := keyringOf(t, e).VerifyDetached(data, signAt(t, late.PrivateKey, data, t0.Add(day)))
+		_, err := keyringOf(t, e).VerifyDetached(data, testutil.SignAt(t, late.PrivateKey, data, t0.Add(day)))
 		wantRefused(t, err, ErrKeyNotYetValid, "before subkey "+fingerprint(late.PublicKey))
 	})
 	t.Run("tampered data is not a refusal", func(t *testing.T) {
-		_, err := kr.VerifyDetached(append(data, 'x'), signAt(t, k.revoked.PrivateKey, data, t0.Add(day)))
+		_, err := kr.VerifyDetached(append(data, 'x'), testutil.SignAt(t, k.revoked.PrivateKey, data, t0.Add(day)))
 		if err == nil || errors.Is(err, ErrKeyRevoked) || !strings.Contains(err.Error(), "does not verify") {
 			t.Fatalf("got %v", err)
 		}
@@ -212,8 +153,8 @@ func TestValidityRevokedPrimary(t *testing.T) {
 	}
 	kr := keyringOf(t, k.e)
 	pfp := fingerprint(k.e.PrimaryKey)
-	primarySig := signAt(t, k.e.PrivateKey, data, t0.Add(day))
-	subkeySig := signAt(t, k.short.PrivateKey, data, t0.Add(hour))
+	primarySig := testutil.SignAt(t, k.e.PrivateKey, data, t0.Add(day))
+	subkeySig := testutil.SignAt(t, k.short.PrivateKey, data, t0.Add(hour))
 
 	_, err := kr.VerifyDetached(data, primarySig)
 	wantRefused(t, err, ErrKeyRevoked, "key "+pfp+" was revoked on 2025-01-31 00:00:00 UTC (key compromised: \"lost laptop\")")
@@ -239,10 +180,10 @@ func TestValidityPrimaryExpiry(t *testing.T) {
 	}
 	kr := keyringOf(t, e)
 	data := []byte("x")
-	if _, err := kr.VerifyDetached(data, signAt(t, e.PrivateKey, data, t0.Add(hour))); err != nil {
+	if _, err := kr.VerifyDetached(data, testutil.SignAt(t, e.PrivateKey, data, t0.Add(hour))); err != nil {
 		t.Fatalf("signed while valid: %v", err)
 	}
-	_, err = kr.VerifyDetached(data, signAt(t, e.PrivateKey, data, t0.Add(3*day)))
+	_, err = kr.VerifyDetached(data, testutil.SignAt(t, e.PrivateKey, data, t0.Add(3*day)))
 	wantRefused(t, err, ErrKeyExpired, "key "+fingerprint(e.PrimaryKey)+" had expired on 2025-01-02 00:00:00 UTC before the signature was made on 2025-01-04 00:00:00 UTC")
 }
 
@@ -263,14 +204,14 @@ func TestValidityKeyUsage(t *testing.T) {
 		k.short.Sig.FlagSign, k.short.Sig.FlagCertify = false, true
 		k.short.Sig.EmbeddedSignature = nil
 		resign(t, k.e, k.short)
-		_, err := keyringOf(t, k.e).VerifyDetached(data, signAt(t, k.short.PrivateKey, data, at))
+		_, err := keyringOf(t, k.e).VerifyDetached(data, testutil.SignAt(t, k.short.PrivateKey, data, at))
 		wantRefused(t, err, ErrKeyNotForSigning, "subkey "+fingerprint(k.short.PublicKey), "key flags lack the signing flag")
 	})
 	t.Run("subkey without flags, cross-certified", func(t *testing.T) {
 		k := newTestKeys(t, packet.PubKeyAlgoEdDSA)
 		k.short.Sig.FlagsValid, k.short.Sig.FlagSign = false, false
 		resign(t, k.e, k.short)
-		if _, err := keyringOf(t, k.e).VerifyDetached(data, signAt(t, k.short.PrivateKey, data, at)); err != nil {
+		if _, err := keyringOf(t, k.e).VerifyDetached(data, testutil.SignAt(t, k.short.PrivateKey, data, at)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -279,7 +220,7 @@ func TestValidityKeyUsage(t *testing.T) {
 		k.short.Sig.FlagsValid, k.short.Sig.FlagSign = false, false
 		k.short.Sig.EmbeddedSignature = nil
 		resign(t, k.e, k.short)
-		_, err := keyringOf(t, k.e).VerifyDetached(data, signAt(t, k.short.PrivateKey, data, at))
+		_, err := keyringOf(t, k.e).VerifyDetached(data, testutil.SignAt(t, k.short.PrivateKey, data, at))
 		wantRefused(t, err, ErrKeyNotForSigning, "not cross-certified")
 	})
 	t.Run("primary flags lack sign", func(t *testing.T) {
@@ -290,10 +231,10 @@ func TestValidityKeyUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 		kr := keyringOf(t, k.e)
-		_, err := kr.VerifyDetached(data, signAt(t, k.e.PrivateKey, data, at))
+		_, err := kr.VerifyDetached(data, testutil.SignAt(t, k.e.PrivateKey, data, at))
 		wantRefused(t, err, ErrKeyNotForSigning, "key "+fingerprint(k.e.PrimaryKey)+" may not sign data")
 		// Its signing subkey still signs (alice.asc is such a key).
-		if _, err := kr.VerifyDetached(data, signAt(t, k.short.PrivateKey, data, t0.Add(hour))); err != nil {
+		if _, err := kr.VerifyDetached(data, testutil.SignAt(t, k.short.PrivateKey, data, t0.Add(hour))); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -308,7 +249,7 @@ func TestValidityV3(t *testing.T) {
 	pfp := fingerprint(k.e.PrimaryKey)
 	check := func(t *testing.T, priv *packet.PrivateKey, at time.Time, rule error, msgs ...string) {
 		t.Helper()
-		sig := signV3At(t, priv, data, at)
+		sig := testutil.SignV3At(t, priv, data, at)
 		s, err := ParseSignature(sig)
 		if err != nil || s.Version != 3 || !s.Created.Equal(at) {
 			t.Fatalf("v3 packet: %+v, %v", s, err)

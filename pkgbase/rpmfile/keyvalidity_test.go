@@ -220,48 +220,6 @@ func newVCert(t *testing.T, algo packet.PublicKeyAlgorithm) (c *vcert, revoked, 
 	return c, c.subs[0].priv, c.subs[1].priv
 }
 
-// sigV4 signs data by exactly priv at a fixed time (go-crypto's DetachSign
-// would pick another key, or none, for a revoked or expired one).
-func sigV4(t *testing.T, priv *packet.PrivateKey, data []byte, at time.Time) []byte {
-	t.Helper()
-	cfg := vcfg(at, priv.PubKeyAlgo)
-	sig := &packet.Signature{Version: 4, SigType: packet.SigTypeBinary, PubKeyAlgo: priv.PubKeyAlgo, Hash: crypto.SHA256,
-		CreationTime: at, IssuerKeyId: &priv.KeyId, IssuerFingerprint: priv.Fingerprint}
-	h, err := sig.PrepareSign(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Write(data)
-	if err := sig.Sign(h, priv, cfg); err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := sig.Serialize(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// sigV3 makes the version 3 RSA signature packet older rpmsign wrote.
-func sigV3(t *testing.T, priv *packet.PrivateKey, data []byte, at time.Time) []byte {
-	t.Helper()
-	c := uint32(at.Unix())
-	suffix := []byte{byte(packet.SigTypeBinary), byte(c >> 24), byte(c >> 16), byte(c >> 8), byte(c)}
-	h := sha256.New()
-	h.Write(data)
-	h.Write(suffix)
-	sum := h.Sum(nil)
-	raw, err := rsa.SignPKCS1v15(rand.Reader, priv.PrivateKey.(*rsa.PrivateKey), crypto.SHA256, sum)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := append([]byte{3, 5}, suffix...)
-	body = binary.BigEndian.AppendUint64(body, priv.KeyId)
-	body = append(body, byte(packet.PubKeyAlgoRSA), 8, sum[0], sum[1])
-	body = append(body, mpi(raw)...)
-	return append(binary.BigEndian.AppendUint16([]byte{0x89}, uint16(len(body))), body...)
-}
-
 // signedRPM builds a small package with rpmpack, signed (header, and header
 // plus payload) by sign, as the demo base is.
 func signedRPM(t *testing.T, sign func([]byte) ([]byte, error)) []byte {
@@ -323,7 +281,8 @@ func TestRPMKeyValidity(t *testing.T) {
 	// A primary key that expires after a day.
 	shortEd := &vcert{primary: vkey{priv: newPriv(t, packet.PubKeyAlgoEdDSA, vt0, false), life: day}}
 
-	type sigFunc func(*testing.T, *packet.PrivateKey, []byte, time.Time) []byte
+	type sigFunc func(testing.TB, *packet.PrivateKey, []byte, time.Time) []byte
+	sigV4, sigV3 := sigFunc(testutil.SignAt), sigFunc(testutil.SignV3At)
 	cases := []struct {
 		name string
 		cert *vcert
