@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -53,22 +54,23 @@ func assemble(ctx context.Context, s *specs.Spec, arch string, a *lock.Arch, pat
 		r := rand.New(rand.NewPCG(uint64(shuffle), 1))
 		r.Shuffle(len(layOrder), func(i, j int) { layOrder[i], layOrder[j] = layOrder[j], layOrder[i] })
 	}
-	for _, nevra := range layOrder {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	toLay := make([]rootfs.RPMToLay, len(layOrder))
+	for i, nevra := range layOrder {
 		lp := byNEVRA[nevra]
 		if lp == nil {
 			return nil, fmt.Errorf("component lists %s, which the lock does not pin", nevra)
 		}
-		res, err := as.tree.AddRPMCached(paths[nevra], rootfs.Origin{Package: nevra, RPMSHA256: lp.SHA256}, layOpts, lc)
-		if err != nil {
-			return nil, err
-		}
-		for _, g := range res.Ghosts {
+		toLay[i] = rootfs.RPMToLay{Path: paths[nevra], Origin: rootfs.Origin{Package: nevra, RPMSHA256: lp.SHA256}}
+	}
+	results, err := as.tree.AddRPMs(ctx, toLay, layOpts, lc, runtime.GOMAXPROCS(0))
+	if err != nil {
+		return nil, err
+	}
+	for i, nevra := range layOrder {
+		for _, g := range results[i].Ghosts {
 			as.ghosts = append(as.ghosts, nevra+": "+g)
 		}
-		all = append(all, scripted{nevra, res})
+		all = append(all, scripted{nevra, results[i]})
 	}
 
 	// Scriptlets take effect in package order, whatever the lay order.

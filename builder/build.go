@@ -42,6 +42,11 @@ type Options struct {
 	SourceDateEpoch int64
 	Squashfs        rootfs.SquashfsOptions
 	Version         string // the builder's own version, for the report
+	// BuilderSHA256 is the digest of the builder's executable. With it and
+	// a cache directory, a build whose inputs and output did not change
+	// since the last build into Out returns that build's report at once
+	// (see uptodate.go).
+	BuilderSHA256 string
 	// Schematic, when set, adds the boot media of that customisation:
 	// OUT/media/<schematic id>/{kernel,initramfs,cmdline,ipxe}-<arch>, the
 	// initramfs with the schematic's extensions appended.
@@ -97,6 +102,18 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return nil, err
 	}
+	var key, stampFile string
+	if opts.Cache != nil && opts.Cache.Dir != "" {
+		if key, err = buildKey(opts, sde); err != nil {
+			return nil, err
+		}
+		stampFile = stampPath(opts.Cache.Dir, out)
+	}
+	if key != "" {
+		if rep, err := unchanged(ctx, opts, stampFile, out, key, logf); rep != nil || err != nil {
+			return rep, err
+		}
+	}
 	// The build works beside its output and swaps the result in at the
 	// end; a work directory a killed build left is swept here.
 	wd, err := workdir.New(filepath.Dir(out), "."+filepath.Base(out)+".build-")
@@ -144,18 +161,21 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 	mediaInstallerLayers := map[string]*ociAsset{}
 	for _, arch := range arches {
 		a := l.Architectures[arch]
-		logf("%s: fetching %d locked packages", arch, len(a.Packages))
+		done := step(logf, "%s: fetching %d locked packages", arch, len(a.Packages))
 		paths, err := fetchArch(ctx, s, a, opts.Cache, opts.Source)
 		if err != nil {
 			return nil, err
 		}
-		logf("%s: assembling the root filesystem", arch)
-		// While packages are laid on one core, the others compress the
-		// squashfs blocks of the files already read.
+		done()
+		done = step(logf, "%s: assembling the root filesystem", arch)
+		// While packages are read (decompressed, checked) on every core,
+		// the squashfs blocks of the files already read are compressed on
+		// every core too: the operating system shares the cores among
+		// them, and none waits for the other.
 		var layOpts rootfs.LayOptions
 		var pre *rootfs.Precompressor
 		if blocks != nil {
-			if pre, err = rootfs.NewPrecompressor(opts.Squashfs, blocks, max(opts.Squashfs.Jobs-1, 1)); err != nil {
+			if pre, err = rootfs.NewPrecompressor(opts.Squashfs, blocks, opts.Squashfs.Jobs); err != nil {
 				return nil, err
 			}
 			layOpts.OnFile = pre.Add
@@ -167,6 +187,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", arch, err)
 		}
+		done()
 		initData, initPkg, err := initFile(s, a, paths, layCache)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", arch, err)
@@ -183,7 +204,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		logf("%s: writing rootfs.sqsh (%d paths)", arch, as.tree.Len())
+		done = step(logf, "%s: writing rootfs.sqsh (%d paths)", arch, as.tree.Len())
 		sqPath := filepath.Join(dir, "rootfs.sqsh")
 		if s.Image.SquashfsWriter == "go" {
 			var cache sqfs.BlockCache // a nil *Packs must stay a nil interface
@@ -202,11 +223,29 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", arch, err)
 		}
+		done()
+		rootfsEntries, err := treeEntries(as.tree, owners)
+		if err != nil {
+			return nil, err
+		}
+		// The tree holds the contents of the whole root: let them go
+		// before the next large buffers (the boot media still need them).
+		// The collection is cheap (file contents hold no pointers) and
+		// keeps the peak near the live data rather than twice that.
+		releaseTree := func() {
+			if as.tree != nil {
+				as.tree = nil
+				runtime.GC()
+			}
+		}
+		if opts.Schematic == nil {
+			releaseTree()
+		}
 		sqsh, err := os.ReadFile(sqPath)
 		if err != nil {
 			return nil, err
 		}
-		logf("%s: writing initramfs.xz", arch)
+		done = step(logf, "%s: writing initramfs.xz, the installer and the reports", arch)
 		entries := initramfsEntries(initData, initPkg, as.kernel, sqsh)
 		initramfs, err := compressInitramfs(s.Image.InitramfsCompression, len(sqsh), func(w io.Writer) error {
 			return rootfs.WriteCpio(w, entries, sde)
@@ -248,6 +287,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			mediaLayers = mr.Layers
 			mediaInitramfs = mr.Initramfs
 		}
+		releaseTree()
 		spdx, cdx, err := nodeSBOM(s, l, arch, as.packages, rep.LockSHA256, sde, "nodeforge-builder-"+opts.Version)
 		if err != nil {
 			return nil, err
@@ -296,9 +336,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			}
 		}
 		ar.Unhandled += len(as.triggers)
-		if ar.Rootfs, err = treeEntries(as.tree, owners); err != nil {
-			return nil, err
-		}
+		ar.Rootfs = rootfsEntries
 		for _, eb := range exts {
 			if ar.Extensions == nil {
 				ar.Extensions = map[string]*ExtensionReport{}
@@ -319,6 +357,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 			ar.Initramfs = append(ar.Initramfs, FileEntry{Path: "/" + e.Name, Type: cpioType(e.Mode), Mode: fmt.Sprintf("%04o", e.Mode&0o7777), Size: int64(len(e.Data)), SHA256: fileDigest(e), Origin: e.Origin})
 		}
 		rep.Architectures[arch] = ar
+		done()
 	}
 	ann := map[string]string{
 		"org.opencontainers.image.version":  s.Version,
@@ -328,6 +367,7 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 		"dev.nodeforge.source-date-epoch":   fmt.Sprint(sde),
 		"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
 	}
+	done := step(logf, "writing the OCI layouts and report.json")
 	idx, err := writeOCILayout(ctx, filepath.Join(work, "oci"), sde, ann, arches, assets)
 	if err != nil {
 		return nil, err
@@ -382,16 +422,61 @@ func Build(ctx context.Context, opts Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := swapOutput(ctx, work, out); err != nil {
+	done()
+	// The stamp describes the work directory, which becomes the output; it
+	// is written with the swap, under the same lock, so it can only ever
+	// name the output that is in place.
+	var st *stamp
+	if key != "" {
+		if st, err = newStamp(ctx, work, key); err != nil {
+			logf("no build stamp (the next build runs in full): %v", err)
+		}
+	}
+	if err := swapOutput(ctx, work, out, func() {
+		if st != nil {
+			if err := st.write(stampFile); err != nil {
+				logf("no build stamp (the next build runs in full): %v", err)
+			}
+		}
+	}); err != nil {
 		return nil, err
 	}
+	return rep, nil
+}
+
+// step logs the start of a step and returns the func that logs its end
+// with the time it took: a slow build shows where its time goes.
+func step(logf func(string, ...any), format string, args ...any) (done func()) {
+	what := fmt.Sprintf(format, args...)
+	logf("%s", what)
+	start := time.Now()
+	return func() { logf("%s: %.1f s", what, time.Since(start).Seconds()) }
+}
+
+// unchanged returns the report of the build already in out when nothing
+// that decides it changed: the same key, and the output as the stamp lists
+// it. The locked packages are fetched (and so verified) as by any build.
+func unchanged(ctx context.Context, opts Options, stampFile, out, key string, logf func(string, ...any)) (*Report, error) {
+	if _, err := os.Stat(stampFile); err != nil {
+		return nil, nil
+	}
+	for _, arch := range sortedKeys(opts.Lock.Architectures) {
+		if _, err := fetchArch(ctx, opts.Spec, opts.Lock.Architectures[arch], opts.Cache, opts.Source); err != nil {
+			return nil, err
+		}
+	}
+	rep, ok := upToDate(ctx, stampFile, out, key)
+	if !ok {
+		return nil, ctx.Err()
+	}
+	logf("%s is up to date: the spec, the lock, the builder and every output file are as the last build left them", out)
 	return rep, nil
 }
 
 // swapOutput puts the finished build in place of out. Builds into one
 // output take turns (a lock on its parent directory), and out is checked
 // again under the lock: it may have changed while this build ran.
-func swapOutput(ctx context.Context, work, out string) error {
+func swapOutput(ctx context.Context, work, out string, swapped func()) error {
 	l, err := flock.Acquire(ctx, filepath.Dir(out), true, nil)
 	if err != nil {
 		return err
@@ -400,7 +485,11 @@ func swapOutput(ctx context.Context, work, out string) error {
 	if _, err := ResolveOutput(out); err != nil {
 		return err
 	}
-	return workdir.Swap(work, out)
+	if err := workdir.Swap(work, out); err != nil {
+		return err
+	}
+	swapped()
+	return nil
 }
 
 func cpioType(mode uint32) string {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -605,4 +606,71 @@ func TestBuildDemoInstaller(t *testing.T) {
 			t.Errorf("%s lacks glibc-core:\n%.500s", f, sb)
 		}
 	}
+}
+
+// A build with nothing changed returns the report of the output in place,
+// after hashing it; any change to the output or to an input builds again.
+func TestBuildUpToDate(t *testing.T) {
+	d := newDemo(t)
+	out := filepath.Join(t.TempDir(), "out")
+	var logged []string
+	build := func(builderSHA string) *Report {
+		t.Helper()
+		logged = nil
+		rep, err := Build(context.Background(), Options{Spec: d.spec, Lock: d.lock, LockBytes: d.lockBytes, Out: out, Cache: d.cache,
+			Version: "test", BuilderSHA256: builderSHA, Log: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	upToDate := func() bool {
+		return slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, "is up to date") })
+	}
+	first := build("b1")
+	want := treeHash(t, out)
+	firstJSON, _ := json.Marshal(first)
+
+	again := build("b1")
+	if !upToDate() {
+		t.Fatalf("nothing changed, yet the build ran: %q", logged)
+	}
+	if b, _ := json.Marshal(again); !bytes.Equal(b, firstJSON) {
+		t.Error("the report of an up-to-date build differs from the build's")
+	}
+	// Damage to the output: the build runs and puts it right.
+	sq := filepath.Join(out, "x86_64", "rootfs.sqsh")
+	b, _ := os.ReadFile(sq)
+	b[len(b)/2] ^= 1
+	os.WriteFile(sq, b, 0o644)
+	build("b1")
+	if upToDate() || treeHash(t, out) != want {
+		t.Error("a damaged output was taken as up to date")
+	}
+	// A file added beside the outputs, another builder: the build runs.
+	build("b2")
+	if upToDate() {
+		t.Error("another builder's binary took the earlier build as its own")
+	}
+	os.WriteFile(filepath.Join(out, "oci", "extra"), nil, 0o644)
+	build("b2")
+	if upToDate() {
+		t.Error("an output with a file added was taken as up to date")
+	}
+	// Without the builder's digest there is no shortcut.
+	build("")
+	if upToDate() {
+		t.Error("a build without the builder's digest was skipped")
+	}
+}
+
+// treeHash digests every path, mode and content under dir.
+func treeHash(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := describeOutput(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(entries)
+	return digest(b)
 }

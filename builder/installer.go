@@ -79,7 +79,10 @@ func installerLayer(arch, name string, vmlinuz, initramfs, spdx, bin []byte, bin
 			return nil, err
 		}
 	}
+	// Sized once: the files and a few KiB of tar headers (growing the
+	// buffer by doubling costs more than writing it).
 	var b bytes.Buffer
+	b.Grow(len(vmlinuz) + len(initramfs) + len(spdx) + len(bin) + 64<<10)
 	if err := t.WriteTar(&b, rootfs.Owners{Users: map[string]int{"root": 0}, Groups: map[string]int{"root": 0}}, sde); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package rootfs
 
 import (
+	"context"
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -45,7 +46,7 @@ type PackageResult struct {
 // never run. On error the tree may hold part of the package: callers
 // discard the tree (a build writes nothing on error).
 func (t *Tree) AddRPM(rpmPath string, origin Origin, opts LayOptions) (*PackageResult, error) {
-	l, err := readRPM(rpmPath, origin, opts)
+	l, err := readRPM(context.Background(), rpmPath, origin, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +79,9 @@ func (t *Tree) addLaid(l *laidPackage, origin Origin) error {
 	return nil
 }
 
-// readRPM reads and checks a package file into nodes.
-func readRPM(rpmPath string, origin Origin, opts LayOptions) (*laidPackage, error) {
+// readRPM reads and checks a package file into nodes; it stops at the
+// next payload entry once ctx is done.
+func readRPM(ctx context.Context, rpmPath string, origin Origin, opts LayOptions) (*laidPackage, error) {
 	f, err := os.Open(rpmPath)
 	if err != nil {
 		return nil, err
@@ -131,6 +133,9 @@ func readRPM(rpmPath string, origin Origin, opts LayOptions) (*laidPackage, erro
 	hashes := newHasher(runtime.NumCPU(), opts.OnFile)
 	defer hashes.wait()
 	lay := func(e *cpio.Entry, r io.Reader) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		raw := e.Name
 		if strings.HasPrefix(raw, "/") {
 			// rpmpack (and old rpm builders) write absolute member names;

@@ -2,6 +2,7 @@ package rootfs
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/gob"
@@ -70,18 +71,30 @@ func (t *Tree) AddRPMCached(rpmPath string, origin Origin, opts LayOptions, c *L
 	if c == nil || origin.RPMSHA256 == "" {
 		return t.AddRPM(rpmPath, origin, opts)
 	}
-	lp, ok := c.load(origin, opts)
-	if !ok {
-		var err error
-		if lp, err = readRPM(rpmPath, origin, opts); err != nil {
-			return nil, err
-		}
-		c.store(origin, lp)
+	lp, err := readCached(context.Background(), rpmPath, origin, opts, c)
+	if err != nil {
+		return nil, err
 	}
 	if err := t.addLaid(lp, origin); err != nil {
 		return nil, err
 	}
 	return lp.res, nil
+}
+
+// readCached reads a package through the cache c (nil: none).
+func readCached(ctx context.Context, rpmPath string, origin Origin, opts LayOptions, c *LayCache) (*laidPackage, error) {
+	if c == nil || origin.RPMSHA256 == "" {
+		return readRPM(ctx, rpmPath, origin, opts)
+	}
+	if lp, ok := c.load(origin, opts); ok {
+		return lp, nil
+	}
+	lp, err := readRPM(ctx, rpmPath, origin, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.store(origin, lp)
+	return lp, nil
 }
 
 func (c *LayCache) load(origin Origin, opts LayOptions) (*laidPackage, bool) {

@@ -83,7 +83,7 @@ func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*builder
 		fmt.Sscan(v, &shuffle) // set by builder repro
 	}
 	rep, err := builder.Build(cmd.Context(), builder.Options{Spec: s, Lock: l, LockBytes: lb, Out: out, Cache: c,
-		SourceDateEpoch: sde, Version: version, Log: logf, Shuffle: shuffle, Schematic: sch, DiskCompressions: b.diskCompressions,
+		SourceDateEpoch: sde, Version: version, BuilderSHA256: selfDigest(), Log: logf, Shuffle: shuffle, Schematic: sch, DiskCompressions: b.diskCompressions,
 		NoStepCaches: os.Getenv("NODEFORGE_STEP_CACHES") == "off", Source: repo.SourceOptions{Timeout: netTimeout}})
 	endProgress(stderr)
 	return rep, out, err

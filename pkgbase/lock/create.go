@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/evr"
@@ -204,15 +206,34 @@ func resolveArch(ctx context.Context, s *specs.Spec, arch string, all []*repo.Pa
 	if err != nil {
 		return nil, err
 	}
+	// Packages are checked on every core: reading and hashing them is the
+	// work of a lock once they are downloaded.
+	pinned := make([]Package, len(whole.Packages))
+	errs := make([]error, len(whole.Packages))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(whole.Packages)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				p := whole.Packages[i]
+				pinned[i], errs[i] = pinPackage(p, paths[i], srcOf[p.Repo], wants[i])
+			}
+		}()
+	}
+	for i := range whole.Packages {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	var problems []string
-	for i, p := range whole.Packages {
-		lr := srcOf[p.Repo]
-		lp, err := pinPackage(p, paths[i], lr, wants[i])
-		if err != nil {
-			problems = append(problems, err.Error())
+	for i := range whole.Packages {
+		if errs[i] != nil {
+			problems = append(problems, errs[i].Error())
 			continue
 		}
-		a.Packages = append(a.Packages, lp)
+		a.Packages = append(a.Packages, pinned[i])
 	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
@@ -243,7 +264,9 @@ func pinPackage(p *repo.Package, path string, lr loadedRepo, w cache.Want) (Pack
 	if got.Name != p.Name || got.Arch != p.Arch || got.EVR != p.EVR {
 		return Package{}, fmt.Errorf("%s: the file %s holds %s instead", p.NEVRA(), p.Location, got.NEVRA())
 	}
-	v, err := rp.Verify(rpmfile.VerifyOptions{Keyring: lr.keyring})
+	// Digests and signatures as rpm -K checks them; the build walks the
+	// payload's archive when it lays the package.
+	v, err := rp.Verify(rpmfile.VerifyOptions{Keyring: lr.keyring, DigestsOnly: true})
 	if err != nil {
 		return Package{}, fmt.Errorf("%s: %w", p.NEVRA(), err)
 	}

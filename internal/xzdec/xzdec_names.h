@@ -1,0 +1,100 @@
+// Renames every external symbol of the vendored liblzma from lzma_* to
+// xzdec_lzma_*, so that a program that also links a system liblzma (for
+// example through libarchive or libsystemd) gets no clash or symbol
+// interposition between the two. config.h includes this file before any
+// liblzma header, so declarations and definitions are renamed alike.
+//
+// Regenerate after a refresh (see README.md):
+//   nm <objects> | awk '$2 ~ /^[TDRBC]$/ && $3 ~ /^lzma_/ {print $3}' | sort -u
+
+#ifndef XZDEC_NAMES_H
+#define XZDEC_NAMES_H
+
+#define lzma_alloc xzdec_lzma_alloc
+#define lzma_alloc_zero xzdec_lzma_alloc_zero
+#define lzma_alone_decoder xzdec_lzma_alone_decoder
+#define lzma_alone_decoder_init xzdec_lzma_alone_decoder_init
+#define lzma_block_compressed_size xzdec_lzma_block_compressed_size
+#define lzma_block_decoder xzdec_lzma_block_decoder
+#define lzma_block_decoder_init xzdec_lzma_block_decoder_init
+#define lzma_block_header_decode xzdec_lzma_block_header_decode
+#define lzma_block_total_size xzdec_lzma_block_total_size
+#define lzma_block_unpadded_size xzdec_lzma_block_unpadded_size
+#define lzma_bufcpy xzdec_lzma_bufcpy
+#define lzma_check_finish xzdec_lzma_check_finish
+#define lzma_check_init xzdec_lzma_check_init
+#define lzma_check_is_supported xzdec_lzma_check_is_supported
+#define lzma_check_size xzdec_lzma_check_size
+#define lzma_check_update xzdec_lzma_check_update
+#define lzma_code xzdec_lzma_code
+#define lzma_crc32 xzdec_lzma_crc32
+#define lzma_crc32_table xzdec_lzma_crc32_table
+#define lzma_crc64 xzdec_lzma_crc64
+#define lzma_crc64_table xzdec_lzma_crc64_table
+#define lzma_delta_coder_init xzdec_lzma_delta_coder_init
+#define lzma_delta_coder_memusage xzdec_lzma_delta_coder_memusage
+#define lzma_delta_decoder_init xzdec_lzma_delta_decoder_init
+#define lzma_delta_props_decode xzdec_lzma_delta_props_decode
+#define lzma_end xzdec_lzma_end
+#define lzma_filter_decoder_is_supported xzdec_lzma_filter_decoder_is_supported
+#define lzma_filter_flags_decode xzdec_lzma_filter_flags_decode
+#define lzma_filters_copy xzdec_lzma_filters_copy
+#define lzma_filters_free xzdec_lzma_filters_free
+#define lzma_footer_magic xzdec_lzma_footer_magic
+#define lzma_free xzdec_lzma_free
+#define lzma_get_check xzdec_lzma_get_check
+#define lzma_get_progress xzdec_lzma_get_progress
+#define lzma_header_magic xzdec_lzma_header_magic
+#define lzma_index_hash_append xzdec_lzma_index_hash_append
+#define lzma_index_hash_decode xzdec_lzma_index_hash_decode
+#define lzma_index_hash_end xzdec_lzma_index_hash_end
+#define lzma_index_hash_init xzdec_lzma_index_hash_init
+#define lzma_index_hash_size xzdec_lzma_index_hash_size
+#define lzma_lz_decoder_init xzdec_lzma_lz_decoder_init
+#define lzma_lz_decoder_memusage xzdec_lzma_lz_decoder_memusage
+#define lzma_lzma2_decoder_init xzdec_lzma_lzma2_decoder_init
+#define lzma_lzma2_decoder_memusage xzdec_lzma_lzma2_decoder_memusage
+#define lzma_lzma2_props_decode xzdec_lzma_lzma2_props_decode
+#define lzma_lzma_decoder_create xzdec_lzma_lzma_decoder_create
+#define lzma_lzma_decoder_init xzdec_lzma_lzma_decoder_init
+#define lzma_lzma_decoder_memusage xzdec_lzma_lzma_decoder_memusage
+#define lzma_lzma_decoder_memusage_nocheck xzdec_lzma_lzma_decoder_memusage_nocheck
+#define lzma_lzma_lclppb_decode xzdec_lzma_lzma_lclppb_decode
+#define lzma_lzma_props_decode xzdec_lzma_lzma_props_decode
+#define lzma_memlimit_get xzdec_lzma_memlimit_get
+#define lzma_memlimit_set xzdec_lzma_memlimit_set
+#define lzma_memusage xzdec_lzma_memusage
+#define lzma_next_end xzdec_lzma_next_end
+#define lzma_next_filter_init xzdec_lzma_next_filter_init
+#define lzma_next_filter_update xzdec_lzma_next_filter_update
+#define lzma_properties_decode xzdec_lzma_properties_decode
+#define lzma_raw_coder_init xzdec_lzma_raw_coder_init
+#define lzma_raw_coder_memusage xzdec_lzma_raw_coder_memusage
+#define lzma_raw_decoder xzdec_lzma_raw_decoder
+#define lzma_raw_decoder_init xzdec_lzma_raw_decoder_init
+#define lzma_raw_decoder_memusage xzdec_lzma_raw_decoder_memusage
+#define lzma_sha256_finish xzdec_lzma_sha256_finish
+#define lzma_sha256_init xzdec_lzma_sha256_init
+#define lzma_sha256_update xzdec_lzma_sha256_update
+#define lzma_simple_arm64_decoder_init xzdec_lzma_simple_arm64_decoder_init
+#define lzma_simple_arm_decoder_init xzdec_lzma_simple_arm_decoder_init
+#define lzma_simple_armthumb_decoder_init xzdec_lzma_simple_armthumb_decoder_init
+#define lzma_simple_coder_init xzdec_lzma_simple_coder_init
+#define lzma_simple_ia64_decoder_init xzdec_lzma_simple_ia64_decoder_init
+#define lzma_simple_powerpc_decoder_init xzdec_lzma_simple_powerpc_decoder_init
+#define lzma_simple_props_decode xzdec_lzma_simple_props_decode
+#define lzma_simple_sparc_decoder_init xzdec_lzma_simple_sparc_decoder_init
+#define lzma_simple_x86_decoder_init xzdec_lzma_simple_x86_decoder_init
+#define lzma_stream_decoder xzdec_lzma_stream_decoder
+#define lzma_stream_decoder_init xzdec_lzma_stream_decoder_init
+#define lzma_stream_flags_compare xzdec_lzma_stream_flags_compare
+#define lzma_stream_footer_decode xzdec_lzma_stream_footer_decode
+#define lzma_stream_header_decode xzdec_lzma_stream_header_decode
+#define lzma_strm_init xzdec_lzma_strm_init
+#define lzma_validate_chain xzdec_lzma_validate_chain
+#define lzma_version_number xzdec_lzma_version_number
+#define lzma_version_string xzdec_lzma_version_string
+#define lzma_vli_decode xzdec_lzma_vli_decode
+#define lzma_vli_size xzdec_lzma_vli_size
+
+#endif

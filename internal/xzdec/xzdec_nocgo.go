@@ -1,0 +1,9 @@
+//go:build !cgo
+
+package xzdec
+
+import "io"
+
+func newReader(r io.Reader, f Format, limit uint64) (io.ReadCloser, error) {
+	return newPureReader(r, f, limit), nil
+}
