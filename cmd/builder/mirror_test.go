@@ -248,7 +248,7 @@ func TestMirrorThroughArchive(t *testing.T) {
 		}
 	}
 	if out, err := runBuilder(t, "resolve", "--repo", filepath.Join(baseOut, "repos/demo/x86_64"), "--repo", filepath.Join(baseOut, "repos/demo/noarch"),
-		"--keyring", basePub, "bash", "containerd"); err != nil {
+		"--keyring", basePub, "--cache", t.TempDir(), "bash", "containerd"); err != nil {
 		t.Errorf("resolve against the subset: %v\n%s", err, out)
 	}
 

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -33,7 +36,7 @@ func hostArch() string {
 
 func newResolveCmd() *cobra.Command {
 	var repos, keyrings, components, excludes []string
-	var arch, branch, format, verify string
+	var arch, branch, format, verify, cacheDir string
 	var insecure, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "resolve --repo URL [--repo URL]... [--arch ARCH] [--keyring FILE | --insecure-skip-verify] [--json] PACKAGE...",
@@ -52,6 +55,9 @@ directory or URL that holds repodata/, with upstream rpm rules.
 
 Release files must verify with --keyring, or verification must be skipped
 explicitly with --insecure-skip-verify (index hashes are checked regardless).
+What the indexes parse to is kept under the --cache directory, keyed by the
+digest of the (verified) release file, and reused while it is unchanged;
+--cache "" keeps nothing.
 When the packages cannot be installed, resolve exits 1 and explains why: the
 chain from the requested package to the requirement nothing provides, or the
 conflicting pair.`,
@@ -79,12 +85,24 @@ conflicting pair.`,
 				return fmt.Errorf("--verify %q: want all or packages", verify)
 			}
 			ctx := cmd.Context()
+			// resolve keeps nearly all it reads until it exits: a
+			// collection finds little to free. Collect less often
+			// (unless GOGC says otherwise).
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(400)
+			}
+			indexCache := ""
+			if cacheDir != "" {
+				indexCache = filepath.Join(cacheDir, "repo-index")
+			}
+			// New cache entries are written while resolving.
+			defer repo.WaitIndexCache()
 			var all []*repo.Package
 			sem := evr.ALT
 			partial := map[string]string{}
 			for i, u := range repos {
 				ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: format, Keyring: kr, InsecureSkipVerify: insecure, UnsignedIndex: verify == "packages",
-					Components: components, Source: repo.SourceOptions{Timeout: netTimeout}})
+					Components: components, Source: repo.SourceOptions{Timeout: netTimeout}, IndexCache: indexCache, IndexCacheAsync: true})
 				if err != nil {
 					return err
 				}
@@ -118,6 +136,7 @@ conflicting pair.`,
 	f.StringVar(&format, "format", "", "repository format: alt or rpm-md (default: detect)")
 	f.StringArrayVar(&excludes, "exclude", nil, "package name glob never to choose (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.StringVar(&cacheDir, "cache", defaultCacheDir(), "cache directory ($NODEFORGE_CACHE): parsed repository indexes are kept in its repo-index/ (\"\": none)")
 	return cmd
 }
 

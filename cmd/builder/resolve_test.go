@@ -25,6 +25,7 @@ func fixtureRepo(t *testing.T) string {
 }
 
 func TestResolveALTFixture(t *testing.T) {
+	t.Setenv("NODEFORGE_CACHE", t.TempDir()) // the parsed-index cache
 	dir := fixtureRepo(t)
 	_, err := runBuilder(t, "resolve", "--repo", dir, "--insecure-skip-verify", "--arch", "x86_64", "kernel-image-std-def-checkinstall")
 	if err == nil || !strings.Contains(err.Error(), "requires kernel-image-std-def = 2:5.10.253-alt1:p10+415595.100.2.1, which nothing provides") {
@@ -47,6 +48,7 @@ func TestResolveALTFixture(t *testing.T) {
 }
 
 func TestResolveDemoBase(t *testing.T) {
+	t.Setenv("NODEFORGE_CACHE", t.TempDir()) // the parsed-index cache
 	dir := filepath.Join(t.TempDir(), "demo")
 	if err := demobase.Write(dir); err != nil {
 		t.Fatal(err)
@@ -78,5 +80,35 @@ func TestResolveDemoBase(t *testing.T) {
 	other := filepath.Join(testutil.Fixtures(t, "keys"), "RPM-GPG-KEY-CentOS-7")
 	if _, err := runBuilder(t, "resolve", "--repo", filepath.Join(dir, "alt", "x86_64"), "--keyring", other, "bash"); err == nil || !strings.Contains(err.Error(), "not in the keyring") {
 		t.Errorf("wrong keyring: %v", err)
+	}
+}
+
+// TestResolveIndexCache: a resolve that reads the parsed-index cache
+// prints what one that parses the indexes prints, and the release is still
+// verified.
+func TestResolveIndexCache(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	if err := demobase.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	args := []string{"resolve", "--repo", filepath.Join(dir, "alt", "x86_64"), "--repo", filepath.Join(dir, "alt", "noarch"),
+		"--keyring", filepath.Join(dir, "keys", "demo.asc"), "--arch", "x86_64", "--json", "zfs-utils", "kernel-image-std-def"}
+	want, err := runBuilder(t, append(args, "--cache", "")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, what := range []string{"cold", "warm"} {
+		got, err := runBuilder(t, append(args, "--cache", cache)...)
+		if err != nil || got != want {
+			t.Fatalf("%s: %v\n%s\nwant\n%s", what, err, got, want)
+		}
+	}
+	if entries, _ := filepath.Glob(filepath.Join(cache, "repo-index", "*.idx")); len(entries) != 2 {
+		t.Errorf("cache entries %q, want one a repository", entries)
+	}
+	other := filepath.Join(testutil.Fixtures(t, "keys"), "RPM-GPG-KEY-CentOS-7")
+	if _, err := runBuilder(t, "resolve", "--cache", cache, "--repo", filepath.Join(dir, "alt", "x86_64"), "--keyring", other, "bash"); err == nil || !strings.Contains(err.Error(), "not in the keyring") {
+		t.Errorf("wrong keyring with a warm cache: %v", err)
 	}
 }

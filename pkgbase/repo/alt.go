@@ -167,6 +167,11 @@ type ALTOptions struct {
 	InsecureSkipVerify bool
 	// Components narrows the components read; empty means all the release lists.
 	Components []string
+	// IndexCache is a directory of parsed indexes (AnyOptions.IndexCache);
+	// "" keeps none.
+	IndexCache string
+	// IndexCacheAsync is AnyOptions.IndexCacheAsync.
+	IndexCacheAsync bool
 }
 
 // IndexInfo records one index file as loaded, for the lock file.
@@ -216,6 +221,13 @@ func LoadALT(ctx context.Context, src Source, opts ALTOptions) (*ALTRepo, error)
 	if len(comps) == 0 {
 		return nil, fmt.Errorf("%s/base/release lists no components", src.URL())
 	}
+	// The release was verified (or its verification skipped) above: the
+	// indexes parsed under it may be reused.
+	key := indexCacheKey(FormatALT, repo.ReleaseHash, comps...)
+	if ci, ok := readIndexCache(opts.IndexCache, key, src.URL()); ok {
+		repo.Packages, repo.Indexes = ci.Packages, ci.Indexes
+		return repo, nil
+	}
 	for _, comp := range comps {
 		pkgs, idx, err := loadPkglist(ctx, src, rel, comp)
 		if err != nil {
@@ -225,6 +237,7 @@ func LoadALT(ctx context.Context, src Source, opts ALTOptions) (*ALTRepo, error)
 		repo.Indexes = append(repo.Indexes, idx)
 	}
 	SortPackages(repo.Packages)
+	storeIndexCache(opts.IndexCache, opts.IndexCacheAsync, key, src.URL(), &cachedIndex{Packages: repo.Packages, Indexes: repo.Indexes, FullFiles: true})
 	return repo, nil
 }
 
@@ -260,6 +273,7 @@ func loadPkglist(ctx context.Context, src Source, rel *Release, comp string) ([]
 		if err != nil {
 			return nil, IndexInfo{}, fmt.Errorf("%s: %w", where, err)
 		}
+		defer dr.Close()
 		var plainR io.Reader = dr
 		var pv *verifyingReader
 		if listedPlain {

@@ -25,6 +25,15 @@ type AnyOptions struct {
 	UnsignedIndex bool
 	Components    []string // ALT only
 	Source        SourceOptions
+	// IndexCache is a directory that keeps parsed indexes, keyed by the
+	// digest of the release file (base/release, repodata/repomd.xml) they
+	// came from: a repository whose release is unchanged is read from it
+	// instead of parsing its indexes again. "" keeps none.
+	IndexCache string
+	// IndexCacheAsync writes a new entry on a goroutine of its own while
+	// the caller goes on with the packages: the caller must not modify
+	// them, and must call WaitIndexCache before it exits.
+	IndexCacheAsync bool
 }
 
 // Loaded is a repository read by Load.
@@ -78,7 +87,8 @@ func Load(ctx context.Context, location string, opts AnyOptions) (*Loaded, error
 	}
 	switch format {
 	case FormatALT:
-		r, err := LoadALT(ctx, src, ALTOptions{Keyring: opts.Keyring, InsecureSkipVerify: opts.InsecureSkipVerify, Components: opts.Components})
+		r, err := LoadALT(ctx, src, ALTOptions{Keyring: opts.Keyring, InsecureSkipVerify: opts.InsecureSkipVerify, Components: opts.Components,
+			IndexCache: opts.IndexCache, IndexCacheAsync: opts.IndexCacheAsync})
 		if err != nil {
 			return nil, err
 		}
@@ -108,11 +118,19 @@ func Load(ctx context.Context, location string, opts AnyOptions) (*Loaded, error
 			}
 			l.Signers = []string{fp}
 		}
+		// The index was verified (or its verification skipped) above:
+		// what was parsed from the files it lists may be reused.
+		key := indexCacheKey(FormatRPMMD, l.ReleaseSHA256, "filelists")
+		if ci, ok := readIndexCache(opts.IndexCache, key, src.URL()); ok {
+			l.Packages, l.FullFiles = ci.Packages, ci.FullFiles
+			return l, nil
+		}
 		md, err := readRPMMD(ctx, src, raw, LoadOptions{Filelists: true})
 		if err != nil {
 			return nil, err
 		}
 		l.Packages, l.FullFiles = md.Packages, md.FullFiles
+		storeIndexCache(opts.IndexCache, opts.IndexCacheAsync, key, src.URL(), &cachedIndex{Packages: md.Packages, FullFiles: md.FullFiles})
 		return l, nil
 	}
 	return nil, fmt.Errorf("unknown repository format %q (want alt or rpm-md)", format)

@@ -178,54 +178,6 @@ func parseMDNumber(s string) (int64, error) {
 	return n, nil
 }
 
-// primary.xml, one <package> element.
-type xmlPackage struct {
-	Name    string      `xml:"name"`
-	Arch    string      `xml:"arch"`
-	Version xmlEVR      `xml:"version"`
-	Sum     xmlChecksum `xml:"checksum"`
-	Time    struct {
-		Build string `xml:"build,attr"`
-	} `xml:"time"`
-	Size struct {
-		Package   string `xml:"package,attr"`
-		Installed string `xml:"installed,attr"`
-	} `xml:"size"`
-	Location struct {
-		Href string `xml:"href,attr"`
-		Base string `xml:"base,attr"` // xml:base: packages hosted elsewhere
-	} `xml:"location"`
-	Format struct {
-		License   string     `xml:"license"`
-		SourceRPM string     `xml:"sourcerpm"`
-		Provides  []xmlEntry `xml:"provides>entry"`
-		Requires  []xmlEntry `xml:"requires>entry"`
-		Conflicts []xmlEntry `xml:"conflicts>entry"`
-		Obsoletes []xmlEntry `xml:"obsoletes>entry"`
-		Files     []xmlFile  `xml:"file"`
-	} `xml:"format"`
-}
-
-type xmlEVR struct {
-	Epoch *string `xml:"epoch,attr"`
-	Ver   string  `xml:"ver,attr"`
-	Rel   string  `xml:"rel,attr"`
-}
-
-type xmlEntry struct {
-	Name  string  `xml:"name,attr"`
-	Flags string  `xml:"flags,attr"`
-	Epoch *string `xml:"epoch,attr"`
-	Ver   string  `xml:"ver,attr"`
-	Rel   string  `xml:"rel,attr"`
-	Pre   string  `xml:"pre,attr"`
-}
-
-type xmlFile struct {
-	Type string `xml:"type,attr"` // "dir", "ghost" or absent
-	Path string `xml:",chardata"`
-}
-
 // rpm-md's names for rpm's sense flags.
 var senseFlags = map[string]uint32{
 	"EQ": evr.FlagEqual,
@@ -251,139 +203,6 @@ func ParsePrimary(r io.Reader, repoURL string) ([]*Package, error) {
 	return pkgs, nil
 }
 
-// parsePrimary calls fn for each package with its pkgid (the checksum
-// primary.xml marks pkgid="YES", which filelists.xml refers to).
-func parsePrimary(r io.Reader, repoURL string, fn func(pkgid string, p *Package) error) error {
-	d := newMDDecoder(r)
-	if _, err := mdRootElement(d, "metadata", "a primary.xml"); err != nil {
-		return err
-	}
-	return eachPackage(d, "primary.xml", func(x *xmlPackage, n, line int) error {
-		p, pkgid, err := x.toPackage(repoURL)
-		if err != nil {
-			return fmt.Errorf("primary.xml: package %d (line %d): %w", n, line, err)
-		}
-		return fn(pkgid, p)
-	})
-}
-
-// eachPackage walks the <package> elements below an open root element,
-// decoding one at a time (metadata files can be hundreds of megabytes) and
-// passing each on with its number and line; it returns at the root's end.
-func eachPackage[T any](d *xml.Decoder, file string, fn func(x *T, n, line int) error) error {
-	n := 0
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF // the root element was not closed
-			}
-			return fmt.Errorf("%s: after %d packages: %w", file, n, err)
-		}
-		switch t := tok.(type) {
-		case xml.EndElement:
-			return nil
-		case xml.StartElement:
-			if t.Name.Local != "package" {
-				if err := d.Skip(); err != nil {
-					return fmt.Errorf("%s: after %d packages: %w", file, n, err)
-				}
-				continue
-			}
-			line, _ := d.InputPos()
-			var x T
-			if err := d.DecodeElement(&x, &t); err != nil {
-				return fmt.Errorf("%s: package %d (line %d): %w", file, n+1, line, err)
-			}
-			n++
-			if err := fn(&x, n, line); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-func (x *xmlPackage) toPackage(repoURL string) (*Package, string, error) {
-	p := &Package{
-		Name:      strings.TrimSpace(x.Name),
-		Arch:      strings.TrimSpace(x.Arch),
-		SourceRPM: strings.TrimSpace(x.Format.SourceRPM),
-		License:   strings.TrimSpace(x.Format.License),
-		Semantics: evr.RPM,
-		Repo:      repoURL,
-		Location:  strings.TrimSpace(x.Location.Href),
-	}
-	if p.Name == "" {
-		return nil, "", errors.New("no <name>")
-	}
-	if p.Arch == "" {
-		return nil, "", fmt.Errorf("%s: no <arch>", p.Name)
-	}
-	if x.Version.Ver == "" {
-		return nil, "", fmt.Errorf("%s: no version/@ver", p.Name)
-	}
-	if p.Location == "" {
-		return nil, "", fmt.Errorf("%s: no location/@href", p.Name)
-	}
-	if b := strings.TrimSpace(x.Location.Base); b != "" {
-		p.Repo = strings.TrimSuffix(b, "/")
-	}
-	p.EVR = evr.EVR{Version: x.Version.Ver, Release: x.Version.Rel}
-	// createrepo writes epoch="0" whether or not the package has one, so
-	// 0 cannot be told from none; like dnf, treat it as none (under rpm
-	// rules a missing epoch compares as 0 anyway).
-	if x.Version.Epoch != nil && *x.Version.Epoch != "" {
-		e, err := parseEpoch(*x.Version.Epoch)
-		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", p.Name, err)
-		}
-		p.EVR.Epoch, p.EVR.HasEpoch = e, e != 0
-	}
-	var err error
-	if p.BuildTime, err = parseMDNumber(x.Time.Build); err != nil {
-		return nil, "", fmt.Errorf("%s: time/@build: %w", p.Name, err)
-	}
-	if p.Size, err = parseMDNumber(x.Size.Installed); err != nil {
-		return nil, "", fmt.Errorf("%s: size/@installed: %w", p.Name, err)
-	}
-	if p.FileSize, err = parseMDNumber(x.Size.Package); err != nil {
-		return nil, "", fmt.Errorf("%s: size/@package: %w", p.Name, err)
-	}
-	sum := mdChecksum(&x.Sum)
-	switch sum.Type {
-	case "sha256":
-		p.SHA256 = sum.Value
-	case "sha", "sha1":
-		p.SHA1 = sum.Value
-	case "md5":
-		p.MD5 = sum.Value
-	}
-	for _, dl := range []struct {
-		dst  *[]Dep
-		src  []xmlEntry
-		what string
-	}{
-		{&p.Provides, x.Format.Provides, "provides"},
-		{&p.Requires, x.Format.Requires, "requires"},
-		{&p.Conflicts, x.Format.Conflicts, "conflicts"},
-		{&p.Obsoletes, x.Format.Obsoletes, "obsoletes"},
-	} {
-		for _, e := range dl.src {
-			dep, err := e.toDep()
-			if err != nil {
-				return nil, "", fmt.Errorf("%s: %s: %w", p.Name, dl.what, err)
-			}
-			*dl.dst = append(*dl.dst, dep)
-		}
-	}
-	for _, f := range x.Format.Files {
-		if f.Path != "" {
-			p.Files = append(p.Files, f.Path)
-		}
-	}
-	return p, sum.Value, nil
-}
-
 // parseEpoch accepts rpm's epoch range (uint32).
 func parseEpoch(s string) (int, error) {
 	e, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
@@ -391,86 +210,6 @@ func parseEpoch(s string) (int, error) {
 		return 0, fmt.Errorf("invalid epoch %q", s)
 	}
 	return int(e), nil
-}
-
-func (e *xmlEntry) toDep() (Dep, error) {
-	if e.Name == "" {
-		return Dep{}, errors.New("rpm:entry without a name")
-	}
-	dep := Dep{Name: e.Name}
-	if e.Flags != "" {
-		f, ok := senseFlags[e.Flags]
-		if !ok {
-			return Dep{}, fmt.Errorf("%s: unknown flags %q", e.Name, e.Flags)
-		}
-		dep.Flags = f
-	}
-	if e.Pre == "1" || e.Pre == "true" {
-		dep.Flags |= evr.FlagPrereq
-	}
-	dep.Version = depVersion(e.Epoch, e.Ver, e.Rel)
-	return dep, nil
-}
-
-// depVersion renders [epoch:]ver[-rel]. createrepo_c writes epoch="0" for
-// every versioned dependency whether or not it had one, so (like libsolv)
-// epoch 0 is dropped; under rpm's rules a missing epoch compares as 0 anyway.
-// A version that itself looks like "N:..." keeps an explicit "0:" so it
-// cannot be misread as an epoch.
-func depVersion(epoch *string, ver, rel string) string {
-	e := ""
-	if epoch != nil && *epoch != "0" {
-		e = *epoch
-	}
-	if ver == "" && rel == "" {
-		if e == "" {
-			return ""
-		}
-		return e + ":"
-	}
-	s := ver
-	if rel != "" {
-		s += "-" + rel
-	}
-	if e != "" {
-		return e + ":" + s
-	}
-	if i := strings.IndexFunc(ver, func(r rune) bool { return r < '0' || r > '9' }); i > 0 && ver[i] == ':' {
-		return "0:" + s
-	}
-	return s
-}
-
-// filelists.xml, one <package> element.
-type xmlFilelistsPackage struct {
-	PkgID string    `xml:"pkgid,attr"`
-	Name  string    `xml:"name,attr"`
-	Arch  string    `xml:"arch,attr"`
-	Files []xmlFile `xml:"file"`
-}
-
-// ParseFilelists reads filelists.xml (decompressed) one <package> at a time
-// and calls fn with each package's pkgid, name, arch and full file list
-// (directories and ghosts included). An error from fn stops the parse and is
-// returned as is.
-func ParseFilelists(r io.Reader, fn func(pkgid, name, arch string, files []string) error) error {
-	d := newMDDecoder(r)
-	if _, err := mdRootElement(d, "filelists", "a filelists.xml"); err != nil {
-		return err
-	}
-	return eachPackage(d, "filelists.xml", func(x *xmlFilelistsPackage, n, line int) error {
-		pkgid := strings.ToLower(strings.TrimSpace(x.PkgID))
-		if pkgid == "" {
-			return fmt.Errorf("filelists.xml: package %d (line %d, %q): no pkgid", n, line, x.Name)
-		}
-		files := make([]string, 0, len(x.Files))
-		for _, f := range x.Files {
-			if f.Path != "" {
-				files = append(files, f.Path)
-			}
-		}
-		return fn(pkgid, x.Name, x.Arch, files)
-	})
 }
 
 // LoadOptions tunes LoadRPMMD.
@@ -535,6 +274,24 @@ func readRPMMD(ctx context.Context, src Source, repomd []byte, opts LoadOptions)
 	if prim == nil {
 		return nil, fmt.Errorf("%s/%s: no primary metadata listed", base, RepomdPath)
 	}
+	// Primary and filelists are read side by side; the file lists are
+	// merged once both are in, in filelists.xml's order, as if each had
+	// been merged as it came.
+	fl := md.Get("filelists")
+	withFiles := opts.Filelists && fl != nil
+	var (
+		recs   []filelistsRecord
+		flErr  error
+		flDone = make(chan struct{})
+	)
+	flCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if withFiles {
+		go func() {
+			defer close(flDone)
+			recs, flErr = readFilelistsRecords(flCtx, src, fl, opts.MaxIndexSize)
+		}()
+	}
 	var (
 		pkgs []*Package
 		byID = map[string][]*Package{}
@@ -552,50 +309,98 @@ func readRPMMD(ctx context.Context, src Source, repomd []byte, opts LoadOptions)
 		})
 	})
 	if err != nil {
+		// Primary's error explains a failure best: filelists is not
+		// looked at (it used to be read only after primary).
+		cancel()
+		if withFiles {
+			<-flDone
+		}
 		return nil, err
 	}
 	out := &RPMMD{}
-	if fl := md.Get("filelists"); opts.Filelists && fl != nil {
-		if err := mergeFilelists(ctx, src, fl, opts.MaxIndexSize, byID); err != nil {
-			return nil, err
+	if withFiles {
+		<-flDone
+		if flErr != nil {
+			return nil, flErr
 		}
+		mergeFilelists(recs, byID)
 		out.FullFiles = true
 	}
-	slices.SortStableFunc(pkgs, func(a, b *Package) int {
-		return cmp.Or(
-			strings.Compare(a.Name, b.Name),
-			strings.Compare(a.VR(), b.VR()),
-			strings.Compare(a.Arch, b.Arch),
-			strings.Compare(a.Location, b.Location),
-		)
-	})
+	sortRPMMD(pkgs)
 	out.Packages = pkgs
 	return out, nil
 }
 
-// mergeFilelists replaces the file lists of the packages primary.xml gave
-// (by pkgid) with filelists.xml's full ones.
-func mergeFilelists(ctx context.Context, src Source, fl *RepomdData, limit int64, byID map[string][]*Package) error {
-	n := 0
-	return fetchVerified(ctx, src, fl, limit, func(r io.Reader) error {
+// sortRPMMD orders packages by name, version label, arch and location,
+// keeping the document order of equal ones.
+func sortRPMMD(pkgs []*Package) {
+	type keyed struct {
+		p  *Package
+		vr string
+		i  int
+	}
+	ks := make([]keyed, len(pkgs))
+	for i, p := range pkgs {
+		ks[i] = keyed{p, p.VR(), i}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		if c := strings.Compare(a.p.Name, b.p.Name); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.vr, b.vr); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.p.Arch, b.p.Arch); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.p.Location, b.p.Location); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	for i := range ks {
+		pkgs[i] = ks[i].p
+	}
+}
+
+// filelistsRecord is one <package> of filelists.xml.
+type filelistsRecord struct {
+	pkgid, name, arch string
+	files             []string
+}
+
+// readFilelistsRecords reads filelists.xml's packages.
+func readFilelistsRecords(ctx context.Context, src Source, fl *RepomdData, limit int64) ([]filelistsRecord, error) {
+	var recs []filelistsRecord
+	err := fetchVerified(ctx, src, fl, limit, func(r io.Reader) error {
 		return ParseFilelists(r, func(pkgid, name, arch string, files []string) error {
-			if n++; n%1024 == 0 && ctx.Err() != nil {
+			if len(recs)%1024 == 1023 && ctx.Err() != nil {
 				return ctx.Err()
 			}
-			shared := false
-			for _, p := range byID[pkgid] {
-				// pkgid is the package's checksum; name and arch are
-				// checked so a stray entry cannot relabel a package.
-				if p.Name == name && p.Arch == arch {
-					if shared {
-						files = slices.Clone(files)
-					}
-					p.Files, shared = files, true
-				}
-			}
+			recs = append(recs, filelistsRecord{pkgid, name, arch, files})
 			return nil
 		})
 	})
+	return recs, err
+}
+
+// mergeFilelists replaces the file lists of the packages primary.xml gave
+// (by pkgid) with filelists.xml's full ones.
+func mergeFilelists(recs []filelistsRecord, byID map[string][]*Package) {
+	for _, r := range recs {
+		files := r.files
+		shared := false
+		for _, p := range byID[r.pkgid] {
+			// pkgid is the package's checksum; name and arch are
+			// checked so a stray entry cannot relabel a package.
+			if p.Name == r.name && p.Arch == r.arch {
+				if shared {
+					files = slices.Clone(files)
+				}
+				p.Files, shared = files, true
+			}
+		}
+	}
 }
 
 // newRepomdHash returns a hash for a repomd checksum type.
@@ -671,12 +476,19 @@ func fetchVerified(ctx context.Context, src Source, d *RepomdData, limit int64, 
 		if oh != nil {
 			ow = io.MultiWriter(oh, &oc)
 		}
-		opened := io.TeeReader(dr, ow)
+		// Fetching, hashing and decompressing run ahead of the parse, on
+		// another goroutine.
+		opened := newReadAhead(io.TeeReader(dr, ow))
 		perr = parse(opened)
 		// Finish the stream so the checksums cover all of it.
 		if perr == nil || !errors.Is(perr, context.Canceled) && !errors.Is(perr, context.DeadlineExceeded) {
 			_, derr = io.Copy(io.Discard, opened)
 		}
+		if perr != nil && (errors.Is(perr, context.Canceled) || errors.Is(perr, context.DeadlineExceeded)) {
+			// Not drained: the read-ahead may be waiting on the source.
+			rc.Close()
+		}
+		opened.Close()
 		dr.Close()
 	}
 	if ctx.Err() != nil {

@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"hash/maphash"
 	"regexp"
 	"slices"
 	"strings"
@@ -336,62 +337,111 @@ func (r *resolver) buildPairs() {
 }
 
 // nameIndex maps names (package names, provides, file paths) to the
-// candidates that carry them. Every name is hashed once into an id and the
-// lists are laid out flat (CSR): building it is the bulk of a Resolve on a
-// large index, and one map insert per occurrence with no per-name slices
-// keeps it cheap.
+// candidates that carry them. Building it is the bulk of a Resolve on a
+// large index and a look-up is needed for only a few thousand names, so it
+// builds no map: every name occurrence is hashed once and the occurrences
+// are sorted by hash (then by position: a counting sort on the top 16
+// bits, then each bucket), which leaves the occurrences of each name side
+// by side, in order. A look-up finds the
+// run of its hash through a table of the hashes' top 16 bits and keeps
+// the occurrences of its kind whose name is the one asked for (the hash
+// decides nothing alone).
 type nameIndex struct {
-	ids   map[string]int32
-	name  csr[int32]   // packages of that name
-	prov  csr[provRef] // explicit provides of that name
-	file  csr[int32]   // packages containing that path
-	obsBy csr[int32]   // packages obsoleting that name (other names)
+	seed maphash.Seed
+	occ  []hashed // every occurrence, by hash, then by position
+	top  []int32  // occ[top[d]:top[d+1]]: the hashes whose top 16 bits are d
+	// Occurrences are numbered by kind: names [0, nName), provides
+	// [nName, nProv), files [nProv, nFile), obsoletes [nFile, len(occ)).
+	nName, nProv, nFile int32
+	cands               []*repo.Package
+	provStart           []int32 // provides before each candidate's (and all of them)
+	fileAt              []fileRef
+	obsAt               []provRef // Obsoletes entries
 }
 
-// csr holds one list per id: data[start[id]:start[id+1]].
-type csr[T any] struct {
-	start []int32
-	data  []T
+type fileRef struct {
+	pkg  int32
+	file int32 // index into Files
 }
 
-func (c *csr[T]) get(id int32, ok bool) []T {
-	if !ok || int(id)+1 >= len(c.start) {
+// nameHash hashes names to 32 bits (a collision costs a string
+// comparison, nothing else); the tests replace it to force collisions.
+var nameHash = func(seed maphash.Seed, s string) uint32 { return uint32(maphash.String(seed, s)) }
+
+// run returns the occurrences whose hash is s's.
+func (x *nameIndex) run(s string) []hashed {
+	if len(x.top) == 0 {
 		return nil
 	}
-	return c.data[c.start[id]:c.start[id+1]]
+	h := nameHash(x.seed, s)
+	d := h >> 16
+	lo, hi := x.top[d], x.top[d+1]
+	for lo < hi && x.occ[lo].h < h {
+		lo++
+	}
+	end := lo
+	for end < hi && x.occ[end].h == h {
+		end++
+	}
+	return x.occ[lo:end]
 }
 
-// fill lays out n items with ids occ[i] (in order) over k ids.
-func fill[T any](occ []int32, k int, item func(i int) T) csr[T] {
-	c := csr[T]{start: make([]int32, k+1), data: make([]T, len(occ))}
-	for _, id := range occ {
-		c.start[id+1]++
+func (x *nameIndex) named(s string) []int32 {
+	var out []int32
+	for _, e := range x.run(s) {
+		if e.i < x.nName && x.cands[e.i].Name == s {
+			out = append(out, e.i)
+		}
 	}
-	for i := 1; i <= k; i++ {
-		c.start[i] += c.start[i-1]
-	}
-	pos := slices.Clone(c.start[:k])
-	for i, id := range occ {
-		c.data[pos[id]] = item(i)
-		pos[id]++
-	}
-	return c
+	return out
 }
 
-func (x *nameIndex) named(s string) []int32 { id, ok := x.ids[s]; return x.name.get(id, ok) }
 func (x *nameIndex) provides(s string) []provRef {
-	id, ok := x.ids[s]
-	return x.prov.get(id, ok)
+	var out []provRef
+	for _, e := range x.run(s) {
+		if e.i >= x.nName && e.i < x.nProv {
+			pr := x.provRef(e.i - x.nName)
+			if x.cands[pr.pkg].Provides[pr.dep].Name == s {
+				out = append(out, pr)
+			}
+		}
+	}
+	return out
 }
-func (x *nameIndex) files(s string) []int32      { id, ok := x.ids[s]; return x.file.get(id, ok) }
-func (x *nameIndex) obsoleters(s string) []int32 { id, ok := x.ids[s]; return x.obsBy.get(id, ok) }
+
+func (x *nameIndex) files(s string) []int32 {
+	var out []int32
+	for _, e := range x.run(s) {
+		if e.i >= x.nProv && e.i < x.nFile {
+			fr := x.fileAt[e.i-x.nProv]
+			if x.cands[fr.pkg].Files[fr.file] == s {
+				out = append(out, fr.pkg)
+			}
+		}
+	}
+	return out
+}
+
+func (x *nameIndex) obsoleters(s string) []int32 {
+	var out []int32
+	for _, e := range x.run(s) {
+		if e.i >= x.nFile {
+			or := x.obsAt[e.i-x.nFile]
+			if x.cands[or.pkg].Obsoletes[or.dep].Name == s {
+				out = append(out, or.pkg)
+			}
+		}
+	}
+	return out
+}
 
 // build indexes cands. Files are indexed only when some candidate requires
 // or conflicts with that path, or it is in paths (the requests): rpm-md
 // file lists are large and almost never needed, and ALT's stripped lists
 // are already limited to required paths.
 func (x *nameIndex) build(cands []*repo.Package, paths []string) {
-	var nprov, nfile int
+	x.cands = cands
+	var nprov int
 	wanted := make(map[string]bool)
 	for _, f := range paths {
 		wanted[f] = true
@@ -408,48 +458,102 @@ func (x *nameIndex) build(cands []*repo.Package, paths []string) {
 				wanted[n] = true
 			}
 		}
-		if len(p.Files) > 0 {
-			nfile++
-		}
 	}
-	x.ids = make(map[string]int32, len(cands)+nprov+nfile)
-	intern := func(s string) int32 {
-		if id, ok := x.ids[s]; ok {
-			return id
+	// Most files are not wanted: their length tells most of them without
+	// hashing.
+	var wantLen []bool
+	for f := range wanted {
+		if len(f) >= len(wantLen) {
+			wantLen = append(wantLen, make([]bool, len(f)+1-len(wantLen))...)
 		}
-		id := int32(len(x.ids))
-		x.ids[s] = id
-		return id
+		wantLen[len(f)] = true
 	}
-	nameOcc := make([]int32, len(cands))
-	provOcc := make([]int32, 0, nprov)
-	provAt := make([]provRef, 0, nprov)
-	fileOcc := make([]int32, 0, nfile)
-	fileAt := make([]int32, 0, nfile)
-	var obsOcc, obsAt []int32
+
+	x.seed = maphash.MakeSeed()
+	hs := make([]uint32, 0, len(cands)+nprov)
+	add := func(s string) { hs = append(hs, nameHash(x.seed, s)) }
+	for _, p := range cands {
+		add(p.Name)
+	}
+	x.nName = int32(len(hs))
+	x.provStart = make([]int32, len(cands)+1)
 	for i, p := range cands {
-		ci := int32(i)
-		nameOcc[i] = intern(p.Name)
+		x.provStart[i] = int32(len(hs)) - x.nName
 		for j := range p.Provides {
-			provOcc = append(provOcc, intern(p.Provides[j].Name))
-			provAt = append(provAt, provRef{ci, int32(j)})
+			add(p.Provides[j].Name)
 		}
-		for _, f := range p.Files {
-			if wanted[f] {
-				fileOcc = append(fileOcc, intern(f))
-				fileAt = append(fileAt, ci)
+	}
+	x.provStart[len(cands)] = int32(len(hs)) - x.nName
+	x.nProv = int32(len(hs))
+	for i, p := range cands {
+		for j, f := range p.Files {
+			if len(f) < len(wantLen) && wantLen[len(f)] && wanted[f] {
+				add(f)
+				x.fileAt = append(x.fileAt, fileRef{int32(i), int32(j)})
 			}
 		}
+	}
+	x.nFile = int32(len(hs))
+	for i, p := range cands {
 		for j := range p.Obsoletes {
 			if o := p.Obsoletes[j].Name; o != p.Name {
-				obsOcc = append(obsOcc, intern(o))
-				obsAt = append(obsAt, ci)
+				add(o)
+				x.obsAt = append(x.obsAt, provRef{int32(i), int32(j)})
 			}
 		}
 	}
-	k := len(x.ids)
-	x.name = fill(nameOcc, k, func(i int) int32 { return int32(i) })
-	x.prov = fill(provOcc, k, func(i int) provRef { return provAt[i] })
-	x.file = fill(fileOcc, k, func(i int) int32 { return fileAt[i] })
-	x.obsBy = fill(obsOcc, k, func(i int) int32 { return obsAt[i] })
+	x.occ, x.top = sortHashes(hs)
+}
+
+// provRef returns the k-th provide: the candidate whose provides hold it.
+func (x *nameIndex) provRef(k int32) provRef {
+	// The last candidate whose provides start at or before k.
+	lo, hi := 0, len(x.provStart)-1
+	for lo < hi {
+		m := int(uint(lo+hi+1) >> 1)
+		if x.provStart[m] <= k {
+			lo = m
+		} else {
+			hi = m - 1
+		}
+	}
+	return provRef{int32(lo), k - x.provStart[lo]}
+}
+
+// hashed is an occurrence's hash and its index.
+type hashed struct {
+	h uint32
+	i int32
+}
+
+// sortHashes returns the occurrences (hash and position) sorted by hash,
+// then by position, and where each value of the top 16 bits starts (and
+// the end): a counting sort on the top 16 bits, then an insertion sort of
+// each bucket (a handful of entries: the hashes are uniform).
+func sortHashes(hs []uint32) ([]hashed, []int32) {
+	top := make([]int32, 1<<16+1)
+	for _, h := range hs {
+		top[h>>16+1]++
+	}
+	for d := 1; d <= 1<<16; d++ {
+		top[d] += top[d-1]
+	}
+	occ := make([]hashed, len(hs))
+	// top[d] serves as bucket d's cursor, and ends as the start of d+1.
+	for i, h := range hs {
+		d := h >> 16
+		occ[top[d]] = hashed{h, int32(i)}
+		top[d]++
+	}
+	copy(top[1:], top[:1<<16])
+	top[0] = 0
+	for d := 0; d < 1<<16; d++ {
+		b := occ[top[d]:top[d+1]]
+		for i := 1; i < len(b); i++ {
+			for j := i; j > 0 && b[j].h < b[j-1].h; j-- {
+				b[j], b[j-1] = b[j-1], b[j]
+			}
+		}
+	}
+	return occ, top
 }
