@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -45,6 +46,12 @@ func Create(ctx context.Context, s *specs.Spec, opts Options) (*Lock, error) {
 	logf := opts.Log
 	if logf == nil {
 		logf = func(string, ...any) {}
+	}
+	// Parsed indexes are kept beside the downloads, keyed by the digest of
+	// the release file each was verified against (see repo.AnyOptions).
+	indexCache := ""
+	if opts.Cache != nil && opts.Cache.Dir != "" {
+		indexCache = filepath.Join(opts.Cache.Dir, "repo-index")
 	}
 	sum := sha256.Sum256(s.Raw)
 	l := &Lock{
@@ -84,7 +91,7 @@ func Create(ctx context.Context, s *specs.Spec, opts Options) (*Lock, error) {
 				logf("reading %s (%s)", u, r.Format)
 				ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: r.Format, Keyring: keyrings[r.Name],
 					InsecureSkipVerify: r.InsecureSkipVerify, UnsignedIndex: r.Verify == specs.VerifyPackages,
-					Components: r.Components, Source: opts.Source})
+					Components: r.Components, Source: opts.Source, IndexCache: indexCache})
 				if err != nil {
 					return nil, fmt.Errorf("repository %s: %w", r.Name, err)
 				}
