@@ -453,26 +453,6 @@ func step(logf func(string, ...any), format string, args ...any) (done func()) {
 	return func() { logf("%s: %.1f s", what, time.Since(start).Seconds()) }
 }
 
-// unchanged returns the report of the build already in out when nothing
-// that decides it changed: the same key, and the output as the stamp lists
-// it. The locked packages are fetched (and so verified) as by any build.
-func unchanged(ctx context.Context, opts Options, stampFile, out, key string, logf func(string, ...any)) (*Report, error) {
-	if _, err := os.Stat(stampFile); err != nil {
-		return nil, nil
-	}
-	for _, arch := range sortedKeys(opts.Lock.Architectures) {
-		if _, err := fetchArch(ctx, opts.Spec, opts.Lock.Architectures[arch], opts.Cache, opts.Source); err != nil {
-			return nil, err
-		}
-	}
-	rep, ok := upToDate(ctx, stampFile, out, key)
-	if !ok {
-		return nil, ctx.Err()
-	}
-	logf("%s is up to date: the spec, the lock, the builder and every output file are as the last build left them", out)
-	return rep, nil
-}
-
 // swapOutput puts the finished build in place of out. Builds into one
 // output take turns (a lock on its parent directory), and out is checked
 // again under the lock: it may have changed while this build ran.

@@ -5,14 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/nodeforge/builder/internal/atomicfile"
 	"github.com/nodeforge/builder/internal/flock"
@@ -113,53 +113,56 @@ func describeOutput(ctx context.Context, out string) ([]stampEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var (
-		wg      sync.WaitGroup
-		next    = make(chan int)
-		mu      sync.Mutex
-		hashErr error
-	)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				sum, err := cache.SHA256File(filepath.Join(out, filepath.FromSlash(entries[i].Path)))
-				if err != nil {
-					mu.Lock()
-					hashErr = errors.Join(hashErr, err)
-					mu.Unlock()
-					continue
-				}
-				entries[i].SHA256 = sum
-			}
-		}()
-	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i := range entries {
-		if entries[i].Mode.IsRegular() && ctx.Err() == nil {
-			next <- i
+		if !entries[i].Mode.IsRegular() {
+			continue
 		}
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			sum, err := cache.SHA256File(filepath.Join(out, filepath.FromSlash(entries[i].Path)))
+			entries[i].SHA256 = sum
+			return err
+		})
 	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	return entries, hashErr
+	return entries, nil
 }
 
-// upToDate returns the report of the output at out when its stamp has the
-// key and the output is, byte for byte, what the stamp lists. Any doubt is
-// a miss: the build then runs.
-func upToDate(ctx context.Context, stampFile, out, key string) (*Report, bool) {
+// unchanged returns the report of the build already in out when nothing
+// that decides it changed: a stamp with the key, and the output byte for
+// byte as the stamp lists it. The locked packages are fetched (and so
+// verified) as by any build. Any doubt is a miss (nil, nil): the build
+// then runs.
+func unchanged(ctx context.Context, opts Options, stampFile, out, key string, logf func(string, ...any)) (*Report, error) {
 	b, err := os.ReadFile(stampFile)
 	if err != nil {
-		return nil, false
+		return nil, nil
 	}
 	var st stamp
 	if json.Unmarshal(b, &st) != nil || st.Format != stampFormat || st.Key != key {
-		return nil, false
+		return nil, nil
 	}
+	for _, arch := range sortedKeys(opts.Lock.Architectures) {
+		if _, err := fetchArch(ctx, opts.Spec, opts.Lock.Architectures[arch], opts.Cache, opts.Source); err != nil {
+			return nil, err
+		}
+	}
+	rep, ok := outputAsStamped(ctx, &st, out)
+	if !ok {
+		return nil, ctx.Err()
+	}
+	logf("%s is up to date: the spec, the lock, the builder and every output file are as the last build left them", out)
+	return rep, nil
+}
+
+// outputAsStamped returns the report in out when out is what st lists.
+func outputAsStamped(ctx context.Context, st *stamp, out string) (*Report, bool) {
 	// Builds into this output take turns: none may swap it while it is read.
 	l, err := flock.Acquire(ctx, filepath.Dir(out), false, nil)
 	if err != nil {

@@ -42,9 +42,11 @@ func (t *Tree) AddRPMs(ctx context.Context, pkgs []RPMToLay, opts LayOptions, c 
 	slices.SortStableFunc(schedule, func(a, b int) int { return cmp.Compare(sizes[b], sizes[a]) })
 
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	next := make(chan int)
 	var wg sync.WaitGroup
+	// On return (an error, say) the packages still being read stop at
+	// their next entry, and none is handed out any more.
+	defer func() { cancel(); wg.Wait() }()
 	for range max(1, min(workers, len(pkgs))) {
 		wg.Add(1)
 		go func() {
@@ -68,7 +70,6 @@ func (t *Tree) AddRPMs(ctx context.Context, pkgs []RPMToLay, opts LayOptions, c 
 			}
 		}
 	}()
-	defer wg.Wait()
 
 	results := make([]*PackageResult, len(pkgs))
 	for i := range pkgs {

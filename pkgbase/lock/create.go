@@ -12,7 +12,8 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/evr"
@@ -217,23 +218,15 @@ func resolveArch(ctx context.Context, s *specs.Spec, arch string, all []*repo.Pa
 	// work of a lock once they are downloaded.
 	pinned := make([]Package, len(whole.Packages))
 	errs := make([]error, len(whole.Packages))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(whole.Packages)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				p := whole.Packages[i]
-				pinned[i], errs[i] = pinPackage(p, paths[i], srcOf[p.Repo], wants[i])
-			}
-		}()
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, p := range whole.Packages {
+		g.Go(func() error {
+			pinned[i], errs[i] = pinPackage(p, paths[i], srcOf[p.Repo], wants[i])
+			return nil // every refusal is reported, not only the first
+		})
 	}
-	for i := range whole.Packages {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	g.Wait()
 	var problems []string
 	for i := range whole.Packages {
 		if errs[i] != nil {
