@@ -69,4 +69,5 @@ func TestDemoBuildAndRepro(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	checkGoldenFiles(t, filepath.Join(dir, "out"), "demo-build.sha256")
 }

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"flag"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,6 +80,7 @@ func TestReleaseToLayout(t *testing.T) {
 	if len(p.Images) != 7 { // boot, installer, 4 extensions, lock
 		t.Errorf("published %d images, want 7: %+v", len(p.Images), p.Images)
 	}
+	checkGoldenDigests(t, p)
 	layout := filepath.Join(d.dir, "release", "dev")
 	out, err := runBuilder(t, "verify", "--key", d.devPub, "--version", "1.11.0-demo", "oci:"+layout)
 	if err != nil {
@@ -90,6 +96,69 @@ func TestReleaseToLayout(t *testing.T) {
 	}
 	// skopeo reads the layout too.
 	judge(t, "skopeo", "inspect", "--raw", "oci:"+layout+":installer:1.11.0-demo")
+}
+
+// updateGolden rewrites testdata/demo-release.digests from this build
+// (go test -run TestReleaseToLayout -update ./cmd/builder).
+var updateGolden = flag.Bool("update", false, "rewrite the golden digests of the demo release")
+
+// checkGoldenDigests holds the demo release to the digests recorded in
+// testdata: a change of layout or refactoring must not change a byte of what
+// is published (signatures aside, which are made with fresh keys). Each
+// image digest covers its manifest, config and layers, and an index's
+// covers its children.
+func checkGoldenDigests(t *testing.T, p *registry.Published) {
+	t.Helper()
+	var lines []string
+	for _, im := range p.Images {
+		lines = append(lines, im.Repo+":"+p.Tag+" "+im.Digest)
+	}
+	checkGolden(t, "demo-release.digests", lines)
+}
+
+// checkGoldenFiles holds every file of a build directory to the sha256
+// recorded in testdata.
+func checkGoldenFiles(t *testing.T, dir, name string) {
+	t.Helper()
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		lines = append(lines, fmt.Sprintf("%x  %s", sha256.Sum256(b), filepath.ToSlash(rel)))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, name, lines)
+}
+
+// checkGolden compares lines (sorted) with testdata/name, or rewrites it
+// under -update.
+func checkGolden(t *testing.T, name string, lines []string) {
+	t.Helper()
+	slices.Sort(lines)
+	got := strings.Join(lines, "\n") + "\n"
+	golden := filepath.Join("testdata", name)
+	if *updateGolden {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (record it with -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("the demo's bytes changed:\n got:\n%s want (%s):\n%s", got, golden, want)
+	}
 }
 
 // TestReleaseToRegistry publishes the demo release to a real registry
