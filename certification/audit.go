@@ -17,14 +17,16 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/v1"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/nodeforge/builder/builder"
+	"github.com/nodeforge/builder/api/lock"
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/attest/provenance"
+	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/pkgbase/evr"
-	"github.com/nodeforge/builder/pkgbase/lock"
-	"github.com/nodeforge/builder/provenance"
-	"github.com/nodeforge/builder/registry"
-	"github.com/nodeforge/builder/rootfs"
+	"github.com/nodeforge/builder/release"
 )
 
 // SchemaVersion is the version of the audit.json format (docs/audit.schema.json).
@@ -32,16 +34,16 @@ const SchemaVersion = 1
 
 // Options are the inputs of an audit.
 type Options struct {
-	Store   registry.Store
+	Store   oci.Store
 	Version string
-	Keys    []registry.Verifier
-	Policy  *registry.Policy
+	Keys    []signing.Verifier
+	Policy  *release.Policy
 	// Previous, when set, is the release to list the changes against.
-	Previous        registry.Store
+	Previous        oci.Store
 	PreviousVersion string
 	// Reproduced, when set, is the build report of a second, independent
 	// build of the same lock (builder build elsewhere, or builder repro).
-	Reproduced     *builder.Report
+	Reproduced     *report.Report
 	ReproducedFrom string
 	Log            func(format string, args ...any)
 }
@@ -234,13 +236,13 @@ type Promotion struct {
 	Time       string `json:"time"`
 }
 
-// release is what the audit reads of one release.
-type release struct {
+// auditedRelease is what the audit reads of one release.
+type auditedRelease struct {
 	lock       *lock.Lock
 	lockSHA    string
-	report     *builder.Report
+	report     *report.Report
 	prov       *provenance.Predicate
-	verified   []*registry.Verification
+	verified   []*release.Verification
 	lockDigest string
 }
 
@@ -273,7 +275,7 @@ func Audit(ctx context.Context, o Options) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("previous release: %w", err)
 		}
-		r.Changes = changes(rel, prev, o.Previous.Ref(registry.RepoLock, o.PreviousVersion))
+		r.Changes = changes(rel, prev, o.Previous.Ref(release.RepoLock, o.PreviousVersion))
 	}
 	r.Verdict = "pass"
 	if len(r.Reasons) > 0 {
@@ -285,22 +287,22 @@ func Audit(ctx context.Context, o Options) (*Report, error) {
 // readRelease verifies every repository of the release and reads the
 // lock, the provenance and the build report from verified attestations.
 // With r set, it fills the artifacts section and the promotions.
-func readRelease(ctx context.Context, st registry.Store, version string, keys []registry.Verifier, pol *registry.Policy, r *Report, fail func(string, ...any)) (*release, error) {
-	repos, err := registry.Repositories(ctx, st, version)
+func readRelease(ctx context.Context, st oci.Store, version string, keys []signing.Verifier, pol *release.Policy, r *Report, fail func(string, ...any)) (*auditedRelease, error) {
+	repos, err := release.Repositories(ctx, st, version)
 	if err != nil {
 		return nil, err
 	}
-	rel := &release{}
-	lockBytes, err := registry.LockBytes(ctx, st, version)
+	rel := &auditedRelease{}
+	lockBytes, err := release.LockBytes(ctx, st, version)
 	if err != nil {
 		return nil, err
 	}
-	if rel.lock, err = lock.Parse(lockBytes, st.Ref(registry.RepoLock, version)); err != nil {
+	if rel.lock, err = lock.Parse(lockBytes, st.Ref(release.RepoLock, version)); err != nil {
 		return nil, err
 	}
 	rel.lockSHA = sha256Hex(lockBytes)
 	for _, repo := range repos {
-		v, err := registry.Verify(ctx, st, repo, version, keys, pol)
+		v, err := release.Verify(ctx, st, repo, version, keys, pol)
 		if err != nil {
 			fail("%s: %v", st.Ref(repo, version), err)
 			continue
@@ -309,31 +311,31 @@ func readRelease(ctx context.Context, st registry.Store, version string, keys []
 		for _, p := range v.Problems {
 			fail("%s", p)
 		}
-		if repo == registry.RepoLock {
+		if repo == release.RepoLock {
 			rel.lockDigest = v.Digest
 		}
 		for _, m := range v.Manifests {
 			for _, s := range m.Statements {
 				switch s.PredicateType {
-				case registry.PredicateSLSA:
+				case signing.PredicateSLSA:
 					if rel.prov == nil {
 						var p provenance.Predicate
 						if json.Unmarshal(s.Predicate, &p) == nil {
 							rel.prov = &p
 						}
 					}
-				case registry.PredicateBuildReport:
+				case signing.PredicateBuildReport:
 					if rel.report == nil {
-						var br builder.Report
+						var br report.Report
 						if err := json.Unmarshal(s.Predicate, &br); err != nil {
 							fail("%s: the build report attestation: %v", st.Ref(repo, m.Digest), err)
 						} else {
 							rel.report = &br
 						}
 					}
-				case registry.PredicatePromotion:
+				case signing.PredicatePromotion:
 					if r != nil {
-						var p registry.PromotionPredicate
+						var p release.PromotionPredicate
 						if json.Unmarshal(s.Predicate, &p) == nil {
 							r.Promotions = append(r.Promotions, Promotion{Repository: repo, Digest: m.Digest, From: p.From, To: p.To, Key: p.Key, Time: p.Time.UTC().Format("2006-01-02T15:04:05Z")})
 						}
@@ -348,10 +350,10 @@ func readRelease(ctx context.Context, st registry.Store, version string, keys []
 		}
 	}
 	if rel.report == nil {
-		fail("%s: no verified build report attestation (%s): the files of the artifacts cannot be traced", st.Ref(registry.RepoLock, version), registry.PredicateBuildReport)
+		fail("%s: no verified build report attestation (%s): the files of the artifacts cannot be traced", st.Ref(release.RepoLock, version), signing.PredicateBuildReport)
 	}
 	if rel.prov == nil {
-		fail("%s: no verified SLSA provenance", st.Ref(registry.RepoLock, version))
+		fail("%s: no verified SLSA provenance", st.Ref(release.RepoLock, version))
 	}
 	if rel.report != nil && rel.report.LockSHA256 != rel.lockSHA {
 		fail("the build report is of lock sha256 %s, the release's lock is %s", rel.report.LockSHA256, rel.lockSHA)
@@ -360,7 +362,7 @@ func readRelease(ctx context.Context, st registry.Store, version string, keys []
 }
 
 // readManifest reads an image manifest of the store.
-func readManifest(ctx context.Context, st registry.Store, repo, digest string) (*v1.Manifest, error) {
+func readManifest(ctx context.Context, st oci.Store, repo, digest string) (*v1.Manifest, error) {
 	img, err := st.Image(ctx, repo, digest)
 	if err != nil {
 		return nil, err
@@ -369,8 +371,8 @@ func readManifest(ctx context.Context, st registry.Store, repo, digest string) (
 }
 
 // artifacts adds the manifests of one repository, and the boot assets.
-func artifacts(ctx context.Context, st registry.Store, repo, version string, v *registry.Verification, r *Report, fail func(string, ...any)) error {
-	top, children, err := registry.Manifests(ctx, st, repo, version)
+func artifacts(ctx context.Context, st oci.Store, repo, version string, v *release.Verification, r *Report, fail func(string, ...any)) error {
+	top, children, err := oci.Manifests(ctx, st, repo, version)
 	if err != nil {
 		return err
 	}
@@ -388,7 +390,7 @@ func artifacts(ctx context.Context, st registry.Store, repo, version string, v *
 		case top.MediaType.IsIndex():
 			a.Kind = "index"
 		}
-		if repo == registry.RepoLock || (repo == registry.RepoBoot && a.Kind == "image") {
+		if repo == release.RepoLock || (repo == release.RepoBoot && a.Kind == "image") {
 			a.Kind = "artifact"
 		}
 		if a.SignedBy == nil {
@@ -420,7 +422,7 @@ func artifacts(ctx context.Context, st registry.Store, repo, version string, v *
 			a.Size += l.Size
 		}
 		r.Artifacts = append(r.Artifacts, a)
-		if repo != registry.RepoBoot {
+		if repo != release.RepoBoot {
 			continue
 		}
 		for _, l := range layers {
@@ -432,7 +434,7 @@ func artifacts(ctx context.Context, st registry.Store, repo, version string, v *
 	return nil
 }
 
-func identity(r *Report, o Options, rel *release) {
+func identity(r *Report, o Options, rel *auditedRelease) {
 	l := rel.lock
 	id := Identity{Name: l.Spec.Name, Version: l.Spec.Version, Branch: l.Spec.Branch, Store: o.Store.String(),
 		SpecSHA256: l.Spec.SHA256, LockDigest: rel.lockDigest, LockSHA256: rel.lockSHA, SourceDateEpoch: l.SourceDateEpoch, Base: []Repo{}}
@@ -463,7 +465,7 @@ func identity(r *Report, o Options, rel *release) {
 }
 
 // baseName is the repository the policy or the provenance names.
-func baseName(rel *release, pol *registry.Policy) string {
+func baseName(rel *auditedRelease, pol *release.Policy) string {
 	if pol != nil && pol.Base != "" {
 		return pol.Base
 	}
@@ -476,7 +478,7 @@ func baseName(rel *release, pol *registry.Policy) string {
 	return ""
 }
 
-func packages(r *Report, rel *release, pol *registry.Policy, fail func(string, ...any)) {
+func packages(r *Report, rel *auditedRelease, pol *release.Policy, fail func(string, ...any)) {
 	base := baseName(rel, pol)
 	r.Policy.Base = BaseCheck{Base: base, OK: true, Outside: []string{}}
 	r.Policy.Signatures = SignatureCheck{OK: true, Unsigned: []string{}, Problems: []string{}}
@@ -545,7 +547,7 @@ func packages(r *Report, rel *release, pol *registry.Policy, fail func(string, .
 
 // packageUse sums the file sizes of each package and lists the artifacts
 // holding its files.
-func packageUse(rep *builder.Report) (map[string]int64, map[string][]string) {
+func packageUse(rep *report.Report) (map[string]int64, map[string][]string) {
 	sizes, where := map[string]int64{}, map[string][]string{}
 	if rep == nil {
 		return sizes, where
@@ -566,9 +568,9 @@ func packageUse(rep *builder.Report) (map[string]int64, map[string][]string) {
 }
 
 // reportFiles lists every file the build report records, per artifact.
-func reportFiles(rep *builder.Report) []File {
+func reportFiles(rep *report.Report) []File {
 	var out []File
-	add := func(artifact string, list []builder.FileEntry) {
+	add := func(artifact string, list []report.FileEntry) {
 		for _, e := range list {
 			out = append(out, File{Artifact: artifact, Path: e.Path, Type: e.Type, Size: e.Size, SHA256: e.SHA256,
 				Package: e.Origin.Package, RPMDigest: e.RPMDigest, Generator: e.Origin.Generator, rpmSHA256: e.Origin.RPMSHA256})
@@ -585,7 +587,7 @@ func reportFiles(rep *builder.Report) []File {
 	return out
 }
 
-func files(r *Report, rel *release, fail func(string, ...any)) {
+func files(r *Report, rel *auditedRelease, fail func(string, ...any)) {
 	r.Files = Files{Generators: map[string]string{}, List: []File{}}
 	if rel.report == nil {
 		return
@@ -653,16 +655,16 @@ func files(r *Report, rel *release, fail func(string, ...any)) {
 }
 
 // rpmArch maps an OCI architecture back to the report's rpm name.
-func rpmArch(rep *builder.Report, goarch string) string {
+func rpmArch(rep *report.Report, goarch string) string {
 	for a := range rep.Architectures {
-		if builder.GoArch(a) == goarch {
+		if specs.GoArch(a) == goarch {
 			return a
 		}
 	}
 	return goarch
 }
 
-func policy(r *Report, rel *release, fail func(string, ...any)) {
+func policy(r *Report, rel *auditedRelease, fail func(string, ...any)) {
 	p := &r.Policy
 	p.Scriptlets, p.Setuid, p.SetuidStripped, p.Capabilities, p.WorldWritable = []Scriptlet{}, []string{}, []string{}, []string{}, []string{}
 	if rel.report == nil {
@@ -670,7 +672,7 @@ func policy(r *Report, rel *release, fail func(string, ...any)) {
 	}
 	for _, arch := range slices.Sorted(maps.Keys(rel.report.Architectures)) {
 		a := rel.report.Architectures[arch]
-		for _, s := range append(append([]rootfs.ScriptletOutcome{}, a.Scriptlets...), a.Triggers...) {
+		for _, s := range append(append([]report.ScriptletOutcome{}, a.Scriptlets...), a.Triggers...) {
 			p.Scriptlets = append(p.Scriptlets, Scriptlet{Arch: arch, Package: s.Package, Kind: s.Kind, Handled: s.Handled, How: s.How, Pending: s.Pending})
 		}
 		p.Setuid = append(p.Setuid, prefixed(arch, a.Policy.Setuid)...)
@@ -688,7 +690,7 @@ func prefixed(arch string, list []string) []string {
 	return out
 }
 
-func reproducibility(r *Report, rel *release, o Options, fail func(string, ...any)) {
+func reproducibility(r *Report, rel *auditedRelease, o Options, fail func(string, ...any)) {
 	ev := ReproducibleEvid{Evidence: "none", Different: []string{}}
 	if o.Reproduced != nil && rel.report != nil {
 		ev.Evidence = o.ReproducedFrom
@@ -733,7 +735,7 @@ func licenses(r *Report) {
 	}
 }
 
-func changes(cur, prev *release, prevRef string) *Changes {
+func changes(cur, prev *auditedRelease, prevRef string) *Changes {
 	c := &Changes{Previous: prevRef, Added: []string{}, Removed: []string{}, Updated: []PackageUpdate{}}
 	type key struct{ name, arch string }
 	index := func(l *lock.Lock) map[key]lock.Package {
@@ -803,8 +805,8 @@ func changes(cur, prev *release, prevRef string) *Changes {
 
 // PreviousVersion picks the newest release in st older than version (by
 // ALT's version order), for --previous without a version.
-func PreviousVersion(ctx context.Context, st registry.Store, version string) (string, error) {
-	tags, err := st.Tags(ctx, registry.RepoLock)
+func PreviousVersion(ctx context.Context, st oci.Store, version string) (string, error) {
+	tags, err := st.Tags(ctx, release.RepoLock)
 	if err != nil {
 		return "", err
 	}

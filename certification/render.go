@@ -11,7 +11,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nodeforge/builder/registry"
+	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/release"
 )
 
 // JSON writes audit.json.
@@ -166,8 +167,8 @@ func shortKeys(ids []string) string {
 // predicateNames are short names of the predicate types, as cosign's
 // --type names them where it has one.
 var predicateNames = map[string]string{
-	registry.PredicateSPDX: "spdx", registry.PredicateCycloneDX: "cyclonedx", registry.PredicateSLSA: "slsa-provenance",
-	registry.PredicateBuildReport: "build-report", registry.PredicatePromotion: "promotion",
+	signing.PredicateSPDX: "spdx", signing.PredicateCycloneDX: "cyclonedx", signing.PredicateSLSA: "slsa-provenance",
+	signing.PredicateBuildReport: "build-report", signing.PredicatePromotion: "promotion",
 }
 
 func attSummary(m map[string]int) string {
@@ -238,7 +239,7 @@ func (r *Report) HTML(w io.Writer) error {
 	}
 	byArt := map[string]int64{}
 	for _, a := range r.Artifacts {
-		if a.Kind == "index" || (a.Repository == registry.RepoBoot && a.Kind != "boot-asset") {
+		if a.Kind == "index" || (a.Repository == release.RepoBoot && a.Kind != "boot-asset") {
 			continue // an index holds its children; the boot artifact its assets
 		}
 		label := strings.TrimSpace(strings.Join([]string{a.Repository, a.Platform, a.Name}, " "))

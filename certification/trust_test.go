@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/api/lock"
 )
 
 // A repository locked under verify: packages has no release signature by
@@ -20,7 +20,7 @@ func TestVerifyPackagesRepository(t *testing.T) {
 		{"packages mode, an unsigned package", "packages", "", "no verified OpenPGP signature"},
 		{"default mode, no release signature", "", "ABCD", "release file was not verified"},
 	} {
-		rel := &release{lock: &lock.Lock{
+		rel := &auditedRelease{lock: &lock.Lock{
 			Repositories: []lock.Repository{{Name: "fedora", Format: "rpm-md", URL: "https://mirror/fedora", Verify: tc.verify}},
 			Architectures: map[string]*lock.Arch{"x86_64": {Packages: []lock.Package{
 				{Name: "bash", Version: "5.2", Release: "1.fc41", Arch: "x86_64", NEVRA: "bash-5.2-1.fc41.x86_64", Repository: "fedora", SHA256: strings.Repeat("a", 64), SignerFingerprint: tc.signer},

@@ -13,10 +13,10 @@ import (
 	"strings"
 
 	"github.com/CalebQ42/squashfs"
-	"github.com/google/go-containerregistry/pkg/v1"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/nodeforge/builder/builder"
-	"github.com/nodeforge/builder/registry"
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/oci"
 )
 
 // unpacked checks the attested file trace against what was published:
@@ -25,7 +25,7 @@ import (
 // the build report's entry (type, permission bits, owner, size, content
 // sha256, symlink target); a path on one side only fails as well. It
 // returns the number of paths compared.
-func unpacked(ctx context.Context, st registry.Store, r *Report, rel *release, fail func(string, ...any)) int {
+func unpacked(ctx context.Context, st oci.Store, r *Report, rel *auditedRelease, fail func(string, ...any)) int {
 	if rel.report == nil {
 		return 0
 	}
@@ -64,7 +64,7 @@ type sqEntry struct {
 
 // readSquashfs reads a squashfs layer into a temporary file (checking its
 // digest) and lists every path in it.
-func readSquashfs(ctx context.Context, st registry.Store, repo, manifest, digest string) (map[string]sqEntry, error) {
+func readSquashfs(ctx context.Context, st oci.Store, repo, manifest, digest string) (map[string]sqEntry, error) {
 	img, err := st.Image(ctx, repo, manifest)
 	if err != nil {
 		return nil, err
@@ -178,7 +178,7 @@ func permBits(m fs.FileMode) uint32 {
 
 // compareTree lists every difference between an unpacked image and the
 // report's entries.
-func compareTree(got map[string]sqEntry, want []builder.FileEntry) []string {
+func compareTree(got map[string]sqEntry, want []report.FileEntry) []string {
 	var diffs []string
 	seen := map[string]bool{}
 	for _, w := range want {

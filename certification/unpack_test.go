@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeforge/builder/builder"
+	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/internal/testutil"
 )
 
@@ -40,7 +40,7 @@ func TestUnpackedMatchesReport(t *testing.T) {
 	}
 	sum := sha256.Sum256(content)
 	rootMode := got["/"].mode // t.TempDir's own mode
-	want := []builder.FileEntry{
+	want := []report.FileEntry{
 		{Path: "/", Type: "dir", Mode: rootMode},
 		{Path: "/usr", Type: "dir", Mode: "0755"},
 		{Path: "/usr/bin", Type: "dir", Mode: "0755"},
@@ -52,19 +52,19 @@ func TestUnpackedMatchesReport(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		change func(w []builder.FileEntry) []builder.FileEntry
+		change func(w []report.FileEntry) []report.FileEntry
 		want   string
 	}{
-		{"content", func(w []builder.FileEntry) []builder.FileEntry { w[3].SHA256 = strings.Repeat("0", 64); return w }, "/usr/bin/hello: content"},
-		{"mode", func(w []builder.FileEntry) []builder.FileEntry { w[3].Mode = "0755"; return w }, "mode 4755, report 0755"},
-		{"owner", func(w []builder.FileEntry) []builder.FileEntry { w[2].UID = 1000; return w }, "owner 0:0, report 1000:0"},
-		{"target", func(w []builder.FileEntry) []builder.FileEntry { w[4].Target = "other"; return w }, `target "hello", report "other"`},
-		{"missing from the image", func(w []builder.FileEntry) []builder.FileEntry {
-			return append(w, builder.FileEntry{Path: "/etc", Type: "dir", Mode: "0755"})
+		{"content", func(w []report.FileEntry) []report.FileEntry { w[3].SHA256 = strings.Repeat("0", 64); return w }, "/usr/bin/hello: content"},
+		{"mode", func(w []report.FileEntry) []report.FileEntry { w[3].Mode = "0755"; return w }, "mode 4755, report 0755"},
+		{"owner", func(w []report.FileEntry) []report.FileEntry { w[2].UID = 1000; return w }, "owner 0:0, report 1000:0"},
+		{"target", func(w []report.FileEntry) []report.FileEntry { w[4].Target = "other"; return w }, `target "hello", report "other"`},
+		{"missing from the image", func(w []report.FileEntry) []report.FileEntry {
+			return append(w, report.FileEntry{Path: "/etc", Type: "dir", Mode: "0755"})
 		}, "/etc: in the report, not in the image"},
-		{"missing from the report", func(w []builder.FileEntry) []builder.FileEntry { return w[:4] }, "/usr/bin/hi: in the image, not in the report"},
+		{"missing from the report", func(w []report.FileEntry) []report.FileEntry { return w[:4] }, "/usr/bin/hi: in the image, not in the report"},
 	} {
-		w := tc.change(append([]builder.FileEntry(nil), want...))
+		w := tc.change(append([]report.FileEntry(nil), want...))
 		d := compareTree(got, w)
 		if len(d) != 1 || !strings.Contains(d[0], tc.want) {
 			t.Errorf("%s: %v, want one difference naming %q", tc.name, d, tc.want)

@@ -15,10 +15,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeforge/builder/builder"
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/certification"
-	"github.com/nodeforge/builder/pkgbase/lock"
-	"github.com/nodeforge/builder/registry"
+	"github.com/nodeforge/builder/internal/atomicfile"
+	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/release"
 )
 
 func init() { register(newAuditCmd) }
@@ -26,7 +28,7 @@ func init() { register(newAuditCmd) }
 // openRelease opens docker://HOST[:PORT]/PREFIX, oci:DIR or DIR (a local
 // OCI layout written by builder release) and finds the version: the given
 // one, or the only release the store holds.
-func openRelease(ctx context.Context, src, version string, o registry.RemoteOptions) (registry.Store, string, error) {
+func openRelease(ctx context.Context, src, version string, o oci.RemoteOptions) (oci.Store, string, error) {
 	st, err := openReleaseStore(src, o)
 	if err != nil {
 		return nil, "", err
@@ -37,7 +39,7 @@ func openRelease(ctx context.Context, src, version string, o registry.RemoteOpti
 	if version != "" {
 		return st, version, nil
 	}
-	tags, err := st.Tags(ctx, registry.RepoLock)
+	tags, err := st.Tags(ctx, release.RepoLock)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: listing releases: %w (give --version)", src, err)
 	}
@@ -50,7 +52,7 @@ func openRelease(ctx context.Context, src, version string, o registry.RemoteOpti
 
 // attestVerdict attaches the audit's SLSA verification summary to every
 // top-level manifest of the release, naming every manifest as a subject.
-func attestVerdict(ctx context.Context, st registry.Store, version string, rep *certification.Report, keyPath string) error {
+func attestVerdict(ctx context.Context, st oci.Store, version string, rep *certification.Report, keyPath string) error {
 	signer, err := loadSigner(keyPath)
 	if err != nil {
 		return err
@@ -63,17 +65,17 @@ func attestVerdict(ctx context.Context, st registry.Store, version string, rep *
 	if err != nil {
 		return err
 	}
-	var subjects []registry.Subject
+	var subjects []signing.Subject
 	for _, a := range rep.Artifacts {
 		if a.Kind != "boot-asset" {
-			subjects = append(subjects, registry.Subject{Name: a.Ref, Digest: map[string]string{"sha256": strings.TrimPrefix(a.Digest, "sha256:")}})
+			subjects = append(subjects, signing.Subject{Name: a.Ref, Digest: map[string]string{"sha256": strings.TrimPrefix(a.Digest, "sha256:")}})
 		}
 	}
-	stmt, err := json.Marshal(registry.Statement{Type: registry.StatementV1, Subject: subjects, PredicateType: certification.PredicateVSA, Predicate: pred})
+	stmt, err := json.Marshal(signing.Statement{Type: signing.StatementV1, Subject: subjects, PredicateType: certification.PredicateVSA, Predicate: pred})
 	if err != nil {
 		return err
 	}
-	repos, err := registry.Repositories(ctx, st, version)
+	repos, err := release.Repositories(ctx, st, version)
 	if err != nil {
 		return err
 	}
@@ -90,15 +92,15 @@ func attestVerdict(ctx context.Context, st registry.Store, version string, rep *
 }
 
 // openReleaseStore opens docker://HOST[:PORT]/PREFIX, oci:DIR or DIR.
-func openReleaseStore(src string, o registry.RemoteOptions) (registry.Store, error) {
+func openReleaseStore(src string, o oci.RemoteOptions) (oci.Store, error) {
 	if strings.HasPrefix(src, "docker://") {
-		return registry.NewRemote(src, o)
+		return oci.NewRemote(src, o)
 	}
 	dir := strings.TrimPrefix(src, "oci:")
 	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
 		return nil, fmt.Errorf("%s: not an OCI layout (no index.json); a registry is docker://HOST[:PORT]/PREFIX", src)
 	}
-	return registry.OpenLayout(dir)
+	return oci.OpenLayout(dir)
 }
 
 func newAuditCmd() *cobra.Command {
@@ -167,7 +169,7 @@ page with size charts). Exit status 1 when the verdict is fail.`,
 			if err != nil {
 				return err
 			}
-			ro := registry.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}
+			ro := oci.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}
 			st, ver, err := openRelease(ctx, args[0], version, ro)
 			if err != nil {
 				return err
@@ -175,7 +177,7 @@ page with size charts). Exit status 1 when the verdict is fail.`,
 			o := certification.Options{Store: st, Version: ver, Keys: vs,
 				Log: func(format string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", a...) }}
 			if policyPath != "" {
-				if o.Policy, err = registry.LoadPolicy(policyPath); err != nil {
+				if o.Policy, err = release.LoadPolicy(policyPath); err != nil {
 					return err
 				}
 			}
@@ -195,7 +197,7 @@ page with size charts). Exit status 1 when the verdict is fail.`,
 				if err != nil {
 					return err
 				}
-				var rep builder.Report
+				var rep report.Report
 				if err := json.Unmarshal(b, &rep); err != nil {
 					return fmt.Errorf("--reproduced %s: not a build report: %w", reproduced, err)
 				}
@@ -219,7 +221,7 @@ page with size charts). Exit status 1 when the verdict is fail.`,
 				if err := f.write(&b); err != nil {
 					return err
 				}
-				if err := lock.WriteFileAtomic(filepath.Join(out, f.name), b.Bytes()); err != nil {
+				if err := atomicfile.Put(filepath.Join(out, f.name), b.Bytes()); err != nil {
 					return err
 				}
 			}

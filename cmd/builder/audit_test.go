@@ -21,11 +21,13 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
 
+	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/certification"
 	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/pkgbase/demobase"
 	"github.com/nodeforge/builder/pkgbase/repo"
-	"github.com/nodeforge/builder/registry"
+	"github.com/nodeforge/builder/release"
 )
 
 // runAudit runs builder audit into a new directory and reads audit.json.
@@ -229,7 +231,7 @@ func TestAuditFails(t *testing.T) {
 			t.Fatal(err)
 		}
 		layout := filepath.Join(d.dir, "release", "dev")
-		st, err := registry.OpenLayout(layout)
+		st, err := oci.OpenLayout(layout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +241,7 @@ func TestAuditFails(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Flip one bit of the signature, keeping the payload.
-		sigs, err := st.Image(ctx, "extensions/zfs", registry.SigTag(inst.Digest))
+		sigs, err := st.Image(ctx, "extensions/zfs", oci.SigTag(inst.Digest))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,13 +257,13 @@ func TestAuditFails(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		empty, _ := registry.EmptySignatures()
+		empty, _ := signing.EmptySignatures()
 		ann, _ := tampered.Annotations()
 		img, err := mutate.Append(empty, mutate.Addendum{Layer: tampered, Annotations: ann})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := st.WriteImage(ctx, "extensions/zfs", registry.SigTag(inst.Digest), img); err != nil {
+		if err := st.WriteImage(ctx, "extensions/zfs", oci.SigTag(inst.Digest), img); err != nil {
 			t.Fatal(err)
 		}
 		rep, _, stdout, err := runAudit(t, "--key", d.devPub, layout)
@@ -371,7 +373,7 @@ func TestAuditPrevious(t *testing.T) {
 		t.Fatalf("audit --previous: %v\n%s", err, stdout)
 	}
 	// What the locks say differs.
-	st, _ := registry.OpenLayout(layout)
+	st, _ := oci.OpenLayout(layout)
 	want := lockDiff(t, st, demoVersion, v2)
 	got := fmt.Sprintf("added %v removed %v updated %d", rep.Changes.Added, rep.Changes.Removed, len(rep.Changes.Updated))
 	if got != want || len(rep.Changes.Removed) == 0 {
@@ -384,10 +386,10 @@ func TestAuditPrevious(t *testing.T) {
 }
 
 // lockDiff compares two releases' locks by package NEVRA and sha256.
-func lockDiff(t *testing.T, st registry.Store, a, b string) string {
+func lockDiff(t *testing.T, st oci.Store, a, b string) string {
 	t.Helper()
 	read := func(v string) map[string]string {
-		raw, err := registry.LockBytes(context.Background(), st, v)
+		raw, err := release.LockBytes(context.Background(), st, v)
 		if err != nil {
 			t.Fatal(err)
 		}

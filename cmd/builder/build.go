@@ -9,11 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeforge/builder/builder"
+	"github.com/nodeforge/builder/api/lock"
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/build"
 	"github.com/nodeforge/builder/pkgbase/cache"
-	"github.com/nodeforge/builder/pkgbase/lock"
 	"github.com/nodeforge/builder/pkgbase/repo"
-	"github.com/nodeforge/builder/schematic"
 )
 
 func init() { register(newBuildCmd) }
@@ -40,7 +41,7 @@ func (b *buildFlags) add(cmd *cobra.Command) {
 
 // run builds the release (with the boot media of sch when not nil) and
 // returns the report and the output directory.
-func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*builder.Report, string, error) {
+func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*report.Report, string, error) {
 	s, err := b.sf.load()
 	if err != nil {
 		return nil, "", err
@@ -82,7 +83,7 @@ func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*builder
 	if v := os.Getenv("NODEFORGE_SHUFFLE"); v != "" {
 		fmt.Sscan(v, &shuffle) // set by builder repro
 	}
-	rep, err := builder.Build(cmd.Context(), builder.Options{Spec: s, Lock: l, LockBytes: lb, Out: out, Cache: c,
+	rep, err := build.Build(cmd.Context(), build.Options{Spec: s, Lock: l, LockBytes: lb, Out: out, Cache: c,
 		SourceDateEpoch: sde, Version: version, BuilderSHA256: selfDigest(), Log: logf, Shuffle: shuffle, Schematic: sch, DiskCompressions: b.diskCompressions,
 		NoStepCaches: os.Getenv("NODEFORGE_STEP_CACHES") == "off", Source: repo.SourceOptions{Timeout: netTimeout}})
 	endProgress(stderr)
@@ -129,7 +130,7 @@ caches beside the downloads and recompresses only what changed.`,
 }
 
 // printOutputs lists what a build wrote, with digests.
-func printOutputs(w io.Writer, out string, rep *builder.Report) {
+func printOutputs(w io.Writer, out string, rep *report.Report) {
 	names := make([]string, 0, len(rep.Artifacts))
 	for n := range rep.Artifacts {
 		names = append(names, n)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeforge/builder/extensions"
+	"github.com/nodeforge/builder/api/extensions"
 )
 
 func init() { register(newExtensionCmd) }

@@ -10,7 +10,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/nodeforge/builder/internal/testutil"
-	"github.com/nodeforge/builder/registry"
+	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/release"
 )
 
 // checkNoDanglingTags asserts that every tag of every repository under
@@ -132,7 +133,7 @@ func TestReleaseThroughFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkNoDanglingTags(t, reg.Host, "hopeless/p11")
-	st, _ := registry.NewRemote(reg.Host+"/hopeless/p11", registry.RemoteOptions{})
+	st, _ := oci.NewRemote(reg.Host+"/hopeless/p11", oci.RemoteOptions{})
 	if len(p.Images) != 7 {
 		t.Errorf("the re-run published %d images, want 7", len(p.Images))
 	}
@@ -140,12 +141,12 @@ func TestReleaseThroughFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repos, err := registry.Repositories(context.Background(), st, "1.11.0-demo")
+	repos, err := release.Repositories(context.Background(), st, "1.11.0-demo")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, repo := range repos {
-		v, err := registry.Verify(context.Background(), st, repo, "1.11.0-demo", vs, nil)
+		v, err := release.Verify(context.Background(), st, repo, "1.11.0-demo", vs, nil)
 		if err != nil || !v.OK() {
 			t.Errorf("verify %s after the re-run: %v %v", repo, err, v)
 		}

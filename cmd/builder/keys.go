@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/internal/atomicfile"
-	"github.com/nodeforge/builder/signing"
 )
 
 func init() { register(newKeysCmd) }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeforge/builder/signing"
+	"github.com/nodeforge/builder/attest/signing"
 )
 
 func TestKeysGenerate(t *testing.T) {

@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/pkgbase/cache"
-	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/pkgbase/locker"
 	"github.com/nodeforge/builder/pkgbase/repo"
-	"github.com/nodeforge/builder/specs"
 )
 
 func init() { register(newLockCmd) }
@@ -112,12 +112,12 @@ The lock is written beside the spec as <name>.lock.json unless -o is given.`,
 					fmt.Fprintf(stderr, format+"\n", a...)
 				}
 			}
-			l, err := lock.Create(cmd.Context(), s, lock.Options{Cache: c, Log: logf, Source: repo.SourceOptions{Timeout: netTimeout}})
+			l, err := locker.Create(cmd.Context(), s, locker.Options{Cache: c, Log: logf, Source: repo.SourceOptions{Timeout: netTimeout}})
 			endProgress(stderr)
 			if err != nil {
 				return err
 			}
-			if err := l.Write(out); err != nil {
+			if err := locker.Write(out, l); err != nil {
 				return err
 			}
 			n := 0

@@ -15,14 +15,16 @@ import (
 	"text/tabwriter"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/google/go-containerregistry/pkg/v1"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
+	"github.com/nodeforge/builder/api/lock"
+	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/internal/workdir"
+	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/pkgbase/cache"
-	"github.com/nodeforge/builder/pkgbase/lock"
 	"github.com/nodeforge/builder/pkgbase/subset"
-	"github.com/nodeforge/builder/registry"
+	"github.com/nodeforge/builder/release"
 )
 
 func init() { register(newMirrorCmd) }
@@ -62,7 +64,7 @@ func parseMirrorEnd(s string) (mirrorEnd, error) {
 				return mirrorEnd{}, fmt.Errorf("%s.000 is the first part of a split archive here: write oci-archive:%s", s, s)
 			}
 		}
-		if _, _, err := registry.ParseTarget(s); err != nil {
+		if _, _, err := oci.ParseTarget(s); err != nil {
 			return mirrorEnd{}, fmt.Errorf("%q: want docker://HOST[:PORT]/PREFIX, oci-archive:FILE or oci:DIR", s)
 		}
 		return mirrorEnd{raw: s, kind: "registry", path: strings.TrimPrefix(s, "docker://")}, nil
@@ -191,9 +193,9 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	if err != nil {
 		return err
 	}
-	var pol *registry.Policy
+	var pol *release.Policy
 	if f.policy != "" {
-		if pol, err = registry.LoadPolicy(f.policy); err != nil {
+		if pol, err = release.LoadPolicy(f.policy); err != nil {
 			return err
 		}
 	}
@@ -210,14 +212,14 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	if f.version == "" && len(f.images) == 0 && src.kind == "registry" {
 		return errors.New("give --version V (the release) or --image REPOSITORY:TAG")
 	}
-	remoteOpts := registry.RemoteOptions{Timeout: netTimeout, CAFile: f.store.caFile, AllowHTTP: f.store.allowHTTP, Retries: f.store.retries}
+	remoteOpts := oci.RemoteOptions{Timeout: netTimeout, CAFile: f.store.caFile, AllowHTTP: f.store.allowHTTP, Retries: f.store.retries}
 
 	// The source: a registry, a local layout, or a verified archive.
-	o := registry.MirrorOptions{Version: f.version, Images: f.images, Keys: keys, Policy: pol, Log: logf}
-	var srcArchive *registry.ArchiveManifest
+	o := release.MirrorOptions{Version: f.version, Images: f.images, Keys: keys, Policy: pol, Log: logf}
+	var srcArchive *release.ArchiveManifest
 	switch src.kind {
 	case "registry":
-		if o.From, err = registry.NewRemote(src.path, remoteOpts); err != nil {
+		if o.From, err = oci.NewRemote(src.path, remoteOpts); err != nil {
 			return err
 		}
 		if err := reachable(ctx, o.From); err != nil {
@@ -229,11 +231,11 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 			if _, err := os.Stat(filepath.Join(src.path, "index.json")); err != nil {
 				return fmt.Errorf("%s: no OCI layout or archive there", src.raw)
 			}
-			_, err := os.Stat(filepath.Join(src.path, registry.ArchiveManifestName))
+			_, err := os.Stat(filepath.Join(src.path, release.ArchiveManifestName))
 			sealed = err == nil
 		}
 		if !sealed {
-			if o.From, err = registry.OpenLayout(src.path); err != nil {
+			if o.From, err = oci.OpenLayout(src.path); err != nil {
 				return err
 			}
 			break
@@ -254,7 +256,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 			work = wd.Path
 		}
 		logf("verifying the archive %s", src.raw)
-		lay, m, err := registry.OpenArchive(src.path, src.kind == "dir", registry.OpenArchiveOptions{Keys: archiveKeys, Work: work})
+		lay, m, err := release.OpenArchive(src.path, src.kind == "dir", release.OpenArchiveOptions{Keys: archiveKeys, Work: work})
 		if err != nil {
 			return err
 		}
@@ -276,7 +278,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	var staging string
 	switch dst.kind {
 	case "registry":
-		if o.To, err = registry.NewRemote(dst.path, remoteOpts); err != nil {
+		if o.To, err = oci.NewRemote(dst.path, remoteOpts); err != nil {
 			return err
 		}
 		if err := reachable(ctx, o.To); err != nil {
@@ -285,7 +287,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	case "dir":
 		staging = dst.path
 		// A manifest left by an earlier export is written again at the end.
-		if err := os.Remove(filepath.Join(staging, registry.ArchiveManifestName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(filepath.Join(staging, release.ArchiveManifestName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	case "tar":
@@ -298,7 +300,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		}
 	}
 	if staging != "" {
-		if o.To, err = registry.CreateLayout(staging); err != nil {
+		if o.To, err = oci.CreateLayout(staging); err != nil {
 			return err
 		}
 	}
@@ -324,7 +326,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		}
 	}
 
-	rep, mirrorErr := registry.Mirror(ctx, o)
+	rep, mirrorErr := release.Mirror(ctx, o)
 	if srcArchive != nil {
 		rep.Archive = srcArchive.Info(src.raw)
 	}
@@ -355,11 +357,11 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 
 // sealInputs are what an archive's seal needs besides the staged layout.
 type sealInputs struct {
-	signer *registry.Signer          // --sign-key, or nil
-	prev   *registry.ArchiveManifest // --since, or nil
+	signer *signing.Signer          // --sign-key, or nil
+	prev   *release.ArchiveManifest // --since, or nil
 }
 
-func loadSealInputs(f mirrorFlags, archiveKeys []registry.Verifier) (sealInputs, error) {
+func loadSealInputs(f mirrorFlags, archiveKeys []signing.Verifier) (sealInputs, error) {
 	var in sealInputs
 	var err error
 	if f.since != "" {
@@ -367,7 +369,7 @@ func loadSealInputs(f mirrorFlags, archiveKeys []registry.Verifier) (sealInputs,
 		if perr != nil || pe.kind == "registry" {
 			return in, fmt.Errorf("--since %q: want oci-archive:FILE or oci:DIR", f.since)
 		}
-		if in.prev, err = registry.ReadArchiveManifest(pe.path, pe.kind == "dir", archiveKeys); err != nil {
+		if in.prev, err = release.ReadArchiveManifest(pe.path, pe.kind == "dir", archiveKeys); err != nil {
 			return in, err
 		}
 	}
@@ -381,17 +383,17 @@ func loadSealInputs(f mirrorFlags, archiveKeys []registry.Verifier) (sealInputs,
 
 // sealArchive seals the staged layout and writes the archive: it appears
 // under its name only now.
-func sealArchive(o registry.MirrorOptions, rep *registry.MirrorReport, dst mirrorEnd, staging string, in sealInputs, partSize int64, logf func(string, ...any)) (*registry.ArchiveInfo, error) {
-	m, err := registry.SealArchive(o.To.(*registry.Layout), itemsOf(rep), registry.SealOptions{Version: o.Version, Source: o.From.String(), Signer: in.signer, Previous: in.prev})
+func sealArchive(o release.MirrorOptions, rep *release.MirrorReport, dst mirrorEnd, staging string, in sealInputs, partSize int64, logf func(string, ...any)) (*release.ArchiveInfo, error) {
+	m, err := release.SealArchive(o.To.(*oci.Layout), itemsOf(rep), release.SealOptions{Version: o.Version, Source: o.From.String(), Signer: in.signer, Previous: in.prev})
 	if err != nil {
 		return nil, err
 	}
 	info := m.Info(dst.raw)
 	if dst.kind == "dir" {
-		err = registry.WriteArchiveDir(staging, m)
+		err = release.WriteArchiveDir(staging, m)
 	} else {
 		logf("writing %s", dst.raw)
-		info.Parts, err = registry.WriteArchiveTar(dst.path, staging, m, partSize)
+		info.Parts, err = release.WriteArchiveTar(dst.path, staging, m, partSize)
 		if err == nil {
 			err = os.RemoveAll(staging)
 		}
@@ -403,8 +405,8 @@ func sealArchive(o registry.MirrorOptions, rep *registry.MirrorReport, dst mirro
 }
 
 // itemsOf lists the items of a report.
-func itemsOf(rep *registry.MirrorReport) []registry.Item {
-	out := make([]registry.Item, len(rep.Items))
+func itemsOf(rep *release.MirrorReport) []release.Item {
+	out := make([]release.Item, len(rep.Items))
 	for i, p := range rep.Items {
 		out[i] = p.Item
 	}
@@ -413,17 +415,17 @@ func itemsOf(rep *registry.MirrorReport) []registry.Item {
 
 // buildBaseSubset writes the package base subset of the release in st
 // into a temporary directory and returns it as a file artifact.
-func buildBaseSubset(ctx context.Context, f mirrorFlags, st registry.Store, version string, stderr io.Writer) (v1.Image, func(), error) {
+func buildBaseSubset(ctx context.Context, f mirrorFlags, st oci.Store, version string, stderr io.Writer) (v1.Image, func(), error) {
 	s, err := f.sf.load()
 	if err != nil {
 		return nil, nil, fmt.Errorf("--include-base: %w", err)
 	}
 	tag := version
-	lockBytes, err := registry.LockBytes(ctx, st, tag)
+	lockBytes, err := release.LockBytes(ctx, st, tag)
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := lock.Parse(lockBytes, st.Ref(registry.RepoLock, tag))
+	l, err := lock.Parse(lockBytes, st.Ref(release.RepoLock, tag))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -443,7 +445,7 @@ func buildBaseSubset(ctx context.Context, f mirrorFlags, st registry.Store, vers
 		cleanup()
 		return nil, nil, fmt.Errorf("package base subset: %w", err)
 	}
-	var layers []registry.FileLayer
+	var layers []oci.FileLayer
 	for _, fl := range files {
 		mt := "application/octet-stream"
 		switch fl.Kind {
@@ -458,9 +460,9 @@ func buildBaseSubset(ctx context.Context, f mirrorFlags, st registry.Store, vers
 		case "readme":
 			mt = "text/plain"
 		}
-		layers = append(layers, registry.FileLayer{Title: fl.Path, MediaType: mt, Path: filepath.Join(dir, filepath.FromSlash(fl.Path))})
+		layers = append(layers, oci.FileLayer{Title: fl.Path, MediaType: mt, Path: filepath.Join(dir, filepath.FromSlash(fl.Path))})
 	}
-	img, err := registry.NewFileArtifact(registry.BaseArtifactType, layers, map[string]string{
+	img, err := oci.NewFileArtifact(release.BaseArtifactType, layers, map[string]string{
 		"org.opencontainers.image.title":   s.Name + " " + version + " package base subset",
 		"org.opencontainers.image.version": version,
 	})
@@ -502,12 +504,12 @@ func readOpenPGPKey(path string) (*openpgp.Entity, error) {
 }
 
 // writeBaseOut writes the base subset artifact of the release in st into dir.
-func writeBaseOut(ctx context.Context, st registry.Store, version, dir string, logf func(string, ...any)) error {
-	img, err := st.Image(ctx, registry.RepoBase, version)
+func writeBaseOut(ctx context.Context, st oci.Store, version, dir string, logf func(string, ...any)) error {
+	img, err := st.Image(ctx, release.RepoBase, version)
 	if err != nil {
 		return fmt.Errorf("--base-out: no package base subset in this mirror (mirror it with --include-base): %w", err)
 	}
-	files, err := registry.ExtractFiles(img, dir)
+	files, err := oci.ExtractFiles(img, dir)
 	if err != nil {
 		return fmt.Errorf("--base-out: %w", err)
 	}
@@ -541,7 +543,7 @@ func parseSize(s string) (int64, error) {
 }
 
 // writeMirrorReport prints the summary (or the JSON) and writes --report.
-func writeMirrorReport(w io.Writer, f mirrorFlags, rep *registry.MirrorReport) error {
+func writeMirrorReport(w io.Writer, f mirrorFlags, rep *release.MirrorReport) error {
 	if f.report != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
@@ -568,7 +570,7 @@ func writeMirrorReport(w io.Writer, f mirrorFlags, rep *registry.MirrorReport) e
 	return nil
 }
 
-func writeMirrorSummary(w io.Writer, rep *registry.MirrorReport) {
+func writeMirrorSummary(w io.Writer, rep *release.MirrorReport) {
 	verdict := "OK"
 	if !rep.OK {
 		verdict = "FAIL"
@@ -580,7 +582,7 @@ func writeMirrorSummary(w io.Writer, rep *registry.MirrorReport) {
 	fmt.Fprintf(w, "%s  mirror of %s: %s -> %s\n", verdict, what, rep.Source, rep.Destination)
 	counts := rep.Counts()
 	var parts []string
-	for _, k := range []string{registry.KindRelease, registry.KindChild, registry.KindSignature, registry.KindAttestation, registry.KindReferrer, registry.KindBase} {
+	for _, k := range []string{release.KindRelease, release.KindChild, release.KindSignature, release.KindAttestation, release.KindReferrer, release.KindBase} {
 		if counts[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
 		}
@@ -621,7 +623,7 @@ func writeMirrorSummary(w io.Writer, rep *registry.MirrorReport) {
 }
 
 // writeParityTable lists every item with both digests.
-func writeParityTable(w io.Writer, rep *registry.MirrorReport) {
+func writeParityTable(w io.Writer, rep *release.MirrorReport) {
 	writeMirrorSummary(w, rep)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -666,7 +668,7 @@ func archiveReplaceable(path string) error {
 		}
 		hdr, err := tar.NewReader(f).Next()
 		f.Close()
-		if err != nil || hdr.Name != registry.ArchiveManifestName {
+		if err != nil || hdr.Name != release.ArchiveManifestName {
 			return fmt.Errorf("%s exists and is not a mirror archive: refusing to replace it; give another file name or remove it", p)
 		}
 	}

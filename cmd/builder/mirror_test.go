@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/nodeforge/builder/internal/testutil"
-	"github.com/nodeforge/builder/registry"
+	"github.com/nodeforge/builder/release"
 )
 
 const demoVersion = "1.11.0-demo"
@@ -58,18 +58,18 @@ func perimeterKey(t *testing.T, dir string) (priv, pub string) {
 }
 
 // mirrorCmd runs builder mirror with --report and returns the report.
-func mirrorCmd(t *testing.T, args ...string) (*registry.MirrorReport, string, error) {
+func mirrorCmd(t *testing.T, args ...string) (*release.MirrorReport, string, error) {
 	t.Helper()
 	return mirrorWith(t, runBuilder, args...)
 }
 
 // mirrorChild is mirrorCmd in a child process.
-func mirrorChild(t *testing.T, args ...string) (*registry.MirrorReport, string, error) {
+func mirrorChild(t *testing.T, args ...string) (*release.MirrorReport, string, error) {
 	t.Helper()
 	return mirrorWith(t, func(t *testing.T, args ...string) (string, error) { return builderProcess(t, args...) }, args...)
 }
 
-func mirrorWith(t *testing.T, run func(*testing.T, ...string) (string, error), args ...string) (*registry.MirrorReport, string, error) {
+func mirrorWith(t *testing.T, run func(*testing.T, ...string) (string, error), args ...string) (*release.MirrorReport, string, error) {
 	t.Helper()
 	report := filepath.Join(t.TempDir(), "parity.json")
 	out, err := run(t, append([]string{"mirror", "--report", report}, args...)...)
@@ -77,7 +77,7 @@ func mirrorWith(t *testing.T, run func(*testing.T, ...string) (string, error), a
 	if rerr != nil {
 		return nil, out, err
 	}
-	var rep registry.MirrorReport
+	var rep release.MirrorReport
 	if jerr := json.Unmarshal(b, &rep); jerr != nil {
 		t.Fatalf("parity report: %v", jerr)
 	}
@@ -89,17 +89,17 @@ func mirrorWith(t *testing.T, run func(*testing.T, ...string) (string, error), a
 
 // cosignVerifyRelease has the stock cosign verify every image of the
 // release at prefix (and each child), offline, and find its attestations.
-func cosignVerifyRelease(t *testing.T, prefix, pub string, rep *registry.MirrorReport) {
+func cosignVerifyRelease(t *testing.T, prefix, pub string, rep *release.MirrorReport) {
 	t.Helper()
 	for _, it := range rep.Items {
-		if it.Kind != registry.KindRelease && it.Kind != registry.KindChild {
+		if it.Kind != release.KindRelease && it.Kind != release.KindChild {
 			continue
 		}
 		ref := prefix + "/" + it.Repo + "@" + it.Digest
 		judge(t, "cosign", "verify", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry", ref)
-		if it.Kind == registry.KindRelease {
+		if it.Kind == release.KindRelease {
 			types := []string{"slsaprovenance1"}
-			if it.Repo != registry.RepoLock {
+			if it.Repo != release.RepoLock {
 				types = append(types, "spdxjson", "cyclonedx")
 			}
 			for _, typ := range types {
@@ -113,7 +113,7 @@ func cosignVerifyRelease(t *testing.T, prefix, pub string, rep *registry.MirrorR
 }
 
 // checkReport fails unless the report is OK and carried the whole release.
-func checkReport(t *testing.T, rep *registry.MirrorReport, withBase bool) {
+func checkReport(t *testing.T, rep *release.MirrorReport, withBase bool) {
 	t.Helper()
 	if rep == nil {
 		t.Fatal("no report")
@@ -125,11 +125,11 @@ func checkReport(t *testing.T, rep *registry.MirrorReport, withBase bool) {
 	// 7 repositories (boot, installer, 4 extensions, lock), 6 children
 	// (one per index on x86_64), 13 signed manifests each with a
 	// signature, an attestation image and its referrers.
-	if c[registry.KindRelease] != 7 || c[registry.KindChild] != 6 || c[registry.KindSignature] != 13 || c[registry.KindAttestation] != 13 || c[registry.KindReferrer] < 13 {
+	if c[release.KindRelease] != 7 || c[release.KindChild] != 6 || c[release.KindSignature] != 13 || c[release.KindAttestation] != 13 || c[release.KindReferrer] < 13 {
 		t.Errorf("carried %v", c)
 	}
-	if withBase != (c[registry.KindBase] == 1) {
-		t.Errorf("base subset carried: %d, want %v", c[registry.KindBase], withBase)
+	if withBase != (c[release.KindBase] == 1) {
+		t.Errorf("base subset carried: %d, want %v", c[release.KindBase], withBase)
 	}
 	for _, p := range rep.Items {
 		if p.Status != "ok" || p.SourceDigest != p.DestinationDigest {
@@ -313,7 +313,7 @@ func flipArchiveByte(t *testing.T, archive, which string) string {
 	for _, e := range entries {
 		switch which {
 		case "manifest":
-			if e.name == registry.ArchiveManifestName {
+			if e.name == release.ArchiveManifestName {
 				pick = e
 			}
 		default:
@@ -366,7 +366,7 @@ func TestMirrorKillResume(t *testing.T) {
 	}
 	full := time.Since(start)
 	interrupted := 0
-	var first *registry.MirrorReport
+	var first *release.MirrorReport
 	for i, p := range killPoints(full) {
 		prefix := "docker://" + reg.Host + "/killed" + string(rune('a'+i))
 		// The earlier version is there already.

@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeforge/builder/registry"
+	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/release"
 )
 
 func init() { register(newPromoteCmd) }
@@ -73,9 +74,9 @@ $COSIGN_PASSWORD.`,
 			if err != nil {
 				return err
 			}
-			var pol *registry.Policy
+			var pol *release.Policy
 			if policyPath != "" {
-				if pol, err = registry.LoadPolicy(policyPath); err != nil {
+				if pol, err = release.LoadPolicy(policyPath); err != nil {
 					return err
 				}
 			}
@@ -87,16 +88,16 @@ $COSIGN_PASSWORD.`,
 			if err != nil {
 				return err
 			}
-			for _, st := range []registry.Store{fst, tst} {
+			for _, st := range []oci.Store{fst, tst} {
 				if err := reachable(cmd.Context(), st); err != nil {
 					return err
 				}
 			}
 			stderr := cmd.ErrOrStderr()
-			res, err := registry.Promote(cmd.Context(), registry.PromoteOptions{Version: args[0], FromChannel: from, ToChannel: to,
+			res, err := release.Promote(cmd.Context(), release.PromoteOptions{Version: args[0], FromChannel: from, ToChannel: to,
 				From: fst, To: tst, FromKeys: vs, Signer: signer, Policy: pol, Now: time.Now(),
 				Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }})
-			if errors.Is(err, registry.ErrRefused) {
+			if errors.Is(err, release.ErrRefused) {
 				fmt.Fprintf(stderr, "refusing to promote %s from %s:\n", args[0], fst)
 				if res.RootCause != "" {
 					fmt.Fprintf(stderr, "  %s\n", res.RootCause)

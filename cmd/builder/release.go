@@ -16,12 +16,14 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
 
+	"github.com/nodeforge/builder/api/lock"
+	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/pkgbase/cache"
-	"github.com/nodeforge/builder/pkgbase/lock"
+	"github.com/nodeforge/builder/pkgbase/locker"
 	"github.com/nodeforge/builder/pkgbase/repo"
-	"github.com/nodeforge/builder/registry"
-	"github.com/nodeforge/builder/signing"
-	"github.com/nodeforge/builder/specs"
+	"github.com/nodeforge/builder/release"
 )
 
 func init() { register(newReleaseCmd) }
@@ -43,7 +45,7 @@ func (f *storeFlags) add(cmd *cobra.Command, what string) {
 
 // open returns the store of channel c, overridden by the flags: to write
 // to (a layout is made when missing) or only to read from.
-func (f *storeFlags) open(ctx context.Context, c specs.Channel, write bool) (registry.Store, error) {
+func (f *storeFlags) open(ctx context.Context, c specs.Channel, write bool) (oci.Store, error) {
 	reg, lay := c.Registry, c.Layout
 	if f.registry != "" {
 		reg, lay = f.registry, ""
@@ -56,25 +58,25 @@ func (f *storeFlags) open(ctx context.Context, c specs.Channel, write bool) (reg
 		ca = f.caFile
 	}
 	if reg != "" {
-		return registry.NewRemote(reg, registry.RemoteOptions{Timeout: netTimeout, CAFile: ca, AllowHTTP: c.AllowHTTP || f.allowHTTP, Retries: f.retries})
+		return oci.NewRemote(reg, oci.RemoteOptions{Timeout: netTimeout, CAFile: ca, AllowHTTP: c.AllowHTTP || f.allowHTTP, Retries: f.retries})
 	}
 	if write {
-		return registry.CreateLayout(lay)
+		return oci.CreateLayout(lay)
 	}
-	return registry.OpenLayout(lay)
+	return oci.OpenLayout(lay)
 }
 
 // reachable fails early, before any work, when a registry store does not
 // answer as a registry.
-func reachable(ctx context.Context, st registry.Store) error {
-	if r, ok := st.(*registry.Remote); ok {
+func reachable(ctx context.Context, st oci.Store) error {
+	if r, ok := st.(*oci.Remote); ok {
 		return r.Ping(ctx)
 	}
 	return nil
 }
 
 // loadSigner reads a cosign.key with the password in $COSIGN_PASSWORD.
-func loadSigner(path string) (*registry.Signer, error) {
+func loadSigner(path string) (*signing.Signer, error) {
 	if path == "" {
 		return nil, errors.New("no signing key: set the channel's key in the spec (channels: NAME: key: FILE) or give --key FILE (builder keys generate writes one)")
 	}
@@ -96,7 +98,7 @@ func loadSigner(path string) (*registry.Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return registry.NewSigner(sv)
+	return signing.NewSigner(sv)
 }
 
 // loadVerifiers reads cosign.pub files.
@@ -223,12 +225,12 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 			if _, err := os.Stat(lockPath); errors.Is(err, fs.ErrNotExist) {
 				logf("no lock at %s: locking the spec", lockPath)
 				c := &cache.Cache{Timeout: netTimeout, Dir: b.cacheDir, Workers: b.jobs, Progress: downloadProgress(stderr, b.quiet)}
-				l, err := lock.Create(cmd.Context(), s, lock.Options{Cache: c, Log: logf, Source: repo.SourceOptions{Timeout: netTimeout}})
+				l, err := locker.Create(cmd.Context(), s, locker.Options{Cache: c, Log: logf, Source: repo.SourceOptions{Timeout: netTimeout}})
 				endProgress(stderr)
 				if err != nil {
 					return err
 				}
-				if err := l.Write(lockPath); err != nil {
+				if err := locker.Write(lockPath, l); err != nil {
 					return err
 				}
 			}
@@ -244,7 +246,7 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 			if err != nil {
 				return err
 			}
-			pub, err := registry.Publish(cmd.Context(), st, signer, registry.Release{Spec: s, Lock: l, LockBytes: lb,
+			pub, err := release.Publish(cmd.Context(), st, signer, release.Release{Spec: s, Lock: l, LockBytes: lb,
 				Report: rep, Out: out, Channel: channel, BuilderID: ch.BuilderID, BuilderVersion: version,
 				BuilderSHA256: selfDigest(), Log: logf})
 			if err != nil {

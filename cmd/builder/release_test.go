@@ -14,11 +14,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/v1"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/internal/testutil"
-	"github.com/nodeforge/builder/registry"
-	"github.com/nodeforge/builder/signing"
+	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/release"
 )
 
 // demoRelease prepares the demo base with a dev and a prod key pair.
@@ -46,13 +47,13 @@ func newDemoRelease(t *testing.T) *demoRelease {
 }
 
 // release runs builder release --json and returns what it published.
-func (d *demoRelease) release(t *testing.T, args ...string) (*registry.Published, error) {
+func (d *demoRelease) release(t *testing.T, args ...string) (*release.Published, error) {
 	t.Helper()
 	out, err := runBuilder(t, append([]string{"release", "-q", "--json", "--branch", "p11", "--spec", d.spec, "--cache", d.cache, "--key", d.devKey}, args...)...)
 	if err != nil {
 		return nil, err
 	}
-	var p registry.Published
+	var p release.Published
 	if err := json.Unmarshal([]byte(out), &p); err != nil {
 		t.Fatalf("release --json: %v\n%s", err, out)
 	}
@@ -107,7 +108,7 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden digests of the
 // is published (signatures aside, which are made with fresh keys). Each
 // image digest covers its manifest, config and layers, and an index's
 // covers its children.
-func checkGoldenDigests(t *testing.T, p *registry.Published) {
+func checkGoldenDigests(t *testing.T, p *release.Published) {
 	t.Helper()
 	var lines []string
 	for _, im := range p.Images {
@@ -225,7 +226,7 @@ func TestReleaseToRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promote: %v\n%s", err, out)
 	}
-	var pr registry.Promotion
+	var pr release.Promotion
 	if err := json.Unmarshal([]byte(out), &pr); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestReleaseToRegistry(t *testing.T) {
 		}
 		judge(t, "cosign", "verify", "--key", d.prodPub, "--insecure-ignore-tlog", "--allow-http-registry", img.Ref)
 		judge(t, "cosign", "verify-attestation", "--key", d.prodPub, "--insecure-ignore-tlog", "--allow-http-registry",
-			"--type", registry.PredicatePromotion, img.Ref)
+			"--type", signing.PredicatePromotion, img.Ref)
 	}
 	if out, err := runBuilder(t, "verify", "--key", d.prodPub, "--version", "1.11.0-demo", "docker://"+prod); err != nil {
 		t.Errorf("verify prod: %v\n%s", err, out)
@@ -254,43 +255,43 @@ func TestPromoteRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	devSigner, _ := registry.NewSigner(sv)
+	devSigner, _ := signing.NewSigner(sv)
 	prodKey, _ := os.ReadFile(d.prodKey)
 	psv, _ := signing.LoadPrivate(prodKey, []byte("test-password"))
-	prodSigner, _ := registry.NewSigner(psv)
+	prodSigner, _ := signing.NewSigner(psv)
 
 	for _, c := range []struct {
 		name   string
-		tamper func(st registry.Store, installer v1.Descriptor, other v1.Descriptor)
+		tamper func(st oci.Store, installer v1.Descriptor, other v1.Descriptor)
 		want   string
 	}{
-		{"missing signature", func(st registry.Store, inst, _ v1.Descriptor) {
-			empty, _ := registry.EmptySignatures()
-			if err := st.WriteImage(ctx, "installer", registry.SigTag(inst.Digest), empty); err != nil {
+		{"missing signature", func(st oci.Store, inst, _ v1.Descriptor) {
+			empty, _ := signing.EmptySignatures()
+			if err := st.WriteImage(ctx, "installer", oci.SigTag(inst.Digest), empty); err != nil {
 				t.Fatal(err)
 			}
 		}, "not signed"},
-		{"wrong signature", func(st registry.Store, inst, _ v1.Descriptor) {
-			empty, _ := registry.EmptySignatures()
-			st.WriteImage(ctx, "installer", registry.SigTag(inst.Digest), empty)
+		{"wrong signature", func(st oci.Store, inst, _ v1.Descriptor) {
+			empty, _ := signing.EmptySignatures()
+			st.WriteImage(ctx, "installer", oci.SigTag(inst.Digest), empty)
 			if _, err := prodSigner.Sign(ctx, st, "installer", inst.Digest); err != nil {
 				t.Fatal(err)
 			}
 		}, "no signature verifies with the key"},
-		{"provenance of another digest", func(st registry.Store, inst, other v1.Descriptor) {
-			stmt, _ := json.Marshal(registry.Statement{Type: registry.StatementV1, PredicateType: registry.PredicateSLSA,
-				Subject:   []registry.Subject{{Name: "boot", Digest: map[string]string{"sha256": other.Digest.Hex}}},
+		{"provenance of another digest", func(st oci.Store, inst, other v1.Descriptor) {
+			stmt, _ := json.Marshal(signing.Statement{Type: signing.StatementV1, PredicateType: signing.PredicateSLSA,
+				Subject:   []signing.Subject{{Name: "boot", Digest: map[string]string{"sha256": other.Digest.Hex}}},
 				Predicate: json.RawMessage(`{"buildDefinition":{"buildType":"x"}}`)})
-			if _, err := devSigner.Attest(ctx, st, "installer", inst, registry.PredicateSLSA, stmt); err != nil {
+			if _, err := devSigner.Attest(ctx, st, "installer", inst, signing.PredicateSLSA, stmt); err != nil {
 				t.Fatal(err)
 			}
 		}, "attestation describes sha256:"},
-		{"package outside the base", func(st registry.Store, inst, _ v1.Descriptor) {
+		{"package outside the base", func(st oci.Store, inst, _ v1.Descriptor) {
 			spdx := `{"spdxVersion":"SPDX-2.3","packages":[{"name":"foreign-tool","versionInfo":"1.0-alt1","checksums":[{"algorithm":"SHA256","checksumValue":"` + strings.Repeat("ab", 32) + `"}]}]}`
-			stmt, _ := json.Marshal(registry.Statement{Type: registry.StatementV1, PredicateType: registry.PredicateSPDX,
-				Subject:   []registry.Subject{{Name: "installer", Digest: map[string]string{"sha256": inst.Digest.Hex}}},
+			stmt, _ := json.Marshal(signing.Statement{Type: signing.StatementV1, PredicateType: signing.PredicateSPDX,
+				Subject:   []signing.Subject{{Name: "installer", Digest: map[string]string{"sha256": inst.Digest.Hex}}},
 				Predicate: json.RawMessage(spdx)})
-			if _, err := devSigner.Attest(ctx, st, "installer", inst, registry.PredicateSPDX, stmt); err != nil {
+			if _, err := devSigner.Attest(ctx, st, "installer", inst, signing.PredicateSPDX, stmt); err != nil {
 				t.Fatal(err)
 			}
 		}, "package foreign-tool-1.0-alt1"},
@@ -300,7 +301,7 @@ func TestPromoteRefuses(t *testing.T) {
 			if _, err := d.release(t, "--registry", target); err != nil {
 				t.Fatal(err)
 			}
-			st, err := registry.NewRemote(target, registry.RemoteOptions{})
+			st, err := oci.NewRemote(target, oci.RemoteOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -320,15 +321,15 @@ func TestPromoteRefuses(t *testing.T) {
 			if err == nil || !strings.Contains(errb.String(), c.want) || !strings.Contains(errb.String(), "installer") {
 				t.Errorf("promote after %s: %v\n%s", c.name, err, errb.String())
 			}
-			if _, err := registry.Repositories(ctx, mustRemote(t, target+"-prod"), "1.11.0-demo"); err == nil {
+			if _, err := release.Repositories(ctx, mustRemote(t, target+"-prod"), "1.11.0-demo"); err == nil {
 				t.Errorf("a refused promotion wrote the release to prod")
 			}
 		})
 	}
 }
 
-func mustRemote(t *testing.T, target string) registry.Store {
-	st, err := registry.NewRemote(target, registry.RemoteOptions{})
+func mustRemote(t *testing.T, target string) oci.Store {
+	st, err := oci.NewRemote(target, oci.RemoteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

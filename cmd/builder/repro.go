@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeforge/builder/builder"
+	"github.com/nodeforge/builder/build"
 )
 
 func init() { register(newReproCmd) }
@@ -101,7 +101,7 @@ exits 1.`,
 				}
 				outs = append(outs, out)
 			}
-			diffs, err := builder.Compare(outs[0], outs[1])
+			diffs, err := build.Compare(outs[0], outs[1])
 			if err != nil {
 				return err
 			}

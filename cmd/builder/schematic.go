@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeforge/builder/schematic"
+	"github.com/nodeforge/builder/api/schematic"
 )
 
 func init() { register(newSchematicCmd) }

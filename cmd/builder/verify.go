@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/certification"
-	"github.com/nodeforge/builder/registry"
+	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/release"
 )
 
 func init() { register(newVerifyCmd) }
@@ -20,10 +22,10 @@ func init() { register(newVerifyCmd) }
 // digest: HOST[:PORT]/PATH/REPO:TAG (docker:// allowed) or
 // oci:DIR#REPO:TAG. With version set, ref names a whole release's store
 // (docker://HOST[:PORT]/PREFIX or oci:DIR) and repo is empty.
-func parseRef(ref, version string, sf storeFlags) (st registry.Store, repo, tagOrDigest string, err error) {
+func parseRef(ref, version string, sf storeFlags) (st oci.Store, repo, tagOrDigest string, err error) {
 	if dir, ok := strings.CutPrefix(ref, "oci:"); ok {
 		dir, rest, _ := strings.Cut(dir, "#")
-		st, err := registry.OpenLayout(dir)
+		st, err := oci.OpenLayout(dir)
 		if err != nil {
 			return nil, "", "", err
 		}
@@ -45,9 +47,9 @@ func parseRef(ref, version string, sf storeFlags) (st registry.Store, repo, tagO
 		}
 	}
 	ref = strings.TrimPrefix(ref, "docker://")
-	o := registry.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}
+	o := oci.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}
 	if version != "" {
-		st, err := registry.NewRemote(ref, o)
+		st, err := oci.NewRemote(ref, o)
 		return st, "", "", err
 	}
 	full, tag, ok := splitRepoRef(ref)
@@ -58,7 +60,7 @@ func parseRef(ref, version string, sf storeFlags) (st registry.Store, repo, tagO
 	if i < 0 {
 		return nil, "", "", fmt.Errorf("reference %q names no registry host", ref)
 	}
-	st, err = registry.NewRemote(full[:i], o)
+	st, err = oci.NewRemote(full[:i], o)
 	return st, full[i+1:], tag, err
 }
 
@@ -116,9 +118,9 @@ signed by). Exit status 1 with every reason when anything fails.`,
 			if err != nil {
 				return err
 			}
-			var pol *registry.Policy
+			var pol *release.Policy
 			if policyPath != "" {
-				if pol, err = registry.LoadPolicy(policyPath); err != nil {
+				if pol, err = release.LoadPolicy(policyPath); err != nil {
 					return err
 				}
 			}
@@ -134,7 +136,7 @@ signed by). Exit status 1 with every reason when anything fails.`,
 			var targets []target
 			if version != "" {
 				tag := version
-				repos, err := registry.Repositories(ctx, st, tag)
+				repos, err := release.Repositories(ctx, st, tag)
 				if err != nil {
 					return err
 				}
@@ -144,12 +146,12 @@ signed by). Exit status 1 with every reason when anything fails.`,
 			} else {
 				targets = []target{{repo, ref}}
 			}
-			var results []*registry.Verification
+			var results []*release.Verification
 			failed := false
 			for _, t := range targets {
-				v, err := registry.Verify(ctx, st, t.repo, t.ref, vs, pol)
+				v, err := release.Verify(ctx, st, t.repo, t.ref, vs, pol)
 				if err != nil {
-					v = &registry.Verification{Ref: st.Ref(t.repo, t.ref), Problems: []string{err.Error()}}
+					v = &release.Verification{Ref: st.Ref(t.repo, t.ref), Problems: []string{err.Error()}}
 				}
 				if !v.OK() {
 					failed = true
@@ -164,7 +166,7 @@ signed by). Exit status 1 with every reason when anything fails.`,
 					return err
 				}
 			} else {
-				if rc := registry.RootCause(results, vs); rc != "" {
+				if rc := release.RootCause(results, vs); rc != "" {
 					fmt.Fprintf(w, "%s\n", rc)
 				}
 				for _, v := range results {
@@ -205,15 +207,15 @@ signed by). Exit status 1 with every reason when anything fails.`,
 // shortPredicate names a predicate type the way cosign's --type does.
 func shortPredicate(t string) string {
 	switch t {
-	case registry.PredicateSPDX:
+	case signing.PredicateSPDX:
 		return "spdx"
-	case registry.PredicateCycloneDX:
+	case signing.PredicateCycloneDX:
 		return "cyclonedx"
-	case registry.PredicateSLSA:
+	case signing.PredicateSLSA:
 		return "slsa-provenance"
-	case registry.PredicatePromotion:
+	case signing.PredicatePromotion:
 		return "promotion"
-	case registry.PredicateBuildReport:
+	case signing.PredicateBuildReport:
 		return "build-report"
 	case certification.PredicateVSA:
 		return "verification-summary"

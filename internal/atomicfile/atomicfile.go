@@ -99,6 +99,15 @@ func SyncDir(dir string) error {
 	return d.Sync()
 }
 
+// Put writes data to path atomically (mode 0644), first sweeping what a
+// killed writer left beside it.
+func Put(path string, data []byte) error {
+	if err := Sweep(filepath.Dir(path)); err != nil {
+		return err
+	}
+	return Write(path, data, 0o644)
+}
+
 // Sweep removes the temporary files that killed processes left in dir.
 // A file whose writer is alive is locked and stays, so Sweep is safe while
 // others write in dir.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeforge/builder/specs"
+	"github.com/nodeforge/builder/api/specs"
 )
 
 func TestRPMVersion(t *testing.T) {

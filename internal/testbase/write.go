@@ -50,38 +50,9 @@ func write(dir, deb, initBin, key string, opts Options) error {
 	}
 
 	// (a) The kernel: vmlinuz and the chosen module trees.
-	opts.Log("testbase: extracting %s (%s %s)", filepath.Base(deb), info.DebPackage, info.DebVersion)
-	kroot := filepath.Join(stage, "kernel")
-	kver, vmlinuzTime, err := extractKernel(deb, kroot, opts.ModuleTrees)
+	kspec, sde, err := kernelSpec(deb, filepath.Join(stage, "kernel"), info, opts)
 	if err != nil {
 		return err
-	}
-	info.KernelVersion = kver
-	// Everything is dated by the kernel's build: SOURCE_DATE_EPOCH, hence
-	// the RPMs' build times and the lock's, come from the input.
-	sde := vmlinuzTime.Unix()
-	modDir := filepath.Join(kroot, "lib", "modules", kver)
-	filepath.Walk(modDir, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() && strings.Contains(filepath.Base(p), ".ko") {
-			info.Modules = append(info.Modules, modName(filepath.Base(p)))
-		}
-		return nil
-	})
-	sort.Strings(info.Modules)
-	if b, err := os.ReadFile(filepath.Join(modDir, "modules.builtin")); err == nil {
-		for _, line := range strings.Fields(string(b)) {
-			info.Builtin = append(info.Builtin, modName(path.Base(line)))
-		}
-	}
-	sort.Strings(info.Builtin)
-	upVer, rel := rpmVersion(info.DebVersion)
-	kspec := rpmSpec{
-		Name: KernelPackage, Version: upVer, Release: rel, Arch: "x86_64", License: "GPL-2.0-only",
-		Summary:     fmt.Sprintf("Debian's %s %s, wrapped for the nodeforge boot test", info.DebPackage, info.DebVersion),
-		Description: fmt.Sprintf("vmlinuz and the module trees %s of Debian's %s %s (kernel %s).", strings.Join(opts.ModuleTrees, ", "), info.DebPackage, info.DebVersion, kver),
-		Root:        kroot,
-		Provides:    []string{fmt.Sprintf("kernel = %s-%s", upVer, rel)},
-		Files:       []string{"/boot/vmlinuz-" + kver, "/lib/modules/" + kver},
 	}
 
 	// (b) The init.
@@ -136,27 +107,70 @@ func write(dir, deb, initBin, key string, opts Options) error {
 
 	// (e) The EFI boot manager: Debian's systemd-boot-efi, its EFI
 	// binaries only.
-	broot := filepath.Join(stage, "systemd-boot")
-	if out, err := exec.Command("dpkg-deb", "-x", opts.bootDeb, broot).CombinedOutput(); err != nil {
-		return fmt.Errorf("testbase: dpkg-deb -x %s: %v\n%s", opts.bootDeb, err, out)
-	}
-	if err := os.RemoveAll(filepath.Join(broot, "usr", "share")); err != nil {
-		return err
-	}
-	bver, err := debField(opts.bootDeb, "Version")
+	bspec, err := bootSpec(opts.bootDeb, filepath.Join(stage, "systemd-boot"))
 	if err != nil {
 		return err
 	}
-	bv, br := rpmVersion(bver)
-	bspec := rpmSpec{
-		Name: BootPackage, Version: bv, Release: br, Arch: "x86_64", License: "LGPL-2.1-or-later",
-		Summary:     "Debian's systemd-boot EFI binaries, wrapped for the nodeforge boot media test",
-		Description: "systemd-boot and the EFI stubs of Debian's systemd-boot-efi " + bver + ".",
-		Root:        broot,
-		Files:       []string{path.Dir(BootPath)},
+
+	if err := buildRPMs(stage, rpms, []rpmSpec{kspec, ispec, fspec, xspec, bspec}, sde, info, opts); err != nil {
+		return err
+	}
+	cmd := exec.Command("createrepo_c", "--quiet", "--no-database", "--revision", fmt.Sprint(sde), "--set-timestamp-to-revision", filepath.Join(dir, RepoDir))
+	cmd.Env = toolEnv(stage, sde)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("testbase: createrepo_c: %v\n%s", err, b)
 	}
 
-	for _, s := range []rpmSpec{kspec, ispec, fspec, xspec, bspec} {
+	info.PrettyName = fmt.Sprintf("Nodeforge boot test (Debian kernel %s, %s)", info.KernelVersion, info.DebVersion)
+	info.BuildSeconds = time.Since(start).Round(time.Millisecond).Seconds()
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, InfoFile), append(b, '\n'), 0o644)
+}
+
+// kernelSpec extracts the kernel package into kroot and describes its RPM;
+// the kernel's build time dates the whole base.
+func kernelSpec(deb, kroot string, info *Info, opts Options) (rpmSpec, int64, error) {
+	opts.Log("testbase: extracting %s (%s %s)", filepath.Base(deb), info.DebPackage, info.DebVersion)
+	kver, vmlinuzTime, err := extractKernel(deb, kroot, opts.ModuleTrees)
+	if err != nil {
+		return rpmSpec{}, 0, err
+	}
+	info.KernelVersion = kver
+	// Everything is dated by the kernel's build: SOURCE_DATE_EPOCH, hence
+	// the RPMs' build times and the lock's, come from the input.
+	sde := vmlinuzTime.Unix()
+	modDir := filepath.Join(kroot, "lib", "modules", kver)
+	filepath.Walk(modDir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() && strings.Contains(filepath.Base(p), ".ko") {
+			info.Modules = append(info.Modules, modName(filepath.Base(p)))
+		}
+		return nil
+	})
+	sort.Strings(info.Modules)
+	if b, err := os.ReadFile(filepath.Join(modDir, "modules.builtin")); err == nil {
+		for _, line := range strings.Fields(string(b)) {
+			info.Builtin = append(info.Builtin, modName(path.Base(line)))
+		}
+	}
+	sort.Strings(info.Builtin)
+	upVer, rel := rpmVersion(info.DebVersion)
+	kspec := rpmSpec{
+		Name: KernelPackage, Version: upVer, Release: rel, Arch: "x86_64", License: "GPL-2.0-only",
+		Summary:     fmt.Sprintf("Debian's %s %s, wrapped for the nodeforge boot test", info.DebPackage, info.DebVersion),
+		Description: fmt.Sprintf("vmlinuz and the module trees %s of Debian's %s %s (kernel %s).", strings.Join(opts.ModuleTrees, ", "), info.DebPackage, info.DebVersion, kver),
+		Root:        kroot,
+		Provides:    []string{fmt.Sprintf("kernel = %s-%s", upVer, rel)},
+		Files:       []string{"/boot/vmlinuz-" + kver, "/lib/modules/" + kver},
+	}
+	return kspec, sde, nil
+}
+
+// buildRPMs builds the RPMs into the repository directory, dated sde.
+func buildRPMs(stage, rpms string, specs []rpmSpec, sde int64, info *Info, opts Options) error {
+	for _, s := range specs {
 		t0 := time.Now()
 		out, err := rpmbuild(stage, s, sde, opts.Payload)
 		if err != nil {
@@ -178,19 +192,31 @@ func write(dir, deb, initBin, key string, opts Options) error {
 		opts.Log("testbase: %s: %.1f MB in %s", filepath.Base(dst), float64(fi.Size())/1e6, time.Since(t0).Round(time.Millisecond))
 		os.RemoveAll(s.Root) // frees the disk early
 	}
-	cmd := exec.Command("createrepo_c", "--quiet", "--no-database", "--revision", fmt.Sprint(sde), "--set-timestamp-to-revision", filepath.Join(dir, RepoDir))
-	cmd.Env = toolEnv(stage, sde)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("testbase: createrepo_c: %v\n%s", err, b)
-	}
+	return nil
+}
 
-	info.PrettyName = fmt.Sprintf("Nodeforge boot test (Debian kernel %s, %s)", kver, info.DebVersion)
-	info.BuildSeconds = time.Since(start).Round(time.Millisecond).Seconds()
-	b, err := json.MarshalIndent(info, "", "  ")
-	if err != nil {
-		return err
+// bootSpec extracts Debian's systemd-boot-efi into broot, EFI binaries
+// only, and describes its RPM.
+func bootSpec(bootDeb, broot string) (rpmSpec, error) {
+	if out, err := exec.Command("dpkg-deb", "-x", bootDeb, broot).CombinedOutput(); err != nil {
+		return rpmSpec{}, fmt.Errorf("testbase: dpkg-deb -x %s: %v\n%s", bootDeb, err, out)
 	}
-	return os.WriteFile(filepath.Join(dir, InfoFile), append(b, '\n'), 0o644)
+	if err := os.RemoveAll(filepath.Join(broot, "usr", "share")); err != nil {
+		return rpmSpec{}, err
+	}
+	bver, err := debField(bootDeb, "Version")
+	if err != nil {
+		return rpmSpec{}, err
+	}
+	bv, br := rpmVersion(bver)
+	bspec := rpmSpec{
+		Name: BootPackage, Version: bv, Release: br, Arch: "x86_64", License: "LGPL-2.1-or-later",
+		Summary:     "Debian's systemd-boot EFI binaries, wrapped for the nodeforge boot media test",
+		Description: "systemd-boot and the EFI stubs of Debian's systemd-boot-efi " + bver + ".",
+		Root:        broot,
+		Files:       []string{path.Dir(BootPath)},
+	}
+	return bspec, nil
 }
 
 // modName is a module's kmod name from its file name.

@@ -9,8 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/ulikunitz/xz"
+
+	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // benchSize is how much data BenchmarkDecode decodes.

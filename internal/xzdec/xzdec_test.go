@@ -15,8 +15,9 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/ulikunitz/xz/lzma"
+
+	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // decoder is one implementation under test.

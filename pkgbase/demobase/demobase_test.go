@@ -17,12 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/evr"
 	"github.com/nodeforge/builder/pkgbase/keyring"
 	"github.com/nodeforge/builder/pkgbase/repo"
 	"github.com/nodeforge/builder/pkgbase/rpmfile"
-	"github.com/nodeforge/builder/specs"
 )
 
 // Writing the base takes about a second: share one across the read-only tests.

@@ -1,6 +1,7 @@
 package demobase
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"strings"
 )
@@ -88,25 +89,20 @@ func (m kmod) elf() []byte {
 	body = align(body, 8)
 	shoff := len(body)
 
-	sh := func(name, typ uint32, flags uint64, off, size int, link, info uint32, addralign, entsize uint64) []byte {
-		b := make([]byte, shentsize)
-		binary.LittleEndian.PutUint32(b[0:], name)
-		binary.LittleEndian.PutUint32(b[4:], typ)
-		binary.LittleEndian.PutUint64(b[8:], flags)
-		binary.LittleEndian.PutUint64(b[24:], uint64(off))
-		binary.LittleEndian.PutUint64(b[32:], uint64(size))
-		binary.LittleEndian.PutUint32(b[40:], link)
-		binary.LittleEndian.PutUint32(b[44:], info)
-		binary.LittleEndian.PutUint64(b[48:], addralign)
-		binary.LittleEndian.PutUint64(b[56:], entsize)
+	// A section header as debug/elf lays it out (Elf64_Shdr).
+	sh := func(h elf.Section64) []byte {
+		b, err := binary.Append(nil, binary.LittleEndian, h)
+		if err != nil {
+			panic(err) // a fixed-size struct always encodes
+		}
 		return b
 	}
 	body = append(body, make([]byte, shentsize)...) // SHN_UNDEF
-	body = append(body, sh(names[".modinfo"], 1, 2, offModinfo, len(modinfo), 0, 0, 1, 0)...)
-	body = append(body, sh(names[".symtab"], 2, 0, offSymtab, len(symtab), 3, 1, 8, 24)...)
-	body = append(body, sh(names[".strtab"], 3, 0, offStrtab, len(strtab), 0, 0, 1, 0)...)
-	body = append(body, sh(names[".shstrtab"], 3, 0, offShstr, len(shstr), 0, 0, 1, 0)...)
-	body = append(body, sh(names["__ksymtab_strings"], 1, 2, offKsym, len(ksymtab), 0, 0, 1, 0)...)
+	body = append(body, sh(elf.Section64{Name: names[".modinfo"], Type: 1, Flags: 2, Off: uint64(offModinfo), Size: uint64(len(modinfo)), Link: 0, Info: 0, Addralign: 1, Entsize: 0})...)
+	body = append(body, sh(elf.Section64{Name: names[".symtab"], Type: 2, Flags: 0, Off: uint64(offSymtab), Size: uint64(len(symtab)), Link: 3, Info: 1, Addralign: 8, Entsize: 24})...)
+	body = append(body, sh(elf.Section64{Name: names[".strtab"], Type: 3, Flags: 0, Off: uint64(offStrtab), Size: uint64(len(strtab)), Link: 0, Info: 0, Addralign: 1, Entsize: 0})...)
+	body = append(body, sh(elf.Section64{Name: names[".shstrtab"], Type: 3, Flags: 0, Off: uint64(offShstr), Size: uint64(len(shstr)), Link: 0, Info: 0, Addralign: 1, Entsize: 0})...)
+	body = append(body, sh(elf.Section64{Name: names["__ksymtab_strings"], Type: 1, Flags: 2, Off: uint64(offKsym), Size: uint64(len(ksymtab)), Link: 0, Info: 0, Addralign: 1, Entsize: 0})...)
 
 	h := body[:ehsize]
 	copy(h, []byte{0x7f, 'E', 'L', 'F', 2, 1, 1, 0})

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/blake2b"
 
+	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/pkgbase/evr"
 	"github.com/nodeforge/builder/pkgbase/keyring"
 	"github.com/nodeforge/builder/pkgbase/rpmhdr"
@@ -205,7 +206,7 @@ func LoadALT(ctx context.Context, src Source, opts ALTOptions) (*ALTRepo, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s/base/release: %w", src.URL(), err)
 	}
-	repo := &ALTRepo{URL: src.URL(), Release: rel, ReleaseBytes: raw, ReleaseHash: sha256Hex(raw)}
+	repo := &ALTRepo{URL: src.URL(), Release: rel, ReleaseBytes: raw, ReleaseHash: digest.SHA256Hex(raw)}
 	if !opts.InsecureSkipVerify {
 		if opts.Keyring == nil || opts.Keyring.Len() == 0 {
 			return nil, fmt.Errorf("%s/base/release: no keyring to verify it with (give one, or skip verification explicitly)", src.URL())

@@ -1,7 +1,6 @@
 package repo
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 
 	"github.com/nodeforge/builder/pkgbase/evr"
@@ -38,13 +37,9 @@ func PackageFromHeader(h *rpmhdr.Header, sem evr.Semantics) (*Package, error) {
 	conv := func(name, flags, ver uint32) ([]Dep, error) {
 		ds, err := rpmfile.Deps(h, name, flags, ver)
 		if err != nil || len(ds) == 0 {
-			return nil, err
+			return nil, err // none is nil, as the index readers give it
 		}
-		out := make([]Dep, len(ds))
-		for i, d := range ds {
-			out[i] = Dep(d)
-		}
-		return out, nil
+		return ds, nil
 	}
 	if p.Provides, err = conv(rpmhdr.TagProvideName, rpmhdr.TagProvideFlags, rpmhdr.TagProvideVersion); err != nil {
 		return nil, err
@@ -83,9 +78,4 @@ func hexString(h *rpmhdr.Header, tag uint32) string {
 		return hex.EncodeToString(b)
 	}
 	return ""
-}
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }

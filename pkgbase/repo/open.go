@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/pkgbase/keyring"
 )
 
@@ -100,7 +101,7 @@ func Load(ctx context.Context, location string, opts AnyOptions) (*Loaded, error
 		if err != nil {
 			return nil, err
 		}
-		l.ReleaseSHA256 = sha256Hex(raw)
+		l.ReleaseSHA256 = digest.SHA256Hex(raw)
 		if opts.UnsignedIndex && (opts.Keyring == nil || opts.Keyring.Len() == 0) {
 			return nil, fmt.Errorf("%s: no keyring to verify its packages with", src.URL())
 		}

@@ -6,14 +6,12 @@ import (
 	"fmt"
 
 	"github.com/nodeforge/builder/pkgbase/evr"
+	"github.com/nodeforge/builder/pkgbase/rpmfile"
 )
 
-// Dep is one dependency entry (require, provide, conflict or obsolete).
-type Dep struct {
-	Name    string `json:"name"`
-	Flags   uint32 `json:"flags"`   // rpm's RPMSENSE_* bits
-	Version string `json:"version"` // "" when unversioned; may be "E:V-R:DISTTAG" or "set:..."
-}
+// Dep is one dependency entry (require, provide, conflict or obsolete): an
+// index says the same of a package as its header does.
+type Dep = rpmfile.Dep
 
 // Package is the metadata of one binary package as an index describes it.
 type Package struct {

@@ -502,35 +502,8 @@ func (x *mdPackage) toPackage(repoURL string) (*Package, string, error) {
 	case "md5":
 		p.MD5 = sum.Value
 	}
-	var pool []Dep
-	if ndeps > 0 {
-		pool = x.mem.depList(ndeps)
-	}
-	dsts := [4]*[]Dep{&p.Provides, &p.Requires, &p.Conflicts, &p.Obsoletes}
-	for k := range x.deps {
-		start := len(pool)
-		for i := range x.deps[k] {
-			e := &x.deps[k][i]
-			d := Dep{Name: str(e.name)}
-			if d.Name == "" {
-				return nil, "", fmt.Errorf("%s: %s: rpm:entry without a name", p.Name, mdDepLists[k])
-			}
-			if f := x.bytes(e.flags); len(f) > 0 {
-				fl, ok := senseFlags[string(f)]
-				if !ok {
-					return nil, "", fmt.Errorf("%s: %s: %s: unknown flags %q", p.Name, mdDepLists[k], d.Name, f)
-				}
-				d.Flags = fl
-			}
-			if pre := string(x.bytes(e.pre)); pre == "1" || pre == "true" {
-				d.Flags |= evr.FlagPrereq
-			}
-			d.Version = str(e.version)
-			pool = append(pool, d)
-		}
-		if len(pool) > start {
-			*dsts[k] = pool[start:len(pool):len(pool)]
-		}
+	if err := x.setDeps(p, ndeps, str); err != nil {
+		return nil, "", err
 	}
 	nfiles := 0
 	for _, f := range x.files {
@@ -547,6 +520,41 @@ func (x *mdPackage) toPackage(repoURL string) (*Package, string, error) {
 		}
 	}
 	return p, sum.Value, nil
+}
+
+// setDeps gives p its dependency lists, all in one allocation.
+func (x *mdPackage) setDeps(p *Package, ndeps int, str func(mdSpan) string) error {
+	var pool []Dep
+	if ndeps > 0 {
+		pool = x.mem.depList(ndeps)
+	}
+	dsts := [4]*[]Dep{&p.Provides, &p.Requires, &p.Conflicts, &p.Obsoletes}
+	for k := range x.deps {
+		start := len(pool)
+		for i := range x.deps[k] {
+			e := &x.deps[k][i]
+			d := Dep{Name: str(e.name)}
+			if d.Name == "" {
+				return fmt.Errorf("%s: %s: rpm:entry without a name", p.Name, mdDepLists[k])
+			}
+			if f := x.bytes(e.flags); len(f) > 0 {
+				fl, ok := senseFlags[string(f)]
+				if !ok {
+					return fmt.Errorf("%s: %s: %s: unknown flags %q", p.Name, mdDepLists[k], d.Name, f)
+				}
+				d.Flags = fl
+			}
+			if pre := string(x.bytes(e.pre)); pre == "1" || pre == "true" {
+				d.Flags |= evr.FlagPrereq
+			}
+			d.Version = str(e.version)
+			pool = append(pool, d)
+		}
+		if len(pool) > start {
+			*dsts[k] = pool[start:len(pool):len(pool)]
+		}
+	}
+	return nil
 }
 
 // mdRoot reads up to the document's root element and checks its name.

@@ -273,139 +273,15 @@ func (g *synth) generate(i int, core bool) {
 	var made []*repo.Package
 	switch k := g.rng.IntN(100); {
 	case k < 38: // a shared library, sometimes with a -devel package
-		e, bt := g.label(g.version())
-		arch := "x86_64"
-		if !core && g.rng.IntN(40) == 0 {
-			arch = "i586" // strays of the biarch repository
-		}
-		p := g.newPkg("lib"+st, arch, e, bt)
-		major := 1 + g.rng.IntN(4)
-		soname := fmt.Sprintf("lib%s.so.%d()(64bit)", st, major)
-		l := synthLib{soname: soname, pkg: p}
-		if g.rng.IntN(2) == 0 {
-			l.symbols = make([]string, 8+g.rng.IntN(60))
-			for j := range l.symbols {
-				l.symbols[j] = fmt.Sprintf("%s_fn%d", st, j)
-			}
-			p.Provides = append(p.Provides, g.setDep(soname, evr.FlagEqual, l.symbols))
-		} else {
-			p.Provides = append(p.Provides, sdep(soname))
-		}
-		for v := 0; v < 4+g.rng.IntN(17); v++ {
-			node := fmt.Sprintf("lib%s.so.%d(%s_%d.%d)(64bit)", st, major, strings.ToUpper(st), major, v)
-			p.Provides = append(p.Provides, sdep(node))
-			l.nodes = append(l.nodes, node)
-		}
-		p.Files = []string{fmt.Sprintf("/usr/lib64/lib%s.so.%d", st, major)}
-		g.elf(p, libs, g.rng.IntN(5))
-		made = append(made, p)
-		if arch == "x86_64" {
-			g.libs = append(g.libs, l)
-			if core {
-				g.coreLibs = append(g.coreLibs, l)
-			}
-			if !core && g.rng.IntN(3) == 0 {
-				_, bt := g.label(e.Version)
-				d := g.newPkg("lib"+st+"-devel", "x86_64", evr.EVR{Version: e.Version, Release: e.Release, Disttag: e.Disttag}, bt)
-				d.Requires = append(d.Requires,
-					repo.Dep{Name: p.Name, Flags: evr.FlagEqual, Version: e.Version + "-" + e.Release},
-					sdep("/usr/bin/pkg-config"))
-				d.Provides = append(d.Provides,
-					repo.Dep{Name: "pkgconfig(" + st + ")", Flags: evr.FlagEqual, Version: e.Version},
-					sdep("devel(lib"+st+"(64bit))"))
-				made = append(made, d)
-			}
-		}
+		made = g.library(st, core, libs)
 	case k < 62: // a program
-		e, bt := g.label(g.version())
-		p := g.newPkg(st, "x86_64", e, bt)
-		p.Files = []string{"/usr/bin/" + st}
-		g.elf(p, libs, 2+g.rng.IntN(5))
-		if g.rng.IntN(5) < 2 {
-			p.Requires = append(p.Requires, sdep("/bin/sh"))
-		}
-		if g.rng.IntN(10) == 0 {
-			p.Provides = append(p.Provides, sdep("/usr/bin/"+st))
-		}
-		if g.rng.IntN(5) < 2 { // a Go program lists what it bundles
-			for j := 0; j < 2+g.rng.IntN(11); j++ {
-				p.Provides = append(p.Provides, sdep(fmt.Sprintf("bundled(golang(%s/pkg%d))", st, j)))
-			}
-		}
-		if i > 10 && g.rng.IntN(50) == 0 && len(g.tools) > 0 {
-			// A conflict with an unrelated program.
-			p.Conflicts = append(p.Conflicts, sdep(g.tools[g.rng.IntN(len(g.tools))]+"-nonexistent"))
-		}
-		if g.rng.IntN(60) == 0 {
-			p.Obsoletes = append(p.Obsoletes, repo.Dep{Name: st + "-legacy", Flags: evr.FlagLess, Version: e.Version})
-		}
-		if !core && g.rng.IntN(25) == 0 {
-			// ALT's pin of subpackages of one build.
-			self := repo.Dep{Name: st, Flags: evr.FlagEqual, Version: e.Version + "-" + e.Release}
-			sub := g.newPkg(st+"-common", "noarch", e, bt)
-			for _, q := range []*repo.Package{p, sub} {
-				q.Conflicts = append(q.Conflicts,
-					repo.Dep{Name: st, Flags: evr.FlagLess, Version: self.Version},
-					repo.Dep{Name: st, Flags: evr.FlagGreater, Version: self.Version})
-			}
-			sub.Requires = append(sub.Requires, self)
-			p.Requires = append(p.Requires, repo.Dep{Name: sub.Name, Flags: evr.FlagEqual, Version: self.Version})
-			made = append(made, sub)
-		}
-		g.tools = append(g.tools, st)
-		made = append(made, p)
+		made = g.program(i, st, core, libs)
 	case k < 80: // a python module
-		e, bt := g.label(g.version())
-		p := g.newPkg("python3-module-"+st, "noarch", e, bt)
-		var mods []string
-		for j := 0; j < 6+g.rng.IntN(21); j++ {
-			m := "python3(" + st + ")"
-			if j > 0 {
-				m = fmt.Sprintf("python3(%s.sub%d)", st, j)
-			}
-			p.Provides = append(p.Provides, sdep(m))
-			mods = append(mods, m)
-		}
-		p.Requires = append(p.Requires, sdep("python3"), repo.Dep{Name: "python3", Flags: evr.FlagGreater | evr.FlagEqual, Version: "3.12"}, sdep("/usr/bin/python3"))
-		for j := 0; j < 3+g.rng.IntN(7); j++ {
-			p.Requires = append(p.Requires, sdep(pymods[g.rng.IntN(len(pymods))]))
-		}
-		p.Files = []string{"/usr/lib/python3/site-packages/" + st + "/__init__.py"}
-		g.pymods = append(g.pymods, mods...)
-		if core {
-			g.corePymods = append(g.corePymods, mods...)
-		}
-		made = append(made, p)
+		made = g.pythonModule(st, core, pymods)
 	case k < 92: // a perl module
-		e, bt := g.label(g.version())
-		name := strings.ToUpper(st[:1]) + st[1:]
-		p := g.newPkg("perl-"+name, "noarch", e, bt)
-		var mods []string
-		for j := 0; j < 2+g.rng.IntN(11); j++ {
-			m := fmt.Sprintf("perl(%s/M%d.pm)", name, j)
-			p.Provides = append(p.Provides, sdep(m))
-			mods = append(mods, m)
-		}
-		p.Requires = append(p.Requires, sdep("perl(strict.pm)"), sdep("perl(warnings.pm)"),
-			repo.Dep{Name: "perl-base", Flags: evr.FlagGreater | evr.FlagEqual, Version: "1:5.36"})
-		for j := 0; j < 3+g.rng.IntN(6); j++ {
-			p.Requires = append(p.Requires, sdep(plmods[g.rng.IntN(len(plmods))]))
-		}
-		g.plmods = append(g.plmods, mods...)
-		if core {
-			g.corePlmods = append(g.corePlmods, mods...)
-		}
-		made = append(made, p)
+		made = g.perlModule(st, core, plmods)
 	default: // data or documentation for an earlier program
-		e, bt := g.label(g.version())
-		p := g.newPkg(st+"-data", "noarch", e, bt)
-		p.Files = []string{"/usr/share/" + st + "/data"}
-		p.Provides = append(p.Provides, sdep(st+"-data-files"))
-		p.Requires = append(p.Requires, sdep("/bin/sh"))
-		if len(libs) > 2 {
-			p.Requires = append(p.Requires, sdep(libs[1+g.rng.IntN(len(libs)-1)].soname))
-		}
-		made = append(made, p)
+		made = g.dataPackage(st, libs)
 	}
 	// An older build of some packages (a multi-version index, or a package
 	// copied from Sisyphus).
@@ -426,4 +302,163 @@ func (g *synth) generate(i int, core bool) {
 			}
 		}
 	}
+}
+
+// library makes a shared library, sometimes with a -devel package.
+func (g *synth) library(st string, core bool, libs []synthLib) []*repo.Package {
+	var made []*repo.Package
+	e, bt := g.label(g.version())
+	arch := "x86_64"
+	if !core && g.rng.IntN(40) == 0 {
+		arch = "i586" // strays of the biarch repository
+	}
+	p := g.newPkg("lib"+st, arch, e, bt)
+	major := 1 + g.rng.IntN(4)
+	soname := fmt.Sprintf("lib%s.so.%d()(64bit)", st, major)
+	l := synthLib{soname: soname, pkg: p}
+	if g.rng.IntN(2) == 0 {
+		l.symbols = make([]string, 8+g.rng.IntN(60))
+		for j := range l.symbols {
+			l.symbols[j] = fmt.Sprintf("%s_fn%d", st, j)
+		}
+		p.Provides = append(p.Provides, g.setDep(soname, evr.FlagEqual, l.symbols))
+	} else {
+		p.Provides = append(p.Provides, sdep(soname))
+	}
+	for v := 0; v < 4+g.rng.IntN(17); v++ {
+		node := fmt.Sprintf("lib%s.so.%d(%s_%d.%d)(64bit)", st, major, strings.ToUpper(st), major, v)
+		p.Provides = append(p.Provides, sdep(node))
+		l.nodes = append(l.nodes, node)
+	}
+	p.Files = []string{fmt.Sprintf("/usr/lib64/lib%s.so.%d", st, major)}
+	g.elf(p, libs, g.rng.IntN(5))
+	made = append(made, p)
+	if arch == "x86_64" {
+		g.libs = append(g.libs, l)
+		if core {
+			g.coreLibs = append(g.coreLibs, l)
+		}
+		if !core && g.rng.IntN(3) == 0 {
+			_, bt := g.label(e.Version)
+			d := g.newPkg("lib"+st+"-devel", "x86_64", evr.EVR{Version: e.Version, Release: e.Release, Disttag: e.Disttag}, bt)
+			d.Requires = append(d.Requires,
+				repo.Dep{Name: p.Name, Flags: evr.FlagEqual, Version: e.Version + "-" + e.Release},
+				sdep("/usr/bin/pkg-config"))
+			d.Provides = append(d.Provides,
+				repo.Dep{Name: "pkgconfig(" + st + ")", Flags: evr.FlagEqual, Version: e.Version},
+				sdep("devel(lib"+st+"(64bit))"))
+			made = append(made, d)
+		}
+	}
+	return made
+}
+
+// program makes a program (a core one never gets a subpackage).
+func (g *synth) program(i int, st string, core bool, libs []synthLib) []*repo.Package {
+	var made []*repo.Package
+	e, bt := g.label(g.version())
+	p := g.newPkg(st, "x86_64", e, bt)
+	p.Files = []string{"/usr/bin/" + st}
+	g.elf(p, libs, 2+g.rng.IntN(5))
+	if g.rng.IntN(5) < 2 {
+		p.Requires = append(p.Requires, sdep("/bin/sh"))
+	}
+	if g.rng.IntN(10) == 0 {
+		p.Provides = append(p.Provides, sdep("/usr/bin/"+st))
+	}
+	if g.rng.IntN(5) < 2 { // a Go program lists what it bundles
+		for j := 0; j < 2+g.rng.IntN(11); j++ {
+			p.Provides = append(p.Provides, sdep(fmt.Sprintf("bundled(golang(%s/pkg%d))", st, j)))
+		}
+	}
+	if i > 10 && g.rng.IntN(50) == 0 && len(g.tools) > 0 {
+		// A conflict with an unrelated program.
+		p.Conflicts = append(p.Conflicts, sdep(g.tools[g.rng.IntN(len(g.tools))]+"-nonexistent"))
+	}
+	if g.rng.IntN(60) == 0 {
+		p.Obsoletes = append(p.Obsoletes, repo.Dep{Name: st + "-legacy", Flags: evr.FlagLess, Version: e.Version})
+	}
+	if !core && g.rng.IntN(25) == 0 {
+		// ALT's pin of subpackages of one build.
+		self := repo.Dep{Name: st, Flags: evr.FlagEqual, Version: e.Version + "-" + e.Release}
+		sub := g.newPkg(st+"-common", "noarch", e, bt)
+		for _, q := range []*repo.Package{p, sub} {
+			q.Conflicts = append(q.Conflicts,
+				repo.Dep{Name: st, Flags: evr.FlagLess, Version: self.Version},
+				repo.Dep{Name: st, Flags: evr.FlagGreater, Version: self.Version})
+		}
+		sub.Requires = append(sub.Requires, self)
+		p.Requires = append(p.Requires, repo.Dep{Name: sub.Name, Flags: evr.FlagEqual, Version: self.Version})
+		made = append(made, sub)
+	}
+	g.tools = append(g.tools, st)
+	made = append(made, p)
+	return made
+}
+
+// pythonModule makes a python module.
+func (g *synth) pythonModule(st string, core bool, pymods []string) []*repo.Package {
+	var made []*repo.Package
+	e, bt := g.label(g.version())
+	p := g.newPkg("python3-module-"+st, "noarch", e, bt)
+	var mods []string
+	for j := 0; j < 6+g.rng.IntN(21); j++ {
+		m := "python3(" + st + ")"
+		if j > 0 {
+			m = fmt.Sprintf("python3(%s.sub%d)", st, j)
+		}
+		p.Provides = append(p.Provides, sdep(m))
+		mods = append(mods, m)
+	}
+	p.Requires = append(p.Requires, sdep("python3"), repo.Dep{Name: "python3", Flags: evr.FlagGreater | evr.FlagEqual, Version: "3.12"}, sdep("/usr/bin/python3"))
+	for j := 0; j < 3+g.rng.IntN(7); j++ {
+		p.Requires = append(p.Requires, sdep(pymods[g.rng.IntN(len(pymods))]))
+	}
+	p.Files = []string{"/usr/lib/python3/site-packages/" + st + "/__init__.py"}
+	g.pymods = append(g.pymods, mods...)
+	if core {
+		g.corePymods = append(g.corePymods, mods...)
+	}
+	made = append(made, p)
+	return made
+}
+
+// perlModule makes a perl module.
+func (g *synth) perlModule(st string, core bool, plmods []string) []*repo.Package {
+	var made []*repo.Package
+	e, bt := g.label(g.version())
+	name := strings.ToUpper(st[:1]) + st[1:]
+	p := g.newPkg("perl-"+name, "noarch", e, bt)
+	var mods []string
+	for j := 0; j < 2+g.rng.IntN(11); j++ {
+		m := fmt.Sprintf("perl(%s/M%d.pm)", name, j)
+		p.Provides = append(p.Provides, sdep(m))
+		mods = append(mods, m)
+	}
+	p.Requires = append(p.Requires, sdep("perl(strict.pm)"), sdep("perl(warnings.pm)"),
+		repo.Dep{Name: "perl-base", Flags: evr.FlagGreater | evr.FlagEqual, Version: "1:5.36"})
+	for j := 0; j < 3+g.rng.IntN(6); j++ {
+		p.Requires = append(p.Requires, sdep(plmods[g.rng.IntN(len(plmods))]))
+	}
+	g.plmods = append(g.plmods, mods...)
+	if core {
+		g.corePlmods = append(g.corePlmods, mods...)
+	}
+	made = append(made, p)
+	return made
+}
+
+// dataPackage makes data or documentation for an earlier program.
+func (g *synth) dataPackage(st string, libs []synthLib) []*repo.Package {
+	var made []*repo.Package
+	e, bt := g.label(g.version())
+	p := g.newPkg(st+"-data", "noarch", e, bt)
+	p.Files = []string{"/usr/share/" + st + "/data"}
+	p.Provides = append(p.Provides, sdep(st+"-data-files"))
+	p.Requires = append(p.Requires, sdep("/bin/sh"))
+	if len(libs) > 2 {
+		p.Requires = append(p.Requires, sdep(libs[1+g.rng.IntN(len(libs)-1)].soname))
+	}
+	made = append(made, p)
+	return made
 }

@@ -11,8 +11,8 @@ import (
 // Dep is one dependency as the header stores it.
 type Dep struct {
 	Name    string `json:"name"`
-	Flags   uint32 `json:"flags"`
-	Version string `json:"version"`
+	Flags   uint32 `json:"flags"`   // rpm's RPMSENSE_* bits
+	Version string `json:"version"` // "" when unversioned; may be "E:V-R:DISTTAG" or "set:..."
 }
 
 // File is one entry of the header's file list.

@@ -170,7 +170,49 @@ func (p *Package) Verify(opts VerifyOptions) (*Verification, error) {
 	}
 
 	// Signatures: parse each, start its hash.
-	var pend []pendingSig
+	pend, sigWhole := v.startSignatures(sigh, hdr)
+	whole = append(whole, sigWhole...)
+
+	// Stream the payload once through every hash, walking the archive.
+	counter := &countWriter{}
+	tee := io.TeeReader(p.payload, io.MultiWriter(append(append(whole, payloadOnly...), counter)...))
+	var archiveErr error
+	if !opts.DigestsOnly {
+		archiveErr = walkPayload(p.Compressor(), hdr, tee, opts.Entry)
+	}
+	if err := drain(tee); err != nil {
+		return nil, fmt.Errorf("reading payload: %w", err)
+	}
+	v.PayloadSize = counter.n
+	switch {
+	case opts.DigestsOnly:
+	case archiveErr != nil:
+		v.Checks = append(v.Checks, Check{Name: "payload-archive", Detail: archiveErr.Error()})
+	default:
+		v.Checks = append(v.Checks, Check{Name: "payload-archive", OK: true})
+	}
+	if payDigest != nil {
+		got := hex.EncodeToString(payDigest.Sum(nil))
+		v.Checks = append(v.Checks, cmpCheck("payload-digest", got, wantPay))
+	}
+	if wantMD5 != "" {
+		v.Checks = append(v.Checks, cmpCheck("md5", hex.EncodeToString(md5h.Sum(nil)), wantMD5))
+	}
+	size := int64(len(hdr.Raw)) + counter.n
+	if want, ok := sigh.Int(rpmhdr.SigLongSize); ok {
+		v.Checks = append(v.Checks, sizeCheck(size, want))
+	} else if want, ok := sigh.Int(rpmhdr.SigSize); ok {
+		v.Checks = append(v.Checks, sizeCheck(size, want))
+	}
+
+	v.checkSignatures(pend, opts.Keyring)
+	return v, nil
+}
+
+// startSignatures parses the package's signatures into v and starts the
+// hash of each over the header; those that also cover the payload are
+// returned in whole, to be fed with it.
+func (v *Verification) startSignatures(sigh, hdr *rpmhdr.Header) (pend []pendingSig, whole []io.Writer) {
 	addSig := func(tag uint32, raw []byte, covers string) {
 		r := SigResult{Tag: tag, Covers: covers}
 		s, err := keyring.ParseSignature(raw)
@@ -212,52 +254,24 @@ func (p *Package) Verify(opts VerifyOptions) (*Verification, error) {
 		}
 	}
 
-	// Stream the payload once through every hash, walking the archive.
-	counter := &countWriter{}
-	tee := io.TeeReader(p.payload, io.MultiWriter(append(append(whole, payloadOnly...), counter)...))
-	var archiveErr error
-	if !opts.DigestsOnly {
-		archiveErr = walkPayload(p.Compressor(), hdr, tee, opts.Entry)
-	}
-	if err := drain(tee); err != nil {
-		return nil, fmt.Errorf("reading payload: %w", err)
-	}
-	v.PayloadSize = counter.n
-	switch {
-	case opts.DigestsOnly:
-	case archiveErr != nil:
-		v.Checks = append(v.Checks, Check{Name: "payload-archive", Detail: archiveErr.Error()})
-	default:
-		v.Checks = append(v.Checks, Check{Name: "payload-archive", OK: true})
-	}
-	if payDigest != nil {
-		got := hex.EncodeToString(payDigest.Sum(nil))
-		v.Checks = append(v.Checks, cmpCheck("payload-digest", got, wantPay))
-	}
-	if wantMD5 != "" {
-		v.Checks = append(v.Checks, cmpCheck("md5", hex.EncodeToString(md5h.Sum(nil)), wantMD5))
-	}
-	size := int64(len(hdr.Raw)) + counter.n
-	if want, ok := sigh.Int(rpmhdr.SigLongSize); ok {
-		v.Checks = append(v.Checks, sizeCheck(size, want))
-	} else if want, ok := sigh.Int(rpmhdr.SigSize); ok {
-		v.Checks = append(v.Checks, sizeCheck(size, want))
-	}
+	return pend, whole
+}
 
+// checkSignatures checks each started signature against the keyring.
+func (v *Verification) checkSignatures(pend []pendingSig, kr *keyring.Keyring) {
 	for _, ps := range pend {
 		r := &v.Signatures[ps.res]
-		if opts.Keyring == nil || opts.Keyring.Len() == 0 {
+		if kr == nil || kr.Len() == 0 {
 			r.Error = "no keyring given"
 			continue
 		}
-		fp, err := opts.Keyring.Verify(ps.sig, ps.hash)
+		fp, err := kr.Verify(ps.sig, ps.hash)
 		if err != nil {
 			r.Error = err.Error()
 			continue
 		}
 		r.Verified, r.Signer = true, fp
 	}
-	return v, nil
 }
 
 func walkPayload(compressor string, hdr *rpmhdr.Header, r io.Reader, fn func(*cpio.Entry, io.Reader) error) error {

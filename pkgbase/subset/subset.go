@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -20,11 +21,11 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
+	"github.com/nodeforge/builder/api/lock"
+	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/keyring"
-	"github.com/nodeforge/builder/pkgbase/lock"
 	"github.com/nodeforge/builder/pkgbase/repo"
-	"github.com/nodeforge/builder/specs"
 )
 
 // Names inside a subset.
@@ -76,44 +77,9 @@ func Write(ctx context.Context, dir string, o Options) ([]File, error) {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("%s is not empty", dir)
 	}
-	// Every locked package once (architectures share noarch packages).
-	type placed struct {
-		p    lock.Package
-		dist string // repos/<name>/<dist>
-		comp string
-	}
-	var all []placed
-	seen := map[string]bool{}
-	for _, arch := range slices.Sorted(func(yield func(string) bool) {
-		for a := range l.Architectures {
-			if !yield(a) {
-				return
-			}
-		}
-	}) {
-		for _, p := range l.Architectures[arch].Packages {
-			if seen[p.SHA256] {
-				continue
-			}
-			seen[p.SHA256] = true
-			r := specRepo(s, p.Repository)
-			if r == nil {
-				return nil, fmt.Errorf("%s: repository %q is not in spec %s", p.NEVRA, p.Repository, s.Name)
-			}
-			if r.Format != "alt" {
-				return nil, fmt.Errorf("%s: repository %q is %s: the base subset is written for ALT repositories only", p.NEVRA, r.Name, r.Format)
-			}
-			rest, ok := strings.CutPrefix(p.URL, strings.TrimRight(origURL(r), "/")+"/")
-			if !ok || !filepath.IsLocal(filepath.FromSlash(rest)) {
-				return nil, fmt.Errorf("%s: its URL %s is not a dist of repository %s (%s)", p.NEVRA, p.URL, r.Name, origURL(r))
-			}
-			compDir, file := path.Split(p.Location)
-			comp, ok := strings.CutPrefix(strings.TrimSuffix(compDir, "/"), "RPMS.")
-			if !ok || file == "" || strings.Contains(comp, "/") {
-				return nil, fmt.Errorf("%s: location %s is not RPMS.<component>/<file>", p.NEVRA, p.Location)
-			}
-			all = append(all, placed{p: p, dist: path.Join(ReposDir, r.Name, rest), comp: comp})
-		}
+	all, err := placePackages(s, l)
+	if err != nil {
+		return nil, err
 	}
 	wants := make([]cache.Want, 0, len(all))
 	sources := map[string]repo.Source{}
@@ -170,39 +136,11 @@ func Write(ctx context.Context, dir string, o Options) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	date := time.Unix(l.SourceDateEpoch, 0).UTC()
-	if created := o.Signer.PrimaryKey.CreationTime; created.After(date) {
-		date = created.UTC()
+	idx, err := writeIndexes(dir, s, l, o.Signer, byDist, required)
+	if err != nil {
+		return nil, err
 	}
-	var archs []string
-	for a := range l.Architectures {
-		archs = append(archs, a)
-	}
-	slices.Sort(archs)
-	archs = append(archs, "noarch")
-	for _, dist := range slices.Sorted(func(yield func(string) bool) {
-		for d := range byDist {
-			if !yield(d) {
-				return
-			}
-		}
-	}) {
-		err := repo.WriteALTDist(repo.ALTDist{
-			Dir: filepath.Join(dir, filepath.FromSlash(dist)), Components: byDist[dist], Archs: archs,
-			Origin: "Nodeforge base subset", Label: s.Name, Suite: s.Branch,
-			Date: date, Signer: o.Signer, RequiredPaths: required,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("base subset %s: %w", dist, err)
-		}
-		idx, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(dist), "base"))
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range idx {
-			files = append(files, File{Path: path.Join(dist, "base", f.Name()), Kind: "index"})
-		}
-	}
+	files = append(files, idx...)
 	pub, err := keyring.ArmoredPublic(o.Signer)
 	if err != nil {
 		return nil, err
@@ -220,6 +158,76 @@ func Write(ctx context.Context, dir string, o Options) ([]File, error) {
 		return nil, err
 	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	return files, nil
+}
+
+// placed is a locked package with its place in the subset.
+type placed struct {
+	p    lock.Package
+	dist string // repos/<name>/<dist>
+	comp string
+}
+
+// placePackages lists every locked package once (architectures share
+// noarch packages) with the ALT dist and component it goes to.
+func placePackages(s *specs.Spec, l *lock.Lock) ([]placed, error) {
+	var all []placed
+	seen := map[string]bool{}
+	for _, arch := range slices.Sorted(maps.Keys(l.Architectures)) {
+		for _, p := range l.Architectures[arch].Packages {
+			if seen[p.SHA256] {
+				continue
+			}
+			seen[p.SHA256] = true
+			r := specRepo(s, p.Repository)
+			if r == nil {
+				return nil, fmt.Errorf("%s: repository %q is not in spec %s", p.NEVRA, p.Repository, s.Name)
+			}
+			if r.Format != "alt" {
+				return nil, fmt.Errorf("%s: repository %q is %s: the base subset is written for ALT repositories only", p.NEVRA, r.Name, r.Format)
+			}
+			rest, ok := strings.CutPrefix(p.URL, strings.TrimRight(origURL(r), "/")+"/")
+			if !ok || !filepath.IsLocal(filepath.FromSlash(rest)) {
+				return nil, fmt.Errorf("%s: its URL %s is not a dist of repository %s (%s)", p.NEVRA, p.URL, r.Name, origURL(r))
+			}
+			compDir, file := path.Split(p.Location)
+			comp, ok := strings.CutPrefix(strings.TrimSuffix(compDir, "/"), "RPMS.")
+			if !ok || file == "" || strings.Contains(comp, "/") {
+				return nil, fmt.Errorf("%s: location %s is not RPMS.<component>/<file>", p.NEVRA, p.Location)
+			}
+			all = append(all, placed{p: p, dist: path.Join(ReposDir, r.Name, rest), comp: comp})
+		}
+	}
+	return all, nil
+}
+
+// writeIndexes writes and signs the ALT indexes of every dist of the
+// subset, dated the lock's source date (or the key's creation, when
+// later), and lists their files.
+func writeIndexes(dir string, s *specs.Spec, l *lock.Lock, signer *openpgp.Entity, byDist map[string]map[string][]string, required []string) ([]File, error) {
+	var files []File
+	date := time.Unix(l.SourceDateEpoch, 0).UTC()
+	if created := signer.PrimaryKey.CreationTime; created.After(date) {
+		date = created.UTC()
+	}
+	archs := append(slices.Sorted(maps.Keys(l.Architectures)), "noarch")
+	for _, dist := range slices.Sorted(maps.Keys(byDist)) {
+		err := repo.WriteALTDist(repo.ALTDist{
+			Dir: filepath.Join(dir, filepath.FromSlash(dist)), Components: byDist[dist], Archs: archs,
+			Origin: "Nodeforge base subset", Label: s.Name, Suite: s.Branch,
+			Date: date, Signer: signer, RequiredPaths: required,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("base subset %s: %w", dist, err)
+		}
+		idx, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(dist), "base"))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range idx {
+			files = append(files, File{Path: path.Join(dist, "base", f.Name()), Kind: "index"})
+		}
+	}
 	return files, nil
 }
 

@@ -1,0 +1,184 @@
+// Package lock defines the lock file: every package of a release pinned by
+// digest, per architecture and component, with the repository indexes and
+// keys it was resolved from. Later stages build only from the lock.
+package lock
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+)
+
+// FormatVersion is the lock file format version.
+const FormatVersion = 1
+
+// Lock is the whole lock file.
+type Lock struct {
+	LockVersion int `json:"lockVersion"`
+	// Spec identifies the release spec the lock was made from.
+	Spec SpecRef `json:"spec"`
+	// SourceDateEpoch is the newest BUILDTIME among the locked packages:
+	// the default timestamp of every artifact built from this lock.
+	SourceDateEpoch int64 `json:"sourceDateEpoch"`
+	// Repositories are the indexes read, one entry per dist.
+	Repositories []Repository `json:"repositories"`
+	// Keyrings are the keys that verified them.
+	Keyrings []Keyring `json:"keyrings"`
+	// Architectures maps an architecture to its packages.
+	Architectures map[string]*Arch `json:"architectures"`
+}
+
+// SpecRef names the spec and pins its bytes.
+type SpecRef struct {
+	Name    string `json:"name"`
+	Branch  string `json:"branch"`
+	Version string `json:"version"`
+	SHA256  string `json:"sha256"`
+}
+
+// Repository is one index as it was read.
+type Repository struct {
+	Name   string `json:"name"` // the spec's repository name
+	Format string `json:"format"`
+	URL    string `json:"url"` // the dist URL (ALT) or repository root (rpm-md)
+	// Release is the digest of base/release (ALT) or repodata/repomd.xml.
+	Release Digest   `json:"release"`
+	Indexes []Index  `json:"indexes"`
+	Signers []string `json:"signers"` // fingerprints that verified the release
+	// Verify is the spec's trust mode when it is not "all": "packages"
+	// (no release signature; every package verified over its payload).
+	Verify string `json:"verify,omitempty"`
+}
+
+// Index is one package index file.
+type Index struct {
+	Path      string `json:"path"`
+	Algorithm string `json:"algorithm"`
+	Hash      string `json:"hash"`
+	Size      int64  `json:"size"`
+}
+
+// Digest is an algorithm and hex value.
+type Digest struct {
+	Algorithm string `json:"algorithm"`
+	Value     string `json:"value"`
+}
+
+// Keyring records one keyring file by its keys' fingerprints (the file
+// path is deliberately left out: it differs between machines).
+type Keyring struct {
+	Repository   string   `json:"repository"`
+	Fingerprints []string `json:"fingerprints"`
+}
+
+// Arch holds the packages of one architecture.
+type Arch struct {
+	Packages []Package `json:"packages"`
+	// Components maps a component (rootfs, kernel, an extension) to the
+	// NEVRAs it installs, each present in Packages.
+	Components map[string][]string `json:"components"`
+}
+
+// Package pins one package.
+type Package struct {
+	Name       string `json:"name"`
+	Epoch      *int   `json:"epoch"`
+	Version    string `json:"version"`
+	Release    string `json:"release"`
+	Disttag    string `json:"disttag,omitempty"`
+	Arch       string `json:"arch"`
+	NEVRA      string `json:"nevra"`
+	SourceRPM  string `json:"sourcerpm"`
+	License    string `json:"license"`
+	BuildTime  int64  `json:"buildtime"`
+	Repository string `json:"repository"` // spec repository name
+	URL        string `json:"url"`        // dist URL the location is relative to
+	Location   string `json:"location"`
+	Size       int64  `json:"size"`
+	SHA256     string `json:"sha256"`
+	// IndexDigest is the digest the signed index gave for the file.
+	IndexDigest Digest `json:"indexDigest"`
+	// SignerKeyID is the OpenPGP key id of the verified package signature.
+	SignerKeyID string `json:"signerKeyId"`
+	// SignerFingerprint is the primary key that verified it.
+	SignerFingerprint string `json:"signerFingerprint"`
+}
+
+// Marshal renders the lock deterministically: sorted lists, two-space
+// indented JSON (map keys are sorted by encoding/json), trailing newline.
+func (l *Lock) Marshal() ([]byte, error) {
+	l.Sort()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(l); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Sort puts every list of the lock in its canonical order (Marshal does too).
+func (l *Lock) Sort() {
+	sort.Slice(l.Repositories, func(i, j int) bool {
+		a, b := l.Repositories[i], l.Repositories[j]
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.URL < b.URL
+	})
+	sort.Slice(l.Keyrings, func(i, j int) bool { return l.Keyrings[i].Repository < l.Keyrings[j].Repository })
+	for _, a := range l.Architectures {
+		sort.Slice(a.Packages, func(i, j int) bool {
+			if a.Packages[i].NEVRA != a.Packages[j].NEVRA {
+				return a.Packages[i].NEVRA < a.Packages[j].NEVRA
+			}
+			return a.Packages[i].SHA256 < a.Packages[j].SHA256
+		})
+		for _, c := range a.Components {
+			sort.Strings(c)
+		}
+	}
+}
+
+// Read loads and checks a lock file.
+func Read(path string) (*Lock, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(b, path)
+}
+
+// Parse checks a lock file's bytes; name is used in messages.
+func Parse(b []byte, name string) (*Lock, error) {
+	path := name
+	var l Lock
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return nil, fmt.Errorf("%s: not a lock file: %w", path, err)
+	}
+	if l.LockVersion != FormatVersion {
+		return nil, fmt.Errorf("%s: lock format %d, this builder reads %d", path, l.LockVersion, FormatVersion)
+	}
+	for arch, a := range l.Architectures {
+		have := map[string]bool{}
+		for _, p := range a.Packages {
+			if p.SHA256 == "" || p.Location == "" {
+				return nil, fmt.Errorf("%s: %s %s is not pinned (no sha256 or location)", path, arch, p.NEVRA)
+			}
+			have[p.NEVRA] = true
+		}
+		for comp, list := range a.Components {
+			for _, n := range list {
+				if !have[n] {
+					return nil, fmt.Errorf("%s: %s component %s names %s, which the lock does not pin", path, arch, comp, n)
+				}
+			}
+		}
+	}
+	return &l, nil
+}

@@ -1,0 +1,109 @@
+package lock_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/nodeforge/builder/api/lock"
+	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/pkgbase/cache"
+	"github.com/nodeforge/builder/pkgbase/demobase"
+	"github.com/nodeforge/builder/pkgbase/locker"
+)
+
+const lockSchema = "../../docs/schemas/lock.schema.json"
+
+// TestLockSchema validates a lock of the demo base against
+// docs/schemas/lock.schema.json, and checks that what Parse refuses for
+// its shape (unknown fields, another lockVersion, a package not pinned)
+// the schema refuses too.
+func TestLockSchema(t *testing.T) {
+	sch, err := jsonschema.NewCompiler().Compile(lockSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "demo")
+	if err := demobase.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	s, err := specs.Load(filepath.Join(dir, demobase.SpecFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := locker.Create(context.Background(), s, locker.Options{Cache: &cache.Cache{Dir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(sch, good); err != nil {
+		t.Fatalf("the demo lock does not validate against %s: %v", lockSchema, err)
+	}
+
+	// edit returns the demo lock changed by f, on its JSON form.
+	edit := func(f func(l map[string]any, pkg map[string]any)) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(good, &m); err != nil {
+			t.Fatal(err)
+		}
+		arch := m["architectures"].(map[string]any)[demobase.Arch].(map[string]any)
+		f(m, arch["packages"].([]any)[0].(map[string]any))
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// Refused by both. "not json" and a component naming a NEVRA the lock
+	// does not pin (TestReadRejects) are beyond a schema.
+	for name, body := range map[string][]byte{
+		"read rejects: lockVersion 9": []byte(`{"lockVersion": 9}`),
+		"read rejects: bogus field":   []byte(`{"lockVersion":1,"bogus":1}`),
+		"lockVersion 2":               edit(func(l, _ map[string]any) { l["lockVersion"] = 2 }),
+		"unknown top-level field":     edit(func(l, _ map[string]any) { l["bogus"] = 1 }),
+		"unknown package field":       edit(func(_, p map[string]any) { p["mirror"] = "x" }),
+		"unknown spec field":          edit(func(l, _ map[string]any) { l["spec"].(map[string]any)["dir"] = "/tmp" }),
+		"package without sha256":      edit(func(_, p map[string]any) { p["sha256"] = "" }),
+		"package without location":    edit(func(_, p map[string]any) { p["location"] = "" }),
+		"size a string":               edit(func(_, p map[string]any) { p["size"] = "3140" }),
+	} {
+		if _, err := lock.Parse(body, name); err == nil {
+			t.Errorf("%s: Parse accepts it", name)
+		}
+		if err := validate(sch, body); err == nil {
+			t.Errorf("%s: the schema accepts what Parse refuses", name)
+		} else {
+			t.Logf("%s: refused: %v", name, err)
+		}
+	}
+	// Stricter than Parse, as the writer always writes hex digests and
+	// every field.
+	for name, body := range map[string][]byte{
+		"sha256 not hex":        edit(func(_, p map[string]any) { p["sha256"] = strings.Repeat("z", 64) }),
+		"index digest algo":     edit(func(_, p map[string]any) { p["indexDigest"].(map[string]any)["algorithm"] = "crc32" }),
+		"no architectures":      edit(func(l, _ map[string]any) { delete(l, "architectures") }),
+		"fingerprint lowercase": edit(func(_, p map[string]any) { p["signerFingerprint"] = strings.ToLower(p["signerFingerprint"].(string)) }),
+	} {
+		if err := validate(sch, body); err == nil {
+			t.Errorf("%s: the schema accepts it", name)
+		} else {
+			t.Logf("%s: refused: %v", name, err)
+		}
+	}
+}
+
+func validate(sch *jsonschema.Schema, b []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	return sch.Validate(v)
+}

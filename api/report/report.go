@@ -1,0 +1,147 @@
+// Package report defines the build report, OUT/report.json: what was built,
+// from which lock, and where every file of every artifact came from. It is
+// attested with each release and read by the audit.
+package report
+
+// Report is OUT/report.json: what was built, from what, and how.
+type Report struct {
+	Spec            SpecInfo          `json:"spec"`
+	LockSHA256      string            `json:"lockSha256"`
+	SourceDateEpoch int64             `json:"sourceDateEpoch"`
+	Builder         string            `json:"builder"`
+	Tools           map[string]string `json:"tools"`
+	OCIIndex        string            `json:"ociIndex"`
+	// Installer is the index digest of the installer image, OUT/installer.
+	Installer string `json:"installer"`
+	// Media are the boot media of the schematic the build was given.
+	Media *MediaReport `json:"media,omitempty"`
+	// Extensions maps each extension to the index digest of its OCI
+	// layout, OUT/extensions/<name>.
+	Extensions    map[string]string       `json:"extensions,omitempty"`
+	Architectures map[string]*ArchReport  `json:"architectures"`
+	Generators    map[string]string       `json:"generators"`
+	Artifacts     map[string]ArtifactInfo `json:"artifacts"` // "<arch>/<name>" -> digest
+}
+
+// SpecInfo identifies the release.
+type SpecInfo struct {
+	Name    string `json:"name"`
+	Branch  string `json:"branch"`
+	Version string `json:"version"`
+	SHA256  string `json:"sha256"`
+}
+
+// ArtifactInfo is one output file.
+type ArtifactInfo struct {
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// ArchReport is the build of one architecture.
+type ArchReport struct {
+	Packages   []string           `json:"packages"` // laid into the root filesystem
+	Kernel     *KernelInfo        `json:"kernel"`
+	Cmdline    string             `json:"cmdline"`
+	Init       string             `json:"init"` // package that provided /init
+	Scriptlets []ScriptletOutcome `json:"scriptlets"`
+	Triggers   []ScriptletOutcome `json:"triggers"`
+	Unhandled  int                `json:"unhandledScriptlets"`
+	Ghosts     []string           `json:"ghosts"`
+	Dropped    []DropResult       `json:"dropped"`
+	Policy     PolicyResult       `json:"policy"`
+	Libraries  []string           `json:"libraries"` // /etc/ld.so.cache entries
+	Rootfs     []FileEntry        `json:"rootfs"`
+	Initramfs  []FileEntry        `json:"initramfs"`
+	// Extensions are the system extensions built from the base.
+	Extensions map[string]*ExtensionReport `json:"extensions,omitempty"`
+	// Media lists the initramfs segment appended for the schematic.
+	Media []FileEntry `json:"media,omitempty"`
+}
+
+// MediaReport describes the boot media of a schematic.
+type MediaReport struct {
+	Schematic  string                  `json:"schematic"` // its ID
+	Extensions []string                `json:"extensions"`
+	Files      map[string]ArtifactInfo `json:"files"` // "media/<id>/<file>" -> digest
+	// Installer is the index digest of the schematic's installer image,
+	// OUT/media/<id>/installer (its initramfs holds the extensions).
+	Installer string `json:"installer"`
+	// NoDiskImages says why there is no ISO or raw image (no EFI boot
+	// manager in the lock).
+	NoDiskImages string `json:"noDiskImages,omitempty"`
+}
+
+// FileEntry is one path of an artifact with where it came from.
+type FileEntry struct {
+	Path   string   `json:"path"`
+	Type   string   `json:"type"`
+	Mode   string   `json:"mode"` // octal permission bits
+	UID    int      `json:"uid"`
+	GID    int      `json:"gid"`
+	Size   int64    `json:"size"`
+	SHA256 string   `json:"sha256,omitempty"`
+	Target string   `json:"target,omitempty"`
+	Link   string   `json:"hardlink,omitempty"`
+	Xattrs []string `json:"xattrs,omitempty"`
+	Origin Origin   `json:"origin"`
+	// RPMDigest is the digest the package header recorded for the file.
+	RPMDigest string `json:"rpmDigest,omitempty"`
+}
+
+// KernelInfo is the kernel of an architecture.
+type KernelInfo struct {
+	Package     string   `json:"package"`
+	Version     string   `json:"version"` // the modules directory name, e.g. 6.12.40-std-def-alt1
+	VmlinuzPath string   `json:"vmlinuzPath"`
+	Modules     int      `json:"modules"`
+	BootModules []string `json:"bootModules"` // load order, paths under the modules dir
+	Builtin     []string `json:"builtinBootModules,omitempty"`
+}
+
+// Origin says where a path came from: a package or a builder generator.
+type Origin struct {
+	Package   string `json:"package,omitempty"`   // NEVRA
+	RPMSHA256 string `json:"rpmSha256,omitempty"` // sha256 of the .rpm
+	Generator string `json:"generator,omitempty"` // e.g. "passwd", "os-release", "implicit-directory"
+}
+
+func (o Origin) String() string {
+	if o.Generator != "" {
+		return "builder generator " + o.Generator
+	}
+	return o.Package
+}
+
+// DropResult reports what a rule removed.
+type DropResult struct {
+	Rule  string `json:"rule"`
+	Paths int    `json:"paths"`
+	Bytes int64  `json:"bytes"`
+}
+
+// PolicyResult lists what the policy did.
+type PolicyResult struct {
+	Setuid        []string `json:"setuid"`        // kept, allowed
+	Stripped      []string `json:"stripped"`      // setuid/setgid bits removed
+	WorldWritable []string `json:"worldWritable"` // allowed world-writable paths
+	Capabilities  []string `json:"capabilities"`  // files with security.capability
+}
+
+// ScriptletOutcome says what became of one scriptlet, which is never run.
+type ScriptletOutcome struct {
+	Package string   `json:"package"`
+	Kind    string   `json:"kind"`
+	Handled bool     `json:"handled"`
+	How     []string `json:"how,omitempty"`     // e.g. "groupadd containerd", "ldconfig: default search path"
+	Pending []string `json:"pending,omitempty"` // lines not covered
+}
+
+// ExtensionReport describes one extension of an architecture.
+type ExtensionReport struct {
+	Version  string      `json:"version"`
+	Packages []string    `json:"packages"`           // laid into the extension (not already in the root filesystem)
+	Excluded []string    `json:"excluded,omitempty"` // dependencies left out by the definition
+	Modules  bool        `json:"kernelModules"`
+	Layer    string      `json:"layer"` // digest of the image layer (manifest.yaml and rootfs/)
+	Files    []FileEntry `json:"files"` // below rootfs/, as relocated
+}

@@ -1,0 +1,174 @@
+package specs_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/pkgbase/demobase"
+)
+
+const specSchema = "../../docs/schemas/spec.schema.json"
+
+// compileSchema compiles a schema file with the library's file loader (the
+// draft 2020-12 metaschema is built in: nothing is fetched).
+func compileSchema(t *testing.T, path string) *jsonschema.Schema {
+	t.Helper()
+	s, err := jsonschema.NewCompiler().Compile(path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return s
+}
+
+// yamlAsJSON is a YAML document as its JSON equivalent, as the schema
+// validator reads JSON.
+func yamlAsJSON(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		t.Fatalf("yaml: %v", err)
+	}
+	j, err := json.Marshal(stringKeys(v))
+	if err != nil {
+		t.Fatalf("json: %v", err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// stringKeys turns the map[any]any of a YAML mapping with non-string keys
+// into the map[string]any that encoding/json can write.
+func stringKeys(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = stringKeys(e)
+		}
+		return x
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = stringKeys(e)
+		}
+		return m
+	case []any:
+		for i, e := range x {
+			x[i] = stringKeys(e)
+		}
+		return x
+	}
+	return v
+}
+
+// TestSpecSchema validates every shipped spec and the demo spec against
+// docs/schemas/spec.schema.json, and checks that specs the reader refuses
+// for their shape (unknown fields, wrong types, values outside an enum)
+// the schema refuses too.
+func TestSpecSchema(t *testing.T) {
+	sch := compileSchema(t, specSchema)
+	files, err := filepath.Glob("*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no shipped specs: %v", err)
+	}
+	demo := t.TempDir()
+	if err := demobase.Write(demo); err != nil {
+		t.Fatal(err)
+	}
+	demoSpec := filepath.Join(demo, demobase.SpecFile)
+	files = append(files, demoSpec)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := specs.Load(f); err != nil {
+			t.Errorf("%s: the reader refuses it: %v", f, err)
+		}
+		if err := sch.Validate(yamlAsJSON(t, b)); err != nil {
+			t.Errorf("%s does not validate against %s: %v", f, specSchema, err)
+		}
+	}
+
+	base, err := os.ReadFile(demoSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(old, new string) string {
+		t.Helper()
+		if !bytes.Contains(base, []byte(old)) {
+			t.Fatalf("the demo spec has no %q", old)
+		}
+		return strings.Replace(string(base), old, new, 1)
+	}
+	// Every section the reader knows, each field set: both accept it (a
+	// misspelt key in the schema would refuse it).
+	full := string(base) + `
+excludes: ['*-debuginfo']
+extensions-dir: ""
+image:
+  os: {id: demo, name: Demo, pretty-name: Demo 1, home-url: https://example.org}
+  cmdline: [console=ttyS0]
+  kernel: kernel-image-std-def
+  init: {package: talos-installer, path: /usr/libexec/talos/init}
+  installer: {package: talos-installer, path: /usr/bin/installer}
+  bootloader: {package: systemd-boot-efi, path: /usr/lib/systemd/boot/efi/systemd-bootx64.efi}
+  boot-modules: [loop]
+  modules: [loop, squashfs]
+  compression: xz
+  compression-level: 9
+  squashfs-writer: go
+  initramfs-compression: xz
+  drop: [{name: docs, paths: ['/usr/share/doc/**']}]
+  users: [{name: app, uid: 1000, group: app, home: /var/lib/app, shell: /bin/false}]
+  groups: [{name: app, gid: 1000}]
+  setuid: [/usr/bin/su]
+  strip-setuid: true
+  world-writable: [/var/tmp]
+  devices: allow
+`
+	full = strings.Replace(full, "channels:\n", "channels:\n  staging:\n    registry: registry.example.org:5000/nodeforge\n    ca-file: ca.pem\n    allow-http: true\n    builder-id: https://example.org/builder\n    public-key: keys/staging.pub\n", 1)
+	if _, err := specs.Parse([]byte(full), demo); err != nil {
+		t.Fatalf("the full spec: %v", err)
+	}
+	if err := sch.Validate(yamlAsJSON(t, []byte(full))); err != nil {
+		t.Errorf("the full spec does not validate: %v", err)
+	}
+
+	for name, body := range map[string]string{
+		"unknown top-level field":   string(base) + "bogus: 1\n",
+		"unknown repository field":  edit("    format: alt\n", "    format: alt\n    mirror: x\n"),
+		"unknown channel field":     edit("    key: keys/dev/cosign.key\n", "    key: keys/dev/cosign.key\n    password: x\n"),
+		"architectures not a list":  edit("architectures: [x86_64]", "architectures: x86_64"),
+		"version a list":            edit("version: 1.11.0-demo", "version: [1, 11]"),
+		"compression-level no int":  string(base) + "image:\n  compression-level: high\n",
+		"unknown compression":       string(base) + "image:\n  compression: brotli\n",
+		"lz4 with the go writer":    string(base) + "image:\n  compression: lz4\n  squashfs-writer: go\n",
+		"unknown component kind":    edit("    kind: rootfs\n", "    kind: initrd\n"),
+		"kernel without packages":   edit("    packages: [kernel-image-std-def]\n", ""),
+		"unknown repository format": edit("    format: alt\n", "    format: deb\n"),
+		"no name":                   edit("\nname: demo\n", "\n"),
+		"relative init path":        string(base) + "image:\n  init: {package: x, path: init}\n",
+		"registry and layout":       edit("    key: keys/dev/cosign.key\n", "    key: keys/dev/cosign.key\n    registry: r.example.org\n    layout: out\n"),
+	} {
+		if _, err := specs.Parse([]byte(body), demo); err == nil {
+			t.Errorf("%s: the reader accepts it", name)
+		}
+		if err := sch.Validate(yamlAsJSON(t, []byte(body))); err == nil {
+			t.Errorf("%s: the schema accepts what the reader refuses", name)
+		} else {
+			t.Logf("%s: refused: %v", name, err)
+		}
+	}
+}

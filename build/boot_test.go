@@ -1,0 +1,237 @@
+package build
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/internal/testbase"
+	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/pkgbase/cache"
+	"github.com/nodeforge/builder/pkgbase/locker"
+)
+
+// bootTimeout bounds one qemu run. A boot under TCG takes seconds to tens
+// of seconds (longer on a loaded machine); NODEFORGE_BOOT_TIMEOUT (a Go
+// duration) overrides it.
+const bootTimeout = 180 * time.Second
+
+// TestBootDebianKernel is the end-to-end test: a package base made from
+// Debian's real kernel (wrapped into RPMs with Debian's rpmbuild) and a
+// tiny static init (internal/testinit) is locked and built, and qemu boots
+// the result: the init loads the boot modules from the initramfs, mounts
+// rootfs.sqsh under a tmpfs overlay and prints the root's PRETTY_NAME.
+// The base is cached (see internal/testbase); NODEFORGE_BOOT_INITRAMFS=xz
+// boots an xz initramfs instead of the default zstd one.
+func TestBootDebianKernel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a kernel under qemu; skipped with -short")
+	}
+	for _, tool := range []string{"rpmbuild", "createrepo_c", "dpkg-deb"} {
+		testutil.NeedTool(t, tool)
+	}
+	qemu := testutil.NeedTool(t, "qemu-system-x86_64")
+
+	t0 := time.Now()
+	opts := testbase.Options{Log: t.Logf, InitramfsCompression: os.Getenv("NODEFORGE_BOOT_INITRAMFS")}
+	specPath, err := testbase.Build(filepath.Join(t.TempDir(), "base"), opts)
+	if errors.Is(err, testbase.ErrNoKernel) {
+		testutil.Missing(t, err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseTime := time.Since(t0)
+	if info, err := testbase.ReadInfo(specPath); err == nil {
+		t.Logf("base: %s %s (kernel %s, %d modules), RPMs %v", info.DebPackage, info.DebVersion, info.KernelVersion, len(info.Modules), info.RPMs)
+	}
+
+	t1 := time.Now()
+	s, err := specs.Load(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cache.Cache{Dir: t.TempDir()}
+	l, err := locker.Create(context.Background(), s, locker.Options{Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockBytes, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockTime := time.Since(t1)
+	t2 := time.Now()
+	out := filepath.Join(t.TempDir(), "out")
+	// The schematic adds boot media with the base's extension appended.
+	sch, err := schematic.Parse([]byte("customization:\n  systemExtensions:\n    officialExtensions: [testext]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Build(context.Background(), Options{Spec: s, Lock: l, LockBytes: lockBytes, Out: out, Cache: c, Version: "test", Schematic: sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildTime := time.Since(t2)
+	ar := rep.Architectures["x86_64"]
+	t.Logf("built: kernel %s, %d modules, boot modules %v; initramfs.xz (%s) %d bytes, rootfs.sqsh %d bytes",
+		ar.Kernel.Version, ar.Kernel.Modules, ar.Kernel.BootModules, s.Image.InitramfsCompression,
+		rep.Artifacts["x86_64/initramfs.xz"].Size, rep.Artifacts["x86_64/rootfs.sqsh"].Size)
+
+	dir := filepath.Join(out, "x86_64")
+	cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "NODEFORGE-BOOT-OK PRETTY_NAME=" + s.Image.OS.PrettyName
+	timeout := bootTimeout
+	if v := os.Getenv("NODEFORGE_BOOT_TIMEOUT"); v != "" {
+		if timeout, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("NODEFORGE_BOOT_TIMEOUT: %v", err)
+		}
+	}
+	direct := func(initrd, cmdline string) []string {
+		return []string{"-kernel", filepath.Join(dir, "vmlinuz"), "-initrd", initrd, "-append", cmdline}
+	}
+	boot := func(what string, media []string, lines ...string) {
+		t.Helper()
+		args := append([]string{"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1",
+			"-nographic", "-serial", "stdio", "-monitor", "none", "-no-reboot", "-nic", "none"}, media...)
+		res := bootQEMU(t, qemu, timeout, args...)
+		t.Logf("%s: timings: base %s, lock %s, build %s, boot to marker %s (qemu ran %s)", what,
+			baseTime.Round(time.Millisecond), lockTime.Round(time.Millisecond), buildTime.Round(time.Millisecond),
+			res.toMarker.Round(time.Millisecond), res.total.Round(time.Millisecond))
+		failed := false
+		switch {
+		case res.marker == "":
+			t.Errorf("%s: no %q on the console (qemu: %v)", what, want, res.err)
+			failed = true
+		case res.marker != want:
+			t.Errorf("%s: console says %q, want %q", what, res.marker, want)
+			failed = true
+		}
+		if fail := res.find("NODEFORGE-BOOT-FAIL"); fail != "" {
+			t.Errorf("%s: init reported: %s", what, fail)
+			failed = true
+		}
+		for _, l := range lines {
+			if res.find(l) == "" {
+				t.Errorf("%s: no %q on the console", what, l)
+				failed = true
+			}
+		}
+		if res.marker != "" && res.err != nil {
+			t.Errorf("%s: qemu did not power off cleanly: %v", what, res.err)
+			failed = true
+		}
+		if failed || testing.Verbose() {
+			t.Logf("%s: console (last 60 lines):\n%s", what, res.tail(60))
+		}
+	}
+	boot("initramfs.xz", direct(filepath.Join(dir, "initramfs.xz"), strings.TrimSpace(string(cmdline))))
+
+	// The same kernel with the schematic's initramfs: the extension layer is
+	// stacked on the root and its file is visible there.
+	id, _ := sch.ID()
+	media := filepath.Join(out, "media", id)
+	mcmd, err := os.ReadFile(filepath.Join(media, "cmdline-x86_64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	extLines := []string{"nodeforge-init: extension layer 0.sqsh", "nodeforge-init: check testext: " + testbase.ExtCheckContent}
+	boot("initramfs with testext appended", direct(filepath.Join(media, "initramfs-x86_64.xz"), strings.TrimSpace(string(mcmd))), extLines...)
+
+	// The ISO under UEFI firmware (Debian's OVMF): systemd-boot from the
+	// base loads the same kernel and initramfs from the El Torito image.
+	code := testutil.NeedFile(t, "/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf")
+	vars := filepath.Join(t.TempDir(), "vars.fd")
+	vb, err := os.ReadFile(testutil.NeedFile(t, "/usr/share/OVMF/OVMF_VARS_4M.fd", "ovmf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(vars, vb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	boot("ISO under OVMF", []string{
+		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + code,
+		"-drive", "if=pflash,format=raw,unit=1,file=" + vars,
+		"-cdrom", filepath.Join(media, "metal-x86_64.iso"),
+	}, extLines...)
+}
+
+// bootResult is what one qemu run printed.
+type bootResult struct {
+	lines    []string
+	marker   string // the console line holding the OK marker ("" if none)
+	toMarker time.Duration
+	total    time.Duration
+	err      error // qemu's exit error, or the timeout
+}
+
+func (r *bootResult) find(prefix string) string {
+	for _, l := range r.lines {
+		if i := strings.Index(l, prefix); i >= 0 {
+			return l[i:]
+		}
+	}
+	return ""
+}
+
+func (r *bootResult) tail(n int) string {
+	l := r.lines
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// bootQEMU runs qemu until it exits (the init powers off) or the timeout,
+// collecting the serial console line by line.
+func bootQEMU(t *testing.T, qemu string, timeout time.Duration, args ...string) *bootResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, qemu, args...)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	res := &bootResult{}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("qemu: %v", err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := strings.TrimRight(string(bytes.ReplaceAll(sc.Bytes(), []byte("\r"), nil)), " ")
+			res.lines = append(res.lines, line)
+			if i := strings.Index(line, "NODEFORGE-BOOT-OK"); i >= 0 && res.marker == "" {
+				res.marker, res.toMarker = line[i:], time.Since(start)
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	res.err = cmd.Wait()
+	res.total = time.Since(start)
+	pw.Close()
+	wg.Wait()
+	if ctx.Err() != nil {
+		res.err = fmt.Errorf("timed out after %s", timeout)
+	}
+	return res
+}

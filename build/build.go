@@ -1,0 +1,632 @@
+package build
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/nodeforge/builder/api/lock"
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/build/rootfs"
+	"github.com/nodeforge/builder/build/rootfs/sqfs"
+	"github.com/nodeforge/builder/internal/atomicfile"
+	"github.com/nodeforge/builder/internal/blobcache"
+	"github.com/nodeforge/builder/internal/digest"
+	"github.com/nodeforge/builder/internal/flock"
+	"github.com/nodeforge/builder/internal/workdir"
+	"github.com/nodeforge/builder/pkgbase/cache"
+	"github.com/nodeforge/builder/pkgbase/repo"
+)
+
+// Options of a build.
+type Options struct {
+	Spec      *specs.Spec
+	Lock      *lock.Lock
+	LockBytes []byte // the lock file as read, for its digest
+	Out       string
+	Cache     *cache.Cache
+	Source    repo.SourceOptions
+	// SourceDateEpoch overrides the lock's (the newest BUILDTIME).
+	SourceDateEpoch int64
+	Squashfs        rootfs.SquashfsOptions
+	Version         string // the builder's own version, for the report
+	// BuilderSHA256 is the digest of the builder's executable. With it and
+	// a cache directory, a build whose inputs and output did not change
+	// since the last build into Out returns that build's report at once
+	// (see uptodate.go).
+	BuilderSHA256 string
+	// Schematic, when set, adds the boot media of that customisation:
+	// OUT/media/<schematic id>/{kernel,initramfs,cmdline,ipxe}-<arch>, the
+	// initramfs with the schematic's extensions appended.
+	Schematic *schematic.Schematic
+	// NoStepCaches builds without the step caches (laid packages,
+	// squashfs blocks): builder repro proves two builds agree from scratch.
+	NoStepCaches bool
+	// DiskCompressions are the compressed variants of the raw disk image
+	// to write besides it: "zst", "xz".
+	DiskCompressions []string
+	// Shuffle, when not 0, lays packages in a pseudo-random order (seeded)
+	// to prove the output does not depend on it (builder repro).
+	Shuffle int64
+	Log     func(format string, args ...any)
+}
+
+// Build builds every architecture of the lock into opts.Out:
+// <arch>/{vmlinuz,initramfs.xz,rootfs.sqsh,cmdline}, oci/ and report.json.
+// It works in a temporary directory beside Out and moves the result into
+// place at the end, so a failure leaves Out as it was.
+func Build(ctx context.Context, opts Options) (*report.Report, error) {
+	r, err := newRun(opts)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ResolveOutput(opts.Out)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return nil, err
+	}
+	var key, stampFile string
+	if opts.Cache != nil && opts.Cache.Dir != "" {
+		if key, err = buildKey(r.opts, r.sde); err != nil {
+			return nil, err
+		}
+		stampFile = stampPath(opts.Cache.Dir, out)
+	}
+	if key != "" {
+		if rep, err := unchanged(ctx, r.opts, stampFile, out, key, r.logf); rep != nil || err != nil {
+			return rep, err
+		}
+	}
+	// The build works beside its output and swaps the result in at the
+	// end; a work directory a killed build left is swept here.
+	wd, err := workdir.New(filepath.Dir(out), "."+filepath.Base(out)+".build-")
+	if err != nil {
+		return nil, err
+	}
+	defer wd.Close()
+	r.work = wd.Path
+	// Step caches beside the downloads: laid packages and compressed
+	// squashfs blocks, both keyed by content digests.
+	if opts.Cache != nil && opts.Cache.Dir != "" && !opts.NoStepCaches {
+		if r.layCache, err = rootfs.OpenLayCache(filepath.Join(opts.Cache.Dir, "laid")); err != nil {
+			return nil, err
+		}
+		defer r.layCache.Wait()
+		if r.spec.Image.SquashfsWriter == "go" {
+			if r.blocks, err = blobcache.OpenPacks(filepath.Join(opts.Cache.Dir, "squashfs-packs")); err != nil {
+				return nil, err
+			}
+			defer r.blocks.Close()
+		}
+	}
+	arches := sortedKeys(r.lock.Architectures)
+	for _, arch := range arches {
+		if err := r.buildArch(ctx, arch); err != nil {
+			return nil, err
+		}
+	}
+	done := step(r.logf, "writing the OCI layouts and report.json")
+	if err := r.writeImages(ctx, arches); err != nil {
+		return nil, err
+	}
+	rb, err := json.MarshalIndent(r.rep, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfile.Write(filepath.Join(r.work, "report.json"), append(rb, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	done()
+	// The stamp describes the work directory, which becomes the output; it
+	// is written with the swap, under the same lock, so it can only ever
+	// name the output that is in place.
+	var st *stamp
+	if key != "" {
+		if st, err = newStamp(ctx, r.work, key); err != nil {
+			r.logf("no build stamp (the next build runs in full): %v", err)
+		}
+	}
+	if err := swapOutput(ctx, r.work, out, func() {
+		if st != nil {
+			if err := st.write(stampFile); err != nil {
+				r.logf("no build stamp (the next build runs in full): %v", err)
+			}
+		}
+	}); err != nil {
+		return nil, err
+	}
+	return r.rep, nil
+}
+
+// buildRun is one build in progress: what it builds from, where it works,
+// its step caches, the report it fills in and the parts of the OCI images
+// each architecture adds.
+type buildRun struct {
+	opts     Options
+	spec     *specs.Spec
+	lock     *lock.Lock
+	sde      int64 // the source date of every timestamp
+	work     string
+	logf     func(string, ...any)
+	layCache *rootfs.LayCache // nil without step caches
+	blocks   *blobcache.Packs // nil without step caches or with tar2sqfs
+	rep      *report.Report
+
+	assets         map[string][]ociAsset           // arch -> boot assets
+	extLayers      map[string]map[string]*ociAsset // extension -> arch -> layer
+	extVersions    map[string]string
+	installer      map[string]*ociAsset // arch -> installer layer
+	mediaInstaller map[string]*ociAsset // arch -> the schematic's installer layer
+}
+
+// newRun checks that the spec and the lock belong together and settles
+// the build's defaults.
+func newRun(opts Options) (*buildRun, error) {
+	s, l := opts.Spec, opts.Lock
+	if l.Spec.Name != s.Name || l.Spec.Version != s.Version {
+		return nil, fmt.Errorf("the lock is for %s %s, the spec is %s %s: run builder lock again", l.Spec.Name, l.Spec.Version, s.Name, s.Version)
+	}
+	if want := digest.SHA256Hex(s.Raw); l.Spec.SHA256 != want {
+		return nil, fmt.Errorf("the spec changed since the lock was made (lock pins spec sha256 %s, spec is %s): run builder lock again", l.Spec.SHA256, want)
+	}
+	r := &buildRun{opts: opts, spec: s, lock: l, sde: opts.SourceDateEpoch, logf: opts.Log,
+		assets: map[string][]ociAsset{}, extLayers: map[string]map[string]*ociAsset{}, extVersions: map[string]string{},
+		installer: map[string]*ociAsset{}, mediaInstaller: map[string]*ociAsset{}}
+	if r.logf == nil {
+		r.logf = func(string, ...any) {}
+	}
+	if r.sde == 0 {
+		r.sde = l.SourceDateEpoch
+	}
+	sqTool := "nodeforge rootfs/sqfs " + opts.Version
+	if s.Image.SquashfsWriter != "go" {
+		var err error
+		if sqTool, err = rootfs.SquashfsTool(opts.Squashfs); err != nil {
+			return nil, err
+		}
+	}
+	r.opts.Squashfs.Compressor, r.opts.Squashfs.Level = s.Image.Compression, s.Image.CompressionLevel
+	if r.opts.Squashfs.Jobs == 0 {
+		// Compressor threads do not change the bytes (tested), only the time.
+		r.opts.Squashfs.Jobs = runtime.NumCPU()
+	}
+	r.rep = &report.Report{
+		Spec:            report.SpecInfo{Name: s.Name, Branch: s.Branch, Version: s.Version, SHA256: l.Spec.SHA256},
+		LockSHA256:      digest.SHA256Hex(opts.LockBytes),
+		SourceDateEpoch: r.sde,
+		Builder:         opts.Version,
+		Tools:           map[string]string{"squashfs": fmt.Sprintf("%s (%s level %d)", sqTool, s.Image.Compression, s.Image.CompressionLevel)},
+		Architectures:   map[string]*report.ArchReport{},
+		Generators:      generatorDocs,
+		Artifacts:       map[string]report.ArtifactInfo{},
+	}
+	return r, nil
+}
+
+// blockCache is the squashfs block cache as the writers take it (a nil
+// *Packs must stay a nil interface).
+func (r *buildRun) blockCache() sqfs.BlockCache {
+	if r.blocks == nil {
+		return nil
+	}
+	return r.blocks
+}
+
+// archBuild is the build of one architecture: the lock's packages of it,
+// fetched, and what the build has made of them so far.
+type archBuild struct {
+	*buildRun
+	arch   string
+	locked *lock.Arch
+	paths  map[string]string // NEVRA -> the fetched, verified package
+	as     *assembly
+	owners rootfs.Owners
+	exts   []*extensionBuild
+}
+
+// buildArch builds one architecture: its root filesystem, extensions,
+// initramfs, boot media and installer, into the work directory and the
+// report.
+func (r *buildRun) buildArch(ctx context.Context, arch string) error {
+	b := &archBuild{buildRun: r, arch: arch, locked: r.lock.Architectures[arch]}
+	if err := b.layRoot(ctx); err != nil {
+		return err
+	}
+	initData, initPkg, err := initFile(b.spec, b.locked, b.paths, b.layCache)
+	if err != nil {
+		return fmt.Errorf("%s: %w", arch, err)
+	}
+	dir := filepath.Join(r.work, arch)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b.owners = b.as.accounts.Owners()
+	if b.exts, err = b.buildExtensions(); err != nil {
+		return fmt.Errorf("%s: %w", arch, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sqsh, rootfsEntries, err := b.writeRootfs(ctx, dir)
+	if err != nil {
+		return err
+	}
+	done := step(r.logf, "%s: writing initramfs.xz, the installer and the reports", arch)
+	entries := initramfsEntries(initData, initPkg, b.as.kernel, sqsh)
+	initramfs, err := compressInitramfs(b.spec.Image.InitramfsCompression, len(sqsh), func(w io.Writer) error {
+		return rootfs.WriteCpio(w, entries, r.sde)
+	})
+	if err != nil {
+		return err
+	}
+	var media *mediaResult
+	if r.opts.Schematic != nil {
+		if media, err = b.schematicMedia(ctx, initramfs); err != nil {
+			return err
+		}
+	}
+	b.releaseTree()
+	spdx, err := b.bootAssets(dir, sqsh, initramfs)
+	if err != nil {
+		return err
+	}
+	if err := b.installers(spdx, initramfs, media); err != nil {
+		return err
+	}
+	ar, err := b.archReport(initPkg, rootfsEntries, entries, media)
+	if err != nil {
+		return err
+	}
+	r.rep.Architectures[arch] = ar
+	done()
+	return nil
+}
+
+// layRoot fetches the architecture's packages and lays the root
+// filesystem.
+func (b *archBuild) layRoot(ctx context.Context) error {
+	var err error
+	done := step(b.logf, "%s: fetching %d locked packages", b.arch, len(b.locked.Packages))
+	if b.paths, err = fetchArch(ctx, b.spec, b.locked, b.opts.Cache, b.opts.Source); err != nil {
+		return err
+	}
+	done()
+	done = step(b.logf, "%s: assembling the root filesystem", b.arch)
+	// While packages are read (decompressed, checked) on every core, the
+	// squashfs blocks of the files already read are compressed on every
+	// core too: the operating system shares the cores among them, and
+	// none waits for the other.
+	var layOpts rootfs.LayOptions
+	var pre *rootfs.Precompressor
+	if b.blocks != nil {
+		if pre, err = rootfs.NewPrecompressor(b.opts.Squashfs, b.blocks, b.opts.Squashfs.Jobs); err != nil {
+			return err
+		}
+		layOpts.OnFile = pre.Add
+	}
+	b.as, err = assemble(ctx, b.spec, b.arch, b.locked, b.paths, b.opts.Shuffle, b.layCache, layOpts)
+	if pre != nil {
+		pre.Stop()
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.arch, err)
+	}
+	done()
+	return nil
+}
+
+// writeRootfs writes rootfs.sqsh and returns its bytes and its file list.
+func (b *archBuild) writeRootfs(ctx context.Context, dir string) ([]byte, []report.FileEntry, error) {
+	done := step(b.logf, "%s: writing rootfs.sqsh (%d paths)", b.arch, b.as.tree.Len())
+	sqPath := filepath.Join(dir, "rootfs.sqsh")
+	var err error
+	if b.spec.Image.SquashfsWriter == "go" {
+		err = b.as.tree.WriteSquashfsGo(sqPath, b.owners, b.sde, b.opts.Squashfs, b.blockCache())
+		if b.blocks != nil {
+			if ferr := b.blocks.Flush(); ferr != nil {
+				b.logf("%s: the squashfs block cache was not written: %v", b.arch, ferr)
+			}
+		}
+	} else {
+		err = b.as.tree.WriteSquashfs(ctx, sqPath, b.owners, b.sde, b.opts.Squashfs)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", b.arch, err)
+	}
+	done()
+	entries, err := treeEntries(b.as.tree, b.owners)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b.opts.Schematic == nil {
+		b.releaseTree() // the boot media would still need it
+	}
+	sqsh, err := os.ReadFile(sqPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sqsh, entries, nil
+}
+
+// releaseTree lets the contents of the whole root go before the next
+// large buffers. The collection is cheap (file contents hold no pointers)
+// and keeps the peak near the live data rather than twice that.
+func (b *archBuild) releaseTree() {
+	if b.as.tree != nil {
+		b.as.tree = nil
+		runtime.GC()
+	}
+}
+
+// schematicMedia writes the boot media of the build's schematic and
+// records them in the report.
+func (b *archBuild) schematicMedia(ctx context.Context, initramfs []byte) (*mediaResult, error) {
+	// The EFI boot manager comes from the base like everything else;
+	// without it in the lock, no ISO or disk image.
+	bootloader, _, berr := lockedFile(b.spec.Image.Bootloader, "image.bootloader", b.locked, b.paths, b.layCache)
+	if berr != nil {
+		b.logf("%s: no ISO or disk image: %v", b.arch, berr)
+		bootloader = nil
+	}
+	mr, err := b.writeMedia(ctx, filepath.Join(b.work, "media"), initramfs, bootloader)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.arch, err)
+	}
+	rep := b.rep
+	if rep.Media == nil {
+		rep.Media = &report.MediaReport{Schematic: mr.Schematic, Extensions: b.opts.Schematic.Extensions(), Files: map[string]report.ArtifactInfo{}}
+	}
+	if mr.ISOTool != "" {
+		rep.Tools["iso"] = mr.ISOTool
+	} else if berr != nil {
+		rep.Media.NoDiskImages = berr.Error()
+	}
+	for k, v := range mr.Files {
+		rep.Media.Files[k] = v
+	}
+	return mr, nil
+}
+
+// bootAssets writes the architecture's boot assets and SBOMs into dir
+// (rootfs.sqsh is there already), records them for the OCI layout and the
+// report, and returns the SPDX SBOM for the installer.
+func (b *archBuild) bootAssets(dir string, sqsh, initramfs []byte) (spdx []byte, err error) {
+	spdx, cdx, err := nodeSBOM(b.spec, b.lock, b.arch, b.as.packages, b.rep.LockSHA256, b.sde, "nodeforge-builder-"+b.opts.Version)
+	if err != nil {
+		return nil, err
+	}
+	files := []ociAsset{
+		{name: "sbom.spdx.json", mediaType: MediaTypeSPDX, data: spdx},
+		{name: "sbom.cdx.json", mediaType: MediaTypeCycloneDX, data: cdx},
+		{name: "vmlinuz", mediaType: MediaTypeVmlinuz, data: b.as.kernel.vmlinuz},
+		{name: "initramfs.xz", mediaType: MediaTypeInitramfs, data: initramfs},
+		{name: "rootfs.sqsh", mediaType: MediaTypeRootfs, data: sqsh},
+		{name: "cmdline", mediaType: MediaTypeCmdline, data: []byte(b.cmdline())},
+	}
+	for i := range files {
+		f := &files[i]
+		f.digest = sha256.Sum256(f.data)
+		if f.name != "rootfs.sqsh" {
+			if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+				return nil, err
+			}
+		}
+		b.rep.Artifacts[b.arch+"/"+f.name] = report.ArtifactInfo{SHA256: hex.EncodeToString(f.digest[:]), Size: int64(len(f.data))}
+	}
+	b.assets[b.arch] = files
+	return spdx, nil
+}
+
+// cmdline is the kernel command line of the image, as the cmdline file
+// holds it.
+func (b *archBuild) cmdline() string { return strings.Join(b.spec.Image.Cmdline, " ") + "\n" }
+
+// installers makes the installer image's layer of the architecture, and
+// the schematic's when there are boot media.
+func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error {
+	instBin, instPkg, err := lockedFile(b.spec.Image.Installer, "image.installer", b.locked, b.paths, b.layCache)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.arch, err)
+	}
+	il, err := installerLayer(b.arch, b.spec.Name, b.as.kernel.vmlinuz, initramfs, spdx, instBin, instPkg, b.sde)
+	if err != nil {
+		return err
+	}
+	b.installer[b.arch] = &ociAsset{name: "installer", mediaType: types.OCIUncompressedLayer, data: il, digest: sha256.Sum256(il)}
+	if media != nil && media.Initramfs != nil {
+		// The schematic's installer: the same, with its initramfs.
+		ml, err := installerLayer(b.arch, b.spec.Name, b.as.kernel.vmlinuz, media.Initramfs, spdx, instBin, instPkg, b.sde)
+		if err != nil {
+			return err
+		}
+		b.mediaInstaller[b.arch] = &ociAsset{name: "installer", mediaType: types.OCIUncompressedLayer, data: ml, digest: sha256.Sum256(ml)}
+	}
+	return nil
+}
+
+// archReport is the report of the architecture; it also collects the
+// extension layers for their images.
+func (b *archBuild) archReport(initPkg string, rootfsEntries []report.FileEntry, initramfs []rootfs.CpioEntry, media *mediaResult) (*report.ArchReport, error) {
+	as := b.as
+	ar := &report.ArchReport{Packages: as.packages, Kernel: &as.kernel.KernelInfo, Cmdline: strings.TrimSpace(b.cmdline()), Init: initPkg,
+		Scriptlets: as.scriptlets, Triggers: as.triggers, Ghosts: as.ghosts, Dropped: as.drops, Policy: as.policy, Libraries: as.libraries}
+	if media != nil {
+		ar.Media = media.Layers
+	}
+	for _, sc := range as.scriptlets {
+		if !sc.Handled {
+			ar.Unhandled++
+		}
+	}
+	ar.Unhandled += len(as.triggers)
+	ar.Rootfs = rootfsEntries
+	for _, eb := range b.exts {
+		if ar.Extensions == nil {
+			ar.Extensions = map[string]*report.ExtensionReport{}
+		}
+		ar.Extensions[eb.name] = eb.report
+		if b.extLayers[eb.name] == nil {
+			b.extLayers[eb.name] = map[string]*ociAsset{}
+		}
+		l := &ociAsset{name: eb.name, mediaType: types.OCIUncompressedLayer, data: eb.layer, digest: sha256.Sum256(eb.layer)}
+		b.extLayers[eb.name][b.arch] = l
+		eb.report.Layer = "sha256:" + hex.EncodeToString(l.digest[:])
+		if v, ok := b.extVersions[eb.name]; ok && v != eb.version {
+			return nil, fmt.Errorf("extension %s: version %s on %s, %s on another architecture", eb.name, eb.version, b.arch, v)
+		}
+		b.extVersions[eb.name] = eb.version
+	}
+	for _, e := range initramfs {
+		ar.Initramfs = append(ar.Initramfs, report.FileEntry{Path: "/" + e.Name, Type: cpioType(e.Mode), Mode: fmt.Sprintf("%04o", e.Mode&0o7777), Size: int64(len(e.Data)), SHA256: fileDigest(e), Origin: e.Origin})
+	}
+	return ar, nil
+}
+
+// writeImages writes the OCI layouts of every architecture's boot assets,
+// the installer (and the schematic's), and each extension.
+func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
+	s, rep, sde := r.spec, r.rep, r.sde
+	ann := map[string]string{
+		"org.opencontainers.image.version":  s.Version,
+		"org.opencontainers.image.title":    s.Name,
+		"dev.nodeforge.branch":              s.Branch,
+		"dev.nodeforge.lock.digest":         "sha256:" + rep.LockSHA256,
+		"dev.nodeforge.source-date-epoch":   fmt.Sprint(sde),
+		"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
+	}
+	idx, err := writeOCILayout(ctx, filepath.Join(r.work, "oci"), sde, ann, arches, r.assets)
+	if err != nil {
+		return err
+	}
+	rep.OCIIndex = idx.String()
+	ia := map[string]string{
+		"org.opencontainers.image.title":    s.Name + "-installer",
+		"org.opencontainers.image.version":  s.Version,
+		"org.opencontainers.image.created":  time.Unix(sde, 0).UTC().Format(time.RFC3339),
+		"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
+		"dev.nodeforge.branch":              s.Branch,
+	}
+	inst, err := writeImageLayout(ctx, filepath.Join(r.work, "installer"), sde, ia, arches, r.installer, []string{"/usr/bin/installer"})
+	if err != nil {
+		return fmt.Errorf("installer: %w", err)
+	}
+	rep.Installer = inst.String()
+	if rep.Media != nil {
+		ma := maps.Clone(ia)
+		ma["dev.nodeforge.schematic"] = rep.Media.Schematic
+		mi, err := writeImageLayout(ctx, filepath.Join(r.work, "media", rep.Media.Schematic, "installer"), sde, ma, arches, r.mediaInstaller, []string{"/usr/bin/installer"})
+		if err != nil {
+			return fmt.Errorf("installer for the schematic: %w", err)
+		}
+		rep.Media.Installer = mi.String()
+	}
+	for _, name := range sortedKeys(r.extLayers) {
+		ea := map[string]string{
+			"org.opencontainers.image.title":    name,
+			"org.opencontainers.image.version":  r.extVersions[name],
+			"org.opencontainers.image.created":  time.Unix(sde, 0).UTC().Format(time.RFC3339),
+			"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
+			"dev.nodeforge.branch":              s.Branch,
+			"dev.nodeforge.release":             s.Version,
+		}
+		d, err := writeImageLayout(ctx, filepath.Join(r.work, "extensions", name), sde, ea, arches, r.extLayers[name], nil)
+		if err != nil {
+			return fmt.Errorf("extension %s: %w", name, err)
+		}
+		if rep.Extensions == nil {
+			rep.Extensions = map[string]string{}
+		}
+		rep.Extensions[name] = d.String()
+	}
+	return nil
+}
+
+// step logs the start of a step and returns the func that logs its end
+// with the time it took: a slow build shows where its time goes.
+func step(logf func(string, ...any), format string, args ...any) (done func()) {
+	what := fmt.Sprintf(format, args...)
+	logf("%s", what)
+	start := time.Now()
+	return func() { logf("%s: %.1f s", what, time.Since(start).Seconds()) }
+}
+
+// swapOutput puts the finished build in place of out. Builds into one
+// output take turns (a lock on its parent directory), and out is checked
+// again under the lock: it may have changed while this build ran.
+func swapOutput(ctx context.Context, work, out string, swapped func()) error {
+	l, err := flock.Acquire(ctx, filepath.Dir(out), true, nil)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	if _, err := ResolveOutput(out); err != nil {
+		return err
+	}
+	if err := workdir.Swap(work, out); err != nil {
+		return err
+	}
+	swapped()
+	return nil
+}
+
+func cpioType(mode uint32) string {
+	switch mode & 0o170000 {
+	case 0o040000:
+		return "dir"
+	case 0o120000:
+		return "symlink"
+	case 0o020000:
+		return "chardev"
+	}
+	return "file"
+}
+
+func fileDigest(e rootfs.CpioEntry) string {
+	if e.Mode&0o170000 != 0o100000 {
+		return ""
+	}
+	return digest.SHA256Hex(e.Data)
+}
+
+// treeEntries lists the root filesystem as the squashfs holds it.
+func treeEntries(t *rootfs.Tree, owners rootfs.Owners) ([]report.FileEntry, error) {
+	var out []report.FileEntry
+	for _, n := range t.Nodes() {
+		uid, gid, err := owners.IDs(n)
+		if err != nil {
+			return nil, err
+		}
+		e := report.FileEntry{Path: n.Path, Type: n.Kind.String(), Mode: fmt.Sprintf("%04o", n.Mode), UID: uid, GID: gid, Origin: n.Origin, Target: n.Target}
+		if n.Kind == rootfs.KindFile {
+			e.Size, e.SHA256, e.RPMDigest = n.Size(), n.Digest, n.FileDigest
+			if n.LinkGroup != "" && n.LinkGroup != n.Path {
+				e.Link = n.LinkGroup
+			}
+		}
+		for k := range n.Xattrs {
+			e.Xattrs = append(e.Xattrs, k)
+		}
+		sort.Strings(e.Xattrs)
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,57 @@
+package build
+
+import (
+	"bytes"
+
+	"github.com/nodeforge/builder/api/lock"
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/attest/sbom"
+	"github.com/nodeforge/builder/build/rootfs"
+	"github.com/nodeforge/builder/internal/digest"
+)
+
+// nodeSBOM is the SBOM of what the node OS of one architecture holds,
+// every package laid into the root filesystem and the kernel: SPDX 2.3 and
+// CycloneDX 1.5 JSON.
+func nodeSBOM(s *specs.Spec, l *lock.Lock, arch string, packages []string, lockSHA string, sde int64, tool string) (spdx, cdx []byte, err error) {
+	d := sbom.FromLock(s, l, s.Name+"-"+s.Version+"-"+arch, map[string][]string{arch: packages}, lockSHA, sde, tool)
+	if spdx, err = sbom.SPDX(d); err != nil {
+		return nil, nil, err
+	}
+	if cdx, err = sbom.CycloneDX(d); err != nil {
+		return nil, nil, err
+	}
+	return spdx, cdx, nil
+}
+
+// installerLayer is the installer image's layer for one architecture:
+// usr/install/<arch>/{vmlinuz,initramfs.xz,<name>.spdx.json} and the
+// installer binary of the base at usr/bin/installer.
+func installerLayer(arch, name string, vmlinuz, initramfs, spdx, bin []byte, binPkg string, sde int64) ([]byte, error) {
+	t := rootfs.New()
+	dir := "/usr/install/" + arch + "/"
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode uint32
+		o    report.Origin
+	}{
+		{dir + "vmlinuz", vmlinuz, 0o644, generated("vmlinuz")},
+		{dir + "initramfs.xz", initramfs, 0o644, generated("initramfs")},
+		{dir + name + ".spdx.json", spdx, 0o644, generated("sbom")},
+		{"/usr/bin/installer", bin, 0o755, report.Origin{Package: binPkg}},
+	} {
+		if err := t.Add(&rootfs.Node{Path: f.path, Kind: rootfs.KindFile, Mode: f.mode, User: "root", Group: "root", Data: f.data, Digest: digest.SHA256Hex(f.data), Origin: f.o}); err != nil {
+			return nil, err
+		}
+	}
+	// Sized once: the files and a few KiB of tar headers (growing the
+	// buffer by doubling costs more than writing it).
+	var b bytes.Buffer
+	b.Grow(len(vmlinuz) + len(initramfs) + len(spdx) + len(bin) + 64<<10)
+	if err := t.WriteTar(&b, rootfs.Owners{Users: map[string]int{"root": 0}, Groups: map[string]int{"root": 0}}, sde); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

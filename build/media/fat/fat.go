@@ -1,0 +1,455 @@
+// Package fat writes FAT16 file system images in memory, deterministically,
+// for EFI system partitions and El Torito EFI boot images: no loop device,
+// no mkfs, no mount. Long names get VFAT long-name entries; every time
+// stamp is the one given; the volume id is the caller's.
+//
+// FAT16 because UEFI firmware reads FAT12, 16 and 32 alike and an ESP of
+// a few dozen megabytes is FAT16's size; the cluster size grows with the
+// content so the cluster count stays within FAT16's range.
+package fat
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf16"
+)
+
+// File is one file of the image; its directories are made as needed.
+type File struct {
+	Path string // slash-separated, relative: "EFI/BOOT/BOOTX64.EFI"
+	Data []byte
+}
+
+// Options of an image.
+type Options struct {
+	Label    string    // volume label, up to 11 characters (default "NO NAME")
+	VolumeID uint32    // volume serial number
+	Time     time.Time // every time stamp (UTC)
+	// MinSize is the least image size in bytes (default: what the content
+	// needs, at least 4 MiB).
+	MinSize int64
+	// HiddenSectors is the LBA the file system starts at on its disk (a
+	// partition's first sector), recorded in the boot sector.
+	HiddenSectors uint32
+}
+
+const (
+	sectorSize  = 512
+	rootEntries = 512
+	minClusters = 4085  // fewer is FAT12
+	maxClusters = 65524 // more is FAT32
+)
+
+type node struct {
+	name     string
+	dir      bool
+	data     []byte
+	children []*node
+	cluster  uint16
+	clusters int
+	size     int // bytes in the data region (directories: their entries)
+}
+
+// Write renders the image.
+func Write(files []File, o Options) ([]byte, error) {
+	root := &node{dir: true}
+	for _, f := range files {
+		if err := add(root, f); err != nil {
+			return nil, err
+		}
+	}
+	sortTree(root)
+	if len(o.Label) > 11 {
+		return nil, fmt.Errorf("fat: volume label %q is longer than 11 characters", o.Label)
+	}
+	if o.Label == "" {
+		o.Label = "NO NAME"
+	}
+	stamp := dosTime(o.Time)
+
+	// Directory contents, then sizes: the cluster size decides how many
+	// clusters each takes.
+	var dirs []*node
+	var walk func(n *node)
+	walk = func(n *node) {
+		for _, c := range n.children {
+			if c.dir {
+				dirs = append(dirs, c)
+				walk(c)
+			}
+		}
+	}
+	walk(root)
+	rootEnts := entryCount(root, true)
+	if rootEnts > rootEntries {
+		return nil, fmt.Errorf("fat: %d root directory entries, more than %d", rootEnts, rootEntries)
+	}
+	minSize := o.MinSize
+	if minSize < 4<<20 {
+		minSize = 4 << 20
+	}
+	for spc := 1; spc <= 64; spc *= 2 {
+		cs := spc * sectorSize
+		need := 0
+		for _, d := range dirs {
+			need += ceil(entryCount(d, false)*32, cs)
+		}
+		var collect func(n *node)
+		collect = func(n *node) {
+			for _, c := range n.children {
+				if c.dir {
+					collect(c)
+				} else {
+					need += ceil(len(c.data), cs)
+				}
+			}
+		}
+		collect(root)
+		clusters := max(need, minClusters)
+		// Grow to MinSize.
+		for {
+			img := layoutSize(clusters, spc)
+			if int64(img) >= minSize || clusters >= maxClusters {
+				break
+			}
+			clusters++
+		}
+		if clusters > maxClusters || int64(layoutSize(clusters, spc)) < minSize {
+			continue // a larger cluster
+		}
+		return render(root, dirs, clusters, spc, o, stamp)
+	}
+	return nil, errors.New("fat: the content is too large for FAT16 (more than about 4 GiB)")
+}
+
+func ceil(n, unit int) int { return (n + unit - 1) / unit }
+
+// fatSectors is the size of one FAT for a cluster count.
+func fatSectors(clusters int) int { return ceil((clusters+2)*2, sectorSize) }
+
+func layoutSize(clusters, spc int) int {
+	return (1 + 2*fatSectors(clusters) + rootEntries*32/sectorSize + clusters*spc) * sectorSize
+}
+
+func add(root *node, f File) error {
+	p := strings.Trim(f.Path, "/")
+	if p == "" || path.Clean(p) != p || strings.HasPrefix(p, "../") || p == ".." {
+		return fmt.Errorf("fat: bad path %q", f.Path)
+	}
+	parts := strings.Split(p, "/")
+	cur := root
+	for i, name := range parts {
+		if len(name) > 255 || strings.ContainsAny(name, `"*:<>?\|`) {
+			return fmt.Errorf("fat: %q is not a valid FAT name", name)
+		}
+		var next *node
+		for _, c := range cur.children {
+			if strings.EqualFold(c.name, name) {
+				next = c
+			}
+		}
+		last := i == len(parts)-1
+		if next == nil {
+			next = &node{name: name, dir: !last}
+			if last {
+				next.data = f.Data
+			}
+			cur.children = append(cur.children, next)
+		} else if last || !next.dir {
+			return fmt.Errorf("fat: %s is given twice", f.Path)
+		}
+		cur = next
+	}
+	return nil
+}
+
+func sortTree(n *node) {
+	sort.Slice(n.children, func(i, j int) bool { return strings.ToUpper(n.children[i].name) < strings.ToUpper(n.children[j].name) })
+	for _, c := range n.children {
+		sortTree(c)
+	}
+}
+
+// entryCount is the directory entries a directory needs: its children's
+// long-name and short entries, "." and ".." (not in the root), the
+// volume label (root only).
+func entryCount(d *node, isRoot bool) int {
+	n := 2
+	if isRoot {
+		n = 1
+	}
+	for _, c := range d.children {
+		n += 1 + lfnCount(c.name)
+	}
+	return n
+}
+
+func lfnCount(name string) int {
+	if _, ok := shortName(name); ok {
+		return 0
+	}
+	return ceil(len(utf16.Encode([]rune(name))), 13)
+}
+
+// shortName returns the 8.3 form of a name that is a valid upper-case 8.3
+// name already.
+func shortName(name string) ([11]byte, bool) {
+	var s [11]byte
+	for i := range s {
+		s[i] = ' '
+	}
+	base, ext, _ := strings.Cut(name, ".")
+	if base == "" || len(base) > 8 || len(ext) > 3 || strings.Contains(ext, ".") || name != strings.ToUpper(name) {
+		return s, false
+	}
+	for _, r := range name {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`+,;=[]`, r) {
+			return s, false
+		}
+	}
+	copy(s[:], base)
+	copy(s[8:], ext)
+	return s, true
+}
+
+// genShort makes the short alias of a long name: BASE~N.EXT, N counting
+// per directory, upper case, invalid characters dropped.
+func genShort(name string, n int, used map[[11]byte]bool) [11]byte {
+	clean := func(s string) string {
+		var b strings.Builder
+		for _, r := range strings.ToUpper(s) {
+			if r > ' ' && r < 0x7f && !strings.ContainsRune(`."*+,/:;<=>?[\]|`, r) {
+				b.WriteRune(r)
+			}
+		}
+		return b.String()
+	}
+	base, ext := name, ""
+	if i := strings.LastIndex(name, "."); i > 0 {
+		base, ext = name[:i], name[i+1:]
+	}
+	b, e := clean(base), clean(ext)
+	if len(e) > 3 {
+		e = e[:3]
+	}
+	for ; ; n++ {
+		tail := fmt.Sprintf("~%d", n)
+		bb := b
+		if len(bb)+len(tail) > 8 {
+			bb = bb[:8-len(tail)]
+		}
+		var s [11]byte
+		for i := range s {
+			s[i] = ' '
+		}
+		copy(s[:], bb+tail)
+		copy(s[8:], e)
+		if !used[s] {
+			used[s] = true
+			return s
+		}
+	}
+}
+
+func lfnChecksum(s [11]byte) byte {
+	var sum byte
+	for _, c := range s {
+		sum = (sum>>1 | sum<<7) + c
+	}
+	return sum
+}
+
+// dosTime encodes a time as FAT's date and time words.
+func dosTime(t time.Time) [2]uint16 {
+	t = t.UTC()
+	if t.Year() < 1980 {
+		t = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return [2]uint16{
+		uint16(t.Hour()<<11 | t.Minute()<<5 | t.Second()/2),
+		uint16((t.Year()-1980)<<9 | int(t.Month())<<5 | t.Day()),
+	}
+}
+
+func render(root *node, dirs []*node, clusters, spc int, o Options, stamp [2]uint16) ([]byte, error) {
+	cs := spc * sectorSize
+	fatSz := fatSectors(clusters)
+	rootSecs := rootEntries * 32 / sectorSize
+	dataStart := (1 + 2*fatSz + rootSecs) * sectorSize
+	img := make([]byte, layoutSize(clusters, spc))
+	fat := make([]uint16, clusters+2)
+	fat[0], fat[1] = 0xFFF8, 0xFFFF
+
+	// Allocate clusters: directories first (in walk order), then files.
+	next := 2
+	alloc := func(n *node, bytes int) {
+		n.clusters = ceil(bytes, cs)
+		if n.clusters == 0 {
+			return
+		}
+		n.cluster = uint16(next)
+		for i := 0; i < n.clusters; i++ {
+			c := next + i
+			if i == n.clusters-1 {
+				fat[c] = 0xFFFF
+			} else {
+				fat[c] = uint16(c + 1)
+			}
+		}
+		next += n.clusters
+	}
+	for _, d := range dirs {
+		alloc(d, entryCount(d, false)*32)
+	}
+	var files func(n *node)
+	files = func(n *node) {
+		for _, c := range n.children {
+			if c.dir {
+				files(c)
+			} else {
+				alloc(c, len(c.data))
+				copy(img[dataStart+(int(c.cluster)-2)*cs:], c.data)
+			}
+		}
+	}
+	files(root)
+
+	// Directory entries.
+	entry := func(name [11]byte, attr byte, cluster uint16, size uint32) []byte {
+		e := make([]byte, 32)
+		copy(e, name[:])
+		e[11] = attr
+		binary.LittleEndian.PutUint16(e[14:], stamp[0]) // created
+		binary.LittleEndian.PutUint16(e[16:], stamp[1])
+		binary.LittleEndian.PutUint16(e[18:], stamp[1]) // accessed
+		binary.LittleEndian.PutUint16(e[22:], stamp[0]) // written
+		binary.LittleEndian.PutUint16(e[24:], stamp[1])
+		binary.LittleEndian.PutUint16(e[26:], cluster)
+		binary.LittleEndian.PutUint32(e[28:], size)
+		return e
+	}
+	dirBytes := func(d *node, parent *node, isRoot bool) []byte {
+		var b bytes.Buffer
+		if isRoot {
+			var label [11]byte
+			for i := range label {
+				label[i] = ' '
+			}
+			copy(label[:], strings.ToUpper(o.Label))
+			b.Write(entry(label, 0x08, 0, 0))
+		} else {
+			b.Write(entry([11]byte{'.', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '}, 0x10, d.cluster, 0))
+			pc := uint16(0)
+			if parent != root {
+				pc = parent.cluster
+			}
+			b.Write(entry([11]byte{'.', '.', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '}, 0x10, pc, 0))
+		}
+		used := map[[11]byte]bool{}
+		for _, c := range d.children {
+			if s, ok := shortName(c.name); ok {
+				used[s] = true
+			}
+		}
+		for _, c := range d.children {
+			short, ok := shortName(c.name)
+			if !ok {
+				short = genShort(c.name, 1, used)
+				b.Write(lfnEntries(c.name, short))
+			}
+			attr, size := byte(0x20), uint32(len(c.data))
+			if c.dir {
+				attr, size = 0x10, 0
+			}
+			b.Write(entry(short, attr, c.cluster, size))
+		}
+		return b.Bytes()
+	}
+	rootOff := (1 + 2*fatSz) * sectorSize
+	copy(img[rootOff:rootOff+rootSecs*sectorSize], dirBytes(root, nil, true))
+	var writeDirs func(d *node)
+	writeDirs = func(d *node) {
+		for _, c := range d.children {
+			if c.dir {
+				copy(img[dataStart+(int(c.cluster)-2)*cs:], dirBytes(c, d, false))
+				writeDirs(c)
+			}
+		}
+	}
+	writeDirs(root)
+
+	// The FATs.
+	for k := 0; k < 2; k++ {
+		off := (1 + k*fatSz) * sectorSize
+		for i, v := range fat {
+			binary.LittleEndian.PutUint16(img[off+2*i:], v)
+		}
+	}
+
+	bootSector(img[:sectorSize], len(img)/sectorSize, spc, fatSz, o)
+	return img, nil
+}
+
+// lfnEntries are the VFAT long-name entries of name, last part first, as
+// they precede its short entry.
+func lfnEntries(name string, short [11]byte) []byte {
+	var out []byte
+	u := utf16.Encode([]rune(name))
+	n := ceil(len(u), 13)
+	sum := lfnChecksum(short)
+	for i := n; i >= 1; i-- {
+		e := make([]byte, 32)
+		e[0] = byte(i)
+		if i == n {
+			e[0] |= 0x40
+		}
+		e[11], e[13] = 0x0F, sum
+		pos := []int{1, 3, 5, 7, 9, 14, 16, 18, 20, 22, 24, 28, 30}
+		for k, off := range pos {
+			idx := (i-1)*13 + k
+			var ch uint16 = 0xFFFF
+			if idx < len(u) {
+				ch = u[idx]
+			} else if idx == len(u) {
+				ch = 0
+			}
+			binary.LittleEndian.PutUint16(e[off:], ch)
+		}
+		out = append(out, e...)
+	}
+	return out
+}
+
+// bootSector writes the FAT16 boot sector (BIOS parameter block) into bs.
+func bootSector(bs []byte, total, spc, fatSz int, o Options) {
+	copy(bs, []byte{0xEB, 0x3C, 0x90})
+	copy(bs[3:], "NODEFRGE")
+	binary.LittleEndian.PutUint16(bs[11:], sectorSize)
+	bs[13] = byte(spc)
+	binary.LittleEndian.PutUint16(bs[14:], 1) // reserved sectors
+	bs[16] = 2                                // FATs
+	binary.LittleEndian.PutUint16(bs[17:], rootEntries)
+	if total < 0x10000 {
+		binary.LittleEndian.PutUint16(bs[19:], uint16(total))
+	} else {
+		binary.LittleEndian.PutUint32(bs[32:], uint32(total))
+	}
+	bs[21] = 0xF8
+	binary.LittleEndian.PutUint16(bs[22:], uint16(fatSz))
+	binary.LittleEndian.PutUint16(bs[24:], 63)  // sectors per track
+	binary.LittleEndian.PutUint16(bs[26:], 255) // heads
+	binary.LittleEndian.PutUint32(bs[28:], o.HiddenSectors)
+	bs[36] = 0x80 // drive number
+	bs[38] = 0x29 // extended boot signature
+	binary.LittleEndian.PutUint32(bs[39:], o.VolumeID)
+	label := []byte(fmt.Sprintf("%-11s", strings.ToUpper(o.Label)))
+	copy(bs[43:54], label)
+	copy(bs[54:62], "FAT16   ")
+	bs[510], bs[511] = 0x55, 0xAA
+}

@@ -1,0 +1,141 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/nodeforge/builder/api/specs"
+	ocilayout "github.com/nodeforge/builder/internal/ocilayout"
+)
+
+// Media types of the boot assets as OCI artifact layers.
+const (
+	ArtifactType       = "application/vnd.nodeforge.node-os.v1"
+	MediaTypeVmlinuz   = "application/vnd.nodeforge.node-os.vmlinuz.v1"
+	MediaTypeInitramfs = "application/vnd.nodeforge.node-os.initramfs.v1"
+	MediaTypeRootfs    = "application/vnd.nodeforge.node-os.rootfs.squashfs.v1"
+	MediaTypeCmdline   = "application/vnd.nodeforge.node-os.cmdline.v1"
+	MediaTypeSPDX      = "application/spdx+json"
+	MediaTypeCycloneDX = "application/vnd.cyclonedx+json"
+)
+
+// ociAsset is one file of an architecture's artifact.
+type ociAsset struct {
+	name      string
+	mediaType types.MediaType
+	data      []byte
+	digest    [32]byte // sha256 of data, computed once for the report and the layer
+}
+
+// assetLayer is an uncompressed blob layer whose digest is already known
+// (static.NewLayer would hash the data again).
+type assetLayer struct{ a *ociAsset }
+
+func (l assetLayer) Digest() (v1.Hash, error) {
+	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(l.a.digest[:])}, nil
+}
+func (l assetLayer) DiffID() (v1.Hash, error)            { return l.Digest() }
+func (l assetLayer) Size() (int64, error)                { return int64(len(l.a.data)), nil }
+func (l assetLayer) MediaType() (types.MediaType, error) { return l.a.mediaType, nil }
+func (l assetLayer) Compressed() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(l.a.data)), nil
+}
+func (l assetLayer) Uncompressed() (io.ReadCloser, error) { return l.Compressed() }
+
+// writeOCILayout writes an OCI image layout with one artifact manifest per
+// architecture (a layer per boot asset, titled by file name) under an
+// index annotated with the release's identity. Every timestamp is the
+// source date, so the digests are reproducible.
+func writeOCILayout(ctx context.Context, dir string, sde int64, annotations map[string]string, arches []string, assets map[string][]ociAsset) (v1.Hash, error) {
+	created := v1.Time{Time: time.Unix(sde, 0).UTC()}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, arch := range arches {
+		img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+		img = mutate.ConfigMediaType(img, types.MediaType(ArtifactType+"+json"))
+		for i := range assets[arch] {
+			l := assetLayer{&assets[arch][i]}
+			var err error
+			img, err = mutate.Append(img, mutate.Addendum{Layer: l, Annotations: map[string]string{"org.opencontainers.image.title": l.a.name}})
+			if err != nil {
+				return v1.Hash{}, err
+			}
+		}
+		img, err := withPlatform(img, arch, created, nil)
+		if err != nil {
+			return v1.Hash{}, err
+		}
+		ann := map[string]string{"org.opencontainers.image.created": created.Format(time.RFC3339)}
+		for k, v := range annotations {
+			ann[k] = v
+		}
+		img = mutate.Annotations(img, ann).(v1.Image)
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			Platform:     &v1.Platform{OS: "linux", Architecture: specs.GoArch(arch)},
+			ArtifactType: ArtifactType,
+		}})
+	}
+	idx = mutate.Annotations(idx, annotations).(v1.ImageIndex)
+	if err := ocilayout.WriteRoot(ctx, dir, idx); err != nil {
+		return v1.Hash{}, fmt.Errorf("oci layout: %w", err)
+	}
+	return idx.Digest()
+}
+
+// writeImageLayout writes an OCI image layout: an index over one image per
+// architecture, each a single uncompressed tar layer (an extension's
+// manifest.yaml and rootfs/, the installer's files), every timestamp the
+// source date, the entrypoint when given.
+func writeImageLayout(ctx context.Context, dir string, sde int64, annotations map[string]string, arches []string, layers map[string]*ociAsset, entrypoint []string) (v1.Hash, error) {
+	created := v1.Time{Time: time.Unix(sde, 0).UTC()}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, arch := range arches {
+		a := layers[arch]
+		if a == nil {
+			continue
+		}
+		img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+		img, err := mutate.Append(img, mutate.Addendum{Layer: assetLayer{a}})
+		if err != nil {
+			return v1.Hash{}, err
+		}
+		if img, err = withPlatform(img, arch, created, entrypoint); err != nil {
+			return v1.Hash{}, err
+		}
+		img = mutate.Annotations(img, annotations).(v1.Image)
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			Platform: &v1.Platform{OS: "linux", Architecture: specs.GoArch(arch)},
+		}})
+	}
+	idx = mutate.Annotations(idx, annotations).(v1.ImageIndex)
+	if err := ocilayout.WriteRoot(ctx, dir, idx); err != nil {
+		return v1.Hash{}, fmt.Errorf("oci layout: %w", err)
+	}
+	return idx.Digest()
+}
+
+// withPlatform sets the image config's platform, creation time (the
+// source date) and entrypoint (when not nil), and drops its history, whose
+// times would be the clock's.
+func withPlatform(img v1.Image, arch string, created v1.Time, entrypoint []string) (v1.Image, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture, cf.OS, cf.Created = specs.GoArch(arch), "linux", created
+	cf.History = nil
+	if entrypoint != nil {
+		cf.Config.Entrypoint = entrypoint
+	}
+	return mutate.ConfigFile(img, cf)
+}

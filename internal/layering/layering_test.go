@@ -1,0 +1,152 @@
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/nodeforge/builder"
+
+// pkg is what go list says of one package of the module.
+type pkg struct {
+	ImportPath string
+	Name       string
+	Dir        string
+	GoFiles    []string
+	CgoFiles   []string
+	Deps       []string
+}
+
+func goList(t *testing.T) []pkg {
+	t.Helper()
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if p, err := exec.LookPath("go"); err == nil {
+		gobin = p
+	}
+	cmd := exec.Command(gobin, "list", "-deps=false", "-json", module+"/...")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, errb.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// rel is a package's path inside the module ("" for the root).
+func rel(path string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
+}
+
+// under says whether a module-relative path is dir or below it.
+func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// TestLayering checks, on every package's transitive dependencies:
+// contracts (api/) import nothing of ours but other contracts; the build
+// never reaches the OCI store or the release; the release, the
+// attestations and the audit never reach the build.
+func TestLayering(t *testing.T) {
+	rules := []struct {
+		from   string
+		banned []string
+		why    string
+	}{
+		{"api", []string{"attest", "build", "certification", "cmd", "internal", "oci", "pkgbase", "release"}, "contracts import nothing of ours"},
+		{"build", []string{"oci", "release", "certification", "cmd"}, "the build hands images over; it does not publish them"},
+		{"release", []string{"build", "certification", "cmd"}, "the release receives what the build made"},
+		{"certification", []string{"build", "cmd"}, "the audit reads a release, not the build"},
+		{"attest", []string{"build", "release", "certification", "cmd"}, "attestations describe; they do not build or publish"},
+		{"oci", []string{"build", "release", "attest", "certification", "pkgbase", "cmd"}, "the store knows nothing of what it stores"},
+		{"pkgbase", []string{"build", "oci", "release", "attest", "certification", "cmd"}, "the package base is the ground floor"},
+	}
+	for _, p := range goList(t) {
+		from := rel(p.ImportPath)
+		for _, r := range rules {
+			if !under(from, r.from) {
+				continue
+			}
+			for _, d := range p.Deps {
+				if !strings.HasPrefix(d, module+"/") {
+					continue
+				}
+				dep := rel(d)
+				for _, b := range r.banned {
+					if under(dep, b) {
+						t.Errorf("%s imports %s (directly or not): %s", from, dep, r.why)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestOnlyCommandsTalk: below cmd/, packages return errors and values;
+// they never print, exit or read the environment, so that every command's
+// behaviour is decided in one place.
+func TestOnlyCommandsTalk(t *testing.T) {
+	banned := map[string]map[string]bool{
+		"fmt": {"Print": true, "Printf": true, "Println": true},
+		"os":  {"Exit": true, "Getenv": true, "LookupEnv": true, "Environ": true, "Stdout": true, "Stderr": true, "Setenv": true},
+		"log": {"Print": true, "Printf": true, "Println": true, "Fatal": true, "Fatalf": true, "Fatalln": true, "Panic": true, "Panicf": true},
+	}
+	fset := token.NewFileSet()
+	for _, p := range goList(t) {
+		from := rel(p.ImportPath)
+		// Commands, programs (package main) and the helpers of tests.
+		if under(from, "cmd") || p.Name == "main" || strings.HasPrefix(from, "internal/test") {
+			continue
+		}
+		for _, name := range append(append([]string{}, p.GoFiles...), p.CgoFiles...) {
+			file := filepath.Join(p.Dir, name)
+			f, err := parser.ParseFile(fset, file, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			imported := map[string]string{} // local name -> path
+			for _, im := range f.Imports {
+				path := strings.Trim(im.Path.Value, `"`)
+				local := filepath.Base(path)
+				if im.Name != nil {
+					local = im.Name.Name
+				}
+				imported[local] = path
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch x := n.(type) {
+				case *ast.SelectorExpr:
+					id, ok := x.X.(*ast.Ident)
+					if !ok {
+						return true
+					}
+					if names := banned[imported[id.Name]]; names[x.Sel.Name] {
+						t.Errorf("%s: %s.%s outside cmd/", fset.Position(x.Pos()), imported[id.Name], x.Sel.Name)
+					}
+				case *ast.CallExpr:
+					if id, ok := x.Fun.(*ast.Ident); ok && (id.Name == "print" || id.Name == "println") && id.Obj == nil {
+						t.Errorf("%s: %s outside cmd/", fset.Position(x.Pos()), id.Name)
+					}
+				}
+				return true
+			})
+		}
+	}
+}

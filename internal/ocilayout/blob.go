@@ -1,0 +1,161 @@
+package ocilayout
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/nodeforge/builder/internal/atomicfile"
+)
+
+// BlobError says which blob of which layout failed and why.
+type BlobError struct {
+	Dir    string
+	Digest v1.Hash
+	Reason string
+	Err    error
+}
+
+func (e *BlobError) Error() string {
+	return fmt.Sprintf("OCI image layout %s: blob %s: %s", e.Dir, e.Digest, e.Reason)
+}
+
+func (e *BlobError) Unwrap() error { return e.Err }
+
+// ErrDamaged is wrapped by every BlobError about content that does not
+// match its digest or size.
+var ErrDamaged = errors.New("damaged or tampered blob")
+
+// OpenBlob opens the blob named h, expected to be size bytes (-1: any),
+// for reading. The reader fails with a *BlobError (wrapping ErrDamaged)
+// when the content runs past size, ends short of it, or does not hash to h;
+// the error comes with the read that finds it, so nothing downstream ever
+// sees the end of a damaged blob without the error.
+func (d *Dir) OpenBlob(h v1.Hash, size int64) (io.ReadCloser, error) {
+	if h.Algorithm != "sha256" || len(h.Hex) != 64 {
+		return nil, &BlobError{Dir: d.path, Digest: h, Reason: "only sha256 digests are supported"}
+	}
+	p := d.BlobPath(h)
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &BlobError{Dir: d.path, Digest: h, Reason: "missing (no file " + p + ")", Err: fs.ErrNotExist}
+	}
+	if err != nil {
+		return nil, &BlobError{Dir: d.path, Digest: h, Reason: err.Error(), Err: err}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &BlobError{Dir: d.path, Digest: h, Reason: p + " is not a regular file", Err: ErrDamaged}
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, &BlobError{Dir: d.path, Digest: h, Reason: err.Error(), Err: err}
+	}
+	return &checkedReader{r: f, c: f, h: sha256.New(), want: h, size: size, dir: d.path}, nil
+}
+
+// checkedReader hashes what it reads and checks size and digest at EOF.
+type checkedReader struct {
+	r    io.Reader
+	c    io.Closer
+	h    hash.Hash
+	want v1.Hash
+	size int64
+	n    int64
+	dir  string
+	err  error
+}
+
+func (c *checkedReader) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	c.h.Write(p[:n])
+	if c.size >= 0 && c.n > c.size {
+		c.err = &BlobError{Dir: c.dir, Digest: c.want, Reason: fmt.Sprintf("longer than the %d bytes its descriptor says", c.size), Err: ErrDamaged}
+		return n, c.err
+	}
+	if err == io.EOF {
+		if c.size >= 0 && c.n != c.size {
+			c.err = &BlobError{Dir: c.dir, Digest: c.want, Reason: fmt.Sprintf("%d bytes, its descriptor says %d (truncated or damaged)", c.n, c.size), Err: ErrDamaged}
+			return n, c.err
+		}
+		if got := hex.EncodeToString(c.h.Sum(nil)); got != c.want.Hex {
+			c.err = &BlobError{Dir: c.dir, Digest: c.want, Reason: "content hashes to sha256:" + got + " (damaged or tampered)", Err: ErrDamaged}
+			return n, c.err
+		}
+	}
+	return n, err
+}
+
+func (c *checkedReader) Close() error { return c.c.Close() }
+
+// Check reads the blob named h through and reports whether it is whole.
+func (d *Dir) Check(h v1.Hash, size int64) error {
+	rc, err := d.OpenBlob(h, size)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	_, err = io.Copy(io.Discard, rc)
+	return err
+}
+
+// WriteBlob stores the blob named h (size bytes, -1 when unknown) from r,
+// unless a whole copy is there already. The content is hashed as it is
+// written to a temporary file beside its final name, synced, and renamed
+// only when it matches h and size, so a full disk, a kill or a wrong
+// source never leaves a blob under a name its content does not have. A
+// damaged copy already there is replaced. It reports whether it wrote.
+func (d *Dir) WriteBlob(h v1.Hash, size int64, r io.Reader) (bool, error) {
+	if d.Check(h, size) == nil {
+		return false, nil
+	}
+	dir := filepath.Join(d.path, "blobs", h.Algorithm)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, err
+	}
+	hh := sha256.New()
+	var n int64
+	err := atomicfile.WriteFrom(filepath.Join(dir, h.Hex), 0o644, func(w io.Writer) error {
+		var err error
+		src := r
+		if size >= 0 {
+			src = io.LimitReader(r, size+1)
+		}
+		n, err = io.Copy(io.MultiWriter(w, hh), src)
+		if err != nil {
+			return err
+		}
+		if size >= 0 && n != size {
+			return &BlobError{Dir: d.path, Digest: h, Reason: fmt.Sprintf("the source gave %d bytes, its descriptor says %d", n, size), Err: ErrDamaged}
+		}
+		if got := hex.EncodeToString(hh.Sum(nil)); got != h.Hex {
+			return &BlobError{Dir: d.path, Digest: h, Reason: "the source's content hashes to sha256:" + got, Err: ErrDamaged}
+		}
+		return nil
+	})
+	if err != nil {
+		var be *BlobError
+		if errors.As(err, &be) {
+			return false, err
+		}
+		return false, &BlobError{Dir: d.path, Digest: h, Reason: "writing: " + err.Error(), Err: err}
+	}
+	return true, nil
+}
+
+// WriteBlobBytes stores b under its digest h.
+func (d *Dir) WriteBlobBytes(h v1.Hash, b []byte) (bool, error) {
+	return d.WriteBlob(h, int64(len(b)), bytes.NewReader(b))
+}

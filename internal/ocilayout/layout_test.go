@@ -1,0 +1,287 @@
+package ocilayout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/nodeforge/builder/internal/atomicfile"
+)
+
+func testImage(t *testing.T, content string) v1.Image {
+	t.Helper()
+	img, err := mutate.AppendLayers(empty.Image, static.NewLayer([]byte(content), types.OCILayer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mutate.MediaType(mutate.ConfigMediaType(img, types.OCIConfigJSON), types.OCIManifestSchema1)
+}
+
+func descOf(t *testing.T, img v1.Image, tag string) v1.Descriptor {
+	t.Helper()
+	d, err := partial.Descriptor(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Annotations = map[string]string{"org.opencontainers.image.ref.name": tag}
+	return *d
+}
+
+func byTag(tag string) func(v1.Descriptor) bool {
+	return func(d v1.Descriptor) bool { return d.Annotations["org.opencontainers.image.ref.name"] == tag }
+}
+
+func TestCreateAndOpenRefuse(t *testing.T) {
+	base := t.TempDir()
+	// Open never creates.
+	missing := filepath.Join(base, "typo")
+	if _, err := Open(missing); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open(missing) = %v, want a not-exist error", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("Open created the directory")
+	}
+	// Create refuses a file and a directory of other things, touching nothing.
+	file := filepath.Join(base, "file")
+	os.WriteFile(file, []byte("mine"), 0o600)
+	if _, err := Create(file); err == nil || !strings.Contains(err.Error(), "is a file") {
+		t.Errorf("Create(file) = %v", err)
+	}
+	foreign := filepath.Join(base, "foreign")
+	os.MkdirAll(filepath.Join(foreign, "photos"), 0o755)
+	os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o600)
+	_, err := Create(foreign)
+	if err == nil || !strings.Contains(err.Error(), `"notes.txt"`) || !strings.Contains(err.Error(), `"photos/"`) {
+		t.Errorf("Create(foreign) = %v, want it to name what is there", err)
+	}
+	if ents, _ := os.ReadDir(foreign); len(ents) != 2 {
+		t.Errorf("Create changed a foreign directory: %d entries", len(ents))
+	}
+	// A missing and an empty directory become layouts; a layout is reopened.
+	for _, p := range []string{missing, t.TempDir()} {
+		if _, err := Create(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Create(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Garbage index.json: the message names the file.
+	os.WriteFile(filepath.Join(missing, IndexFile), []byte("{garbage"), 0o644)
+	_, err = Open(missing)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(missing, IndexFile)) {
+		t.Errorf("Open(garbage index) = %v, want the path named", err)
+	}
+}
+
+func TestModesWhateverTheUmask(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	d, err := Create(filepath.Join(t.TempDir(), "l"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := testImage(t, "hello")
+	if _, err := d.WriteImage(context.Background(), img); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(context.Background(), descOf(t, img, "a"), byTag("a")); err != nil {
+		t.Fatal(err)
+	}
+	filepath.WalkDir(d.Path(), func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, _ := e.Info()
+		if want := fs.FileMode(0o644); e.Type().IsRegular() && fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode().Perm(), want)
+		}
+		return nil
+	})
+}
+
+func TestReadsAreChecked(t *testing.T) {
+	d, err := Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := testImage(t, strings.Repeat("layer content ", 100))
+	if _, err := d.WriteImage(context.Background(), img); err != nil {
+		t.Fatal(err)
+	}
+	desc := descOf(t, img, "a")
+	layers, _ := img.Layers()
+	ld, _ := layers[0].Digest()
+	size, _ := layers[0].Size()
+	cfg, _ := img.ConfigName()
+
+	read := func() error {
+		got, err := d.Image(desc)
+		if err != nil {
+			return err
+		}
+		if _, err := got.RawConfigFile(); err != nil {
+			return err
+		}
+		l, err := got.LayerByDigest(ld)
+		if err != nil {
+			return err
+		}
+		rc, err := l.Compressed()
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		_, err = io.Copy(io.Discard, rc)
+		return err
+	}
+	if err := read(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		h    v1.Hash
+		how  func(p string)
+		want string
+	}{
+		{"flipped layer", ld, flip, "damaged or tampered"},
+		{"truncated layer", ld, func(p string) { os.Truncate(p, size-1) }, "truncated"},
+		{"deleted layer", ld, func(p string) { os.Remove(p) }, "missing"},
+		{"flipped config", cfg, flip, "damaged or tampered"},
+		{"flipped manifest", desc.Digest, flip, "damaged or tampered"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := d.BlobPath(tc.h)
+			orig, _ := os.ReadFile(p)
+			defer os.WriteFile(p, orig, 0o644)
+			tc.how(p)
+			err := read()
+			if err == nil || !strings.Contains(err.Error(), tc.h.String()) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("read = %v, want an error naming %s and %q", err, tc.h, tc.want)
+			}
+			// A rewrite repairs a damaged or missing blob.
+			w, err := d.WriteImage(context.Background(), img)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.Blobs+w.Manifests != 1 {
+				t.Errorf("rewrite stored %+v, want the one bad blob", w)
+			}
+			if err := read(); err != nil {
+				t.Fatalf("after rewrite: %v", err)
+			}
+		})
+	}
+}
+
+func flip(p string) {
+	b, _ := os.ReadFile(p)
+	b[len(b)/2] ^= 1
+	os.WriteFile(p, b, 0o644)
+}
+
+// A source whose bytes do not match the digest leaves nothing behind.
+func TestWriteBlobRefusesWrongContent(t *testing.T) {
+	d, err := Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("ab", 32)}
+	_, err = d.WriteBlobBytes(h, []byte("not that"))
+	if !errors.Is(err, ErrDamaged) {
+		t.Fatalf("WriteBlobBytes = %v, want ErrDamaged", err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(d.Path(), "blobs", "sha256"))
+	if len(ents) != 0 {
+		t.Errorf("%d files left in blobs/sha256", len(ents))
+	}
+}
+
+// Writers in parallel (each with its own lock, as separate processes
+// would have) never lose an index entry.
+func TestConcurrentPuts(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Create(dir); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := Create(dir) // sweeping while the others write
+			if err != nil {
+				errs <- err
+				return
+			}
+			img := testImage(t, fmt.Sprint("image ", i))
+			if _, err := d.WriteImage(context.Background(), img); err != nil {
+				errs <- err
+				return
+			}
+			tag := fmt.Sprint("v", i)
+			errs <- d.Put(context.Background(), descOf(t, img, tag), byTag(tag))
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _ := Open(dir)
+	m, err := d.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != n {
+		t.Fatalf("index.json has %d entries, want %d", len(m.Manifests), n)
+	}
+}
+
+// Opening a layout for writing sweeps what killed writers left, never
+// the temporary file of a writer still at work.
+func TestCreateSweepsLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Create(dir); err != nil {
+		t.Fatal(err)
+	}
+	blobs := filepath.Join(dir, "blobs", "sha256")
+	dead := filepath.Join(blobs, ".tmp-abc-123")
+	os.WriteFile(dead, []byte("partial"), 0o600)
+	live, err := atomicfile.CreateTemp(blobs, "def")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if _, err := Create(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead); !errors.Is(err, fs.ErrNotExist) {
+		t.Error("a dead writer's leftover was not swept")
+	}
+	if _, err := os.Stat(live.Name()); err != nil {
+		t.Errorf("a live writer's temporary file was swept: %v", err)
+	}
+}

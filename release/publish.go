@@ -1,0 +1,365 @@
+// Package release is the release logic over OCI stores: it publishes a
+// build's output to a store (package oci) with its signatures, SBOMs and
+// provenance (package attest/signing), verifies a published release,
+// promotes it from one channel to another by digest, and mirrors it
+// between stores and through signed archives.
+package release
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/nodeforge/builder/api/lock"
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/attest/provenance"
+	"github.com/nodeforge/builder/attest/sbom"
+	"github.com/nodeforge/builder/attest/signing"
+	ocilayout "github.com/nodeforge/builder/internal/ocilayout"
+	"github.com/nodeforge/builder/oci"
+)
+
+// Repositories of a release, relative to the channel's prefix.
+const (
+	RepoBoot      = "boot"      // the boot assets artifact (OUT/oci)
+	RepoInstaller = "installer" // OUT/installer
+	RepoLock      = "lock"      // the lock file as an artifact
+	RepoExtension = "extensions/"
+	RepoBase      = "base" // the package base subset a mirror may carry
+	// LockArtifactType is the artifactType of the lock artifact.
+	LockArtifactType = "application/vnd.nodeforge.lock.v1+json"
+	// BaseArtifactType is the artifactType of a package base subset (one
+	// layer per file, named by its title annotation).
+	BaseArtifactType = "application/vnd.nodeforge.base-subset.v1"
+	// AnnRepositories, on the lock artifact, lists every repository of the
+	// release (comma-separated): promote and mirror read it.
+	AnnRepositories = "dev.nodeforge.repositories"
+)
+
+// Release is a built release to publish.
+type Release struct {
+	Spec      *specs.Spec
+	Lock      *lock.Lock
+	LockBytes []byte
+	Report    *report.Report
+	Out       string // the build's output directory
+	Channel   string
+	// BuilderID names the builder in the provenance (one per channel).
+	BuilderID, BuilderVersion, BuilderSHA256 string
+	Log                                      func(format string, args ...any)
+}
+
+// Published is what a release put in the store.
+type Published struct {
+	Store     string    `json:"store"`
+	Version   string    `json:"version"`
+	Tag       string    `json:"tag"`
+	Channel   string    `json:"channel"`
+	Images    []Image   `json:"images"`
+	Signed    int       `json:"signaturesAdded"`
+	Attested  int       `json:"attestationsAdded"`
+	Stats     oci.Stats `json:"uploaded"`
+	Subjects  []string  `json:"subjects"`
+	KeyID     string    `json:"keyId"`
+	Reference []string  `json:"references"`
+}
+
+// Image is one published repository.
+type Image struct {
+	Repo     string   `json:"repo"`
+	Ref      string   `json:"ref"`
+	Digest   string   `json:"digest"`
+	Children []string `json:"children,omitempty"`
+}
+
+// unit is one repository of the release and the packages of each child.
+type unit struct {
+	repo     string
+	index    v1.ImageIndex // nil for the lock artifact
+	image    v1.Image
+	packages map[string]map[string][]string // child digest -> arch -> NEVRAs
+	name     string                         // SBOM document name
+}
+
+// Publish pushes every artifact of r to st under its version tag, then
+// signs each manifest (index and children) and attaches the SPDX and
+// CycloneDX SBOMs and the SLSA provenance as attestations. Manifests are
+// written only after their blobs; tags only point at complete images.
+func Publish(ctx context.Context, st oci.Store, signer *signing.Signer, r Release) (*Published, error) {
+	logf := r.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	tag, err := oci.ValidTag(r.Spec.Version)
+	if err != nil {
+		return nil, err
+	}
+	units, err := releaseUnits(r)
+	if err != nil {
+		return nil, err
+	}
+	out := &Published{Store: st.String(), Version: r.Spec.Version, Tag: tag, Channel: r.Channel, KeyID: signer.KeyID}
+	type pushed struct {
+		u     unit
+		desc  v1.Descriptor
+		child []v1.Descriptor
+	}
+	var all []pushed
+	for _, u := range units {
+		logf("pushing %s", st.Ref(u.repo, tag))
+		err := oci.Retry(ctx, func() error {
+			if u.index != nil {
+				return st.WriteIndex(ctx, u.repo, tag, u.index)
+			}
+			return st.WriteImage(ctx, u.repo, tag, u.image)
+		})
+		if err != nil {
+			if oci.RerunHelps(err) {
+				return nil, fmt.Errorf("release %s not complete (run it again to finish): %w", r.Spec.Version, err)
+			}
+			return nil, fmt.Errorf("release %s not complete: %w", r.Spec.Version, err)
+		}
+		p := pushed{u: u}
+		d, err := st.Head(ctx, u.repo, tag)
+		if err != nil {
+			return nil, err
+		}
+		p.desc = *d
+		if u.index != nil {
+			m, err := u.index.IndexManifest()
+			if err != nil {
+				return nil, err
+			}
+			p.child = m.Manifests
+		}
+		all = append(all, p)
+		img := Image{Repo: u.repo, Ref: st.Ref(u.repo, tag), Digest: d.Digest.String()}
+		for _, c := range p.child {
+			img.Children = append(img.Children, c.Digest.String())
+		}
+		out.Images = append(out.Images, img)
+	}
+
+	// One provenance for the release, naming every manifest as a subject.
+	var subjects []signing.Subject
+	for _, p := range all {
+		subjects = append(subjects, signing.Subject{Name: st.Ref(p.u.repo, tag), Digest: map[string]string{"sha256": p.desc.Digest.Hex}})
+		for _, c := range p.child {
+			subjects = append(subjects, signing.Subject{Name: st.Ref(p.u.repo, tag), Digest: map[string]string{"sha256": c.Digest.Hex}})
+		}
+	}
+	for _, s := range subjects {
+		out.Subjects = append(out.Subjects, s.Name+"@sha256:"+s.Digest["sha256"])
+	}
+	lockSum := sha256.Sum256(r.LockBytes)
+	pred := provenance.New(provenance.Input{SpecName: r.Spec.Name + ".yaml", SpecSHA256: r.Report.Spec.SHA256,
+		Branch: r.Spec.Branch, Version: r.Spec.Version, Channel: r.Channel, Lock: r.Lock,
+		LockName: r.Spec.Name + ".lock.json", LockSHA256: hex.EncodeToString(lockSum[:]), SourceDateEpoch: r.Report.SourceDateEpoch,
+		BuilderID: r.BuilderID, BuilderVersion: r.BuilderVersion, BuilderSHA256: r.BuilderSHA256})
+	predJSON, err := pred.JSON()
+	if err != nil {
+		return nil, err
+	}
+	provStatement, err := signing.NewStatement(subjects, signing.PredicateSLSA, predJSON)
+	if err != nil {
+		return nil, err
+	}
+	// The build report (every file of every artifact with its package or
+	// generator) goes with the lock, for the certification audit.
+	reportJSON, err := os.ReadFile(filepath.Join(r.Out, "report.json"))
+	if err != nil {
+		return nil, fmt.Errorf("build report: %w", err)
+	}
+	reportStatement, err := signing.NewStatement(subjects, signing.PredicateBuildReport, reportJSON)
+	if err != nil {
+		return nil, err
+	}
+
+	for _, p := range all {
+		logf("signing and attesting %s", st.Ref(p.u.repo, tag))
+		targets := append([]v1.Descriptor{p.desc}, p.child...)
+		for _, t := range targets {
+			err := oci.Retry(ctx, func() error {
+				signed, err := signer.Sign(ctx, st, p.u.repo, t.Digest)
+				if err != nil {
+					return err
+				}
+				if signed {
+					out.Signed++
+				}
+				atts := []struct {
+					pt string
+					b  []byte
+				}{{signing.PredicateSLSA, provStatement}}
+				if p.u.repo == RepoLock {
+					atts = append(atts, struct {
+						pt string
+						b  []byte
+					}{signing.PredicateBuildReport, reportStatement})
+				}
+				if p.u.packages != nil {
+					spdx, cdx, err := imageSBOMs(r, p.u, t, subjectOf(st.Ref(p.u.repo, tag), t.Digest))
+					if err != nil {
+						return err
+					}
+					atts = append(atts, struct {
+						pt string
+						b  []byte
+					}{signing.PredicateSPDX, spdx}, struct {
+						pt string
+						b  []byte
+					}{signing.PredicateCycloneDX, cdx})
+				}
+				for _, a := range atts {
+					added, err := signer.Attest(ctx, st, p.u.repo, t, a.pt, a.b)
+					if err != nil {
+						return err
+					}
+					if added {
+						out.Attested++
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	out.Stats = st.Stats()
+	return out, nil
+}
+
+func subjectOf(name string, d v1.Hash) []signing.Subject {
+	return []signing.Subject{{Name: name, Digest: map[string]string{"sha256": d.Hex}}}
+}
+
+// imageSBOMs are the SPDX and CycloneDX statements about manifest t of u:
+// a child describes its architecture's packages, an index all of them.
+func imageSBOMs(r Release, u unit, t v1.Descriptor, subjects []signing.Subject) (spdxSt, cdxSt []byte, err error) {
+	pk, ok := u.packages[t.Digest.String()]
+	if !ok {
+		pk = map[string][]string{}
+		for _, m := range u.packages {
+			for arch, list := range m {
+				pk[arch] = append(pk[arch], list...)
+			}
+		}
+	}
+	name := u.name
+	if ok && len(pk) == 1 {
+		for arch := range pk {
+			name += "-" + arch
+		}
+	}
+	doc := sbom.FromLock(r.Spec, r.Lock, name, pk, r.Report.LockSHA256, r.Report.SourceDateEpoch, "nodeforge-builder-"+r.BuilderVersion)
+	spdx, err := sbom.SPDX(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	cdx, err := sbom.CycloneDX(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if spdxSt, err = signing.NewStatement(subjects, signing.PredicateSPDX, spdx); err != nil {
+		return nil, nil, err
+	}
+	if cdxSt, err = signing.NewStatement(subjects, signing.PredicateCycloneDX, cdx); err != nil {
+		return nil, nil, err
+	}
+	return spdxSt, cdxSt, nil
+}
+
+// releaseUnits opens the build's OCI layouts and says which packages each
+// per-architecture manifest holds.
+func releaseUnits(r Release) ([]unit, error) {
+	rep := r.Report
+	archOf := map[string]string{} // OCI arch -> rpm arch
+	for arch := range rep.Architectures {
+		archOf[specs.GoArch(arch)] = arch
+	}
+	open := func(dir string) (v1.ImageIndex, error) {
+		d, err := ocilayout.Open(dir)
+		if err != nil {
+			return nil, fmt.Errorf("build output %s: %w (run builder build first)", dir, err)
+		}
+		return d.Root()
+	}
+	perChild := func(idx v1.ImageIndex, pk func(arch string) []string) (map[string]map[string][]string, error) {
+		m, err := idx.IndexManifest()
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]map[string][]string{}
+		for _, c := range m.Manifests {
+			if c.Platform == nil || archOf[c.Platform.Architecture] == "" {
+				return nil, fmt.Errorf("manifest %s has no platform of the release", c.Digest)
+			}
+			arch := archOf[c.Platform.Architecture]
+			out[c.Digest.String()] = map[string][]string{arch: pk(arch)}
+		}
+		return out, nil
+	}
+	var units []unit
+	add := func(repo, dir, name string, pk func(arch string) []string) error {
+		idx, err := open(dir)
+		if err != nil {
+			return err
+		}
+		packages, err := perChild(idx, pk)
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		units = append(units, unit{repo: repo, index: idx, packages: packages, name: name})
+		return nil
+	}
+	base := r.Spec.Name + "-" + r.Spec.Version
+	node := func(arch string) []string { return rep.Architectures[arch].Packages }
+	if err := add(RepoBoot, filepath.Join(r.Out, "oci"), base, node); err != nil {
+		return nil, err
+	}
+	if err := add(RepoInstaller, filepath.Join(r.Out, "installer"), base+"-installer", func(arch string) []string {
+		pk := slices.Clone(node(arch))
+		if a := r.Lock.Architectures[arch]; a != nil {
+			pk = append(pk, a.Components["installer"]...)
+		}
+		return pk
+	}); err != nil {
+		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(rep.Extensions)) {
+		if err := add(RepoExtension+name, filepath.Join(r.Out, "extensions", name), base+"-"+name, func(arch string) []string {
+			if e := rep.Architectures[arch].Extensions[name]; e != nil {
+				return e.Packages
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	var repos []string
+	for _, u := range units {
+		repos = append(repos, u.repo)
+	}
+	lockArt, err := oci.NewArtifact(LockArtifactType, LockArtifactType, r.LockBytes, nil, map[string]string{
+		AnnRepositories:                    strings.Join(append(repos, RepoLock), ","),
+		"org.opencontainers.image.title":   r.Spec.Name + ".lock.json",
+		"org.opencontainers.image.version": r.Spec.Version,
+		"org.opencontainers.image.created": time.Unix(rep.SourceDateEpoch, 0).UTC().Format(time.RFC3339),
+	})
+	if err != nil {
+		return nil, err
+	}
+	units = append(units, unit{repo: RepoLock, image: lockArt})
+	return units, nil
+}
