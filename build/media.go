@@ -162,10 +162,7 @@ func (b *archBuild) writeMedia(ctx context.Context, dir string, initramfs, bootl
 	args := append(append([]string(nil), cmdline...), sch.Customization.ExtraKernelArgs...)
 	kernelName, initrdName := "kernel-"+arch, "initramfs-"+arch+".xz"
 	ipxe := fmt.Sprintf("#!ipxe\nkernel %s %s\ninitrd %s\nboot\n", kernelName, strings.Join(args, " "), initrdName)
-	files := []struct {
-		name string
-		data []byte
-	}{
+	files := []mediaFile{
 		{kernelName, as.kernel.vmlinuz},
 		{initrdName, append(append(make([]byte, 0, len(initramfs)+len(seg)), initramfs...), seg...)},
 		{"cmdline-" + arch, []byte(strings.Join(args, " ") + "\n")},
@@ -175,44 +172,39 @@ func (b *archBuild) writeMedia(ctx context.Context, dir string, initramfs, bootl
 	if bootloader != nil {
 		// The disk images boot with the base's EFI boot manager.
 		bf := bootFiles(bootloader, as.kernel.vmlinuz, files[1].data, title, args)
-		mv := map[uint8][]byte{}
-		for _, m := range sch.Customization.Meta {
-			mv[m.Key] = []byte(m.Value)
+		var images []mediaFile
+		if !b.opts.NoISO {
+			esp, err := espImage(bf, sde, id, 0)
+			if err != nil {
+				return nil, err
+			}
+			iso, tool, err := isoImage(ctx, dir, esp, bf, sde, "NODEFORGE")
+			if err != nil {
+				return nil, err
+			}
+			r.ISOTool = tool
+			images = append(images, mediaFile{"metal-" + arch + ".iso", iso})
 		}
-		raw, err := rawImage(bf, sde, id, mv)
-		if err != nil {
-			return nil, err
+		if !b.opts.NoRaw {
+			mv := map[uint8][]byte{}
+			for _, m := range sch.Customization.Meta {
+				mv[m.Key] = []byte(m.Value)
+			}
+			raw, err := rawImage(bf, sde, id, mv)
+			if err != nil {
+				return nil, err
+			}
+			images = append(images, mediaFile{"metal-" + arch + ".raw", raw})
 		}
-		esp, err := espImage(bf, sde, id, 0)
-		if err != nil {
-			return nil, err
-		}
-		iso, tool, err := isoImage(ctx, dir, esp, bf, sde, "NODEFORGE")
-		if err != nil {
-			return nil, err
-		}
-		r.ISOTool = tool
-		files = append(files, []struct {
-			name string
-			data []byte
-		}{
-			{"metal-" + arch + ".iso", iso},
-			{"metal-" + arch + ".raw", raw},
-		}...)
+		files = append(files, images...)
 		// The large ones also compressed, as downloads.
-		for _, big := range []struct {
-			name string
-			data []byte
-		}{{"metal-" + arch + ".iso", iso}, {"metal-" + arch + ".raw", raw}} {
+		for _, big := range images {
 			for _, c := range compressions {
 				v, err := compressVariant(c, big.data)
 				if err != nil {
 					return nil, err
 				}
-				files = append(files, struct {
-					name string
-					data []byte
-				}{big.name + "." + c, v})
+				files = append(files, mediaFile{big.name + "." + c, v})
 			}
 		}
 	}
@@ -226,6 +218,12 @@ func (b *archBuild) writeMedia(ctx context.Context, dir string, initramfs, bootl
 		r.Layers = append(r.Layers, report.FileEntry{Path: "/" + e.Name, Type: "file", Mode: fmt.Sprintf("%04o", e.Mode&0o7777), Size: int64(len(e.Data)), SHA256: digest.SHA256Hex(e.Data), Origin: e.Origin})
 	}
 	return r, nil
+}
+
+// mediaFile is one file of a schematic's media.
+type mediaFile struct {
+	name string
+	data []byte
 }
 
 // bootFiles are what an EFI system partition holds: systemd-boot as the

@@ -11,8 +11,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -25,7 +23,6 @@ import (
 	"github.com/nodeforge/builder/attest/provenance"
 	"github.com/nodeforge/builder/attest/sbom"
 	"github.com/nodeforge/builder/attest/signing"
-	ocilayout "github.com/nodeforge/builder/internal/ocilayout"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -52,8 +49,13 @@ type Release struct {
 	Lock      *lock.Lock
 	LockBytes []byte
 	Report    *report.Report
-	Out       string // the build's output directory
-	Channel   string
+	// ReportJSON is the report as the build wrote it: attested as it is.
+	ReportJSON []byte
+	// Boot, Installer and Extensions are the build's images: the boot
+	// assets, the installer and each extension by name.
+	Boot, Installer v1.ImageIndex
+	Extensions      map[string]v1.ImageIndex
+	Channel         string
 	// BuilderID names the builder in the provenance (one per channel).
 	BuilderID, BuilderVersion, BuilderSHA256 string
 	Log                                      func(format string, args ...any)
@@ -109,41 +111,14 @@ func Publish(ctx context.Context, st oci.Store, signer *signing.Signer, r Releas
 		return nil, err
 	}
 	out := &Published{Store: st.String(), Version: r.Spec.Version, Tag: tag, Channel: r.Channel, KeyID: signer.KeyID}
-	type pushed struct {
-		u     unit
-		desc  v1.Descriptor
-		child []v1.Descriptor
-	}
 	var all []pushed
 	for _, u := range units {
-		logf("pushing %s", st.Ref(u.repo, tag))
-		err := oci.Retry(ctx, func() error {
-			if u.index != nil {
-				return st.WriteIndex(ctx, u.repo, tag, u.index)
-			}
-			return st.WriteImage(ctx, u.repo, tag, u.image)
-		})
-		if err != nil {
-			if oci.RerunHelps(err) {
-				return nil, fmt.Errorf("release %s not complete (run it again to finish): %w", r.Spec.Version, err)
-			}
-			return nil, fmt.Errorf("release %s not complete: %w", r.Spec.Version, err)
-		}
-		p := pushed{u: u}
-		d, err := st.Head(ctx, u.repo, tag)
+		p, err := push(ctx, st, u, tag, r.Spec.Version, logf)
 		if err != nil {
 			return nil, err
 		}
-		p.desc = *d
-		if u.index != nil {
-			m, err := u.index.IndexManifest()
-			if err != nil {
-				return nil, err
-			}
-			p.child = m.Manifests
-		}
 		all = append(all, p)
-		img := Image{Repo: u.repo, Ref: st.Ref(u.repo, tag), Digest: d.Digest.String()}
+		img := Image{Repo: u.repo, Ref: st.Ref(u.repo, tag), Digest: p.desc.Digest.String()}
 		for _, c := range p.child {
 			img.Children = append(img.Children, c.Digest.String())
 		}
@@ -161,75 +136,18 @@ func Publish(ctx context.Context, st oci.Store, signer *signing.Signer, r Releas
 	for _, s := range subjects {
 		out.Subjects = append(out.Subjects, s.Name+"@sha256:"+s.Digest["sha256"])
 	}
-	lockSum := sha256.Sum256(r.LockBytes)
-	pred := provenance.New(provenance.Input{SpecName: r.Spec.Name + ".yaml", SpecSHA256: r.Report.Spec.SHA256,
-		Branch: r.Spec.Branch, Version: r.Spec.Version, Channel: r.Channel, Lock: r.Lock,
-		LockName: r.Spec.Name + ".lock.json", LockSHA256: hex.EncodeToString(lockSum[:]), SourceDateEpoch: r.Report.SourceDateEpoch,
-		BuilderID: r.BuilderID, BuilderVersion: r.BuilderVersion, BuilderSHA256: r.BuilderSHA256})
-	predJSON, err := pred.JSON()
+	stmts, err := releaseStatements(r, subjects)
 	if err != nil {
 		return nil, err
 	}
-	provStatement, err := signing.NewStatement(subjects, signing.PredicateSLSA, predJSON)
-	if err != nil {
-		return nil, err
-	}
-	// The build report (every file of every artifact with its package or
-	// generator) goes with the lock, for the certification audit.
-	reportJSON, err := os.ReadFile(filepath.Join(r.Out, "report.json"))
-	if err != nil {
-		return nil, fmt.Errorf("build report: %w", err)
-	}
-	reportStatement, err := signing.NewStatement(subjects, signing.PredicateBuildReport, reportJSON)
-	if err != nil {
-		return nil, err
-	}
-
 	for _, p := range all {
 		logf("signing and attesting %s", st.Ref(p.u.repo, tag))
-		targets := append([]v1.Descriptor{p.desc}, p.child...)
-		for _, t := range targets {
+		for _, t := range append([]v1.Descriptor{p.desc}, p.child...) {
 			err := oci.Retry(ctx, func() error {
-				signed, err := signer.Sign(ctx, st, p.u.repo, t.Digest)
-				if err != nil {
-					return err
-				}
-				if signed {
-					out.Signed++
-				}
-				atts := []struct {
-					pt string
-					b  []byte
-				}{{signing.PredicateSLSA, provStatement}}
-				if p.u.repo == RepoLock {
-					atts = append(atts, struct {
-						pt string
-						b  []byte
-					}{signing.PredicateBuildReport, reportStatement})
-				}
-				if p.u.packages != nil {
-					spdx, cdx, err := imageSBOMs(r, p.u, t, subjectOf(st.Ref(p.u.repo, tag), t.Digest))
-					if err != nil {
-						return err
-					}
-					atts = append(atts, struct {
-						pt string
-						b  []byte
-					}{signing.PredicateSPDX, spdx}, struct {
-						pt string
-						b  []byte
-					}{signing.PredicateCycloneDX, cdx})
-				}
-				for _, a := range atts {
-					added, err := signer.Attest(ctx, st, p.u.repo, t, a.pt, a.b)
-					if err != nil {
-						return err
-					}
-					if added {
-						out.Attested++
-					}
-				}
-				return nil
+				signed, attested, err := signAndAttest(ctx, st, signer, r, p, t, tag, stmts)
+				out.Signed += signed
+				out.Attested += attested
+				return err
 			})
 			if err != nil {
 				return nil, err
@@ -238,6 +156,108 @@ func Publish(ctx context.Context, st oci.Store, signer *signing.Signer, r Releas
 	}
 	out.Stats = st.Stats()
 	return out, nil
+}
+
+// pushed is a unit in the store: its descriptor there and its children's.
+type pushed struct {
+	u     unit
+	desc  v1.Descriptor
+	child []v1.Descriptor
+}
+
+// push writes one unit under tag, retrying what a rerun would fix.
+func push(ctx context.Context, st oci.Store, u unit, tag, version string, logf func(string, ...any)) (pushed, error) {
+	logf("pushing %s", st.Ref(u.repo, tag))
+	err := oci.Retry(ctx, func() error {
+		if u.index != nil {
+			return st.WriteIndex(ctx, u.repo, tag, u.index)
+		}
+		return st.WriteImage(ctx, u.repo, tag, u.image)
+	})
+	if err != nil {
+		if oci.RerunHelps(err) {
+			return pushed{}, fmt.Errorf("release %s not complete (run it again to finish): %w", version, err)
+		}
+		return pushed{}, fmt.Errorf("release %s not complete: %w", version, err)
+	}
+	p := pushed{u: u}
+	d, err := st.Head(ctx, u.repo, tag)
+	if err != nil {
+		return pushed{}, err
+	}
+	p.desc = *d
+	if u.index != nil {
+		m, err := u.index.IndexManifest()
+		if err != nil {
+			return pushed{}, err
+		}
+		p.child = m.Manifests
+	}
+	return p, nil
+}
+
+// statements are the release-wide attestations: the SLSA provenance, on
+// every manifest, and the build report, on the lock.
+type statements struct{ provenance, report []byte }
+
+func releaseStatements(r Release, subjects []signing.Subject) (statements, error) {
+	lockSum := sha256.Sum256(r.LockBytes)
+	pred := provenance.New(provenance.Input{SpecName: r.Spec.Name + ".yaml", SpecSHA256: r.Report.Spec.SHA256,
+		Branch: r.Spec.Branch, Version: r.Spec.Version, Channel: r.Channel, Lock: r.Lock,
+		LockName: r.Spec.Name + ".lock.json", LockSHA256: hex.EncodeToString(lockSum[:]), SourceDateEpoch: r.Report.SourceDateEpoch,
+		BuilderID: r.BuilderID, BuilderVersion: r.BuilderVersion, BuilderSHA256: r.BuilderSHA256})
+	predJSON, err := pred.JSON()
+	if err != nil {
+		return statements{}, err
+	}
+	var st statements
+	if st.provenance, err = signing.NewStatement(subjects, signing.PredicateSLSA, predJSON); err != nil {
+		return statements{}, err
+	}
+	// The build report (every file of every artifact with its package or
+	// generator) goes with the lock, for the certification audit.
+	if st.report, err = signing.NewStatement(subjects, signing.PredicateBuildReport, r.ReportJSON); err != nil {
+		return statements{}, err
+	}
+	return st, nil
+}
+
+// signAndAttest signs manifest t of p and attaches its attestations: the
+// provenance, the build report on the lock, and SBOMs of an image with
+// packages. It counts what it added (a rerun adds nothing twice).
+func signAndAttest(ctx context.Context, st oci.Store, signer *signing.Signer, r Release, p pushed, t v1.Descriptor, tag string, stmts statements) (signed, attested int, err error) {
+	ok, err := signer.Sign(ctx, st, p.u.repo, t.Digest)
+	if err != nil {
+		return 0, 0, err
+	}
+	if ok {
+		signed++
+	}
+	type attestation struct {
+		predicateType string
+		statement     []byte
+	}
+	atts := []attestation{{signing.PredicateSLSA, stmts.provenance}}
+	if p.u.repo == RepoLock {
+		atts = append(atts, attestation{signing.PredicateBuildReport, stmts.report})
+	}
+	if p.u.packages != nil {
+		spdx, cdx, err := imageSBOMs(r, p.u, t, subjectOf(st.Ref(p.u.repo, tag), t.Digest))
+		if err != nil {
+			return signed, 0, err
+		}
+		atts = append(atts, attestation{signing.PredicateSPDX, spdx}, attestation{signing.PredicateCycloneDX, cdx})
+	}
+	for _, a := range atts {
+		added, err := signer.Attest(ctx, st, p.u.repo, t, a.predicateType, a.statement)
+		if err != nil {
+			return signed, attested, err
+		}
+		if added {
+			attested++
+		}
+	}
+	return signed, attested, nil
 }
 
 func subjectOf(name string, d v1.Hash) []signing.Subject {
@@ -288,13 +308,6 @@ func releaseUnits(r Release) ([]unit, error) {
 	for arch := range rep.Architectures {
 		archOf[specs.GoArch(arch)] = arch
 	}
-	open := func(dir string) (v1.ImageIndex, error) {
-		d, err := ocilayout.Open(dir)
-		if err != nil {
-			return nil, fmt.Errorf("build output %s: %w (run builder build first)", dir, err)
-		}
-		return d.Root()
-	}
 	perChild := func(idx v1.ImageIndex, pk func(arch string) []string) (map[string]map[string][]string, error) {
 		m, err := idx.IndexManifest()
 		if err != nil {
@@ -311,24 +324,23 @@ func releaseUnits(r Release) ([]unit, error) {
 		return out, nil
 	}
 	var units []unit
-	add := func(repo, dir, name string, pk func(arch string) []string) error {
-		idx, err := open(dir)
-		if err != nil {
-			return err
+	add := func(repo string, idx v1.ImageIndex, name string, pk func(arch string) []string) error {
+		if idx == nil {
+			return fmt.Errorf("%s: the build handed over no image", repo)
 		}
 		packages, err := perChild(idx, pk)
 		if err != nil {
-			return fmt.Errorf("%s: %w", dir, err)
+			return fmt.Errorf("%s: %w", repo, err)
 		}
 		units = append(units, unit{repo: repo, index: idx, packages: packages, name: name})
 		return nil
 	}
 	base := r.Spec.Name + "-" + r.Spec.Version
 	node := func(arch string) []string { return rep.Architectures[arch].Packages }
-	if err := add(RepoBoot, filepath.Join(r.Out, "oci"), base, node); err != nil {
+	if err := add(RepoBoot, r.Boot, base, node); err != nil {
 		return nil, err
 	}
-	if err := add(RepoInstaller, filepath.Join(r.Out, "installer"), base+"-installer", func(arch string) []string {
+	if err := add(RepoInstaller, r.Installer, base+"-installer", func(arch string) []string {
 		pk := slices.Clone(node(arch))
 		if a := r.Lock.Architectures[arch]; a != nil {
 			pk = append(pk, a.Components["installer"]...)
@@ -338,7 +350,7 @@ func releaseUnits(r Release) ([]unit, error) {
 		return nil, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(rep.Extensions)) {
-		if err := add(RepoExtension+name, filepath.Join(r.Out, "extensions", name), base+"-"+name, func(arch string) []string {
+		if err := add(RepoExtension+name, r.Extensions[name], base+"-"+name, func(arch string) []string {
 			if e := rep.Architectures[arch].Extensions[name]; e != nil {
 				return e.Packages
 			}

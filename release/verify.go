@@ -131,6 +131,29 @@ func verify(ctx context.Context, st oci.Store, repo, ref string, keys []signatur
 	return v, nil
 }
 
+// VerifyOrExplain verifies one image; an image that cannot be read at all
+// is a failed verification naming why.
+func VerifyOrExplain(ctx context.Context, st oci.Store, repo, ref string, keys []signature.Verifier, pol *Policy) *Verification {
+	v, err := Verify(ctx, st, repo, ref, keys, pol)
+	if err != nil {
+		v = &Verification{Ref: st.Ref(repo, ref), Problems: []string{err.Error()}}
+	}
+	return v
+}
+
+// VerifyVersion verifies every image of a release version in st.
+func VerifyVersion(ctx context.Context, st oci.Store, version string, keys []signature.Verifier, pol *Policy) ([]*Verification, error) {
+	repos, err := Repositories(ctx, st, version)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Verification
+	for _, r := range repos {
+		out = append(out, VerifyOrExplain(ctx, st, r, version, keys, pol))
+	}
+	return out, nil
+}
+
 // RootCause names the single reason behind a verification's many
 // problems when there is one, for the first line of a report: every
 // manifest is signed, and not one signature verifies with the keys given

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (issue 16): `builder resolve` against dnf (libsolv) on one
 # synthetic 20,000-package rpm-md repository (primary and filelists, gzip,
-# with checksums: resolve.SyntheticRPMMD written by
+# with checksums: synth.RPMMD (pkgbase/resolve/internal/synth) written by
 # pkgbase/resolve/internal/synthrepo), resolving the synthetic node OS.
 # Not part of CI.
 #

@@ -313,6 +313,20 @@ func (s *Spec) Path(p string) string {
 	return filepath.Join(s.Dir, p)
 }
 
+// LockPath is where the spec's lock lives unless told otherwise:
+// <spec dir>/<name>.lock.json (the working directory for a shipped spec).
+func (s *Spec) LockPath() string { return filepath.Join(s.dirOrDot(), s.Name+".lock.json") }
+
+// OutDir is where its build goes unless told otherwise: <spec dir>/out.
+func (s *Spec) OutDir() string { return filepath.Join(s.dirOrDot(), "out") }
+
+func (s *Spec) dirOrDot() string {
+	if s.Dir == "" {
+		return "."
+	}
+	return s.Dir
+}
+
 // ComponentNames returns the component names sorted.
 func (s *Spec) ComponentNames() []string {
 	out := make([]string, 0, len(s.Components))

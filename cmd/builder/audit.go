@@ -93,26 +93,15 @@ func attestVerdict(ctx context.Context, st oci.Store, version string, rep *certi
 
 // openReleaseStore opens docker://HOST[:PORT]/PREFIX, oci:DIR or DIR.
 func openReleaseStore(src string, o oci.RemoteOptions) (oci.Store, error) {
-	if strings.HasPrefix(src, "docker://") {
-		return oci.NewRemote(src, o)
+	l, err := oci.ParseLocation(src)
+	if err != nil {
+		return nil, err
 	}
-	dir := strings.TrimPrefix(src, "oci:")
-	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
-		return nil, fmt.Errorf("%s: not an OCI layout (no index.json); a registry is docker://HOST[:PORT]/PREFIX", src)
-	}
-	return oci.OpenLayout(dir)
+	return oci.Open(l, oci.OpenOptions{Remote: o})
 }
 
-func newAuditCmd() *cobra.Command {
-	var (
-		version, previous, previousVersion, reproduced, policyPath, out, attestKey string
-		keys, formats                                                              []string
-		sf                                                                         storeFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "audit REF|DIR [--key PUB]... [--previous REF|DIR] [--format html,json,md] -o DIR",
-		Short: "Write the certification audit report of a release: pass or fail, and why",
-		Long: `audit verifies a release as it is published and writes the report a
+// auditLong is the help of builder audit.
+const auditLong = `audit verifies a release as it is published and writes the report a
 certification body reads: that every byte of the node OS comes from the
 certified package base.
 
@@ -141,7 +130,18 @@ The report states, in this order:
 The build report and provenance are read from the release's signed
 attestations, so --key must verify them. Outputs: DIR/audit.json (schema in
 docs/audit.schema.json), DIR/audit.md and DIR/audit.html (one self-contained
-page with size charts). Exit status 1 when the verdict is fail.`,
+page with size charts). Exit status 1 when the verdict is fail.`
+
+func newAuditCmd() *cobra.Command {
+	var (
+		version, previous, previousVersion, reproduced, policyPath, out, attestKey string
+		keys, formats                                                              []string
+		sf                                                                         storeFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "audit REF|DIR [--key PUB]... [--previous REF|DIR] [--format html,json,md] -o DIR",
+		Short: "Write the certification audit report of a release: pass or fail, and why",
+		Long:  auditLong,
 		Example: `  builder audit --key out/demo/keys/dev/cosign.pub -o out/audit out/demo/release/dev
   builder audit --key cosign.pub --version 1.11.0 --previous-version 1.10.2 \
       --previous docker://registry.internal:5000/nodeforge/p11 -o audit/ docker://registry.internal:5000/nodeforge/p11
@@ -155,15 +155,9 @@ page with size charts). Exit status 1 when the verdict is fail.`,
 			if out == "" {
 				return errors.New("-o DIR is required: where audit.html, audit.json and audit.md go")
 			}
-			want := map[string]bool{}
-			for _, f := range formats {
-				for _, x := range strings.Split(f, ",") {
-					x = strings.TrimSpace(x)
-					if x != "html" && x != "json" && x != "md" {
-						return fmt.Errorf("--format %q: want html, json or md", x)
-					}
-					want[x] = true
-				}
+			want, err := auditFormats(formats)
+			if err != nil {
+				return err
 			}
 			vs, err := loadVerifiers(keys)
 			if err != nil {
@@ -182,48 +176,22 @@ page with size charts). Exit status 1 when the verdict is fail.`,
 				}
 			}
 			if previous != "" {
-				if o.Previous, err = openReleaseStore(previous, ro); err != nil {
+				if o.Previous, o.PreviousVersion, err = openPrevious(ctx, previous, previousVersion, ver, ro); err != nil {
 					return err
-				}
-				o.PreviousVersion = previousVersion
-				if o.PreviousVersion == "" {
-					if o.PreviousVersion, err = certification.PreviousVersion(ctx, o.Previous, ver); err != nil {
-						return err
-					}
 				}
 			}
 			if reproduced != "" {
-				b, err := os.ReadFile(reproduced)
-				if err != nil {
-					return err
+				if o.Reproduced, err = readReport(reproduced); err != nil {
+					return fmt.Errorf("--reproduced %s: %w", reproduced, err)
 				}
-				var rep report.Report
-				if err := json.Unmarshal(b, &rep); err != nil {
-					return fmt.Errorf("--reproduced %s: not a build report: %w", reproduced, err)
-				}
-				o.Reproduced, o.ReproducedFrom = &rep, reproduced
+				o.ReproducedFrom = reproduced
 			}
 			rep, err := certification.Audit(ctx, o)
 			if err != nil {
 				return err
 			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
+			if err := writeAudit(out, want, rep); err != nil {
 				return err
-			}
-			for _, f := range []struct {
-				format, name string
-				write        func(io.Writer) error
-			}{{"json", "audit.json", rep.JSON}, {"md", "audit.md", rep.Markdown}, {"html", "audit.html", rep.HTML}} {
-				if !want[f.format] {
-					continue
-				}
-				var b bytes.Buffer
-				if err := f.write(&b); err != nil {
-					return err
-				}
-				if err := atomicfile.Put(filepath.Join(out, f.name), b.Bytes()); err != nil {
-					return err
-				}
 			}
 			if attestKey != "" {
 				if err := attestVerdict(ctx, st, ver, rep, attestKey); err != nil {
@@ -257,4 +225,70 @@ page with size charts). Exit status 1 when the verdict is fail.`,
 	fl.StringVar(&sf.caFile, "ca-file", "", "PEM bundle of CAs trusted for the registry besides the system's")
 	fl.BoolVar(&sf.allowHTTP, "allow-http", false, "permit plain HTTP to a registry that is not on loopback")
 	return cmd
+}
+
+// auditFormats reads --format: html, json, md, repeated or comma-separated.
+func auditFormats(formats []string) (map[string]bool, error) {
+	want := map[string]bool{}
+	for _, f := range formats {
+		for _, x := range strings.Split(f, ",") {
+			x = strings.TrimSpace(x)
+			if x != "html" && x != "json" && x != "md" {
+				return nil, fmt.Errorf("--format %q: want html, json or md", x)
+			}
+			want[x] = true
+		}
+	}
+	return want, nil
+}
+
+// readReport reads a build report (report.json).
+func readReport(path string) (*report.Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rep report.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("not a build report: %w", err)
+	}
+	return &rep, nil
+}
+
+// writeAudit writes the report in the formats wanted into out.
+func writeAudit(out string, want map[string]bool, rep *certification.Report) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		format, name string
+		write        func(io.Writer) error
+	}{{"json", "audit.json", rep.JSON}, {"md", "audit.md", rep.Markdown}, {"html", "audit.html", rep.HTML}} {
+		if !want[f.format] {
+			continue
+		}
+		var b bytes.Buffer
+		if err := f.write(&b); err != nil {
+			return err
+		}
+		if err := atomicfile.Put(filepath.Join(out, f.name), b.Bytes()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openPrevious opens the store of the previous release and finds its
+// version: the one given, or the newest older than ver.
+func openPrevious(ctx context.Context, src, version, ver string, o oci.RemoteOptions) (oci.Store, string, error) {
+	st, err := openReleaseStore(src, o)
+	if err != nil {
+		return nil, "", err
+	}
+	if version == "" {
+		if version, err = certification.PreviousVersion(ctx, st, ver); err != nil {
+			return nil, "", err
+		}
+	}
+	return st, version, nil
 }

@@ -9,10 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/build"
+	"github.com/nodeforge/builder/pipeline"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/repo"
 )
@@ -27,6 +28,10 @@ type buildFlags struct {
 	sde                     int64
 	quiet                   bool
 	diskCompressions        []string // image: variants of the raw disk image
+	noISO, noRaw            bool     // image: the disk images not asked for
+	// The reproducibility experiment's knobs (builder repro sets them).
+	shuffle      int64
+	noStepCaches bool
 }
 
 func (b *buildFlags) add(cmd *cobra.Command) {
@@ -37,6 +42,40 @@ func (b *buildFlags) add(cmd *cobra.Command) {
 	cmd.Flags().IntVarP(&b.jobs, "jobs", "j", 4, "concurrent downloads")
 	cmd.Flags().Int64Var(&b.sde, "source-date-epoch", 0, "timestamp of every output (default: $SOURCE_DATE_EPOCH, else the lock's newest BUILDTIME)")
 	cmd.Flags().BoolVarP(&b.quiet, "quiet", "q", false, "print nothing but the outputs and errors")
+	cmd.Flags().Int64Var(&b.shuffle, "shuffle", 0, "lay packages in an order seeded by N (builder repro: the output must not depend on it)")
+	cmd.Flags().BoolVar(&b.noStepCaches, "no-step-caches", false, "build without the step caches (builder repro builds from scratch)")
+	cmd.Flags().MarkHidden("shuffle")
+	cmd.Flags().MarkHidden("no-step-caches")
+}
+
+// options are the build options the flags give for spec s (with the boot
+// media of sch when not nil); the spec and the lock are the caller's.
+func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.Schematic) (build.Options, error) {
+	out, sde := b.out, b.sde
+	if out == "" {
+		out = s.OutDir()
+	}
+	if sde == 0 {
+		if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
+			if _, err := fmt.Sscan(v, &sde); err != nil {
+				return build.Options{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number", v)
+			}
+		}
+	}
+	stderr := cmd.ErrOrStderr()
+	c := &cache.Cache{Timeout: netTimeout, Dir: b.cacheDir, Workers: b.jobs, Progress: downloadProgress(stderr, b.quiet)}
+	return build.Options{Out: out, Cache: c, SourceDateEpoch: sde, Version: version, BuilderSHA256: selfDigest(),
+		Log: b.logf(stderr), Shuffle: b.shuffle, Schematic: sch, DiskCompressions: b.diskCompressions, NoISO: b.noISO, NoRaw: b.noRaw,
+		NoStepCaches: b.noStepCaches, Source: repo.SourceOptions{Timeout: netTimeout}}, nil
+}
+
+// logf writes a line to w unless --quiet.
+func (b *buildFlags) logf(w io.Writer) func(string, ...any) {
+	return func(format string, a ...any) {
+		if !b.quiet {
+			fmt.Fprintf(w, format+"\n", a...)
+		}
+	}
 }
 
 // run builds the release (with the boot media of sch when not nil) and
@@ -46,48 +85,18 @@ func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*report.
 	if err != nil {
 		return nil, "", err
 	}
-	dir := s.Dir
-	if dir == "" {
-		dir = "."
-	}
-	lockPath, out, sde := b.lockPath, b.out, b.sde
-	if lockPath == "" {
-		lockPath = filepath.Join(dir, s.Name+".lock.json")
-	}
-	if out == "" {
-		out = filepath.Join(dir, "out")
-	}
-	l, err := lock.Read(lockPath)
+	in, err := pipeline.ReadLock(s, b.lockPath)
 	if err != nil {
 		return nil, "", err
 	}
-	lb, err := os.ReadFile(lockPath)
+	o, err := b.options(cmd, s, sch)
 	if err != nil {
 		return nil, "", err
 	}
-	if sde == 0 {
-		if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
-			if _, err := fmt.Sscan(v, &sde); err != nil {
-				return nil, "", fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number", v)
-			}
-		}
-	}
-	stderr := cmd.ErrOrStderr()
-	logf := func(format string, a ...any) {
-		if !b.quiet {
-			fmt.Fprintf(stderr, format+"\n", a...)
-		}
-	}
-	c := &cache.Cache{Timeout: netTimeout, Dir: b.cacheDir, Workers: b.jobs, Progress: downloadProgress(stderr, b.quiet)}
-	var shuffle int64
-	if v := os.Getenv("NODEFORGE_SHUFFLE"); v != "" {
-		fmt.Sscan(v, &shuffle) // set by builder repro
-	}
-	rep, err := build.Build(cmd.Context(), build.Options{Spec: s, Lock: l, LockBytes: lb, Out: out, Cache: c,
-		SourceDateEpoch: sde, Version: version, BuilderSHA256: selfDigest(), Log: logf, Shuffle: shuffle, Schematic: sch, DiskCompressions: b.diskCompressions,
-		NoStepCaches: os.Getenv("NODEFORGE_STEP_CACHES") == "off", Source: repo.SourceOptions{Timeout: netTimeout}})
-	endProgress(stderr)
-	return rep, out, err
+	o.Spec, o.Lock, o.LockBytes = s, in.Lock, in.LockBytes
+	rep, err := build.Build(cmd.Context(), o)
+	endProgress(cmd.ErrOrStderr())
+	return rep, o.Out, err
 }
 
 func newBuildCmd() *cobra.Command {

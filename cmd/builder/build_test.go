@@ -69,5 +69,16 @@ func TestDemoBuildAndRepro(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// --kind builds only what it names: no disk image for the installer.
+	if _, err := os.Stat(filepath.Join(dir, "out", "media")); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "out", "media", "*", "metal-*")); len(m) > 0 {
+		t.Errorf("image --kind installer wrote disk images: %v", m)
+	}
+	out, err = runBuilder(t, "image", "-q", "--spec", spec, "--cache", cacheDir, "--schematic", sch, "--kind", "all")
+	if err != nil || !strings.Contains(out, "metal-x86_64.iso  sha256:") || !strings.Contains(out, "metal-x86_64.raw.xz  sha256:") {
+		t.Errorf("image --kind all: %v\n%s", err, out)
+	}
 	checkGoldenFiles(t, filepath.Join(dir, "out"), "demo-build.sha256")
 }

@@ -23,6 +23,7 @@ var mediaKinds = map[string]*regexp.Regexp{
 	"pxe":       regexp.MustCompile(`^(kernel|initramfs|cmdline|ipxe)-`),
 	"iso":       regexp.MustCompile(`^metal-.*\.iso`),
 	"raw":       regexp.MustCompile(`^metal-.*\.raw`),
+	"all":       regexp.MustCompile(``),
 }
 
 func newImageCmd() *cobra.Command {
@@ -52,8 +53,9 @@ boot media of a schematic to OUT/media/<schematic id>/:
   installer/            the installer image (OCI layout) with the schematic's
                         initramfs
 
---kind picks what to print: kernel, initramfs, cmdline, pxe (the first four),
-iso, raw or installer. Nothing needs root or loop devices. The release's own
+--kind picks what to build and print: kernel, initramfs, cmdline, pxe (the
+first four), iso, raw, installer, or all; the disk images are written only for
+iso, raw and all. Nothing needs root or loop devices. The release's own
 installer image is written by every build, at OUT/installer/.`,
 		Example: `  printf 'customization:\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n' > zfs.yaml
   builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --kind pxe`,
@@ -62,7 +64,7 @@ installer image is written by every build, at OUT/installer/.`,
 			match, ok := mediaKinds[kind]
 			if !ok {
 				if kind != "installer" {
-					return fmt.Errorf("--kind %q: want kernel, initramfs, cmdline, pxe, iso, raw or installer", kind)
+					return fmt.Errorf("--kind %q: want kernel, initramfs, cmdline, pxe, iso, raw, installer or all", kind)
 				}
 			}
 			data, err := os.ReadFile(schematicPath)
@@ -74,6 +76,7 @@ installer image is written by every build, at OUT/installer/.`,
 				return fmt.Errorf("%s: %w", schematicPath, err)
 			}
 			b.diskCompressions = compress
+			b.noISO, b.noRaw = kind != "iso" && kind != "all", kind != "raw" && kind != "all"
 			rep, out, err := b.run(cmd, sch)
 			if err != nil {
 				return err
@@ -102,7 +105,7 @@ installer image is written by every build, at OUT/installer/.`,
 	}
 	b.add(cmd)
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "schematic file (YAML or JSON; builder schematic id explains)")
-	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw or installer")
+	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, installer or all")
 	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the ISO and raw image: zst, xz (none: --compress '')")
 	cmd.MarkFlagRequired("schematic")
 	return cmd

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -99,11 +97,7 @@ The lock is written beside the spec as <name>.lock.json unless -o is given.`,
 				return err
 			}
 			if out == "" {
-				dir := s.Dir
-				if dir == "" {
-					dir = "."
-				}
-				out = filepath.Join(dir, s.Name+".lock.json")
+				out = s.LockPath()
 			}
 			stderr := cmd.ErrOrStderr()
 			c := &cache.Cache{Timeout: netTimeout, Dir: cacheDir, Workers: jobs, Progress: downloadProgress(stderr, quiet)}
@@ -135,6 +129,5 @@ The lock is written beside the spec as <name>.lock.json unless -o is given.`,
 	cmd.Flags().StringVar(&cacheDir, "cache", defaultCacheDir(), "package cache directory ($NODEFORGE_CACHE)")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 4, "concurrent downloads")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
-	_ = os.Stderr
 	return cmd
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/attest/signing"
-	"github.com/nodeforge/builder/internal/workdir"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/subset"
@@ -29,46 +27,14 @@ import (
 
 func init() { register(newMirrorCmd) }
 
-// mirrorEnd is a source or destination of a mirror.
-type mirrorEnd struct {
-	raw  string
-	kind string // "registry", "dir" (oci:DIR) or "tar" (oci-archive:FILE)
-	path string
-}
-
-func parseMirrorEnd(s string) (mirrorEnd, error) {
-	switch {
-	case strings.HasPrefix(s, "oci-archive:"):
-		p := strings.TrimPrefix(s, "oci-archive:")
-		if p == "" {
-			return mirrorEnd{}, fmt.Errorf("%q: want oci-archive:FILE", s)
-		}
-		return mirrorEnd{raw: s, kind: "tar", path: p}, nil
-	case strings.HasPrefix(s, "oci:"):
-		p := strings.TrimPrefix(s, "oci:")
-		if p == "" {
-			return mirrorEnd{}, fmt.Errorf("%q: want oci:DIR", s)
-		}
-		return mirrorEnd{raw: s, kind: "dir", path: p}, nil
-	default:
-		if !strings.HasPrefix(s, "docker://") {
-			// A path on disk is never a registry host: say which form
-			// was meant.
-			if fi, err := os.Stat(s); err == nil {
-				if fi.IsDir() {
-					return mirrorEnd{}, fmt.Errorf("%s is a directory here: write oci:%s for an OCI layout (a registry is docker://HOST[:PORT]/PREFIX)", s, s)
-				}
-				return mirrorEnd{}, fmt.Errorf("%s is a file here: write oci-archive:%s for a mirror archive (a registry is docker://HOST[:PORT]/PREFIX)", s, s)
-			}
-			if _, err := os.Stat(s + ".000"); err == nil {
-				return mirrorEnd{}, fmt.Errorf("%s.000 is the first part of a split archive here: write oci-archive:%s", s, s)
-			}
-		}
-		if _, _, err := oci.ParseTarget(s); err != nil {
-			return mirrorEnd{}, fmt.Errorf("%q: want docker://HOST[:PORT]/PREFIX, oci-archive:FILE or oci:DIR", s)
-		}
-		return mirrorEnd{raw: s, kind: "registry", path: strings.TrimPrefix(s, "docker://")}, nil
+// parseMirrorEnd reads a source or destination of a mirror: a whole
+// store, never one image (--image picks images).
+func parseMirrorEnd(s string) (oci.Location, error) {
+	l, err := oci.ParseLocation(s)
+	if err == nil && l.Repo != "" {
+		err = fmt.Errorf("%q names one image: a mirror copies a release's store (pick images with --image REPO)", s)
 	}
+	return l, err
 }
 
 type mirrorFlags struct {
@@ -203,107 +169,42 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	if err != nil {
 		return err
 	}
-	if (partSize > 0 || f.since != "") && dst.kind != "tar" {
+	if (partSize > 0 || f.since != "") && dst.Kind != oci.KindArchive {
 		return errors.New("--split-size and --since make archive files: the destination must be oci-archive:FILE")
 	}
 	if f.includeBase && f.baseKey == "" {
 		return errors.New("--include-base needs --base-key FILE: the perimeter's OpenPGP private key, which signs the subset's indexes")
 	}
-	if f.version == "" && len(f.images) == 0 && src.kind == "registry" {
+	if f.version == "" && len(f.images) == 0 && src.Kind == oci.KindRegistry {
 		return errors.New("give --version V (the release) or --image REPOSITORY:TAG")
 	}
 	remoteOpts := oci.RemoteOptions{Timeout: netTimeout, CAFile: f.store.caFile, AllowHTTP: f.store.allowHTTP, Retries: f.store.retries}
 
-	// The source: a registry, a local layout, or a verified archive.
-	o := release.MirrorOptions{Version: f.version, Images: f.images, Keys: keys, Policy: pol, Log: logf}
-	var srcArchive *release.ArchiveManifest
-	switch src.kind {
-	case "registry":
-		if o.From, err = oci.NewRemote(src.path, remoteOpts); err != nil {
-			return err
-		}
-		if err := reachable(ctx, o.From); err != nil {
-			return err
-		}
-	case "dir", "tar":
-		sealed := src.kind == "tar"
-		if !sealed {
-			if _, err := os.Stat(filepath.Join(src.path, "index.json")); err != nil {
-				return fmt.Errorf("%s: no OCI layout or archive there", src.raw)
-			}
-			_, err := os.Stat(filepath.Join(src.path, release.ArchiveManifestName))
-			sealed = err == nil
-		}
-		if !sealed {
-			if o.From, err = oci.OpenLayout(src.path); err != nil {
-				return err
-			}
-			break
-		}
-		work := ""
-		if src.kind == "tar" {
-			// Unpacked into a locked work directory: removed when done or
-			// interrupted, swept by the next import if this one is killed.
-			parent := f.work
-			if parent == "" {
-				parent = os.TempDir()
-			}
-			wd, err := workdir.New(parent, "nodeforge-import-")
-			if err != nil {
-				return err
-			}
-			defer wd.Close()
-			work = wd.Path
-		}
-		logf("verifying the archive %s", src.raw)
-		lay, m, err := release.OpenArchive(src.path, src.kind == "dir", release.OpenArchiveOptions{Keys: archiveKeys, Work: work})
-		if err != nil {
-			return err
-		}
-		srcArchive = m
-		o.From = lay
+	// The source: a registry, a local layout, or a verified archive; the
+	// destination: a registry, or a staging layout sealed afterwards.
+	ends := release.EndOptions{Remote: remoteOpts, ArchiveKeys: archiveKeys, Work: f.work, Log: logf}
+	source, err := release.OpenSource(ctx, src, ends)
+	if err != nil {
+		return err
+	}
+	defer source.Close()
+	o := release.MirrorOptions{From: source.Store, Version: f.version, Images: f.images, Keys: keys, Policy: pol, Log: logf}
+	srcArchive := source.Archive
+	if m := srcArchive; m != nil {
 		if f.version != "" && m.Predicate.Version != "" && f.version != m.Predicate.Version {
-			return fmt.Errorf("%s holds release %s, not %s", src.raw, m.Predicate.Version, f.version)
+			return fmt.Errorf("%s holds release %s, not %s", src, m.Predicate.Version, f.version)
 		}
 		if o.Version == "" {
 			o.Version = m.Predicate.Version
 		}
 		o.Items = m.Predicate.Items
-		if !m.Pinned {
-			logf("note: the archive's manifest is signed by a key it carries itself (%s): its integrity is checked, not its origin; pin a key with --archive-key", m.KeyID)
-		}
 	}
-
-	// The destination: a registry, or a staging layout sealed afterwards.
-	var staging string
-	switch dst.kind {
-	case "registry":
-		if o.To, err = oci.NewRemote(dst.path, remoteOpts); err != nil {
-			return err
-		}
-		if err := reachable(ctx, o.To); err != nil {
-			return err
-		}
-	case "dir":
-		staging = dst.path
-		// A manifest left by an earlier export is written again at the end.
-		if err := os.Remove(filepath.Join(staging, release.ArchiveManifestName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	case "tar":
-		if err := archiveReplaceable(dst.path); err != nil {
-			return err
-		}
-		staging = dst.path + ".staging"
-		if f.work != "" {
-			staging = filepath.Join(f.work, filepath.Base(dst.path)+".staging")
-		}
+	dest, err := release.OpenDestination(ctx, dst, ends)
+	if err != nil {
+		return err
 	}
-	if staging != "" {
-		if o.To, err = oci.CreateLayout(staging); err != nil {
-			return err
-		}
-	}
+	o.To = dest.Store
+	staging := dest.Staging
 	if o.From.String() == o.To.String() {
 		return fmt.Errorf("source and destination are the same: %s", o.From)
 	}
@@ -328,7 +229,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 
 	rep, mirrorErr := release.Mirror(ctx, o)
 	if srcArchive != nil {
-		rep.Archive = srcArchive.Info(src.raw)
+		rep.Archive = srcArchive.Info(src.String())
 	}
 	if mirrorErr == nil && f.baseOut != "" {
 		if err := writeBaseOut(ctx, o.To, o.Version, f.baseOut, logf); err != nil {
@@ -348,7 +249,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	if mirrorErr != nil {
 		if srcArchive != nil && srcArchive.Predicate.Previous != "" && errors.Is(mirrorErr, fs.ErrNotExist) {
 			mirrorErr = fmt.Errorf("%s is incremental: it leaves out layers the archive %s carried, and the destination lacks them: import that archive first (%w)",
-				src.raw, srcArchive.Predicate.Previous, mirrorErr)
+				src.String(), srcArchive.Predicate.Previous, mirrorErr)
 		}
 		return &exitError{code: 1, err: mirrorErr}
 	}
@@ -366,10 +267,10 @@ func loadSealInputs(f mirrorFlags, archiveKeys []signing.Verifier) (sealInputs, 
 	var err error
 	if f.since != "" {
 		pe, perr := parseMirrorEnd(f.since)
-		if perr != nil || pe.kind == "registry" {
+		if perr != nil || pe.Kind == oci.KindRegistry {
 			return in, fmt.Errorf("--since %q: want oci-archive:FILE or oci:DIR", f.since)
 		}
-		if in.prev, err = release.ReadArchiveManifest(pe.path, pe.kind == "dir", archiveKeys); err != nil {
+		if in.prev, err = release.ReadArchiveManifest(pe.Path, pe.Kind == oci.KindLayout, archiveKeys); err != nil {
 			return in, err
 		}
 	}
@@ -383,23 +284,23 @@ func loadSealInputs(f mirrorFlags, archiveKeys []signing.Verifier) (sealInputs, 
 
 // sealArchive seals the staged layout and writes the archive: it appears
 // under its name only now.
-func sealArchive(o release.MirrorOptions, rep *release.MirrorReport, dst mirrorEnd, staging string, in sealInputs, partSize int64, logf func(string, ...any)) (*release.ArchiveInfo, error) {
+func sealArchive(o release.MirrorOptions, rep *release.MirrorReport, dst oci.Location, staging string, in sealInputs, partSize int64, logf func(string, ...any)) (*release.ArchiveInfo, error) {
 	m, err := release.SealArchive(o.To.(*oci.Layout), itemsOf(rep), release.SealOptions{Version: o.Version, Source: o.From.String(), Signer: in.signer, Previous: in.prev})
 	if err != nil {
 		return nil, err
 	}
-	info := m.Info(dst.raw)
-	if dst.kind == "dir" {
+	info := m.Info(dst.String())
+	if dst.Kind == oci.KindLayout {
 		err = release.WriteArchiveDir(staging, m)
 	} else {
-		logf("writing %s", dst.raw)
-		info.Parts, err = release.WriteArchiveTar(dst.path, staging, m, partSize)
+		logf("writing %s", dst.String())
+		info.Parts, err = release.WriteArchiveTar(dst.Path, staging, m, partSize)
 		if err == nil {
 			err = os.RemoveAll(staging)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("writing %s: %w", dst.raw, err)
+		return nil, fmt.Errorf("writing %s: %w", dst.String(), err)
 	}
 	return info, nil
 }
@@ -562,9 +463,7 @@ func writeMirrorReport(w io.Writer, f mirrorFlags, rep *release.MirrorReport) er
 		}
 	}
 	if f.asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(w, rep)
 	}
 	writeMirrorSummary(w, rep)
 	return nil
@@ -653,24 +552,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// archiveReplaceable refuses to write an archive over a file that is not
-// an earlier mirror archive (its first entry is the archive's manifest).
-func archiveReplaceable(path string) error {
-	for _, p := range []string{path, path + ".000"} {
-		f, err := os.Open(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		hdr, err := tar.NewReader(f).Next()
-		f.Close()
-		if err != nil || hdr.Name != release.ArchiveManifestName {
-			return fmt.Errorf("%s exists and is not a mirror archive: refusing to replace it; give another file name or remove it", p)
-		}
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -98,26 +99,17 @@ $COSIGN_PASSWORD.`,
 				From: fst, To: tst, FromKeys: vs, Signer: signer, Policy: pol, Now: time.Now(),
 				Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }})
 			if errors.Is(err, release.ErrRefused) {
-				fmt.Fprintf(stderr, "refusing to promote %s from %s:\n", args[0], fst)
-				if res.RootCause != "" {
-					fmt.Fprintf(stderr, "  %s\n", res.RootCause)
-				}
-				for _, r := range res.Refused {
-					fmt.Fprintf(stderr, "  - %s\n", r)
-				}
+				printRefusal(stderr, "promote "+args[0]+" from "+fst.String(), res.RootCause, res.Refused)
 				return &exitError{code: 1, err: errors.New("promotion refused")}
 			}
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return printJSON(cmd.OutOrStdout(), res)
 			}
 			for _, img := range res.Images {
-				fmt.Fprintf(w, "%s@%s\n", img.Ref, img.Digest)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", img.Ref, img.Digest)
 			}
 			fmt.Fprintf(stderr, "promoted %s from %s to %s: %d blobs copied (%d bytes), signed with %s\n",
 				res.Version, res.From, res.To, res.Stats.Blobs, res.Stats.BlobBytes, signer.KeyID)
@@ -141,4 +133,23 @@ $COSIGN_PASSWORD.`,
 		toStore.caFile, toStore.allowHTTP = fromStore.caFile, fromStore.allowHTTP
 	}
 	return cmd
+}
+
+// printRefusal says what was refused and every reason, the root cause
+// first.
+func printRefusal(w io.Writer, what, rootCause string, reasons []string) {
+	fmt.Fprintf(w, "refusing to %s:\n", what)
+	if rootCause != "" {
+		fmt.Fprintf(w, "  %s\n", rootCause)
+	}
+	for _, r := range reasons {
+		fmt.Fprintf(w, "  - %s\n", r)
+	}
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,14 +15,11 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
 
-	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/oci"
-	"github.com/nodeforge/builder/pkgbase/cache"
+	"github.com/nodeforge/builder/pipeline"
 	"github.com/nodeforge/builder/pkgbase/locker"
-	"github.com/nodeforge/builder/pkgbase/repo"
-	"github.com/nodeforge/builder/release"
 )
 
 func init() { register(newReleaseCmd) }
@@ -208,55 +204,20 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 				return err
 			}
 			stderr := cmd.ErrOrStderr()
-			logf := func(format string, a ...any) {
-				if !b.quiet {
-					fmt.Fprintf(stderr, format+"\n", a...)
-				}
-			}
-			lockPath := b.lockPath
-			if lockPath == "" {
-				dir := s.Dir
-				if dir == "" {
-					dir = "."
-				}
-				lockPath = filepath.Join(dir, s.Name+".lock.json")
-				b.lockPath = lockPath
-			}
-			if _, err := os.Stat(lockPath); errors.Is(err, fs.ErrNotExist) {
-				logf("no lock at %s: locking the spec", lockPath)
-				c := &cache.Cache{Timeout: netTimeout, Dir: b.cacheDir, Workers: b.jobs, Progress: downloadProgress(stderr, b.quiet)}
-				l, err := locker.Create(cmd.Context(), s, locker.Options{Cache: c, Log: logf, Source: repo.SourceOptions{Timeout: netTimeout}})
-				endProgress(stderr)
-				if err != nil {
-					return err
-				}
-				if err := locker.Write(lockPath, l); err != nil {
-					return err
-				}
-			}
-			rep, out, err := b.run(cmd, nil)
+			bo, err := b.options(cmd, s, nil)
 			if err != nil {
 				return err
 			}
-			l, err := lock.Read(lockPath)
-			if err != nil {
-				return err
-			}
-			lb, err := os.ReadFile(lockPath)
-			if err != nil {
-				return err
-			}
-			pub, err := release.Publish(cmd.Context(), st, signer, release.Release{Spec: s, Lock: l, LockBytes: lb,
-				Report: rep, Out: out, Channel: channel, BuilderID: ch.BuilderID, BuilderVersion: version,
-				BuilderSHA256: selfDigest(), Log: logf})
+			pub, err := pipeline.Release(cmd.Context(), pipeline.ReleaseOptions{Spec: s, LockPath: b.lockPath,
+				Locker: locker.Options{Cache: bo.Cache, Source: bo.Source}, Build: bo,
+				Store: st, Signer: signer, Channel: channel, BuilderID: ch.BuilderID, Log: b.logf(stderr)})
+			endProgress(stderr)
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(pub)
+				return printJSON(w, pub)
 			}
 			for _, img := range pub.Images {
 				fmt.Fprintf(w, "%s@%s\n", img.Ref, img.Digest)

@@ -2,13 +2,10 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,14 +13,6 @@ import (
 )
 
 func init() { register(newReproCmd) }
-
-// reproVariant is one of the two builds: everything a build must not
-// depend on is set differently in each.
-type reproVariant struct {
-	tz, lang, umask string
-	procs           int
-	shuffle         int64
-}
 
 func newReproCmd() *cobra.Command {
 	var sf specFlags
@@ -53,7 +42,7 @@ exits 1.`,
 			}
 			specPath, _ := filepath.Abs(sf.spec)
 			if lockPath == "" {
-				lockPath = filepath.Join(s.Dir, s.Name+".lock.json")
+				lockPath = s.LockPath()
 			}
 			lockPath, _ = filepath.Abs(lockPath)
 			self, err := os.Executable()
@@ -67,44 +56,24 @@ exits 1.`,
 			if keep == "" {
 				defer os.RemoveAll(root)
 			}
-			variants := []reproVariant{
-				{tz: "UTC", lang: "C", umask: "022", procs: 1, shuffle: 0},
-				{tz: "Asia/Kathmandu", lang: "ru_RU.UTF-8", umask: "077", procs: runtime.NumCPU() + 3, shuffle: 7},
+			// Everything a build must not depend on, set differently in each.
+			variants := []build.ReproVariant{
+				{TZ: "UTC", Lang: "C", Umask: "022", Procs: 1, Shuffle: 0},
+				{TZ: "Asia/Kathmandu", Lang: "ru_RU.UTF-8", Umask: "077", Procs: runtime.NumCPU() + 3, Shuffle: 7},
 			}
+			buildArgs := []string{"build"}
+			if schematicPath != "" {
+				abs, _ := filepath.Abs(schematicPath)
+				buildArgs = []string{"image", "--schematic", abs, "--kind", "all", "--compress", "zst,xz"}
+			}
+			buildArgs = append(buildArgs, "-q", "--spec", specPath, "--lock", lockPath, "--cache", cacheDir)
 			stderr := cmd.ErrOrStderr()
-			var outs []string
-			for i, v := range variants {
-				work := filepath.Join(root, fmt.Sprintf("build-%d", i+1))
-				home := filepath.Join(root, fmt.Sprintf("home-%d", i+1))
-				out := filepath.Join(work, "out")
-				for _, d := range []string{work, home} {
-					if err := os.MkdirAll(d, 0o755); err != nil {
-						return err
-					}
-				}
-				fmt.Fprintf(stderr, "build %d: TZ=%s LANG=%s umask %s GOMAXPROCS=%d shuffle=%d\n", i+1, v.tz, v.lang, v.umask, v.procs, v.shuffle)
-				// umask is set by the shell that starts the build.
-				args := []string{"build"}
-				if schematicPath != "" {
-					abs, _ := filepath.Abs(schematicPath)
-					args = []string{"image", "--schematic", abs, "--kind", "pxe", "--compress", "zst,xz"}
-				}
-				args = append(args, "-q", "--spec", specPath, "--lock", lockPath, "--out", out, "--cache", cacheDir)
-				c := exec.Command("/bin/sh", append([]string{"-c", fmt.Sprintf("umask %s && exec \"$0\" \"$@\"", v.umask), self}, args...)...)
-				c.Dir = work
-				c.Env = append(filteredEnv(), "TZ="+v.tz, "LANG="+v.lang, "LC_ALL="+v.lang, "HOME="+home,
-					fmt.Sprintf("GOMAXPROCS=%d", v.procs), fmt.Sprintf("NODEFORGE_SHUFFLE=%d", v.shuffle), "NODEFORGE_STEP_CACHES=off")
-				c.Stdout = io.Discard
-				c.Stderr = stderr
-				if err := c.Run(); err != nil {
-					return fmt.Errorf("build %d failed: %w", i+1, err)
-				}
-				outs = append(outs, out)
-			}
-			diffs, err := build.Compare(outs[0], outs[1])
+			res, err := build.Reproduce(cmd.Context(), build.ReproOptions{Exe: self, Args: buildArgs, Env: os.Environ(), Root: root,
+				Variants: variants, Stderr: stderr, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }})
 			if err != nil {
 				return err
 			}
+			outs, diffs := res.Outputs, res.Diffs
 			w := cmd.OutOrStdout()
 			if len(diffs) == 0 {
 				n := 0
@@ -135,18 +104,4 @@ exits 1.`,
 	cmd.Flags().StringVar(&keep, "keep", "", "keep the two builds (any value) for inspection")
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "also build and compare this schematic's boot media")
 	return cmd
-}
-
-// filteredEnv is the environment without what the variants set.
-func filteredEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "TZ", "LANG", "LC_ALL", "HOME", "GOMAXPROCS", "NODEFORGE_SHUFFLE", "SOURCE_DATE_EPOCH", "NODEFORGE_STEP_CACHES":
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
 }

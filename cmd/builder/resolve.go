@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -170,9 +169,7 @@ func printResolution(w io.Writer, res *resolve.Result, asJSON bool) error {
 			}
 			list = append(list, rp)
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(list)
+		return printJSON(w, list)
 	}
 	bw := bufio.NewWriter(w)
 	for _, p := range res.Packages {

@@ -378,9 +378,8 @@ func TestBuildKilledAtTenPoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	args := []string{"build", "-q", "--spec", d.spec, "--cache", d.cache, "--out", out}
 	// Each build from scratch: the step caches would make every rerun short.
-	t.Setenv("NODEFORGE_STEP_CACHES", "off")
+	args := []string{"build", "-q", "--no-step-caches", "--spec", d.spec, "--cache", d.cache, "--out", out}
 	warmBuilder(t)
 	start := time.Now()
 	if o, err := builderProcess(t, args...); err != nil {
@@ -461,9 +460,8 @@ func TestCachedPackageFlipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := os.ReadFile(lockPath)
-	t.Setenv("NODEFORGE_STEP_CACHES", "off")
 	out := filepath.Join(t.TempDir(), "out")
-	if _, err := runBuilder(t, "build", "-q", "--spec", d.spec, "--cache", d.cache, "--out", out); err != nil {
+	if _, err := runBuilder(t, "build", "-q", "--no-step-caches", "--spec", d.spec, "--cache", d.cache, "--out", out); err != nil {
 		t.Fatal(err)
 	}
 	wantOut := treeHash(t, out)

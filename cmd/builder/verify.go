@@ -1,13 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
 
 	"github.com/nodeforge/builder/attest/signing"
@@ -18,63 +19,19 @@ import (
 
 func init() { register(newVerifyCmd) }
 
-// parseRef splits a reference into a store and a repository and tag or
-// digest: HOST[:PORT]/PATH/REPO:TAG (docker:// allowed) or
-// oci:DIR#REPO:TAG. With version set, ref names a whole release's store
-// (docker://HOST[:PORT]/PREFIX or oci:DIR) and repo is empty.
-func parseRef(ref, version string, sf storeFlags) (st oci.Store, repo, tagOrDigest string, err error) {
-	if dir, ok := strings.CutPrefix(ref, "oci:"); ok {
-		dir, rest, _ := strings.Cut(dir, "#")
-		st, err := oci.OpenLayout(dir)
-		if err != nil {
-			return nil, "", "", err
-		}
-		if version != "" {
-			return st, "", "", nil
-		}
-		repo, tag, ok := splitRepoRef(rest)
-		if !ok {
-			return nil, "", "", fmt.Errorf("reference %q: want oci:DIR#REPO:TAG or oci:DIR#REPO@sha256:...", ref)
-		}
-		return st, repo, tag, nil
-	}
-	if !strings.HasPrefix(ref, "docker://") {
-		// "DIR" where a directory of that name exists is surely a layout
-		// meant, not a Docker Hub repository: say which form to write.
-		path, _, _ := strings.Cut(ref, "#")
-		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-			return nil, "", "", fmt.Errorf("%s is a directory here: write oci:%s for the OCI image layout in it (a registry is docker://HOST[:PORT]/PREFIX)", path, ref)
-		}
-	}
-	ref = strings.TrimPrefix(ref, "docker://")
-	o := oci.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}
+// openRef opens the store a reference names, and the image it names
+// unless version is set (then the reference is a whole release's store).
+func openRef(ref, version string, sf storeFlags) (st oci.Store, repo, tagOrDigest string, err error) {
+	parse := oci.ParseImageLocation
 	if version != "" {
-		st, err := oci.NewRemote(ref, o)
-		return st, "", "", err
+		parse = oci.ParseLocation
 	}
-	full, tag, ok := splitRepoRef(ref)
-	if !ok {
-		return nil, "", "", fmt.Errorf("reference %q: want HOST[:PORT]/REPO:TAG or HOST[:PORT]/REPO@sha256:...", ref)
+	l, err := parse(ref)
+	if err != nil {
+		return nil, "", "", err
 	}
-	i := strings.LastIndex(full, "/")
-	if i < 0 {
-		return nil, "", "", fmt.Errorf("reference %q names no registry host", ref)
-	}
-	st, err = oci.NewRemote(full[:i], o)
-	return st, full[i+1:], tag, err
-}
-
-// splitRepoRef splits "repo:tag" or "repo@sha256:..." (a port in the host
-// part is not a tag).
-func splitRepoRef(s string) (repo, ref string, ok bool) {
-	if r, d, found := strings.Cut(s, "@"); found {
-		return r, d, r != "" && strings.HasPrefix(d, "sha256:")
-	}
-	i := strings.LastIndex(s, ":")
-	if i < 0 || strings.Contains(s[i:], "/") {
-		return "", "", false
-	}
-	return s[:i], s[i+1:], s[:i] != "" && s[i+1:] != ""
+	st, err = oci.Open(l, oci.OpenOptions{Remote: oci.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}})
+	return st, l.Repo, l.Ref, err
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -124,7 +81,7 @@ signed by). Exit status 1 with every reason when anything fails.`,
 					return err
 				}
 			}
-			st, repo, ref, err := parseRef(args[0], version, sf)
+			st, repo, ref, err := openRef(args[0], version, sf)
 			if err != nil {
 				return err
 			}
@@ -132,62 +89,21 @@ signed by). Exit status 1 with every reason when anything fails.`,
 				return err
 			}
 			ctx := cmd.Context()
-			type target struct{ repo, ref string }
-			var targets []target
-			if version != "" {
-				tag := version
-				repos, err := release.Repositories(ctx, st, tag)
-				if err != nil {
-					return err
-				}
-				for _, r := range repos {
-					targets = append(targets, target{r, tag})
-				}
-			} else {
-				targets = []target{{repo, ref}}
-			}
 			var results []*release.Verification
-			failed := false
-			for _, t := range targets {
-				v, err := release.Verify(ctx, st, t.repo, t.ref, vs, pol)
-				if err != nil {
-					v = &release.Verification{Ref: st.Ref(t.repo, t.ref), Problems: []string{err.Error()}}
-				}
-				if !v.OK() {
-					failed = true
-				}
-				results = append(results, v)
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(results); err != nil {
+			if version != "" {
+				if results, err = release.VerifyVersion(ctx, st, version, vs, pol); err != nil {
 					return err
 				}
 			} else {
-				if rc := release.RootCause(results, vs); rc != "" {
-					fmt.Fprintf(w, "%s\n", rc)
+				results = []*release.Verification{release.VerifyOrExplain(ctx, st, repo, ref, vs, pol)}
+			}
+			failed := slices.ContainsFunc(results, func(v *release.Verification) bool { return !v.OK() })
+			if asJSON {
+				if err := printJSON(cmd.OutOrStdout(), results); err != nil {
+					return err
 				}
-				for _, v := range results {
-					if v.OK() {
-						fmt.Fprintf(w, "OK    %s@%s\n", v.Ref, v.Digest)
-						for _, m := range v.Manifests {
-							types := make([]string, 0, len(m.Attestations))
-							for t, n := range m.Attestations {
-								types = append(types, fmt.Sprintf("%s×%d", shortPredicate(t), n))
-							}
-							sort.Strings(types)
-							fmt.Fprintf(w, "      %s: %d signature(s), attestations %s, %d referrer(s), %d package(s) from the base\n",
-								m.Digest, m.Signatures, strings.Join(types, " "), m.Referrers, m.Packages)
-						}
-						continue
-					}
-					fmt.Fprintf(w, "FAIL  %s\n", v.Ref)
-					for _, p := range v.Problems {
-						fmt.Fprintf(w, "      - %s\n", p)
-					}
-				}
+			} else {
+				printVerifications(cmd.OutOrStdout(), results, vs)
 			}
 			if failed {
 				return &exitError{code: 1, err: errors.New("verification failed")}
@@ -221,4 +137,31 @@ func shortPredicate(t string) string {
 		return "verification-summary"
 	}
 	return t
+}
+
+// printVerifications lists each image: OK with what verified, or FAIL with
+// every problem; the root cause of a wrong key first.
+func printVerifications(w io.Writer, results []*release.Verification, keys []signature.Verifier) {
+	if rc := release.RootCause(results, keys); rc != "" {
+		fmt.Fprintf(w, "%s\n", rc)
+	}
+	for _, v := range results {
+		if v.OK() {
+			fmt.Fprintf(w, "OK    %s@%s\n", v.Ref, v.Digest)
+			for _, m := range v.Manifests {
+				types := make([]string, 0, len(m.Attestations))
+				for t, n := range m.Attestations {
+					types = append(types, fmt.Sprintf("%s×%d", shortPredicate(t), n))
+				}
+				sort.Strings(types)
+				fmt.Fprintf(w, "      %s: %d signature(s), attestations %s, %d referrer(s), %d package(s) from the base\n",
+					m.Digest, m.Signatures, strings.Join(types, " "), m.Referrers, m.Packages)
+			}
+			continue
+		}
+		fmt.Fprintf(w, "FAIL  %s\n", v.Ref)
+		for _, p := range v.Problems {
+			fmt.Fprintf(w, "      - %s\n", p)
+		}
+	}
 }

@@ -45,15 +45,6 @@ func Fingerprint() (string, error) {
 	return strings.ToUpper(hex.EncodeToString(e.PrimaryKey.Fingerprint)), nil
 }
 
-// PublicKey returns the armored public demo key, as written to keys/demo.asc.
-func PublicKey() ([]byte, error) {
-	e, err := Key()
-	if err != nil {
-		return nil, err
-	}
-	return armoredPublic(e)
-}
-
 func armoredPublic(e *openpgp.Entity) ([]byte, error) {
 	b, err := keyring.ArmoredPublic(e)
 	if err != nil {

@@ -62,22 +62,6 @@ type refXMLFile struct {
 	Path string `xml:",chardata"`
 }
 
-// ParsePrimary reads primary.xml (decompressed) one <package> at a time and
-// returns the packages in document order, with Repo set to repoURL and
-// Semantics to evr.RPM. Files holds only primary's subset of file names
-// (LoadRPMMD with Filelists merges the full lists).
-func refParsePrimary(r io.Reader, repoURL string) ([]*Package, error) {
-	var pkgs []*Package
-	err := refParsePrimaryFn(r, repoURL, func(_ string, p *Package) error {
-		pkgs = append(pkgs, p)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return pkgs, nil
-}
-
 // parsePrimary calls fn for each package with its pkgid (the checksum
 // primary.xml marks pkgid="YES", which filelists.xml refers to).
 func refParsePrimaryFn(r io.Reader, repoURL string, fn func(pkgid string, p *Package) error) error {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nodeforge/builder/pkgbase/repo"
+	"github.com/nodeforge/builder/pkgbase/resolve/internal/synth"
 )
 
 // refIndex is nameIndex as a plain map of lists, built the obvious way.
@@ -61,7 +62,7 @@ func TestNameIndexMatchesMaps(t *testing.T) {
 }
 
 func testNameIndex(t *testing.T) {
-	cands := Synthetic(2000, 3)
+	cands := synth.Repo(2000, 3)
 	// Some without provides (and the first and last).
 	for i := range cands {
 		if i%7 == 0 || i == len(cands)-1 {

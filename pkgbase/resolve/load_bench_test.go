@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/blake2b"
 
 	"github.com/nodeforge/builder/pkgbase/repo"
+	"github.com/nodeforge/builder/pkgbase/resolve/internal/synth"
 	"github.com/nodeforge/builder/pkgbase/rpmhdr"
 )
 
@@ -123,7 +124,7 @@ func TestLoadAndResolveSynthetic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	pkgs, reqs := SyntheticNodeOS(20000, 1)
+	pkgs, reqs := synth.NodeOS(20000, 1)
 	dir := writeSyntheticDist(t, pkgs)
 	res, n := loadAndResolve(t, dir, reqs)
 	if n != len(pkgs) {
@@ -147,7 +148,7 @@ func TestLoadAndResolveSynthetic(t *testing.T) {
 // package ALT index (xz pkglist, hash-checked against the release) and
 // resolve a ~300-package node OS from it. Target: under 1 s on 2 cores.
 func BenchmarkLoadAndResolveNodeOS(b *testing.B) {
-	pkgs, reqs := SyntheticNodeOS(20000, 1)
+	pkgs, reqs := synth.NodeOS(20000, 1)
 	dir := writeSyntheticDist(b, pkgs)
 	st, _ := os.Stat(filepath.Join(dir, "base", "pkglist.classic.xz"))
 	b.ReportAllocs()

@@ -46,9 +46,6 @@ func buildTime(t int64) pkgOpt   { return func(p *repo.Package) { p.BuildTime = 
 func sem(s evr.Semantics) pkgOpt { return func(p *repo.Package) { p.Semantics = s } }
 func inRepo(r string) pkgOpt     { return func(p *repo.Package) { p.Repo = r } }
 func rawDep(d repo.Dep) pkgOpt   { return func(p *repo.Package) { p.Requires = append(p.Requires, d) } }
-func rawProvide(d repo.Dep) pkgOpt {
-	return func(p *repo.Package) { p.Provides = append(p.Provides, d) }
-}
 
 // pk makes a package "name" with label "E:V-R:DISTTAG" and arch.
 func pk(name, label, arch string, opts ...pkgOpt) *repo.Package {

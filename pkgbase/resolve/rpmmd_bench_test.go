@@ -6,12 +6,13 @@ import (
 
 	"github.com/nodeforge/builder/pkgbase/evr"
 	"github.com/nodeforge/builder/pkgbase/repo"
+	"github.com/nodeforge/builder/pkgbase/resolve/internal/synth"
 )
 
-// writeSyntheticRPMMD writes SyntheticRPMMD(n, 1) as an rpm-md repository
+// writeSyntheticRPMMD writes synth.RPMMD(n, 1) as an rpm-md repository
 // and returns its directory and the node OS's requests.
 func writeSyntheticRPMMD(tb testing.TB, n int) (string, []string) {
-	pkgs, reqs := SyntheticRPMMD(n, 1)
+	pkgs, reqs := synth.RPMMD(n, 1)
 	dir := tb.TempDir()
 	if err := repo.WriteRPMMD(dir, pkgs, repo.RPMMDWriteOptions{}); err != nil {
 		tb.Fatal(err)
@@ -78,7 +79,7 @@ func BenchmarkResolveRPMMD(b *testing.B) {
 // BenchmarkLoadAndResolveNodeOSWarm is BenchmarkLoadAndResolveNodeOS (the
 // ALT pkglist) read through a filled parsed-index cache.
 func BenchmarkLoadAndResolveNodeOSWarm(b *testing.B) {
-	pkgs, reqs := SyntheticNodeOS(20000, 1)
+	pkgs, reqs := synth.NodeOS(20000, 1)
 	dir := writeSyntheticDist(b, pkgs)
 	cache := b.TempDir()
 	load := func() {

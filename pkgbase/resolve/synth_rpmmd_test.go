@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/nodeforge/builder/pkgbase/repo"
+	"github.com/nodeforge/builder/pkgbase/resolve/internal/synth"
 )
 
 // TestSyntheticRPMMDRoundTrip: the synthetic rpm-md repository reads back
@@ -19,7 +20,7 @@ func TestSyntheticRPMMDRoundTrip(t *testing.T) {
 	if testing.Short() {
 		n = 3000
 	}
-	pkgs, reqs := SyntheticRPMMD(n, 1)
+	pkgs, reqs := synth.RPMMD(n, 1)
 	dir := t.TempDir()
 	if err := repo.WriteRPMMD(dir, pkgs, repo.RPMMDWriteOptions{}); err != nil {
 		t.Fatal(err)

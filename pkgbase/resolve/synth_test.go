@@ -7,12 +7,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nodeforge/builder/pkgbase/resolve/internal/synth"
 )
 
 var nodeOSOpts = Options{Arch: "x86_64", TargetBranch: "p10"}
 
 func TestSyntheticShape(t *testing.T) {
-	pkgs, reqs := SyntheticNodeOS(20000, 1)
+	pkgs, reqs := synth.NodeOS(20000, 1)
 	if len(pkgs) < 20000 || len(pkgs) > 20100 {
 		t.Fatalf("%d packages", len(pkgs))
 	}
@@ -36,7 +38,7 @@ func TestSyntheticShape(t *testing.T) {
 		t.Errorf("%d requests, want ~300", len(reqs))
 	}
 	// Deterministic.
-	again := Synthetic(20000, 1)
+	again := synth.Repo(20000, 1)
 	for i := range pkgs {
 		if pkgs[i].NEVRA() != again[i].NEVRA() || len(pkgs[i].Requires) != len(again[i].Requires) {
 			t.Fatalf("package %d differs between runs: %s, %s", i, pkgs[i].NEVRA(), again[i].NEVRA())
@@ -128,7 +130,7 @@ func checkClosed(t *testing.T, res *Result, opts Options) {
 // BenchmarkResolveNodeOS resolves a ~300-package node OS from a 20,000
 // package index, building the provider index each time.
 func BenchmarkResolveNodeOS(b *testing.B) {
-	pkgs, reqs := SyntheticNodeOS(20000, 1)
+	pkgs, reqs := synth.NodeOS(20000, 1)
 	b.ReportAllocs()
 	var res *Result
 	var err error

@@ -331,11 +331,6 @@ func (b *Builder) SetString(tag uint32, s string) {
 	b.items[tag] = item{typ: TypeString, count: 1, data: append([]byte(s), 0)}
 }
 
-// SetI18NString sets an I18NSTRING entry with one (C locale) value.
-func (b *Builder) SetI18NString(tag uint32, s string) {
-	b.items[tag] = item{typ: TypeI18NString, count: 1, data: append([]byte(s), 0)}
-}
-
 // SetStrings sets a STRING_ARRAY entry.
 func (b *Builder) SetStrings(tag uint32, ss []string) {
 	var d []byte

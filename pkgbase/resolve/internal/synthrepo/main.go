@@ -1,5 +1,5 @@
 // Command synthrepo writes the synthetic node OS repository
-// (resolve.SyntheticRPMMD) as an rpm-md repository, for
+// (synth.RPMMD) as an rpm-md repository, for
 // scripts/bench-resolve.sh:
 //
 //	go run ./pkgbase/resolve/internal/synthrepo -n 20000 -seed 1 -out DIR
@@ -17,7 +17,7 @@ import (
 	"strings"
 
 	"github.com/nodeforge/builder/pkgbase/repo"
-	"github.com/nodeforge/builder/pkgbase/resolve"
+	"github.com/nodeforge/builder/pkgbase/resolve/internal/synth"
 )
 
 func main() {
@@ -37,7 +37,7 @@ func main() {
 }
 
 func run(n int, seed int64, out, comp string) error {
-	pkgs, reqs := resolve.SyntheticRPMMD(n, seed)
+	pkgs, reqs := synth.RPMMD(n, seed)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -47,5 +47,5 @@ func run(n int, seed int64, out, comp string) error {
 	if err := os.WriteFile(filepath.Join(out, "requests"), []byte(strings.Join(reqs, "\n")+"\n"), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, "installonly"), []byte(strings.Join(resolve.SyntheticRPMMDInstallOnly, "\n")+"\n"), 0o644)
+	return os.WriteFile(filepath.Join(out, "installonly"), []byte(strings.Join(synth.RPMMDInstallOnly, "\n")+"\n"), 0o644)
 }

@@ -1,4 +1,4 @@
-package resolve
+package synth
 
 import (
 	"crypto/sha256"
@@ -11,12 +11,12 @@ import (
 	"github.com/nodeforge/builder/pkgbase/repo"
 )
 
-// SyntheticRPMMDInstallOnly are the names of SyntheticRPMMD's packages
+// RPMMDInstallOnly are the names of RPMMD's packages
 // that install side by side (dnf's installonlypkgs; the resolver's
 // DefaultMultiVersion matches them).
-var SyntheticRPMMDInstallOnly = []string{"kernel-image-std-def", "kernel-modules-drm-std-def", "kernel-modules-zfs-std-def"}
+var RPMMDInstallOnly = []string{"kernel-image-std-def", "kernel-modules-drm-std-def", "kernel-modules-zfs-std-def"}
 
-// SyntheticRPMMD returns SyntheticNodeOS(n, seed) recast as an upstream
+// RPMMD returns NodeOS(n, seed) recast as an upstream
 // rpm-md repository's packages, the problem dnf (libsolv) and Resolve can
 // both be given: upstream rpm version rules, no disttags, no ALT
 // set-versions (a set-versioned dependency becomes unversioned), no
@@ -25,8 +25,8 @@ var SyntheticRPMMDInstallOnly = []string{"kernel-image-std-def", "kernel-modules
 // manual pages, translations, modules: some 11 files a package) so that
 // filelists.xml weighs what it does in a real repository. Repo is left
 // empty: whoever writes the repository gives it its URL.
-func SyntheticRPMMD(n int, seed int64) ([]*repo.Package, []string) {
-	alt, reqs := SyntheticNodeOS(n, seed)
+func RPMMD(n int, seed int64) ([]*repo.Package, []string) {
+	alt, reqs := NodeOS(n, seed)
 	// Two packages provide MTA, which cronie requires: libsolv takes the
 	// first name (postfix), Resolve the newer version (sendmail). The
 	// node OS names its MTA so that both answer the same.

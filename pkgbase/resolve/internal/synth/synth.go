@@ -1,4 +1,7 @@
-package resolve
+// Package synth generates deterministic ALT-like package indexes for the
+// resolver's tests and benchmarks (and scripts/bench-resolve.sh through
+// internal/synthrepo): nothing of the builder uses it.
+package synth
 
 import (
 	"fmt"
@@ -9,7 +12,7 @@ import (
 	"github.com/nodeforge/builder/pkgbase/repo"
 )
 
-// Synthetic returns a deterministic ALT-like x86_64+noarch index of n
+// Repo returns a deterministic ALT-like x86_64+noarch index of n
 // packages (n >= 1000 is sensible) for benchmarks and tests: sonames with
 // set-versions, symbol-version provides, python3()/perl() modules, file
 // dependencies on /bin/sh and interpreters, rpmlib requirements, -devel
@@ -17,16 +20,16 @@ import (
 // conflicts, obsoletes, older duplicate builds, i586 strays and two kernel
 // versions with a ZFS module pinned to the older one. Averages are close to
 // a real ALT branch: about 7 provides and 12 requires per package.
-func Synthetic(n int, seed int64) []*repo.Package {
-	pkgs, _ := SyntheticNodeOS(n, seed)
+func Repo(n int, seed int64) []*repo.Package {
+	pkgs, _ := NodeOS(n, seed)
 	return pkgs
 }
 
-// SyntheticNodeOS returns Synthetic(n, seed) and the requests of a
+// NodeOS returns Repo(n, seed) and the requests of a
 // ~300-package node OS drawn from it. Every generated package requires only
 // packages generated before it, and the node OS draws from the first few
 // hundred, so its closure stays near 300 packages however large n is.
-func SyntheticNodeOS(n int, seed int64) ([]*repo.Package, []string) {
+func NodeOS(n int, seed int64) ([]*repo.Package, []string) {
 	g := &synth{rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), n: n}
 	g.base()
 	const core = 310 // generated packages the node OS draws from

@@ -1,0 +1,171 @@
+package release
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/nodeforge/builder/internal/workdir"
+	"github.com/nodeforge/builder/oci"
+)
+
+// EndOptions are how the ends of a mirror are opened.
+type EndOptions struct {
+	Remote oci.RemoteOptions
+	// ArchiveKeys pin the key an archive's seal must be made with (none:
+	// the key the archive carries, which proves integrity, not origin).
+	ArchiveKeys []signature.Verifier
+	// Work is where an archive file is unpacked, and where the staging
+	// layout of an archive file goes (default: the system's temporary
+	// directory, and beside the archive).
+	Work string
+	Log  func(format string, args ...any)
+}
+
+// Source is a mirror's source, opened: the store to copy from and, for an
+// archive, its verified manifest.
+type Source struct {
+	Store   oci.Store
+	Archive *ArchiveManifest
+	close   func()
+}
+
+// Close removes what opening the source unpacked.
+func (s *Source) Close() {
+	if s.close != nil {
+		s.close()
+	}
+}
+
+// OpenSource opens a registry (and checks that it answers), a local
+// layout, or a sealed archive: a file, or a directory holding an archive
+// manifest, whose seal is checked before anything in it is trusted.
+func OpenSource(ctx context.Context, l oci.Location, o EndOptions) (*Source, error) {
+	logf := o.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	switch l.Kind {
+	case oci.KindRegistry:
+		r, err := openRegistry(ctx, l, o)
+		if err != nil {
+			return nil, err
+		}
+		return &Source{Store: r}, nil
+	case oci.KindLayout:
+		if _, err := os.Stat(filepath.Join(l.Path, "index.json")); err != nil {
+			return nil, fmt.Errorf("%s: no OCI layout or archive there", l)
+		}
+		if _, err := os.Stat(filepath.Join(l.Path, ArchiveManifestName)); err != nil {
+			lay, err := oci.OpenLayout(l.Path)
+			if err != nil {
+				return nil, err
+			}
+			return &Source{Store: lay}, nil
+		}
+	}
+	src := &Source{}
+	work := ""
+	if l.Kind == oci.KindArchive {
+		// Unpacked into a locked work directory: removed when done or
+		// interrupted, swept by the next import if this one is killed.
+		parent := o.Work
+		if parent == "" {
+			parent = os.TempDir()
+		}
+		wd, err := workdir.New(parent, "nodeforge-import-")
+		if err != nil {
+			return nil, err
+		}
+		src.close, work = func() { wd.Close() }, wd.Path
+	}
+	logf("verifying the archive %s", l)
+	lay, m, err := OpenArchive(l.Path, l.Kind == oci.KindLayout, OpenArchiveOptions{Keys: o.ArchiveKeys, Work: work})
+	if err != nil {
+		src.Close()
+		return nil, err
+	}
+	if !m.Pinned {
+		logf("note: the archive's manifest is signed by a key it carries itself (%s): its integrity is checked, not its origin; pin a key with --archive-key", m.KeyID)
+	}
+	src.Store, src.Archive = lay, m
+	return src, nil
+}
+
+// Destination is a mirror's destination, opened: a registry, or the
+// staging layout of an archive, sealed once the copy is complete.
+type Destination struct {
+	Store   oci.Store
+	Staging string // "" for a registry
+}
+
+// OpenDestination opens a registry (and checks that it answers), or makes
+// the staging layout of an archive: the directory itself for oci:DIR (an
+// earlier export's seal removed, to be written again at the end), or
+// FILE.staging for oci-archive:FILE, which must not be anything but an
+// earlier archive.
+func OpenDestination(ctx context.Context, l oci.Location, o EndOptions) (*Destination, error) {
+	var staging string
+	switch l.Kind {
+	case oci.KindRegistry:
+		r, err := openRegistry(ctx, l, o)
+		if err != nil {
+			return nil, err
+		}
+		return &Destination{Store: r}, nil
+	case oci.KindLayout:
+		staging = l.Path
+		if err := os.Remove(filepath.Join(staging, ArchiveManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	case oci.KindArchive:
+		if err := archiveReplaceable(l.Path); err != nil {
+			return nil, err
+		}
+		staging = l.Path + ".staging"
+		if o.Work != "" {
+			staging = filepath.Join(o.Work, filepath.Base(l.Path)+".staging")
+		}
+	}
+	lay, err := oci.CreateLayout(staging)
+	if err != nil {
+		return nil, err
+	}
+	return &Destination{Store: lay, Staging: staging}, nil
+}
+
+// openRegistry opens a registry and checks that it answers as one, before
+// any work.
+func openRegistry(ctx context.Context, l oci.Location, o EndOptions) (*oci.Remote, error) {
+	r, err := oci.NewRemote(l.Path, o.Remote)
+	if err != nil {
+		return nil, err
+	}
+	return r, r.Ping(ctx)
+}
+
+// archiveReplaceable refuses to overwrite a file (or the first part of a
+// split one) that is not a mirror archive.
+func archiveReplaceable(path string) error {
+	for _, p := range []string{path, path + ".000"} {
+		f, err := os.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		hdr, err := tar.NewReader(f).Next()
+		f.Close()
+		if err != nil || hdr.Name != ArchiveManifestName {
+			return fmt.Errorf("%s exists and is not a mirror archive: refusing to replace it; give another file name or remove it", p)
+		}
+	}
+	return nil
+}
