@@ -29,6 +29,7 @@ import (
 	"github.com/nodeforge/builder/internal/flock"
 	"github.com/nodeforge/builder/internal/workdir"
 	"github.com/nodeforge/builder/pkgbase/cache"
+	"github.com/nodeforge/builder/pkgbase/cpio"
 	"github.com/nodeforge/builder/pkgbase/repo"
 )
 
@@ -592,19 +593,19 @@ func swapOutput(ctx context.Context, work, out string, swapped func()) error {
 }
 
 func cpioType(mode uint32) string {
-	switch mode & 0o170000 {
-	case 0o040000:
+	switch mode & cpio.TypeMask {
+	case cpio.TypeDir:
 		return "dir"
-	case 0o120000:
+	case cpio.TypeLink:
 		return "symlink"
-	case 0o020000:
+	case cpio.TypeChr:
 		return "chardev"
 	}
 	return "file"
 }
 
 func fileDigest(e rootfs.CpioEntry) string {
-	if e.Mode&0o170000 != 0o100000 {
+	if e.Mode&cpio.TypeMask != cpio.TypeReg {
 		return ""
 	}
 	return digest.SHA256Hex(e.Data)

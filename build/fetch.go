@@ -6,8 +6,9 @@ package build
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/nodeforge/builder/api/lock"
@@ -93,11 +94,7 @@ func componentPackages(s *specs.Spec, a *lock.Arch, kinds ...string) []string {
 			}
 		}
 	}
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(set))
 	return out
 }
 

@@ -52,7 +52,7 @@ func kernelSpec(t *testing.T, image string, nevras ...string) (*specs.Spec, *loc
 	t.Helper()
 	s, err := specs.Parse([]byte("name: k\nversion: 1\narchitectures: [x86_64]\n"+
 		"repositories: [{name: r, url: /r, format: rpm-md, insecure-skip-verify: true}]\n"+
-		"components: {kernel: {kind: kernel, packages: [kernel]}}\nimage: {boot-modules: []"+image+"}\n"), "/")
+		"components: {kernel: {kind: kernel, packages: [kernel]}}\nimage: {boot-modules: []"+image+"}\n"), "/", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,6 @@ package certification
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -24,6 +22,7 @@ import (
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/attest/provenance"
 	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/pkgbase/evr"
 	"github.com/nodeforge/builder/release"
@@ -300,7 +299,7 @@ func readRelease(ctx context.Context, st oci.Store, version string, keys []signi
 	if rel.lock, err = lock.Parse(lockBytes, st.Ref(release.RepoLock, version)); err != nil {
 		return nil, err
 	}
-	rel.lockSHA = sha256Hex(lockBytes)
+	rel.lockSHA = digest.SHA256Hex(lockBytes)
 	for _, repo := range repos {
 		v, err := release.Verify(ctx, st, repo, version, keys, pol)
 		if err != nil {
@@ -825,11 +824,6 @@ func PreviousVersion(ctx context.Context, st oci.Store, version string) (string,
 	return best, nil
 }
 
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
 // PredicateVSA is the SLSA verification summary predicate type.
 const PredicateVSA = "https://slsa.dev/verification_summary/v1"
 
@@ -881,7 +875,7 @@ func (r *Report) VSAPredicate(when, builderVersion string, auditJSON []byte) ([]
 	}
 	v.SLSAVersion = "1.0"
 	v.Reasons = r.Reasons
-	v.Extra = map[string]any{"auditSha256": sha256Hex(auditJSON), "unownedFiles": r.Files.Unowned, "packages": len(r.Packages)}
+	v.Extra = map[string]any{"auditSha256": digest.SHA256Hex(auditJSON), "unownedFiles": r.Files.Unowned, "packages": len(r.Packages)}
 	if r.Identity.LockDigest != "" {
 		v.InputAttestations = append(v.InputAttestations, VSAInput{URI: r.Identity.Store + "#lock", Digest: map[string]string{"sha256": strings.TrimPrefix(r.Identity.LockDigest, "sha256:")}})
 	}

@@ -11,6 +11,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/nodeforge/builder/internal/atomicfile"
 )
 
 // EmptyMediaType is the media type of the OCI empty descriptor, an
@@ -194,23 +196,14 @@ func writeVerified(r io.Reader, name string, d v1.Descriptor) error {
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	h, n, err := v1.SHA256(io.TeeReader(io.LimitReader(r, d.Size+1), tmp))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if h != d.Digest || n != d.Size {
-		return fmt.Errorf("%s: content is %s (%d bytes), the manifest says %s (%d bytes)", filepath.Base(name), h, n, d.Digest, d.Size)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
+	return atomicfile.WriteFrom(name, 0o644, func(w io.Writer) error {
+		h, n, err := v1.SHA256(io.TeeReader(io.LimitReader(r, d.Size+1), w))
+		if err != nil {
+			return err
+		}
+		if h != d.Digest || n != d.Size {
+			return fmt.Errorf("%s: content is %s (%d bytes), the manifest says %s (%d bytes)", filepath.Base(name), h, n, d.Digest, d.Size)
+		}
+		return nil
+	})
 }

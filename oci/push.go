@@ -2,6 +2,7 @@ package oci
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/nodeforge/builder/internal/retry"
 )
 
 // Writing to a registry. ggcr's writer sends four requests for every blob
@@ -145,18 +148,12 @@ func (r *Remote) pushBlob(ctx context.Context, repo string, b v1.Descriptor, ope
 		return err
 	}
 	client := &http.Client{Transport: rt}
-	delay := r.retryDelay
-	for attempt := 1; ; attempt++ {
-		err = r.uploadBlob(ctx, client, nr, b, open)
-		if err == nil || attempt >= r.retries || !retryable(err) || ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
-		}
-		delay *= 2
+	p := retry.Policy{Retries: r.retries - 1, Wait: r.retryDelay}
+	_, err = p.Do(ctx, func() (time.Duration, error) { return 0, r.uploadBlob(ctx, client, nr, b, open) },
+		func(err error) bool { return retryable(err) && ctx.Err() == nil }, nil)
+	var stopped *retry.Stopped
+	if errors.As(err, &stopped) {
+		return ctx.Err()
 	}
 	if err != nil {
 		return fmt.Errorf("blob %s: %w", b.Digest, err)

@@ -13,9 +13,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/nodeforge/builder/internal/httptimeout"
+	"github.com/nodeforge/builder/internal/retry"
 )
 
-// The retry policy. A Remote retries each request itself
+// The retry policy (internal/retry's, as everywhere in the builder). A
+// Remote retries each request itself
 // (RemoteOptions.Retries: ggcr's backoff for manifests and reads,
 // pushBlob's loop for blobs); Retry runs a whole write again after those
 // retries gave up; RerunHelps says when running the command again is
@@ -35,19 +37,9 @@ const pushRetries = 3
 // attempts failed, waiting longer each time; only failures a retry may
 // fix (see retryable) are tried again.
 func Retry(ctx context.Context, f func() error) error {
-	var err error
-	delay := time.Second
-	for attempt := 1; ; attempt++ {
-		if err = f(); err == nil || attempt == pushRetries || !retryable(err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
-		}
-		delay *= 2
-	}
+	p := retry.Policy{Retries: pushRetries - 1, Wait: time.Second}
+	_, err := p.Do(ctx, func() (time.Duration, error) { return 0, f() }, retryable, nil)
+	return err
 }
 
 // retryable reports whether a failed request may succeed when sent again

@@ -31,6 +31,9 @@ type Policy struct {
 
 // LoadPolicy reads a policy file (YAML or JSON).
 func LoadPolicy(path string) (*Policy, error) {
+	if path == "" {
+		return nil, nil // no policy: the spec's base
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -8,12 +8,12 @@ package extensions
 import (
 	"embed"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -134,29 +134,38 @@ func (d *Definition) validate() error {
 // Set is the definitions known to a build, by name.
 type Set map[string]*Definition
 
-// Load returns the shipped definitions, overridden and extended by the
-// *.yaml files of dir when dir is not empty.
-func Load(dir string) (Set, error) {
+// Shipped are the definitions built into the builder
+// (api/extensions/*.yaml).
+func Shipped() (Set, error) {
 	set := Set{}
-	ents, _ := shipped.ReadDir(".")
+	ents, err := shipped.ReadDir(".")
+	if err != nil {
+		return nil, err
+	}
 	for _, e := range ents {
-		b, _ := shipped.ReadFile(e.Name())
+		b, err := shipped.ReadFile(e.Name())
+		if err != nil {
+			return nil, err
+		}
 		d, err := Parse(b, "extensions/"+e.Name())
 		if err != nil {
 			return nil, err
 		}
 		set[d.Name] = d
 	}
-	if dir == "" {
-		return set, nil
+	return set, nil
+}
+
+// ReadDefinitions reads the definitions (*.yaml) in dir.
+func ReadDefinitions(dir string) (Set, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("extension definitions: %w", err)
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("extension definitions: %w", err)
-	}
+	set := Set{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -173,11 +182,7 @@ func Load(dir string) (Set, error) {
 
 // Names lists the definitions, sorted.
 func (s Set) Names() []string {
-	out := make([]string, 0, len(s))
-	for n := range s {
-		out = append(out, n)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(s))
 	return out
 }
 

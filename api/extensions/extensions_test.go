@@ -11,7 +11,7 @@ import (
 )
 
 func TestShippedDefinitions(t *testing.T) {
-	set, err := Load("")
+	set, err := Shipped()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,9 @@ package specs
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -45,11 +46,7 @@ func (s *Spec) Channel(name string) (Channel, error) {
 	}
 	c, ok := chs[name]
 	if !ok {
-		names := make([]string, 0, len(chs))
-		for n := range chs {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(chs))
 		return Channel{}, fmt.Errorf("the spec has no channel %q (have %s)", name, strings.Join(names, ", "))
 	}
 	if c.Registry == "" && c.Layout == "" {

@@ -139,7 +139,7 @@ image:
   devices: allow
 `
 	full = strings.Replace(full, "channels:\n", "channels:\n  staging:\n    registry: registry.example.org:5000/nodeforge\n    ca-file: ca.pem\n    allow-http: true\n    builder-id: https://example.org/builder\n    public-key: keys/staging.pub\n", 1)
-	if _, err := specs.Parse([]byte(full), demo); err != nil {
+	if _, err := specs.Parse([]byte(full), demo, nil); err != nil {
 		t.Fatalf("the full spec: %v", err)
 	}
 	if err := sch.Validate(yamlAsJSON(t, []byte(full))); err != nil {
@@ -162,7 +162,7 @@ image:
 		"relative init path":        string(base) + "image:\n  init: {package: x, path: init}\n",
 		"registry and layout":       edit("    key: keys/dev/cosign.key\n", "    key: keys/dev/cosign.key\n    registry: r.example.org\n    layout: out\n"),
 	} {
-		if _, err := specs.Parse([]byte(body), demo); err == nil {
+		if _, err := specs.Parse([]byte(body), demo, nil); err == nil {
 			t.Errorf("%s: the reader accepts it", name)
 		}
 		if err := sch.Validate(yamlAsJSON(t, []byte(body))); err == nil {

@@ -9,9 +9,11 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -126,10 +128,11 @@ func LoadShipped(name string) (*Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no shipped spec for branch %q (have %s)", name, strings.Join(Shipped(), ", "))
 	}
-	return Parse(b, "")
+	return Parse(b, "", nil)
 }
 
-// Load reads and validates a spec file.
+// Load reads and validates a spec file, with the extension definitions of
+// its extensions-dir.
 func Load(path string) (*Spec, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -139,15 +142,32 @@ func Load(path string) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := Parse(b, abs)
+	// The spec names its extension directory: read that much of it first.
+	var head struct {
+		ExtensionsDir string `yaml:"extensions-dir"`
+	}
+	yaml.Unmarshal(b, &head) // a broken spec is reported by Parse
+	var defs extensions.Set
+	if head.ExtensionsDir != "" {
+		dir := head.ExtensionsDir
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(abs, dir)
+		}
+		if defs, err = extensions.ReadDefinitions(dir); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	s, err := Parse(b, abs, defs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
 }
 
-// Parse parses and validates spec bytes; dir resolves relative paths.
-func Parse(b []byte, dir string) (*Spec, error) {
+// Parse parses and validates spec bytes; dir resolves relative paths, and
+// defs are the definitions read from the spec's extensions-dir (Load reads
+// them), besides the shipped ones. Parse reads nothing itself.
+func Parse(b []byte, dir string, defs extensions.Set) (*Spec, error) {
 	var s Spec
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, errors.New("the spec is empty: a release spec names the release (name, version, architectures), its package base (repositories) and its components; see the shipped specs (builder lock --branch p11) or write an example with builder demo-base DIR")
@@ -158,6 +178,13 @@ func Parse(b []byte, dir string) (*Spec, error) {
 		return nil, fmt.Errorf("spec: %w", err)
 	}
 	s.Dir, s.Raw = dir, b
+	var err error
+	if s.Extensions, err = extensions.Shipped(); err != nil {
+		return nil, err
+	}
+	for name, d := range defs {
+		s.Extensions[name] = d
+	}
 	if err := s.normalize(); err != nil {
 		return nil, err
 	}
@@ -242,10 +269,6 @@ func (s *Spec) normalize() error {
 	if len(s.Components) == 0 {
 		bad("components: at least one is required")
 	}
-	var err error
-	if s.Extensions, err = extensions.Load(s.Path(s.ExtensionsDir)); err != nil {
-		bad("%v", err)
-	}
 	for name, c := range s.Components {
 		if c.Kind == "extension" && s.Extensions != nil {
 			def := s.Extensions[name]
@@ -329,11 +352,7 @@ func (s *Spec) dirOrDot() string {
 
 // ComponentNames returns the component names sorted.
 func (s *Spec) ComponentNames() []string {
-	out := make([]string, 0, len(s.Components))
-	for n := range s.Components {
-		out = append(out, n)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(s.Components))
 	return out
 }
 

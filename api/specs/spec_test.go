@@ -40,11 +40,11 @@ func TestSpecErrors(t *testing.T) {
 		"empty packages": "name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: []}}\n",
 	}
 	for name, y := range cases {
-		if _, err := Parse([]byte(y), "/spec"); err == nil {
+		if _, err := Parse([]byte(y), "/spec", nil); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	s, err := Parse([]byte("name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: base, format: alt, keyring: [k.asc]}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n"), "/spec")
+	s, err := Parse([]byte("name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: base, format: alt, keyring: [k.asc]}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n"), "/spec", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestVerifyAndKernel(t *testing.T) {
 		"image.kernel":      {"repositories: [{name: r, url: /x, format: rpm-md, keyring: [k]}]\nimage: {kernel: kernel-core}\n", ""},
 		"bad image.kernel":  {"repositories: [{name: r, url: /x, format: rpm-md, keyring: [k]}]\nimage: {kernel: 'a b'}\n", "image.kernel"},
 	} {
-		s, err := Parse([]byte(head+c.yaml), "/spec")
+		s, err := Parse([]byte(head+c.yaml), "/spec", nil)
 		if c.err == "" {
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
@@ -84,7 +84,7 @@ func TestVerifyAndKernel(t *testing.T) {
 			t.Errorf("%s: want an error containing %q, got %v", name, c.err, err)
 		}
 	}
-	s, err := Parse([]byte(head+"repositories: [{name: r, url: /x, format: alt, keyring: [k]}]\nimage: {kernel: kernel-image-un-def}\n"), "/spec")
+	s, err := Parse([]byte(head+"repositories: [{name: r, url: /x, format: alt, keyring: [k]}]\nimage: {kernel: kernel-image-un-def}\n"), "/spec", nil)
 	if err != nil || s.KernelFlavour() != "un-def" {
 		t.Errorf("flavour from image.kernel: %v %q", err, s.KernelFlavour())
 	}

@@ -2,7 +2,8 @@ package kernel
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -85,10 +86,6 @@ func Closure(deps map[string][]string, want []string) ([]string, error) {
 }
 
 func sortedPaths(deps map[string][]string) []string {
-	paths := make([]string, 0, len(deps))
-	for p := range deps {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
+	paths := slices.Sorted(maps.Keys(deps))
 	return paths
 }

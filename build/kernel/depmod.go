@@ -2,8 +2,10 @@ package kernel
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -76,11 +78,7 @@ func Depmod(in Input) (map[string][]byte, error) {
 // collectModules picks the module files of the tree and settles duplicate
 // names as depmod does with its default search list ("updates" first).
 func collectModules(in Input) ([]*module, error) {
-	paths := make([]string, 0, len(in.Files))
-	for p := range in.Files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
+	paths := slices.Sorted(maps.Keys(in.Files))
 	byName := make(map[string]*module)
 	for _, p := range paths {
 		if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") {

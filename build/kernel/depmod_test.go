@@ -2,9 +2,10 @@ package kernel
 
 import (
 	"bytes"
+	"maps"
 	"os/exec"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -137,11 +138,7 @@ func compressedCase(t testing.TB) *compressedResult {
 	compressedOnce.Do(func() {
 		sub := tr.testSubset()
 		in := Input{KernelVersion: tr.kver, Files: map[string][]byte{}, Builtin: tr.builtin, BuiltinModinfo: tr.bmodinf, Order: tr.order}
-		paths := make([]string, 0, len(sub))
-		for p := range sub {
-			paths = append(paths, p)
-		}
-		sort.Strings(paths)
+		paths := slices.Sorted(maps.Keys(sub))
 		for i, p := range paths {
 			switch i % 3 {
 			case 0:

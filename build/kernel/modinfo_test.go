@@ -3,10 +3,10 @@ package kernel
 import (
 	"bytes"
 	"compress/gzip"
+	"maps"
 	"os/exec"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -129,11 +129,7 @@ func TestReadModinfoErrors(t *testing.T) {
 func TestReadModinfoMatchesModinfoTool(t *testing.T) {
 	tr := debianKernel(t)
 	testutil.NeedTool(t, "modinfo")
-	paths := make([]string, 0, len(tr.files))
-	for p := range tr.files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
+	paths := slices.Sorted(maps.Keys(tr.files))
 	// Every 97th module, plus the ones the node OS needs.
 	var pick []string
 	for i, p := range paths {

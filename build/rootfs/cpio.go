@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/pkgbase/cpio"
 )
 
 // CpioEntry is one member of an initramfs archive.
@@ -52,7 +53,7 @@ func WriteCpio(w io.Writer, entries []CpioEntry, mtime int64) error {
 	}
 	for i, e := range es {
 		nlink := uint32(1)
-		if e.Mode&0o170000 == 0o040000 {
+		if e.Mode&cpio.TypeMask == cpio.TypeDir {
 			nlink = 2
 		}
 		if err := write(e.Name, uint32(i+1), e.Mode, nlink, e.Data, e.Rdev); err != nil {

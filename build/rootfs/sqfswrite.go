@@ -10,12 +10,13 @@ import (
 	"sort"
 
 	"github.com/nodeforge/builder/build/rootfs/sqfs"
+	"github.com/nodeforge/builder/pkgbase/cpio"
 )
 
 // kindBits are the st_mode type bits of each kind.
 var kindBits = map[Kind]uint32{
-	KindFile: 0o100000, KindDir: 0o040000, KindSymlink: 0o120000, KindCharDev: 0o020000,
-	KindBlockDev: 0o060000, KindFifo: 0o010000, KindSocket: 0o140000,
+	KindFile: cpio.TypeReg, KindDir: cpio.TypeDir, KindSymlink: cpio.TypeLink, KindCharDev: cpio.TypeChr,
+	KindBlockDev: cpio.TypeBlk, KindFifo: cpio.TypeFifo, KindSocket: cpio.TypeSock,
 }
 
 // SqfsEntries converts the tree into entries for the Go squashfs writer:

@@ -4,7 +4,8 @@ import (
 	"archive/tar"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -84,11 +85,7 @@ func (t *Tree) WriteTar(w io.Writer, owners Owners, mtime int64) error {
 		}
 		if len(n.Xattrs) > 0 {
 			h.PAXRecords = map[string]string{}
-			keys := make([]string, 0, len(n.Xattrs))
-			for k := range n.Xattrs {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
+			keys := slices.Sorted(maps.Keys(n.Xattrs))
 			for _, k := range keys {
 				h.PAXRecords["SCHILY.xattr."+k] = string(n.Xattrs[k])
 			}

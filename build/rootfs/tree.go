@@ -8,8 +8,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/nodeforge/builder/api/report"
@@ -245,11 +246,7 @@ func (t *Tree) Remove(p string) int64 {
 
 // Paths returns every path in C-locale (byte) order.
 func (t *Tree) Paths() []string {
-	out := make([]string, 0, len(t.nodes))
-	for p := range t.nodes {
-		out = append(out, p)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(t.nodes))
 	return out
 }
 

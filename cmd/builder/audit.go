@@ -170,10 +170,8 @@ func newAuditCmd() *cobra.Command {
 			}
 			o := certification.Options{Store: st, Version: ver, Keys: vs,
 				Log: func(format string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", a...) }}
-			if policyPath != "" {
-				if o.Policy, err = release.LoadPolicy(policyPath); err != nil {
-					return err
-				}
+			if o.Policy, err = release.LoadPolicy(policyPath); err != nil {
+				return err
 			}
 			if previous != "" {
 				if o.Previous, o.PreviousVersion, err = openPrevious(ctx, previous, previousVersion, ver, ro); err != nil {

@@ -3,9 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -140,22 +141,14 @@ caches beside the downloads and recompresses only what changed.`,
 
 // printOutputs lists what a build wrote, with digests.
 func printOutputs(w io.Writer, out string, rep *report.Report) {
-	names := make([]string, 0, len(rep.Artifacts))
-	for n := range rep.Artifacts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(rep.Artifacts))
 	for _, n := range names {
 		a := rep.Artifacts[n]
 		fmt.Fprintf(w, "%s  sha256:%s  %d bytes\n", filepath.Join(out, n), a.SHA256, a.Size)
 	}
 	fmt.Fprintf(w, "%s  %s\n", filepath.Join(out, "oci"), rep.OCIIndex)
 	fmt.Fprintf(w, "%s  %s\n", filepath.Join(out, "installer"), rep.Installer)
-	ext := make([]string, 0, len(rep.Extensions))
-	for n := range rep.Extensions {
-		ext = append(ext, n)
-	}
-	sort.Strings(ext)
+	ext := slices.Sorted(maps.Keys(rep.Extensions))
 	for _, n := range ext {
 		fmt.Fprintf(w, "%s  %s\n", filepath.Join(out, "extensions", n), rep.Extensions[n])
 	}

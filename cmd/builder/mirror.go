@@ -159,11 +159,9 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	if err != nil {
 		return err
 	}
-	var pol *release.Policy
-	if f.policy != "" {
-		if pol, err = release.LoadPolicy(f.policy); err != nil {
-			return err
-		}
+	pol, err := release.LoadPolicy(f.policy)
+	if err != nil {
+		return err
 	}
 	partSize, err := parseSize(f.splitSize)
 	if err != nil {

@@ -75,11 +75,9 @@ $COSIGN_PASSWORD.`,
 			if err != nil {
 				return err
 			}
-			var pol *release.Policy
-			if policyPath != "" {
-				if pol, err = release.LoadPolicy(policyPath); err != nil {
-					return err
-				}
+			pol, err := release.LoadPolicy(policyPath)
+			if err != nil {
+				return err
 			}
 			fst, err := fromStore.open(cmd.Context(), src, false)
 			if err != nil {

@@ -75,11 +75,9 @@ signed by). Exit status 1 with every reason when anything fails.`,
 			if err != nil {
 				return err
 			}
-			var pol *release.Policy
-			if policyPath != "" {
-				if pol, err = release.LoadPolicy(policyPath); err != nil {
-					return err
-				}
+			pol, err := release.LoadPolicy(policyPath)
+			if err != nil {
+				return err
 			}
 			st, repo, ref, err := openRef(args[0], version, sf)
 			if err != nil {

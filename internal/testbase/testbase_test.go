@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodeforge/builder/api/extensions"
 	"github.com/nodeforge/builder/api/specs"
 )
 
@@ -56,7 +57,11 @@ func TestSpecYAML(t *testing.T) {
 	if err := writeExtensionDef(dir); err != nil {
 		t.Fatal(err)
 	}
-	s, err := specs.Parse(b, dir)
+	defs, err := extensions.ReadDefinitions(filepath.Join(dir, "extensions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := specs.Parse(b, dir, defs)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b)
 	}

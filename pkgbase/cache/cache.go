@@ -29,6 +29,7 @@ import (
 	"github.com/nodeforge/builder/internal/atomicfile"
 	"github.com/nodeforge/builder/internal/flock"
 	"github.com/nodeforge/builder/internal/httptimeout"
+	"github.com/nodeforge/builder/internal/retry"
 	"github.com/nodeforge/builder/pkgbase/repo"
 )
 
@@ -231,29 +232,14 @@ func (c *Cache) fetchOne(ctx context.Context, w Want) (string, error) {
 		backoff = 500 * time.Millisecond
 	}
 	c.emit(Event{Kind: "start", Name: w.Name, Total: w.Size})
-	var lastErr error
-	for attempt := 0; attempt <= retries; attempt++ {
-		if attempt > 0 {
-			c.emit(Event{Kind: "retry", Name: w.Name, Err: lastErr})
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
-				return "", ctx.Err()
-			}
-			if backoff *= 2; backoff > 30*time.Second {
-				backoff = 30 * time.Second
-			}
-		}
-		err := c.download(ctx, w, partial)
-		if err == nil {
-			lastErr = nil
-			break
-		}
-		lastErr = err
+	p := retry.Policy{Retries: retries, Wait: backoff, MaxWait: 30 * time.Second}
+	_, lastErr := p.Do(ctx, func() (time.Duration, error) { return 0, c.download(ctx, w, partial) }, func(err error) bool {
 		var perm *permanentError
-		if errors.As(err, &perm) || ctx.Err() != nil || diskFull(err) {
-			break
-		}
+		return !errors.As(err, &perm) && ctx.Err() == nil && !diskFull(err)
+	}, func(err error) { c.emit(Event{Kind: "retry", Name: w.Name, Err: err}) })
+	var stopped *retry.Stopped
+	if errors.As(lastErr, &stopped) {
+		return "", ctx.Err()
 	}
 	if lastErr != nil && !fileComplete(partial, w.Size) {
 		// Keep a partial download for a later resume, unless it can never

@@ -4,6 +4,7 @@
 package evr
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -155,7 +156,7 @@ func (e EVR) unversioned() bool {
 // absent epoch counts as 0), then Vercmp of the versions, then Vercmp of
 // the releases. Disttags do not take part; see Newer.
 func Compare(sem Semantics, a, b EVR) int {
-	if c := cmpInt(a.epoch(), b.epoch()); c != 0 {
+	if c := cmp.Compare(a.epoch(), b.epoch()); c != 0 {
 		return c
 	}
 	if c := Vercmp(sem, a.Version, b.Version); c != 0 {
@@ -189,7 +190,7 @@ func Newer(sem Semantics, a, b EVR, aBuildTime, bBuildTime int64, targetBranch s
 			return c
 		}
 	}
-	return cmpInt64(aBuildTime, bBuildTime)
+	return cmp.Compare(aBuildTime, bBuildTime)
 }
 
 // branchOf returns the branch prefix of an ALT disttag
@@ -217,26 +218,6 @@ func cmpBranch(a, b, target string) int {
 		return 1
 	}
 	return Vercmp(ALT, a, b)
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func allDigits(s string) bool {

@@ -1,6 +1,9 @@
 package evr
 
-import "strings"
+import (
+	"cmp"
+	"strings"
+)
 
 // Overlap reports whether a provide (its sense flags and label) satisfies a
 // require, i.e. whether the two version ranges intersect; it is rpm's
@@ -61,7 +64,7 @@ func Overlap(sem Semantics, provide EVR, pflags uint32, require EVR, rflags uint
 	sense := 0
 	switch {
 	case provide.HasEpoch && require.HasEpoch:
-		sense = cmpInt(provide.Epoch, require.Epoch)
+		sense = cmp.Compare(provide.Epoch, require.Epoch)
 	case require.HasEpoch && require.Epoch > 0:
 		sense = -1
 	}
@@ -100,7 +103,7 @@ func OverlapLabel(sem Semantics, provide string, pflags uint32, require string, 
 }
 
 func overlapRPM(provide EVR, pflags uint32, require EVR, rflags uint32) bool {
-	sense := cmpInt(provide.epoch(), require.epoch())
+	sense := cmp.Compare(provide.epoch(), require.epoch())
 	if sense == 0 {
 		sense = Vercmp(RPM, provide.Version, require.Version)
 	}

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +25,7 @@ import (
 	"github.com/ulikunitz/xz"
 	"golang.org/x/crypto/blake2b"
 
+	"github.com/nodeforge/builder/internal/atomicfile"
 	"github.com/nodeforge/builder/pkgbase/rpmfile"
 	"github.com/nodeforge/builder/pkgbase/rpmhdr"
 )
@@ -320,41 +323,28 @@ func (h *altHashCounter) sum(p string) altSum {
 func writeALTPkglist(base, comp string, pkgs []*altPkg, required map[string]bool) ([]altSum, error) {
 	name := "pkglist." + comp + ".xz"
 	final := filepath.Join(base, name)
-	tmp, err := os.CreateTemp(base, "."+name+".*")
-	if err != nil {
-		return nil, fmt.Errorf("alt dist: %w", err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	packed := newALTHashCounter()
-	// ulikunitz/xz is single-threaded with fixed defaults: same input, same bytes.
-	xw, err := xz.NewWriter(io.MultiWriter(tmp, packed))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", final, err)
-	}
-	plain := newALTHashCounter()
-	w := io.MultiWriter(xw, plain)
-	for _, p := range pkgs {
-		e, err := altIndexEntry(p, comp, required)
+	packed, plain := newALTHashCounter(), newALTHashCounter()
+	err := atomicfile.WriteFrom(final, 0o644, func(f io.Writer) error {
+		// ulikunitz/xz is single-threaded with fixed defaults: same input, same bytes.
+		xw, err := xz.NewWriter(io.MultiWriter(f, packed))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if _, err := w.Write(e); err != nil {
-			return nil, fmt.Errorf("%s: %w", final, err)
+		w := io.MultiWriter(xw, plain)
+		for _, p := range pkgs {
+			e, err := altIndexEntry(p, comp, required)
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write(e); err != nil {
+				return err
+			}
 		}
-	}
-	if err := xw.Close(); err != nil {
+		return xw.Close()
+	})
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", final, err)
 	}
-	if err := altFinishTemp(tmp, final); err != nil {
-		return nil, err
-	}
-	ok = true
 	return []altSum{plain.sum("base/pkglist." + comp), packed.sum("base/" + name)}, nil
 }
 
@@ -426,36 +416,7 @@ func altGlobalRelease(d ALTDist, comps []string, codename string, sums []altSum)
 // altWriteFile writes data to a temporary file beside name and renames
 // it into place, so readers see the old or the new file, never a part.
 func altWriteFile(name string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if err := altFinishTemp(tmp, name); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
-}
-
-// altFinishTemp sets a umask-independent mode, syncs, closes and renames.
-func altFinishTemp(tmp *os.File, name string) error {
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if err := os.Rename(tmp.Name(), name); err != nil {
+	if err := atomicfile.Write(name, data, 0o644); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
@@ -509,10 +470,6 @@ func RPMFileRequires(files []string) ([]string, error) {
 			}
 		}
 	}
-	out := make([]string, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(set))
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -103,11 +104,7 @@ func (s mdTestSpec) text() string {
 		b.WriteString(d + "\n")
 	}
 	b.WriteString("%description\nA test package.\n%install\n")
-	paths := make([]string, 0, len(s.files))
-	for p := range s.files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
+	paths := slices.Sorted(maps.Keys(s.files))
 	for _, p := range paths {
 		fmt.Fprintf(&b, "mkdir -p \"%%{buildroot}%s\"\nprintf '%%s' '%s' > \"%%{buildroot}%s\"\n",
 			filepath.Dir(p), strings.ReplaceAll(s.files[p], "\n", "\\n"), p)

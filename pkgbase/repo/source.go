@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nodeforge/builder/internal/httptimeout"
+	"github.com/nodeforge/builder/internal/retry"
 )
 
 // Source is where a repository's files come from: a local directory or an
@@ -233,32 +234,26 @@ func (s *httpSource) Open(ctx context.Context, rel string) (io.ReadCloser, error
 		return nil, fmt.Errorf("GET %s/%s: %w", s.url, rel, err)
 	}
 	full := s.resolve(c)
-	wait := s.backoff
-	for attempt := 0; ; attempt++ {
-		body, retryAfter, err := s.get(ctx, full)
-		if err == nil {
-			return body, nil
-		}
+	var body io.ReadCloser
+	p := retry.Policy{Retries: s.retries, Wait: s.backoff, MaxWait: maxBackoff}
+	tries, err := p.Do(ctx, func() (time.Duration, error) {
+		b, retryAfter, err := s.get(ctx, full)
+		body = b
+		return retryAfter, err
+	}, func(err error) bool {
 		var re *retryableError
-		if !errors.As(err, &re) || attempt >= s.retries {
-			if attempt > 0 {
-				return nil, fmt.Errorf("%w (after %d attempts)", err, attempt+1)
-			}
-			return nil, err
-		}
-		d := wait
-		if retryAfter > d {
-			d = min(retryAfter, maxBackoff)
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("GET %s: %w (while waiting to retry after: %v)", full, ctx.Err(), err)
-		case <-t.C:
-		}
-		wait = min(wait*2, maxBackoff)
+		return errors.As(err, &re)
+	}, nil)
+	var stopped *retry.Stopped
+	switch {
+	case errors.As(err, &stopped):
+		return nil, fmt.Errorf("GET %s: %w (while waiting to retry after: %v)", full, stopped.Cause, stopped.Last)
+	case err != nil && tries > 1:
+		return nil, fmt.Errorf("%w (after %d attempts)", err, tries)
+	case err != nil:
+		return nil, err
 	}
+	return body, nil
 }
 
 // retryableError marks failures worth another attempt.

@@ -1,9 +1,10 @@
 package sqfs
 
 import (
+	"maps"
 	"math"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -97,11 +98,7 @@ func buildTree(entries []Entry) (*tree, error) {
 		return nil, errf("/", "the root is not a directory")
 	}
 	root.name = ""
-	paths := make([]string, 0, len(byPath))
-	for p := range byPath {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
+	paths := slices.Sorted(maps.Keys(byPath))
 	// Resolve hard links to the inode of the entry they name.
 	for _, p := range paths {
 		n := byPath[p]
