@@ -682,3 +682,24 @@ func treeHash(t *testing.T, dir string) string {
 	b, _ := json.Marshal(entries)
 	return digest.SHA256Hex(b)
 }
+
+// TestOpenOutputs: the outputs handed to publishing are the build's, and a
+// report that names other images (the directory was built again since) is
+// refused.
+func TestOpenOutputs(t *testing.T) {
+	d := newDemo(t)
+	out := filepath.Join(t.TempDir(), "out")
+	rep := d.build(t, out, 0)
+	o, err := OpenOutputs(out, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dg, _ := o.Installer.Digest(); dg.String() != rep.Installer || len(o.Extensions) != len(rep.Extensions) || len(o.ReportJSON) == 0 {
+		t.Errorf("outputs %v %d %d do not match the report", dg, len(o.Extensions), len(o.ReportJSON))
+	}
+	other := *rep
+	other.OCIIndex = "sha256:" + strings.Repeat("0", 64)
+	if _, err := OpenOutputs(out, &other); err == nil || !strings.Contains(err.Error(), "built again") {
+		t.Errorf("a report of another build: %v", err)
+	}
+}

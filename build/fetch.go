@@ -1,4 +1,4 @@
-// Package builder is the build pipeline: from a lock file to the node OS
+// Package build is the build pipeline: from a lock file to the node OS
 // artifacts (kernel, initramfs, root filesystem), their OCI layout and the
 // build report. It never resolves: it builds what the lock pins.
 package build

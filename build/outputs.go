@@ -1,6 +1,7 @@
 package build
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,27 +33,40 @@ func OpenOutputs(out string, rep *report.Report) (*Outputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	open := func(dir string) (v1.ImageIndex, error) {
+	// Each index must be the one the report names: another build into the
+	// same directory since may have replaced it.
+	open := func(dir, want string) (v1.ImageIndex, error) {
 		d, err := ocilayout.Open(dir)
 		if err != nil {
 			return nil, fmt.Errorf("build output %s: %w (run builder build first)", dir, err)
 		}
-		return d.Root()
+		idx, err := d.Root()
+		if err != nil {
+			return nil, err
+		}
+		if got, err := idx.Digest(); err != nil || got.String() != want {
+			return nil, fmt.Errorf("build output %s is not the build reported (index %v, the report says %s): was it built again meanwhile?", dir, got, want)
+		}
+		return idx, nil
 	}
 	o := &Outputs{Extensions: map[string]v1.ImageIndex{}}
-	if o.Boot, err = open(filepath.Join(out, "oci")); err != nil {
+	if o.Boot, err = open(filepath.Join(out, "oci"), rep.OCIIndex); err != nil {
 		return nil, err
 	}
-	if o.Installer, err = open(filepath.Join(out, "installer")); err != nil {
+	if o.Installer, err = open(filepath.Join(out, "installer"), rep.Installer); err != nil {
 		return nil, err
 	}
-	for name := range rep.Extensions {
-		if o.Extensions[name], err = open(filepath.Join(out, "extensions", name)); err != nil {
+	for name, want := range rep.Extensions {
+		if o.Extensions[name], err = open(filepath.Join(out, "extensions", name), want); err != nil {
 			return nil, err
 		}
 	}
 	if o.ReportJSON, err = os.ReadFile(filepath.Join(out, "report.json")); err != nil {
 		return nil, fmt.Errorf("build report: %w", err)
+	}
+	var written report.Report
+	if err := json.Unmarshal(o.ReportJSON, &written); err != nil || written.OCIIndex != rep.OCIIndex || written.LockSHA256 != rep.LockSHA256 {
+		return nil, fmt.Errorf("build report %s is not the build reported: was it built again meanwhile?", filepath.Join(out, "report.json"))
 	}
 	return o, nil
 }

@@ -47,6 +47,9 @@ var reproEnv = []string{"TZ", "LANG", "LC_ALL", "HOME", "GOMAXPROCS", "SOURCE_DA
 // packages in its own order and without step caches, then compares the
 // outputs byte for byte.
 func Reproduce(ctx context.Context, o ReproOptions) (*ReproResult, error) {
+	if len(o.Variants) < 2 {
+		return nil, fmt.Errorf("the experiment needs two variants or more, not %d", len(o.Variants))
+	}
 	res := &ReproResult{}
 	for i, v := range o.Variants {
 		work := filepath.Join(o.Root, fmt.Sprintf("build-%d", i+1))
@@ -71,9 +74,15 @@ func Reproduce(ctx context.Context, o ReproOptions) (*ReproResult, error) {
 		}
 		res.Outputs = append(res.Outputs, out)
 	}
-	var err error
-	res.Diffs, err = Compare(res.Outputs[0], res.Outputs[1])
-	return res, err
+	// Every build is held to the first.
+	for _, out := range res.Outputs[1:] {
+		diffs, err := Compare(res.Outputs[0], out)
+		if err != nil {
+			return nil, err
+		}
+		res.Diffs = append(res.Diffs, diffs...)
+	}
+	return res, nil
 }
 
 // withoutVars is env less the named variables.

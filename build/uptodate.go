@@ -31,7 +31,7 @@ import (
 // makes the build run.
 
 // stampFormat changes whenever the key or the stamp changes meaning.
-const stampFormat = "nodeforge build stamp v1"
+const stampFormat = "nodeforge build stamp v2"
 
 // buildKey digests what decides the output of a build, or returns "" when
 // the build must always run (no builder digest to name the code, or an

@@ -55,9 +55,11 @@ func (l Location) String() string {
 }
 
 // ParseLocation reads a location. A bare word (no scheme) is a layout when
-// it is a directory holding index.json, and a registry when nothing of that
-// name is on disk; a directory or file of that name is refused with the
-// form to write, as either is surely not a registry host.
+// it is a directory holding index.json, and a registry when it starts with
+// a host name (one with a dot or a port, or localhost) and nothing of that
+// name is on disk; anything else is refused with the form to write, so a
+// mistyped directory never becomes a network request. The image part
+// starts at the first '#': a path holding '#' is not a location.
 func ParseLocation(s string) (Location, error) {
 	const forms = "docker://HOST[:PORT]/PREFIX, oci:DIR or oci-archive:FILE"
 	var l Location
@@ -77,8 +79,9 @@ func ParseLocation(s string) (Location, error) {
 			l.Kind, l.Path = KindLayout, rest
 			break
 		}
-		if _, _, err := ParseTarget(rest); err != nil {
-			return Location{}, fmt.Errorf("%q: want %s", s, forms)
+		host, _, _ := strings.Cut(rest, "/")
+		if _, _, err := ParseTarget(rest); err != nil || !strings.ContainsAny(host, ".:") && host != "localhost" {
+			return Location{}, fmt.Errorf("%q: no such directory here; want %s", s, forms)
 		}
 		l.Kind, l.Path = KindRegistry, strings.TrimSuffix(rest, "/")
 	}

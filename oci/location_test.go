@@ -58,6 +58,7 @@ func TestParseLocation(t *testing.T) {
 		{"docker://", "names no registry"},
 		{"oci:d#installer", "after # want REPO:TAG"},
 		{"has space/x", "want docker://"},
+		{"out/demo/release/dve", "no such directory here"},
 	}
 	for _, c := range bad {
 		if _, err := ParseLocation(c.in); err == nil || !strings.Contains(err.Error(), c.msg) {

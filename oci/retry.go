@@ -16,8 +16,9 @@ import (
 	"github.com/nodeforge/builder/internal/retry"
 )
 
-// The retry policy (internal/retry's, as everywhere in the builder). A
-// Remote retries each request itself
+// The retry policy (internal/retry's, as for downloads and repository
+// reads; ggcr retries manifests and reads with its own backoff). A Remote
+// retries each request itself
 // (RemoteOptions.Retries: ggcr's backoff for manifests and reads,
 // pushBlob's loop for blobs); Retry runs a whole write again after those
 // retries gave up; RerunHelps says when running the command again is
@@ -39,6 +40,10 @@ const pushRetries = 3
 func Retry(ctx context.Context, f func() error) error {
 	p := retry.Policy{Retries: pushRetries - 1, Wait: time.Second}
 	_, err := p.Do(ctx, func() (time.Duration, error) { return 0, f() }, retryable, nil)
+	var stopped *retry.Stopped
+	if errors.As(err, &stopped) {
+		return ctx.Err()
+	}
 	return err
 }
 

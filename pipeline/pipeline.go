@@ -36,22 +36,32 @@ type ReleaseOptions struct {
 	Channel   string
 	BuilderID string
 	Log       func(format string, args ...any)
+	// Locked, when not nil, is called once the lock is there (made or
+	// read), before the build starts: a command ends its progress line.
+	Locked func()
 }
 
-// Release locks the spec when it has no lock, builds from the lock and
-// publishes the build, signed and attested. The spec and the lock are each
-// read once.
+// Release locks the spec when it has no lock, builds from the lock (into
+// Build.Out, or the spec's output directory) and publishes the build,
+// signed and attested. The lock is read once: the bytes parsed are the
+// bytes digested and published.
 func Release(ctx context.Context, o ReleaseOptions) (*release.Published, error) {
 	logf := o.Log
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
 	in, err := ReadOrCreateLock(ctx, o.Spec, o.LockPath, o.Locker, logf)
+	if o.Locked != nil {
+		o.Locked()
+	}
 	if err != nil {
 		return nil, err
 	}
 	bo := o.Build
 	bo.Spec, bo.Lock, bo.LockBytes = in.Spec, in.Lock, in.LockBytes
+	if bo.Out == "" {
+		bo.Out = in.Spec.OutDir()
+	}
 	rep, err := build.Build(ctx, bo)
 	if err != nil {
 		return nil, err

@@ -15,38 +15,41 @@ import (
 	"github.com/nodeforge/builder/oci"
 )
 
-// EndOptions are how the ends of a mirror are opened.
-type EndOptions struct {
+// MirrorEndOptions are how the ends of a mirror are opened.
+type MirrorEndOptions struct {
 	Remote oci.RemoteOptions
 	// ArchiveKeys pin the key an archive's seal must be made with (none:
 	// the key the archive carries, which proves integrity, not origin).
 	ArchiveKeys []signature.Verifier
 	// Work is where an archive file is unpacked, and where the staging
-	// layout of an archive file goes (default: the system's temporary
-	// directory, and beside the archive).
+	// layout of an archive file goes (default: TempDir, and beside the
+	// archive).
 	Work string
-	Log  func(format string, args ...any)
+	// TempDir is where an archive is unpacked without Work (the command
+	// gives the system's temporary directory).
+	TempDir string
+	Log     func(format string, args ...any)
 }
 
-// Source is a mirror's source, opened: the store to copy from and, for an
+// MirrorSource is a mirror's source, opened: the store to copy from and, for an
 // archive, its verified manifest.
-type Source struct {
+type MirrorSource struct {
 	Store   oci.Store
 	Archive *ArchiveManifest
 	close   func()
 }
 
 // Close removes what opening the source unpacked.
-func (s *Source) Close() {
+func (s *MirrorSource) Close() {
 	if s.close != nil {
 		s.close()
 	}
 }
 
-// OpenSource opens a registry (and checks that it answers), a local
+// OpenMirrorSource opens a registry (and checks that it answers), a local
 // layout, or a sealed archive: a file, or a directory holding an archive
 // manifest, whose seal is checked before anything in it is trusted.
-func OpenSource(ctx context.Context, l oci.Location, o EndOptions) (*Source, error) {
+func OpenMirrorSource(ctx context.Context, l oci.Location, o MirrorEndOptions) (*MirrorSource, error) {
 	logf := o.Log
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -57,7 +60,7 @@ func OpenSource(ctx context.Context, l oci.Location, o EndOptions) (*Source, err
 		if err != nil {
 			return nil, err
 		}
-		return &Source{Store: r}, nil
+		return &MirrorSource{Store: r}, nil
 	case oci.KindLayout:
 		if _, err := os.Stat(filepath.Join(l.Path, "index.json")); err != nil {
 			return nil, fmt.Errorf("%s: no OCI layout or archive there", l)
@@ -67,17 +70,17 @@ func OpenSource(ctx context.Context, l oci.Location, o EndOptions) (*Source, err
 			if err != nil {
 				return nil, err
 			}
-			return &Source{Store: lay}, nil
+			return &MirrorSource{Store: lay}, nil
 		}
 	}
-	src := &Source{}
+	src := &MirrorSource{}
 	work := ""
 	if l.Kind == oci.KindArchive {
 		// Unpacked into a locked work directory: removed when done or
 		// interrupted, swept by the next import if this one is killed.
 		parent := o.Work
 		if parent == "" {
-			parent = os.TempDir()
+			parent = o.TempDir
 		}
 		wd, err := workdir.New(parent, "nodeforge-import-")
 		if err != nil {
@@ -98,19 +101,19 @@ func OpenSource(ctx context.Context, l oci.Location, o EndOptions) (*Source, err
 	return src, nil
 }
 
-// Destination is a mirror's destination, opened: a registry, or the
+// MirrorDestination is a mirror's destination, opened: a registry, or the
 // staging layout of an archive, sealed once the copy is complete.
-type Destination struct {
+type MirrorDestination struct {
 	Store   oci.Store
 	Staging string // "" for a registry
 }
 
-// OpenDestination opens a registry (and checks that it answers), or makes
+// OpenMirrorDestination opens a registry (and checks that it answers), or makes
 // the staging layout of an archive: the directory itself for oci:DIR (an
 // earlier export's seal removed, to be written again at the end), or
 // FILE.staging for oci-archive:FILE, which must not be anything but an
 // earlier archive.
-func OpenDestination(ctx context.Context, l oci.Location, o EndOptions) (*Destination, error) {
+func OpenMirrorDestination(ctx context.Context, l oci.Location, o MirrorEndOptions) (*MirrorDestination, error) {
 	var staging string
 	switch l.Kind {
 	case oci.KindRegistry:
@@ -118,7 +121,7 @@ func OpenDestination(ctx context.Context, l oci.Location, o EndOptions) (*Destin
 		if err != nil {
 			return nil, err
 		}
-		return &Destination{Store: r}, nil
+		return &MirrorDestination{Store: r}, nil
 	case oci.KindLayout:
 		staging = l.Path
 		if err := os.Remove(filepath.Join(staging, ArchiveManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -137,12 +140,12 @@ func OpenDestination(ctx context.Context, l oci.Location, o EndOptions) (*Destin
 	if err != nil {
 		return nil, err
 	}
-	return &Destination{Store: lay, Staging: staging}, nil
+	return &MirrorDestination{Store: lay, Staging: staging}, nil
 }
 
 // openRegistry opens a registry and checks that it answers as one, before
 // any work.
-func openRegistry(ctx context.Context, l oci.Location, o EndOptions) (*oci.Remote, error) {
+func openRegistry(ctx context.Context, l oci.Location, o MirrorEndOptions) (*oci.Remote, error) {
 	r, err := oci.NewRemote(l.Path, o.Remote)
 	if err != nil {
 		return nil, err

@@ -177,6 +177,9 @@ func Parse(b []byte, dir string, defs extensions.Set) (*Spec, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
 	}
+	if s.ExtensionsDir != "" && defs == nil {
+		return nil, fmt.Errorf("extensions-dir %s: the definitions there were not read (read the spec with specs.Load)", s.ExtensionsDir)
+	}
 	s.Dir, s.Raw = dir, b
 	var err error
 	if s.Extensions, err = extensions.Shipped(); err != nil {

@@ -97,6 +97,9 @@ func openReleaseStore(src string, o oci.RemoteOptions) (oci.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if l.Repo != "" {
+		return nil, fmt.Errorf("%q names one image: the audit reads a whole release's store (pick the release with --version)", src)
+	}
 	return oci.Open(l, oci.OpenOptions{Remote: o})
 }
 

@@ -180,8 +180,8 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 
 	// The source: a registry, a local layout, or a verified archive; the
 	// destination: a registry, or a staging layout sealed afterwards.
-	ends := release.EndOptions{Remote: remoteOpts, ArchiveKeys: archiveKeys, Work: f.work, Log: logf}
-	source, err := release.OpenSource(ctx, src, ends)
+	ends := release.MirrorEndOptions{Remote: remoteOpts, ArchiveKeys: archiveKeys, Work: f.work, TempDir: os.TempDir(), Log: logf}
+	source, err := release.OpenMirrorSource(ctx, src, ends)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,10 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		}
 		o.Items = m.Predicate.Items
 	}
-	dest, err := release.OpenDestination(ctx, dst, ends)
+	if src.String() == dst.String() {
+		return fmt.Errorf("source and destination are the same: %s", src)
+	}
+	dest, err := release.OpenMirrorDestination(ctx, dst, ends)
 	if err != nil {
 		return err
 	}

@@ -210,7 +210,8 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 			}
 			pub, err := pipeline.Release(cmd.Context(), pipeline.ReleaseOptions{Spec: s, LockPath: b.lockPath,
 				Locker: locker.Options{Cache: bo.Cache, Source: bo.Source}, Build: bo,
-				Store: st, Signer: signer, Channel: channel, BuilderID: ch.BuilderID, Log: b.logf(stderr)})
+				Store: st, Signer: signer, Channel: channel, BuilderID: ch.BuilderID, Log: b.logf(stderr),
+				Locked: func() { endProgress(stderr) }})
 			endProgress(stderr)
 			if err != nil {
 				return err

@@ -28,8 +28,8 @@ func (e *Stopped) Error() string { return e.Cause.Error() }
 func (e *Stopped) Unwrap() error { return e.Cause }
 
 // Do calls try until it succeeds, fails with an error transient does not
-// accept, or has been retried p.Retries times; it returns the last error
-// (nil on success) and how many tries ran. A try may ask for a longer wait
+// accept, or has been retried p.Retries times; it returns how many tries
+// ran and the last error (nil on success). A try may ask for a longer wait
 // than the policy's (a server's Retry-After) by returning it. notify, when
 // not nil, hears of each failure about to be retried.
 func (p Policy) Do(ctx context.Context, try func() (wait time.Duration, err error), transient func(error) bool, notify func(error)) (tries int, err error) {
