@@ -60,9 +60,10 @@ type Options struct {
 	// DiskCompressions are the compressed variants of the raw disk image
 	// to write besides it: "zst", "xz".
 	DiskCompressions []string
-	// NoISO and NoRaw leave the ISO or the raw disk image out of the
-	// schematic's media (builder image builds only the kinds asked for).
-	NoISO, NoRaw bool
+	// NoISO, NoRaw and NoQcow2 leave the ISO, the raw disk image or its
+	// qcow2 form out of the schematic's media (builder image builds only
+	// the kinds asked for).
+	NoISO, NoRaw, NoQcow2 bool
 	// Shuffle, when not 0, lays packages in a pseudo-random order (seeded)
 	// to prove the output does not depend on it (builder repro).
 	Shuffle int64

@@ -22,6 +22,7 @@ import (
 	"github.com/nodeforge/builder/build/media/fat"
 	"github.com/nodeforge/builder/build/media/gpt"
 	"github.com/nodeforge/builder/build/media/meta"
+	"github.com/nodeforge/builder/build/media/qcow2"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/build/rootfs/sqfs"
 	"github.com/nodeforge/builder/internal/digest"
@@ -185,7 +186,8 @@ func (b *archBuild) writeMedia(ctx context.Context, dir string, initramfs, bootl
 			r.ISOTool = tool
 			images = append(images, mediaFile{"metal-" + arch + ".iso", iso})
 		}
-		if !b.opts.NoRaw {
+		var qcow []mediaFile
+		if !b.opts.NoRaw || !b.opts.NoQcow2 {
 			mv := map[uint8][]byte{}
 			for _, m := range sch.Customization.Meta {
 				mv[m.Key] = []byte(m.Value)
@@ -194,9 +196,21 @@ func (b *archBuild) writeMedia(ctx context.Context, dir string, initramfs, bootl
 			if err != nil {
 				return nil, err
 			}
-			images = append(images, mediaFile{"metal-" + arch + ".raw", raw})
+			if !b.opts.NoRaw {
+				images = append(images, mediaFile{"metal-" + arch + ".raw", raw})
+			}
+			if !b.opts.NoQcow2 {
+				// The same disk for virtual machines: qcow2 is sparse
+				// already, so it has no compressed variants.
+				var q bytes.Buffer
+				if err := qcow2.Write(&q, raw); err != nil {
+					return nil, err
+				}
+				qcow = append(qcow, mediaFile{"metal-" + arch + ".qcow2", q.Bytes()})
+			}
 		}
 		files = append(files, images...)
+		files = append(files, qcow...)
 		// The large ones also compressed, as downloads.
 		for _, big := range images {
 			for _, c := range compressions {

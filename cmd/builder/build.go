@@ -29,7 +29,7 @@ type buildFlags struct {
 	sde                     int64
 	quiet                   bool
 	diskCompressions        []string // image: variants of the raw disk image
-	noISO, noRaw            bool     // image: the disk images not asked for
+	noISO, noRaw, noQcow2   bool     // image: the disk images not asked for
 	// The reproducibility experiment's knobs (builder repro sets them).
 	shuffle      int64
 	noStepCaches bool
@@ -66,7 +66,7 @@ func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.S
 	stderr := cmd.ErrOrStderr()
 	c := &cache.Cache{Timeout: netTimeout, Dir: b.cacheDir, Workers: b.jobs, Progress: downloadProgress(stderr, b.quiet)}
 	return build.Options{Out: out, Cache: c, SourceDateEpoch: sde, Version: version, BuilderSHA256: selfDigest(),
-		Log: b.logf(stderr), Shuffle: b.shuffle, Schematic: sch, DiskCompressions: b.diskCompressions, NoISO: b.noISO, NoRaw: b.noRaw,
+		Log: b.logf(stderr), Shuffle: b.shuffle, Schematic: sch, DiskCompressions: b.diskCompressions, NoISO: b.noISO, NoRaw: b.noRaw, NoQcow2: b.noQcow2,
 		NoStepCaches: b.noStepCaches, Source: repo.SourceOptions{Timeout: netTimeout}}, nil
 }
 

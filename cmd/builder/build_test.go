@@ -2,9 +2,12 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // TestDemoBuildAndRepro: the README quick start (demo base, lock, build),
@@ -79,6 +82,19 @@ func TestDemoBuildAndRepro(t *testing.T) {
 	out, err = runBuilder(t, "image", "-q", "--spec", spec, "--cache", cacheDir, "--schematic", sch, "--kind", "all")
 	if err != nil || !strings.Contains(out, "metal-x86_64.iso  sha256:") || !strings.Contains(out, "metal-x86_64.raw.xz  sha256:") {
 		t.Errorf("image --kind all: %v\n%s", err, out)
+	}
+	// qemu-img judges the qcow2 disk: sound, and the raw disk's equal.
+	media, _ := filepath.Glob(filepath.Join(dir, "out", "media", "*"))
+	if len(media) == 1 {
+		qemuImg := testutil.NeedTool(t, "qemu-img")
+		q, r := filepath.Join(media[0], "metal-x86_64.qcow2"), filepath.Join(media[0], "metal-x86_64.raw")
+		for _, args := range [][]string{{"check", "-f", "qcow2", q}, {"compare", "-f", "raw", "-F", "qcow2", r, q}} {
+			if o, err := exec.Command(qemuImg, args...).CombinedOutput(); err != nil {
+				t.Errorf("qemu-img %v: %v\n%s", args, err, o)
+			}
+		}
+	} else {
+		t.Errorf("media directories: %v", media)
 	}
 	checkGoldenFiles(t, filepath.Join(dir, "out"), "demo-build.sha256")
 }

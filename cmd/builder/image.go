@@ -23,6 +23,7 @@ var mediaKinds = map[string]*regexp.Regexp{
 	"pxe":       regexp.MustCompile(`^(kernel|initramfs|cmdline|ipxe)-`),
 	"iso":       regexp.MustCompile(`^metal-.*\.iso`),
 	"raw":       regexp.MustCompile(`^metal-.*\.raw`),
+	"qcow2":     regexp.MustCompile(`^metal-.*\.qcow2$`),
 	"all":       regexp.MustCompile(``),
 }
 
@@ -50,12 +51,13 @@ boot media of a schematic to OUT/media/<schematic id>/:
   metal-<arch>.raw      a GPT disk image: EFI, BIOS, BOOT and META (the
                         schematic's META values) partitions, GUIDs derived
                         from the schematic; .iso and .raw also as .zst, .xz
+  metal-<arch>.qcow2    the same disk in QEMU's qcow2 format (sparse)
   installer/            the installer image (OCI layout) with the schematic's
                         initramfs
 
 --kind picks what to build and print: kernel, initramfs, cmdline, pxe (the
-first four), iso, raw, installer, or all; the disk images are written only for
-iso, raw and all. Nothing needs root or loop devices. The release's own
+first four), iso, raw, qcow2, installer, or all; the disk images are written
+only for iso, raw, qcow2 and all. Nothing needs root or loop devices. The release's own
 installer image is written by every build, at OUT/installer/.`,
 		Example: `  printf 'customization:\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n' > zfs.yaml
   builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --kind pxe`,
@@ -64,7 +66,7 @@ installer image is written by every build, at OUT/installer/.`,
 			match, ok := mediaKinds[kind]
 			if !ok {
 				if kind != "installer" {
-					return fmt.Errorf("--kind %q: want kernel, initramfs, cmdline, pxe, iso, raw, installer or all", kind)
+					return fmt.Errorf("--kind %q: want kernel, initramfs, cmdline, pxe, iso, raw, qcow2, installer or all", kind)
 				}
 			}
 			data, err := os.ReadFile(schematicPath)
@@ -76,7 +78,7 @@ installer image is written by every build, at OUT/installer/.`,
 				return fmt.Errorf("%s: %w", schematicPath, err)
 			}
 			b.diskCompressions = compress
-			b.noISO, b.noRaw = kind != "iso" && kind != "all", kind != "raw" && kind != "all"
+			b.noISO, b.noRaw, b.noQcow2 = kind != "iso" && kind != "all", kind != "raw" && kind != "all", kind != "qcow2" && kind != "all"
 			rep, out, err := b.run(cmd, sch)
 			if err != nil {
 				return err
@@ -91,7 +93,7 @@ installer image is written by every build, at OUT/installer/.`,
 					names = append(names, n)
 				}
 			}
-			if len(names) == 0 && (kind == "iso" || kind == "raw") {
+			if len(names) == 0 && (kind == "iso" || kind == "raw" || kind == "qcow2") {
 				return fmt.Errorf("no %s image: %s", kind, rep.Media.NoDiskImages)
 			}
 			sort.Strings(names)
@@ -105,7 +107,7 @@ installer image is written by every build, at OUT/installer/.`,
 	}
 	b.add(cmd)
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "schematic file (YAML or JSON; builder schematic id explains)")
-	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, installer or all")
+	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, installer or all")
 	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the ISO and raw image: zst, xz (none: --compress '')")
 	cmd.MarkFlagRequired("schematic")
 	return cmd
