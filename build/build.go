@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -120,7 +121,7 @@ func Build(ctx context.Context, opts Options) (*report.Report, error) {
 			defer r.blocks.Close()
 		}
 	}
-	arches := sortedKeys(r.lock.Architectures)
+	arches := slices.Sorted(maps.Keys(r.lock.Architectures))
 	for _, arch := range arches {
 		if err := r.buildArch(ctx, arch); err != nil {
 			return nil, err
@@ -544,7 +545,7 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 		}
 		rep.Media.Installer = mi.String()
 	}
-	for _, name := range sortedKeys(r.extLayers) {
+	for _, name := range slices.Sorted(maps.Keys(r.extLayers)) {
 		ea := map[string]string{
 			"org.opencontainers.image.title":    name,
 			"org.opencontainers.image.version":  r.extVersions[name],

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -60,7 +62,7 @@ func initramfsEntries(initData []byte, initPkg string, k *kernelInfo, sqsh []byt
 	es = append(es, rootfs.CpioEntry{Name: "dev", Mode: 0o040755, Origin: report.Origin{Generator: "initramfs"}},
 		rootfs.CpioEntry{Name: "dev/console", Mode: 0o020600, Rdev: 5<<8 | 1, Origin: report.Origin{Generator: "initramfs"}})
 	modDir := strings.TrimPrefix(k.modDir, "/")
-	for _, rel := range sortedKeys(k.bootFiles) {
+	for _, rel := range slices.Sorted(maps.Keys(k.bootFiles)) {
 		name := modDir + "/" + rel
 		addDirs(name)
 		es = append(es, rootfs.CpioEntry{Name: name, Mode: 0o100644, Data: k.bootFiles[rel]})

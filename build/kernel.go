@@ -192,7 +192,7 @@ func kernelPackage(s *specs.Spec, a *lock.Arch, images map[string][]*rootfs.Node
 	case len(shipping) == 0:
 		return nil, fmt.Errorf("no package of the kernel component ships a kernel image (/boot/vmlinuz-* or /lib/modules/*/vmlinuz)")
 	case len(names) > 1:
-		return nil, fmt.Errorf("the kernel component has several packages shipping a kernel image: %s; name one with image.kernel", strings.Join(sortedKeys(names), " and "))
+		return nil, fmt.Errorf("the kernel component has several packages shipping a kernel image: %s; name one with image.kernel", strings.Join(slices.Sorted(maps.Keys(names)), " and "))
 	}
 	return newest(shipping), nil
 }
@@ -269,11 +269,5 @@ func builtinNames(b []byte) map[string]bool {
 			out[kernel.ModuleName(line)] = true
 		}
 	}
-	return out
-}
-
-// sortedKeys returns a map's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := slices.Sorted(maps.Keys(m))
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -149,7 +150,7 @@ func unchanged(ctx context.Context, opts Options, stampFile, out, key string, lo
 	if json.Unmarshal(b, &st) != nil || st.Format != stampFormat || st.Key != key {
 		return nil, nil
 	}
-	for _, arch := range sortedKeys(opts.Lock.Architectures) {
+	for _, arch := range slices.Sorted(maps.Keys(opts.Lock.Architectures)) {
 		if _, err := fetchArch(ctx, opts.Spec, opts.Lock.Architectures[arch], opts.Cache, opts.Source); err != nil {
 			return nil, err
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -143,11 +142,4 @@ func printRefusal(w io.Writer, what, rootCause string, reasons []string) {
 	for _, r := range reasons {
 		fmt.Fprintf(w, "  - %s\n", r)
 	}
-}
-
-// printJSON writes v as indented JSON.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

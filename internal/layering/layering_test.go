@@ -3,6 +3,7 @@ package layering
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -25,8 +27,23 @@ type pkg struct {
 	Deps       []string
 }
 
+// goList lists the module's packages once for all the tests here.
 func goList(t *testing.T) []pkg {
 	t.Helper()
+	listOnce.Do(func() { listed, listErr = runGoList() })
+	if listErr != nil {
+		t.Fatal(listErr)
+	}
+	return listed
+}
+
+var (
+	listOnce sync.Once
+	listed   []pkg
+	listErr  error
+)
+
+func runGoList() ([]pkg, error) {
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if p, err := exec.LookPath("go"); err == nil {
 		gobin = p
@@ -35,21 +52,21 @@ func goList(t *testing.T) []pkg {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("go list: %v\n%s", err, errb.String())
+		return nil, fmt.Errorf("go list: %v\n%s", err, errb.String())
 	}
 	var pkgs []pkg
 	dec := json.NewDecoder(&out)
 	for dec.More() {
 		var p pkg
 		if err := dec.Decode(&p); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		pkgs = append(pkgs, p)
 	}
 	if len(pkgs) < 10 {
-		t.Fatalf("go list found %d packages", len(pkgs))
+		return nil, fmt.Errorf("go list found %d packages", len(pkgs))
 	}
-	return pkgs
+	return pkgs, nil
 }
 
 // rel is a package's path inside the module ("" for the root).
