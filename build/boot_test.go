@@ -146,7 +146,7 @@ func TestBootDebianKernel(t *testing.T) {
 	// stacked on the root and its file is visible there.
 	id, _ := sch.ID()
 	media := filepath.Join(out, "media", id)
-	mcmd, err := os.ReadFile(filepath.Join(media, "cmdline-x86_64"))
+	mcmd, err := os.ReadFile(filepath.Join(media, "cmdline-metal-x86_64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +169,20 @@ func TestBootDebianKernel(t *testing.T) {
 		"-drive", "if=pflash,format=raw,unit=1,file=" + vars,
 		"-cdrom", filepath.Join(media, "metal-x86_64.iso"),
 	}, extLines...)
+	// The same ISO as a disk (written to a USB stick with dd): the
+	// firmware finds the EFI system partition in its GPT.
+	if err := os.WriteFile(vars, vb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	boot("ISO as a disk under OVMF", []string{
+		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + code,
+		"-drive", "if=pflash,format=raw,unit=1,file=" + vars,
+		"-drive", "if=virtio,format=raw,readonly=on,file=" + filepath.Join(media, "metal-x86_64.iso"),
+	}, extLines...)
+	fd, err := exec.Command(testutil.NeedTool(t, "fdisk"), "-l", filepath.Join(media, "metal-x86_64.iso")).CombinedOutput()
+	if err != nil || !strings.Contains(string(fd), "Disklabel type: gpt") || !strings.Contains(string(fd), "EFI System") {
+		t.Errorf("fdisk -l finds no EFI system partition on the ISO: %v\n%s", err, fd)
+	}
 }
 
 // bootResult is what one qemu run printed.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -58,13 +59,16 @@ type Options struct {
 	// NoStepCaches builds without the step caches (laid packages,
 	// squashfs blocks): builder repro proves two builds agree from scratch.
 	NoStepCaches bool
-	// DiskCompressions are the compressed variants of the raw disk image
-	// to write besides it: "zst", "xz".
+	// Platform is where the schematic's media are for (api/platform; ""
+	// is metal): its kernel arguments and its name in the file names.
+	Platform string
+	// DiskFormats are the disk images of the schematic's media (iso, raw,
+	// qcow2, vhd, raw.tar.gz); nil is the platform's own list, empty none
+	// (builder image builds only the kinds asked for).
+	DiskFormats []string
+	// DiskCompressions are the compressed variants of the ISO, raw and VHD
+	// images to write besides them: "zst", "xz".
 	DiskCompressions []string
-	// NoISO, NoRaw and NoQcow2 leave the ISO, the raw disk image or its
-	// qcow2 form out of the schematic's media (builder image builds only
-	// the kinds asked for).
-	NoISO, NoRaw, NoQcow2 bool
 	// Shuffle, when not 0, lays packages in a pseudo-random order (seeded)
 	// to prove the output does not depend on it (builder repro).
 	Shuffle int64
@@ -379,7 +383,7 @@ func (b *archBuild) writeRootfs(ctx context.Context, dir string) ([]byte, []repo
 func (b *archBuild) releaseTree() {
 	if b.as.tree != nil {
 		b.as.tree = nil
-		runtime.GC()
+		debug.FreeOSMemory()
 	}
 }
 
@@ -399,7 +403,7 @@ func (b *archBuild) schematicMedia(ctx context.Context, initramfs []byte) (*medi
 	}
 	rep := b.rep
 	if rep.Media == nil {
-		rep.Media = &report.MediaReport{Schematic: mr.Schematic, Extensions: b.opts.Schematic.Extensions(), Files: map[string]report.ArtifactInfo{}}
+		rep.Media = &report.MediaReport{Schematic: mr.Schematic, Platform: mr.Platform, Extensions: b.opts.Schematic.Extensions(), Files: map[string]report.ArtifactInfo{}}
 	}
 	if mr.ISOTool != "" {
 		rep.Tools["iso"] = mr.ISOTool

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,11 +19,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/nodeforge/builder/api/extensions"
+	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/build/media/disktar"
 	"github.com/nodeforge/builder/build/media/fat"
 	"github.com/nodeforge/builder/build/media/gpt"
 	"github.com/nodeforge/builder/build/media/meta"
 	"github.com/nodeforge/builder/build/media/qcow2"
+	"github.com/nodeforge/builder/build/media/vhd"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/build/rootfs/sqfs"
 	"github.com/nodeforge/builder/internal/digest"
@@ -135,19 +139,25 @@ type mediaResult struct {
 	Initramfs []byte // with the extensions appended
 	ISOTool   string
 	Schematic string
+	Platform  string
 	Files     map[string]report.ArtifactInfo
 	Layers    []report.FileEntry
 }
 
 // writeMedia writes the boot media of a schematic for one architecture
-// into dir/<schematic id>/: kernel-<arch>, initramfs-<arch>.xz (the
-// release's initramfs with the extensions' segment appended: the kernel
-// unpacks concatenated cpio archives in order), cmdline-<arch> (the
-// image's plus the schematic's kernel arguments) and ipxe-<arch>.
+// and the options' platform into dir/<schematic id>/: kernel-<arch>,
+// initramfs-<arch>.xz (the release's initramfs with the extensions'
+// segment appended: the kernel unpacks concatenated cpio archives in
+// order), cmdline-<platform>-<arch> (the image's kernel arguments, the
+// platform's and the schematic's), ipxe-<platform>-<arch>, and the disk
+// images <platform>-<arch>.<format>.
 func (b *archBuild) writeMedia(ctx context.Context, dir string, initramfs, bootloader []byte) (*mediaResult, error) {
 	sch, arch, exts, as, owners, sde := b.opts.Schematic, b.arch, b.exts, b.as, b.owners, b.sde
 	sq, cache, compression := b.opts.Squashfs, b.blockCache(), b.spec.Image.InitramfsCompression
-	cmdline, title, compressions := b.spec.Image.Cmdline, b.spec.Image.OS.PrettyName, b.opts.DiskCompressions
+	p, err := platform.Lookup(b.opts.Platform)
+	if err != nil {
+		return nil, err
+	}
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
@@ -160,66 +170,34 @@ func (b *archBuild) writeMedia(ctx context.Context, dir string, initramfs, bootl
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return nil, err
 	}
-	args := append(append([]string(nil), cmdline...), sch.Customization.ExtraKernelArgs...)
+	args := slices.Concat(b.spec.Image.Cmdline, p.Args, sch.Customization.ExtraKernelArgs)
 	kernelName, initrdName := "kernel-"+arch, "initramfs-"+arch+".xz"
 	ipxe := fmt.Sprintf("#!ipxe\nkernel %s %s\ninitrd %s\nboot\n", kernelName, strings.Join(args, " "), initrdName)
 	files := []mediaFile{
 		{kernelName, as.kernel.vmlinuz},
 		{initrdName, append(append(make([]byte, 0, len(initramfs)+len(seg)), initramfs...), seg...)},
-		{"cmdline-" + arch, []byte(strings.Join(args, " ") + "\n")},
-		{"ipxe-" + arch, []byte(ipxe)},
+		{"cmdline-" + p.Name + "-" + arch, []byte(strings.Join(args, " ") + "\n")},
+		{"ipxe-" + p.Name + "-" + arch, []byte(ipxe)},
 	}
-	r := &mediaResult{Schematic: id, Files: map[string]report.ArtifactInfo{}, Initramfs: files[1].data}
+	r := &mediaResult{Schematic: id, Platform: p.Name, Files: map[string]report.ArtifactInfo{}, Initramfs: files[1].data}
 	if bootloader != nil {
+		formats := b.opts.DiskFormats
+		if formats == nil {
+			formats = p.Formats
+		}
 		// The disk images boot with the base's EFI boot manager.
-		bf := bootFiles(bootloader, as.kernel.vmlinuz, files[1].data, title, args)
-		var images []mediaFile
-		if !b.opts.NoISO {
-			esp, err := espImage(bf, sde, id, 0)
-			if err != nil {
-				return nil, err
-			}
-			iso, tool, err := isoImage(ctx, dir, esp, bf, sde, "NODEFORGE")
-			if err != nil {
-				return nil, err
-			}
-			r.ISOTool = tool
-			images = append(images, mediaFile{"metal-" + arch + ".iso", iso})
+		bf := bootFiles(bootloader, as.kernel.vmlinuz, files[1].data, b.spec.Image.OS.PrettyName, args)
+		meta := map[uint8][]byte{}
+		for _, m := range sch.Customization.Meta {
+			meta[m.Key] = []byte(m.Value)
 		}
-		var qcow []mediaFile
-		if !b.opts.NoRaw || !b.opts.NoQcow2 {
-			mv := map[uint8][]byte{}
-			for _, m := range sch.Customization.Meta {
-				mv[m.Key] = []byte(m.Value)
-			}
-			raw, err := rawImage(bf, sde, id, mv)
-			if err != nil {
-				return nil, err
-			}
-			if !b.opts.NoRaw {
-				images = append(images, mediaFile{"metal-" + arch + ".raw", raw})
-			}
-			if !b.opts.NoQcow2 {
-				// The same disk for virtual machines: qcow2 is sparse
-				// already, so it has no compressed variants.
-				var q bytes.Buffer
-				if err := qcow2.Write(&q, raw); err != nil {
-					return nil, err
-				}
-				qcow = append(qcow, mediaFile{"metal-" + arch + ".qcow2", q.Bytes()})
-			}
+		disks, tool, err := diskImages(ctx, dir, bf, id, meta, formats, b.opts.DiskCompressions, sde)
+		if err != nil {
+			return nil, err
 		}
-		files = append(files, images...)
-		files = append(files, qcow...)
-		// The large ones also compressed, as downloads.
-		for _, big := range images {
-			for _, c := range compressions {
-				v, err := compressVariant(c, big.data)
-				if err != nil {
-					return nil, err
-				}
-				files = append(files, mediaFile{big.name + "." + c, v})
-			}
+		r.ISOTool = tool
+		for _, dk := range disks {
+			files = append(files, mediaFile{p.Name + "-" + arch + "." + dk.name, dk.data})
 		}
 	}
 	for _, f := range files {
@@ -232,6 +210,77 @@ func (b *archBuild) writeMedia(ctx context.Context, dir string, initramfs, bootl
 		r.Layers = append(r.Layers, report.FileEntry{Path: "/" + e.Name, Type: "file", Mode: fmt.Sprintf("%04o", e.Mode&0o7777), Size: int64(len(e.Data)), SHA256: digest.SHA256Hex(e.Data), Origin: e.Origin})
 	}
 	return r, nil
+}
+
+// diskImages makes the disk images of formats (file name suffixes, see
+// api/platform) from the boot files, in the order the formats are listed
+// there, then the compressed variants of the ISO, raw and VHD images. It
+// returns them named by suffix, and the tool that made the ISO.
+func diskImages(ctx context.Context, work string, bf []fat.File, id string, meta map[uint8][]byte, formats, compressions []string, sde int64) ([]mediaFile, string, error) {
+	want := map[string]bool{}
+	for _, f := range formats {
+		if err := platform.CheckFormat(f); err != nil {
+			return nil, "", err
+		}
+		want[f] = true
+	}
+	var out []mediaFile
+	var tool string
+	if want["iso"] {
+		esp, err := espImage(bf, sde, id, 0)
+		if err != nil {
+			return nil, "", err
+		}
+		iso, t, err := isoImage(ctx, work, esp, bf, sde, "NODEFORGE")
+		if err != nil {
+			return nil, "", err
+		}
+		tool = t
+		out = append(out, mediaFile{"iso", iso})
+	}
+	if want["raw"] || want["qcow2"] || want["vhd"] || want["raw.tar.gz"] {
+		raw, err := rawImage(bf, sde, id, meta)
+		if err != nil {
+			return nil, "", err
+		}
+		if want["raw"] {
+			out = append(out, mediaFile{"raw", raw})
+		}
+		for _, f := range []string{"qcow2", "vhd", "raw.tar.gz"} {
+			if !want[f] {
+				continue
+			}
+			var buf bytes.Buffer
+			switch f {
+			case "qcow2":
+				// Sparse already: no compressed variants.
+				err = qcow2.Write(&buf, raw)
+			case "vhd":
+				err = vhd.Write(&buf, raw, sde)
+			case "raw.tar.gz":
+				err = disktar.Write(&buf, raw, sde)
+			}
+			if err != nil {
+				return nil, "", fmt.Errorf("%s: %w", f, err)
+			}
+			out = append(out, mediaFile{f, buf.Bytes()})
+		}
+	}
+	// The large ones also compressed, as downloads.
+	var variants []mediaFile
+	for _, big := range out {
+		if big.name != "iso" && big.name != "raw" && big.name != "vhd" {
+			continue
+		}
+		for _, c := range compressions {
+			v, err := compressVariant(c, big.data)
+			if err != nil {
+				return nil, "", err
+			}
+			variants = append(variants, mediaFile{big.name + "." + c, v})
+		}
+	}
+	return append(out, variants...), tool, nil
 }
 
 // mediaFile is one file of a schematic's media.
@@ -358,8 +407,12 @@ func isoImage(ctx context.Context, work string, esp []byte, files []fat.File, sd
 	out := filepath.Join(work, "image.iso")
 	defer os.Remove(out)
 	// -r (not -R): Rock Ridge with owners 0:0 and rationalised modes, so
-	// neither the builder's user nor its umask reaches the image.
-	cmd := exec.CommandContext(ctx, xorriso, "-as", "mkisofs", "-o", out, "-V", label, "-r", "-e", "efiboot.img", "-no-emul-boot", root)
+	// neither the builder's user nor its umask reaches the image. Hybrid,
+	// as grub-mkrescue makes them: a GPT (behind a protective MBR) whose
+	// EFI system partition is the El Torito image, so the same file boots
+	// as a CD and written to a USB stick with dd.
+	cmd := exec.CommandContext(ctx, xorriso, "-as", "mkisofs", "-o", out, "-V", label, "-r", "-e", "efiboot.img", "-no-emul-boot",
+		"-efi-boot-part", "--efi-boot-image", "--protective-msdos-label", root)
 	// Nothing of the caller's environment reaches the tool (found by
 	// LookPath above, it needs no PATH).
 	cmd.Env = []string{"SOURCE_DATE_EPOCH=" + fmt.Sprint(sde), "LC_ALL=C", "TZ=UTC"}

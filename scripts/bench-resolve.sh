@@ -41,7 +41,7 @@ fi
 
 # The repository, generated again when its generator changes.
 repo=$work/repo-$n
-stamp=$(cat pkgbase/resolve/synth.go pkgbase/resolve/synth_rpmmd.go pkgbase/repo/rpmmdwrite.go \
+stamp=$(cat pkgbase/resolve/internal/synth/synth.go pkgbase/resolve/internal/synth/rpmmd.go pkgbase/repo/rpmmdwrite.go \
   pkgbase/resolve/internal/synthrepo/main.go | sha256sum | cut -c1-16)-$n
 if [ "$(cat "$repo/stamp" 2>/dev/null)" != "$stamp" ]; then
   echo "== generating a $n-package rpm-md repository in $repo"

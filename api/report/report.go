@@ -60,7 +60,10 @@ type ArchReport struct {
 
 // MediaReport describes the boot media of a schematic.
 type MediaReport struct {
-	Schematic  string                  `json:"schematic"` // its ID
+	Schematic string `json:"schematic"` // its ID
+	// Platform the media are for (api/platform): its kernel arguments are
+	// on their command lines, its name in their file names.
+	Platform   string                  `json:"platform"`
 	Extensions []string                `json:"extensions"`
 	Files      map[string]ArtifactInfo `json:"files"` // "media/<id>/<file>" -> digest
 	// Installer is the index digest of the schematic's installer image,

@@ -1,7 +1,6 @@
 package rootfs
 
 import (
-	"bufio"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -61,11 +60,9 @@ func (t *Tree) WriteSquashfsGo(dst string, owners Owners, mtime int64, opts Squa
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	err = t.WriteSquashfsTo(bw, owners, mtime, opts, cache)
-	if err == nil {
-		err = bw.Flush()
-	}
+	// A file, not a buffer in front of one: the writer streams the data
+	// blocks into it and seeks back for the superblock.
+	err = t.WriteSquashfsTo(f, owners, mtime, opts, cache)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

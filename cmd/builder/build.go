@@ -29,7 +29,8 @@ type buildFlags struct {
 	sde                     int64
 	quiet                   bool
 	diskCompressions        []string // image: variants of the raw disk image
-	noISO, noRaw, noQcow2   bool     // image: the disk images not asked for
+	platform                string   // image: --platform
+	diskFormats             []string // image: the disk images asked for (nil: the platform's)
 	// The reproducibility experiment's knobs (builder repro sets them).
 	shuffle      int64
 	noStepCaches bool
@@ -66,7 +67,7 @@ func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.S
 	stderr := cmd.ErrOrStderr()
 	c := &cache.Cache{Timeout: netTimeout, Dir: b.cacheDir, Workers: b.jobs, Progress: downloadProgress(stderr, b.quiet)}
 	return build.Options{Out: out, Cache: c, SourceDateEpoch: sde, Version: version, BuilderSHA256: selfDigest(),
-		Log: b.logf(stderr), Shuffle: b.shuffle, Schematic: sch, DiskCompressions: b.diskCompressions, NoISO: b.noISO, NoRaw: b.noRaw, NoQcow2: b.noQcow2,
+		Log: b.logf(stderr), Shuffle: b.shuffle, Schematic: sch, DiskCompressions: b.diskCompressions, Platform: b.platform, DiskFormats: b.diskFormats,
 		NoStepCaches: b.noStepCaches, Source: repo.SourceOptions{Timeout: netTimeout}}, nil
 }
 
@@ -95,6 +96,7 @@ func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*report.
 		return nil, "", err
 	}
 	o.Spec, o.Lock, o.LockBytes = s, in.Lock, in.LockBytes
+	collectOften()
 	rep, err := build.Build(cmd.Context(), o)
 	endProgress(cmd.ErrOrStderr())
 	return rep, o.Out, err

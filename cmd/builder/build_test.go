@@ -79,6 +79,7 @@ func TestDemoBuildAndRepro(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(dir, "out", "media", "*", "metal-*")); len(m) > 0 {
 		t.Errorf("image --kind installer wrote disk images: %v", m)
 	}
+	checkPlatformDisks(t, spec, cacheDir, sch, filepath.Join(dir, "out"))
 	out, err = runBuilder(t, "image", "-q", "--spec", spec, "--cache", cacheDir, "--schematic", sch, "--kind", "all")
 	if err != nil || !strings.Contains(out, "metal-x86_64.iso  sha256:") || !strings.Contains(out, "metal-x86_64.raw.xz  sha256:") {
 		t.Errorf("image --kind all: %v\n%s", err, out)
@@ -97,4 +98,46 @@ func TestDemoBuildAndRepro(t *testing.T) {
 		t.Errorf("media directories: %v", media)
 	}
 	checkGoldenFiles(t, filepath.Join(dir, "out"), "demo-build.sha256")
+}
+
+// checkPlatformDisks builds the Azure and GCP disks of the schematic into
+// out and has qemu-img and GNU tar judge them against the raw disk.
+func checkPlatformDisks(t *testing.T, spec, cacheDir, sch, out string) {
+	t.Helper()
+	qemuImg, tarTool := testutil.NeedTool(t, "qemu-img"), testutil.NeedTool(t, "tar")
+	o, err := runBuilder(t, "image", "-q", "--spec", spec, "--cache", cacheDir, "--schematic", sch, "--platform", "azure", "--kind", "all", "--compress", "")
+	if err != nil || !strings.Contains(o, "azure-x86_64.vhd  sha256:") || strings.Contains(o, ".iso") {
+		t.Fatalf("image --platform azure --kind all: %v\n%s", err, o)
+	}
+	media, _ := filepath.Glob(filepath.Join(out, "media", "*"))
+	if len(media) != 1 {
+		t.Fatalf("media directories: %v", media)
+	}
+	cmdline, err := os.ReadFile(filepath.Join(media[0], "cmdline-azure-x86_64"))
+	if err != nil || !strings.Contains(string(cmdline), " nodeforge.platform=azure console=ttyS0,115200n8 ") || !strings.HasSuffix(string(cmdline), " console=ttyS0\n") {
+		t.Errorf("cmdline-azure-x86_64: %v %q", err, cmdline)
+	}
+	vhd := filepath.Join(media[0], "azure-x86_64.vhd")
+	// The raw disk of the same platform, to compare with.
+	if o, err := runBuilder(t, "image", "-q", "--spec", spec, "--cache", cacheDir, "--schematic", sch, "--platform", "azure", "--kind", "raw", "--compress", ""); err != nil {
+		t.Fatalf("image --platform azure --kind raw: %v\n%s", err, o)
+	}
+	raw := filepath.Join(t.TempDir(), "azure.raw")
+	if err := os.Rename(filepath.Join(media[0], "azure-x86_64.raw"), raw); err != nil {
+		t.Fatal(err)
+	}
+	o, err = runBuilder(t, "image", "-q", "--spec", spec, "--cache", cacheDir, "--schematic", sch, "--platform", "azure", "--kind", "vhd", "--compress", "")
+	if err != nil || !strings.Contains(o, "azure-x86_64.vhd  sha256:") {
+		t.Fatalf("image --kind vhd: %v\n%s", err, o)
+	}
+	if o, err := exec.Command(qemuImg, "compare", "-f", "raw", "-F", "vpc", raw, vhd).CombinedOutput(); err != nil {
+		t.Errorf("qemu-img compare raw vhd: %v\n%s", err, o)
+	}
+	if o, err := runBuilder(t, "image", "-q", "--spec", spec, "--cache", cacheDir, "--schematic", sch, "--platform", "gcp", "--kind", "all"); err != nil || !strings.Contains(o, "gcp-x86_64.raw.tar.gz  sha256:") {
+		t.Fatalf("image --platform gcp: %v\n%s", err, o)
+	}
+	gz := filepath.Join(media[0], "gcp-x86_64.raw.tar.gz")
+	if o, err := exec.Command(tarTool, "-tzf", gz).CombinedOutput(); err != nil || string(o) != "disk.raw\n" {
+		t.Errorf("tar -tzf %s: %v\n%s", gz, err, o)
+	}
 }

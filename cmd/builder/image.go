@@ -6,68 +6,95 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
 )
 
 func init() { register(newImageCmd) }
 
 // mediaKinds maps each --kind to the names of the files of
-// OUT/media/<id>/ it prints.
+// OUT/media/<id>/ it prints; the disk formats of api/platform are kinds
+// too.
 var mediaKinds = map[string]*regexp.Regexp{
 	"kernel":    regexp.MustCompile(`^kernel-`),
 	"initramfs": regexp.MustCompile(`^initramfs-`),
 	"cmdline":   regexp.MustCompile(`^cmdline-`),
 	"pxe":       regexp.MustCompile(`^(kernel|initramfs|cmdline|ipxe)-`),
-	"iso":       regexp.MustCompile(`^metal-.*\.iso`),
-	"raw":       regexp.MustCompile(`^metal-.*\.raw`),
-	"qcow2":     regexp.MustCompile(`^metal-.*\.qcow2$`),
 	"all":       regexp.MustCompile(``),
+}
+
+// kindMatch returns what --kind prints, and the disk formats it builds
+// (nil: the platform's own).
+func kindMatch(kind string) (*regexp.Regexp, []string, error) {
+	if kind == "all" {
+		return mediaKinds[kind], nil, nil
+	}
+	if m, ok := mediaKinds[kind]; ok {
+		return m, []string{}, nil
+	}
+	if kind == "installer" {
+		return nil, []string{}, nil
+	}
+	if platform.CheckFormat(kind) != nil {
+		return nil, nil, fmt.Errorf("--kind %q: want kernel, initramfs, cmdline, pxe, %s, installer or all", kind, strings.Join(platform.Formats, ", "))
+	}
+	return regexp.MustCompile(`^[a-z]+-[^.]+\.` + regexp.QuoteMeta(kind) + `($|\.)`), []string{kind}, nil
 }
 
 func newImageCmd() *cobra.Command {
 	var b buildFlags
-	var schematicPath, kind string
+	var schematicPath, kind, platformName string
 	var compress []string
 	cmd := &cobra.Command{
-		Use:   "image --spec FILE --schematic FILE --kind KIND [--lock FILE] [--out DIR]",
-		Short: "Boot media for a schematic: kernel, initramfs with its extensions, cmdline, PXE, UEFI ISO, GPT disk image, installer",
+		Use:   "image --spec FILE --schematic FILE --kind KIND [--platform P] [--lock FILE] [--out DIR]",
+		Short: "Boot media for a schematic and a platform: kernel, initramfs with its extensions, cmdline, PXE, ISO, disk images, installer",
 		Long: `image builds the release as build does (reusing the step caches) and writes the
-boot media of a schematic to OUT/media/<schematic id>/:
+boot media of a schematic for one platform to OUT/media/<schematic id>/:
 
-  kernel-<arch>         the kernel (vmlinuz)
-  initramfs-<arch>.xz   the release's initramfs with a second compressed cpio
-                        appended: one squashfs per extension of the schematic
-                        (0.sqsh, 1.sqsh, ... by name), a layer of module
-                        indexes when extensions ship kernel modules, and
-                        extensions.yaml listing the layers in mount order
-  cmdline-<arch>        the image's kernel arguments plus the schematic's
-  ipxe-<arch>           an iPXE script booting the two files above
-  metal-<arch>.iso      a UEFI-bootable ISO: the EFI boot manager of the base
-                        (image.bootloader, systemd-boot) with the kernel and
-                        initramfs on a FAT El Torito image (xorriso)
-  metal-<arch>.raw      a GPT disk image: EFI, BIOS, BOOT and META (the
-                        schematic's META values) partitions, GUIDs derived
-                        from the schematic; .iso and .raw also as .zst, .xz
-  metal-<arch>.qcow2    the same disk in QEMU's qcow2 format (sparse)
-  installer/            the installer image (OCI layout) with the schematic's
-                        initramfs
+  kernel-<arch>                the kernel (vmlinuz)
+  initramfs-<arch>.xz          the release's initramfs with a second compressed
+                               cpio appended: one squashfs per extension of the
+                               schematic (0.sqsh, 1.sqsh, ... by name), a layer
+                               of module indexes when extensions ship kernel
+                               modules, and extensions.yaml listing the layers
+  cmdline-<platform>-<arch>    the image's kernel arguments, the platform's
+                               (its name, its consoles) and the schematic's
+  ipxe-<platform>-<arch>       an iPXE script booting the kernel and initramfs
+  <platform>-<arch>.iso        a UEFI-bootable ISO: the EFI boot manager of the
+                               base (image.bootloader, systemd-boot) with the
+                               kernel and initramfs on a FAT El Torito image
+  <platform>-<arch>.raw        a GPT disk image: EFI, BIOS, BOOT and META (the
+                               schematic's META values) partitions, GUIDs
+                               derived from the schematic
+  <platform>-<arch>.qcow2      the same disk in QEMU's qcow2 format (sparse)
+  <platform>-<arch>.vhd        the same disk as a fixed VHD (Azure)
+  <platform>-<arch>.raw.tar.gz the same disk as disk.raw in a gzipped tar (GCP)
+  installer/                   the installer image (OCI layout) with the
+                               schematic's initramfs
+The ISO, raw and VHD images are also written compressed (--compress).
 
+Platforms and the disk images --kind all makes for them:
+` + platformHelp() + `
 --kind picks what to build and print: kernel, initramfs, cmdline, pxe (the
-first four), iso, raw, qcow2, installer, or all; the disk images are written
-only for iso, raw, qcow2 and all. Nothing needs root or loop devices. The release's own
-installer image is written by every build, at OUT/installer/.`,
+first four), one disk format (iso, raw, qcow2, vhd, raw.tar.gz; any platform
+may have any), installer, or all (the platform's formats). Nothing needs root
+or loop devices. The release's own installer image is written by every build,
+at OUT/installer/.`,
 		Example: `  printf 'customization:\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n' > zfs.yaml
-  builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --kind pxe`,
+  builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --kind pxe
+  builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --platform azure --kind vhd`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			match, ok := mediaKinds[kind]
-			if !ok {
-				if kind != "installer" {
-					return fmt.Errorf("--kind %q: want kernel, initramfs, cmdline, pxe, iso, raw, qcow2, installer or all", kind)
-				}
+			match, formats, err := kindMatch(kind)
+			if err != nil {
+				return err
+			}
+			if _, err := platform.Lookup(platformName); err != nil {
+				return fmt.Errorf("--platform: %w", err)
 			}
 			data, err := os.ReadFile(schematicPath)
 			if err != nil {
@@ -77,8 +104,7 @@ installer image is written by every build, at OUT/installer/.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", schematicPath, err)
 			}
-			b.diskCompressions = compress
-			b.noISO, b.noRaw, b.noQcow2 = kind != "iso" && kind != "all", kind != "raw" && kind != "all", kind != "qcow2" && kind != "all"
+			b.diskCompressions, b.platform, b.diskFormats = compress, platformName, formats
 			rep, out, err := b.run(cmd, sch)
 			if err != nil {
 				return err
@@ -93,7 +119,7 @@ installer image is written by every build, at OUT/installer/.`,
 					names = append(names, n)
 				}
 			}
-			if len(names) == 0 && (kind == "iso" || kind == "raw" || kind == "qcow2") {
+			if len(names) == 0 && len(formats) > 0 {
 				return fmt.Errorf("no %s image: %s", kind, rep.Media.NoDiskImages)
 			}
 			sort.Strings(names)
@@ -107,8 +133,19 @@ installer image is written by every build, at OUT/installer/.`,
 	}
 	b.add(cmd)
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "schematic file (YAML or JSON; builder schematic id explains)")
-	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, installer or all")
-	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the ISO and raw image: zst, xz (none: --compress '')")
+	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, vhd, raw.tar.gz, installer or all")
+	cmd.Flags().StringVar(&platformName, "platform", platform.Default, "where the node runs: "+strings.Join(platform.Names(), ", "))
+	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the ISO, raw and VHD images: zst, xz (none: --compress '')")
 	cmd.MarkFlagRequired("schematic")
 	return cmd
+}
+
+// platformHelp lists the platforms with their default disk formats, for
+// --help.
+func platformHelp() string {
+	var b strings.Builder
+	for _, p := range platform.All {
+		fmt.Fprintf(&b, "  %-8s %-17s %s\n", p.Name, strings.Join(p.Formats, ", "), p.Description)
+	}
+	return b.String()
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 
@@ -98,6 +99,18 @@ func run() int {
 	}
 	fmt.Fprintln(os.Stderr, "builder:", err)
 	return 1
+}
+
+// collectOften is for the commands that build: most of their heap is file
+// contents, which hold no pointers, so a collection costs little, and
+// collecting at a tenth of growth rather than at double keeps the peak near
+// the live data (851 MB instead of 1.18 GB on the 60-package benchmark
+// base). Commands whose heap is all pointers (resolve) keep Go's default.
+// GOGC overrides.
+func collectOften() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(10)
+	}
 }
 
 // interruptible returns a context that SIGINT or SIGTERM cancels: every

@@ -208,6 +208,7 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 			if err != nil {
 				return err
 			}
+			collectOften()
 			pub, err := pipeline.Release(cmd.Context(), pipeline.ReleaseOptions{Spec: s, LockPath: b.lockPath,
 				Locker: locker.Options{Cache: bo.Cache, Source: bo.Source}, Build: bo,
 				Store: st, Signer: signer, Channel: channel, BuilderID: ch.BuilderID, Log: b.logf(stderr),

@@ -29,7 +29,9 @@ import (
 // fails its check is ignored, a blob that fails its CRC is a miss.
 //
 // Get, Has and Put are safe for concurrent use. Put keeps blobs in memory
-// until Flush. Nothing is evicted: remove the directory to reclaim space.
+// until Flush, or until more than 32 MiB are pending, when they are
+// written as a pack at once: a build's compressed image is never held in
+// memory whole. Nothing is evicted: remove the directory to reclaim space.
 type Packs struct {
 	dir string
 
@@ -38,7 +40,13 @@ type Packs struct {
 	files   []*os.File
 	pending map[[32]byte][]byte
 	order   [][32]byte // pending keys in Put order, for a deterministic pack
+	bytes   int        // of pending blobs
+	flushed error      // of the last flush Put made, for the next Flush
 }
+
+// flushAt is how many pending bytes make Put write a pack (a variable for
+// the tests).
+var flushAt = 32 << 20
 
 type packLoc struct {
 	file int
@@ -182,17 +190,36 @@ func (p *Packs) Put(key [32]byte, blob []byte) {
 	}
 	p.pending[key] = blob
 	p.order = append(p.order, key)
+	p.bytes += len(blob)
+	if p.bytes > flushAt {
+		if err := p.flushLocked(); err != nil && p.flushed == nil {
+			p.flushed = err
+		}
+	}
 }
 
 // Flush writes what was put since the last Flush as one new pack. Keys are
 // written sorted, so the same blobs make the same pack, named by its
 // digest.
+// An error of a flush that Put made is reported here.
 func (p *Packs) Flush() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	err := p.flushLocked()
+	if p.flushed != nil {
+		err, p.flushed = errors.Join(p.flushed, err), nil
+	}
+	return err
+}
+
+// flushLocked writes the pending blobs as one pack; p.mu is held. On an
+// error the blobs are dropped (they cost a recompression later, nothing
+// more).
+func (p *Packs) flushLocked() error {
 	if len(p.order) == 0 {
 		return nil
 	}
+	defer func() { p.pending, p.order, p.bytes = map[[32]byte][]byte{}, nil, 0 }()
 	keys := append([][32]byte(nil), p.order...)
 	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i][:], keys[j][:]) < 0 })
 	tmp, err := atomicfile.CreateTemp(p.dir, "pack")
@@ -247,7 +274,6 @@ func (p *Packs) Flush() error {
 		locs[i].file = fi
 		p.index[k] = locs[i]
 	}
-	p.pending, p.order = map[[32]byte][]byte{}, nil
 	return nil
 }
 

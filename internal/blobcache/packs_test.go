@@ -99,3 +99,36 @@ func TestPacks(t *testing.T) {
 	}
 	q.Close()
 }
+
+// TestPacksFlushWhenFull: pending blobs past the bound are written as a
+// pack by Put itself, and stay readable.
+func TestPacksFlushWhenFull(t *testing.T) {
+	defer func(n int) { flushAt = n }(flushAt)
+	flushAt = 100
+	dir := t.TempDir()
+	p, err := OpenPacks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 30 {
+		p.Put(key(i), []byte(fmt.Sprintf("blob number %d", i))) // 14-15 bytes
+	}
+	if _, packs := p.Stats(); packs != 3 {
+		t.Fatalf("%d packs written by Put, want 3 (past 100 bytes each time)", packs)
+	}
+	if p.bytes == 0 || len(p.pending) == 0 {
+		t.Fatal("the blobs after the last pack are not pending")
+	}
+	for i := range 30 {
+		if b, ok := p.Get(key(i)); !ok || string(b) != fmt.Sprintf("blob number %d", i) {
+			t.Fatalf("get %d: %q %v", i, b, ok)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if blobs, packs := p.Stats(); blobs != 30 || packs != 4 {
+		t.Fatalf("%d blobs in %d packs", blobs, packs)
+	}
+}

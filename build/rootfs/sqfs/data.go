@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"sync"
 	"sync/atomic"
 )
@@ -53,15 +54,24 @@ type dataSection struct {
 
 // writeData lays out every file's data, compresses the blocks in parallel
 // (or takes them from the cache) and places them after the superblock.
-func writeData(t *tree, o Options, c *codec) (*dataSection, error) {
+// With a sink, each block is handed to it in image order as soon as it and
+// every block before it are ready, and then let go: the compressed image
+// is never whole in memory. Without one, the blocks stay in the jobs.
+func writeData(t *tree, o Options, c *codec, sink func([]byte) error) (*dataSection, error) {
 	d := plan(t, o)
-	if err := compressAll(d.jobs, o, c); err != nil {
-		return nil, err
-	}
 	pos := uint64(superblockSize)
-	for i := range d.jobs {
-		d.jobs[i].pos = pos
-		pos += uint64(len(d.jobs[i].out))
+	err := compressAll(d.jobs, o, c, func(j *job) error {
+		j.pos = pos
+		pos += uint64(len(j.out))
+		if sink == nil {
+			return nil
+		}
+		err := sink(j.out)
+		j.out = nil
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	d.end = pos
 	for _, in := range t.files {
@@ -165,10 +175,11 @@ func findDuplicates(files []*inode, workers int) []int {
 	return out
 }
 
-// compressAll fills out and size of every job. Each worker has its own
-// compressor; results land in the job's slot, so the image does not depend
-// on the number of workers or the scheduling.
-func compressAll(jobs []job, o Options, c *codec) error {
+// compressAll fills out and size of every job and calls emit for each, in
+// job order, from one goroutine. Each worker has its own compressor;
+// results land in the job's slot, so the image does not depend on the
+// number of workers or the scheduling.
+func compressAll(jobs []job, o Options, c *codec, emit func(*job) error) error {
 	workers := min(o.Workers, max(len(jobs), 1))
 	comps := make([]compressor, workers)
 	scratch := make([][]byte, workers)
@@ -179,48 +190,88 @@ func compressAll(jobs []job, o Options, c *codec) error {
 		}
 		comps[w] = cc
 	}
-	return parallelW(len(jobs), workers, func(w, i int) error {
-		j := &jobs[i]
-		src := j.data
+	ready := make([]chan struct{}, len(jobs))
+	for i := range ready {
+		ready[i] = make(chan struct{})
+	}
+	var stopped atomic.Bool // emit failed: the rest is not needed
+	var werr error
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		werr = parallelW(len(jobs), workers, func(w, i int) error {
+			defer close(ready[i])
+			if stopped.Load() {
+				return errStopped
+			}
+			return compressJob(&jobs[i], o, c, comps[w], &scratch[w])
+		})
+	}()
+	var eerr error
+	for i := range jobs {
+		select {
+		case <-ready[i]:
+		case <-finished:
+			if werr != nil {
+				return werr
+			}
+			<-ready[i] // every job is done
+		}
+		if eerr = emit(&jobs[i]); eerr != nil {
+			stopped.Store(true)
+			break
+		}
+	}
+	<-finished
+	if eerr != nil {
+		return eerr
+	}
+	return werr
+}
+
+var errStopped = errors.New("sqfs: stopped")
+
+// compressJob compresses one block, or takes it from the cache.
+func compressJob(j *job, o Options, c *codec, comp compressor, scratch *[]byte) error {
+	src := j.data
+	if j.frag {
+		buf := (*scratch)[:0]
+		for _, p := range j.parts {
+			buf = append(buf, p.data...)
+		}
+		*scratch = buf
+		src = buf
+	} else if isZero(src) {
+		return nil // sparse: size 0, nothing stored
+	}
+	var key [32]byte
+	if o.Cache != nil {
+		if j.digest != nil {
+			key = fileBlockKey(c.tag, j.digest, j.index)
+		} else {
+			key = blockKey(c.tag, src)
+		}
+		if v, ok := o.Cache.Get(key); ok && len(v) > 0 && len(v) <= len(src) {
+			j.setOut(v, len(v) == len(src))
+			return nil
+		}
+	}
+	out, err := comp.compress(src)
+	if err != nil {
+		return err
+	}
+	raw := out == nil
+	if raw {
+		out = src
 		if j.frag {
-			buf := scratch[w][:0]
-			for _, p := range j.parts {
-				buf = append(buf, p.data...)
-			}
-			scratch[w] = buf
-			src = buf
-		} else if isZero(src) {
-			return nil // sparse: size 0, nothing stored
+			out = bytes.Clone(src) // src is this worker's scratch
 		}
-		var key [32]byte
-		if o.Cache != nil {
-			if j.digest != nil {
-				key = fileBlockKey(c.tag, j.digest, j.index)
-			} else {
-				key = blockKey(c.tag, src)
-			}
-			if v, ok := o.Cache.Get(key); ok && len(v) > 0 && len(v) <= len(src) {
-				j.setOut(v, len(v) == len(src))
-				return nil
-			}
-		}
-		out, err := comps[w].compress(src)
-		if err != nil {
-			return err
-		}
-		raw := out == nil
-		if raw {
-			out = src
-			if j.frag {
-				out = bytes.Clone(src) // src is this worker's scratch
-			}
-		}
-		j.setOut(out, raw)
-		if o.Cache != nil {
-			o.Cache.Put(key, out)
-		}
-		return nil
-	})
+	}
+	j.setOut(out, raw)
+	if o.Cache != nil {
+		o.Cache.Put(key, out)
+	}
+	return nil
 }
 
 func (j *job) setOut(out []byte, raw bool) {

@@ -171,21 +171,27 @@ func assemble(t *tree, d *dataSection, o Options, c *codec, comp compressor) (*i
 // devices (and the loop driver) need.
 func (img *image) writeTo(w io.Writer) error {
 	if _, err := w.Write(img.sb[:]); err != nil {
-		return fmt.Errorf("sqfs: writing image: %w", err)
+		return err
 	}
 	for i := range img.data.jobs {
 		if _, err := w.Write(img.data.jobs[i].out); err != nil {
-			return fmt.Errorf("sqfs: writing image: %w", err)
+			return err
 		}
 	}
+	return img.writeTables(w)
+}
+
+// writeTables writes what follows the data blocks: the tables and the
+// padding.
+func (img *image) writeTables(w io.Writer) error {
 	for _, p := range img.tables {
 		if _, err := w.Write(p); err != nil {
-			return fmt.Errorf("sqfs: writing image: %w", err)
+			return err
 		}
 	}
 	if pad := (devBlockSize - img.used%devBlockSize) % devBlockSize; pad > 0 {
 		if _, err := w.Write(make([]byte, pad)); err != nil {
-			return fmt.Errorf("sqfs: writing image: %w", err)
+			return err
 		}
 	}
 	return nil

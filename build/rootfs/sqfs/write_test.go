@@ -20,6 +20,60 @@ func imageBytes(t testing.TB, es []Entry, o Options) []byte {
 	return buf.Bytes()
 }
 
+// streamedBytes writes the image into a file after a 5-byte prefix and
+// returns the image's bytes.
+func streamedBytes(t testing.TB, es []Entry, o Options) []byte {
+	t.Helper()
+	f, err := os.Create(t.TempDir() + "/image")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString("head:")
+	if err := Write(f, es, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(":tail"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("head:")) || !bytes.HasSuffix(b, []byte(":tail")) {
+		t.Fatal("the file around the image was changed")
+	}
+	return b[5 : len(b)-5]
+}
+
+// TestStreamFails: a file that stops taking bytes midway gives its error,
+// and the workers stop.
+func TestStreamFails(t *testing.T) {
+	f, err := os.Create(t.TempDir() + "/image")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	err = Write(&failingFile{File: f, left: 200 << 10}, fixture(), Options{Workers: 3})
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("got %v, want the writer's error", err)
+	}
+}
+
+// failingFile takes left bytes, then fails every write.
+type failingFile struct {
+	*os.File
+	left int
+}
+
+func (f *failingFile) Write(b []byte) (int, error) {
+	if len(b) > f.left {
+		return 0, fmt.Errorf("disk full")
+	}
+	f.left -= len(b)
+	return f.File.Write(b)
+}
+
 // TestReproducible: the bytes depend on the entries and options only, not
 // on the number of workers or the order of the entries.
 func TestReproducible(t *testing.T) {
@@ -33,6 +87,11 @@ func TestReproducible(t *testing.T) {
 			c := imageBytes(t, shuffled, Options{Compressor: comp, Workers: 3, MkfsTime: 42})
 			if !bytes.Equal(a, b) || !bytes.Equal(a, c) {
 				t.Fatalf("images differ: %d, %d, %d bytes", len(a), len(b), len(c))
+			}
+			// Into a file, blocks stream out and the superblock comes
+			// last; the image may start anywhere in the file.
+			if f := streamedBytes(t, es, Options{Compressor: comp, Workers: 2, MkfsTime: 42}); !bytes.Equal(a, f) {
+				t.Fatalf("the image streamed into a file differs: %d bytes, %d in memory", len(f), len(a))
 			}
 			if len(a)%devBlockSize != 0 {
 				t.Errorf("image of %d bytes is not padded to 4 KiB", len(a))
@@ -155,7 +214,7 @@ func TestFixtureCoverage(t *testing.T) {
 	}
 	o, _ := Options{}.normalize()
 	c, _ := newCodec("zstd", 0, o.BlockSize)
-	d, err := writeData(tr, o, c)
+	d, err := writeData(tr, o, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +278,7 @@ func TestUncompressedMetadata(t *testing.T) {
 	}
 	o, _ := Options{}.normalize()
 	c, _ := newCodec("zstd", 0, o.BlockSize)
-	d, err := writeData(tr, o, c)
+	d, err := writeData(tr, o, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
