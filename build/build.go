@@ -23,6 +23,7 @@ import (
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/build/rootfs/sqfs"
 	"github.com/nodeforge/builder/internal/atomicfile"
@@ -282,7 +283,7 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 	}
 	done := step(r.logf, "%s: writing initramfs.xz, the installer and the reports", arch)
 	entries := initramfsEntries(initData, initPkg, b.as.kernel, sqsh)
-	initramfs, err := compressInitramfs(b.spec.Image.InitramfsCompression, len(sqsh), func(w io.Writer) error {
+	initramfs, err := compose.CompressInitramfs(b.spec.Image.InitramfsCompression, len(sqsh), func(w io.Writer) error {
 		return rootfs.WriteCpio(w, entries, r.sde)
 	})
 	if err != nil {

@@ -26,7 +26,9 @@ import (
 	"github.com/nodeforge/builder/api/extensions"
 	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/testutil"
@@ -510,10 +512,17 @@ func TestExtensionSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seg, entries, err := extensionSegment(exts, []string{"zfs", "cri"}, as, owners, 1700000000, rootfs.SquashfsOptions{Compressor: "zstd", Level: 13}, nil, "zstd")
+	b.exts, b.owners = exts, owners
+	b.opts.Schematic = &schematic.Schematic{}
+	b.opts.Schematic.Customization.SystemExtensions.OfficialExtensions = []string{"zfs", "cri"}
+	b.opts.Squashfs = rootfs.SquashfsOptions{Compressor: "zstd", Level: 13}
+	b.spec.Image.InitramfsCompression = "zstd"
+	boot, cexts, o := b.composeInputs(nil, nil, t.TempDir())
+	res, err := compose.Media(context.Background(), boot, cexts, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	seg, entries := res.Initramfs, res.Segment
 	if len(entries) != 4 {
 		t.Fatalf("entries: %d", len(entries))
 	}

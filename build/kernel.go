@@ -64,7 +64,7 @@ func takeKernel(s *specs.Spec, a *lock.Arch, tree *rootfs.Tree) (*kernelInfo, er
 	}
 	// One depmod over the modules the package ships; a second only when
 	// image.modules trims the set.
-	idx, deps, err := depmod(k.Version, files)
+	idx, deps, err := kernel.Indexes(k.Version, files)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func takeKernel(s *specs.Spec, a *lock.Arch, tree *rootfs.Tree) (*kernelInfo, er
 				delete(files, rel)
 			}
 		}
-		if idx, deps, err = depmod(k.Version, files); err != nil {
+		if idx, deps, err = kernel.Indexes(k.Version, files); err != nil {
 			return nil, err
 		}
 	}
@@ -233,31 +233,6 @@ func (k *kernelInfo) setImage(imgs []*rootfs.Node) error {
 		}
 	}
 	return nil
-}
-
-func modulesOnly(files map[string][]byte) map[string][]byte {
-	out := map[string][]byte{}
-	for rel, b := range files {
-		if kernel.IsModule(rel) {
-			out[rel] = b
-		}
-	}
-	return out
-}
-
-// depmod writes the module indexes of the modules in files and returns
-// them with modules.dep as a map.
-func depmod(kver string, files map[string][]byte) (map[string][]byte, map[string][]string, error) {
-	idx, err := kernel.Depmod(kernel.Input{KernelVersion: kver, Files: modulesOnly(files),
-		Builtin: files["modules.builtin"], BuiltinModinfo: files["modules.builtin.modinfo"], Order: files["modules.order"]})
-	if err != nil {
-		return nil, nil, fmt.Errorf("depmod for %s: %w", kver, err)
-	}
-	deps, err := kernel.ParseModulesDep(idx["modules.dep"])
-	if err != nil {
-		return nil, nil, err
-	}
-	return idx, deps, nil
 }
 
 // builtinNames reads modules.builtin ("kernel/fs/ext4/ext4.ko" lines) into

@@ -293,3 +293,25 @@ func containsModule(list []*module, m *module) bool {
 	}
 	return false
 }
+
+// Indexes writes the module indexes of a module directory's files (by
+// path below it: the modules, modules.builtin, modules.builtin.modinfo,
+// modules.order) and returns them, with modules.dep parsed.
+func Indexes(kver string, files map[string][]byte) (map[string][]byte, map[string][]string, error) {
+	mods := map[string][]byte{}
+	for rel, b := range files {
+		if IsModule(rel) {
+			mods[rel] = b
+		}
+	}
+	idx, err := Depmod(Input{KernelVersion: kver, Files: mods,
+		Builtin: files["modules.builtin"], BuiltinModinfo: files["modules.builtin.modinfo"], Order: files["modules.order"]})
+	if err != nil {
+		return nil, nil, fmt.Errorf("depmod for %s: %w", kver, err)
+	}
+	deps, err := ParseModulesDep(idx["modules.dep"])
+	if err != nil {
+		return nil, nil, err
+	}
+	return idx, deps, nil
+}

@@ -1,4 +1,4 @@
-package build
+package compose
 
 import (
 	"bytes"

@@ -1,0 +1,326 @@
+// Package compose makes the boot media of a schematic for a platform
+// from what a release holds: the kernel, the release's initramfs, the
+// command line and the EFI boot manager of an architecture, and the
+// release's extensions. It needs no package base: builder image calls it
+// with what the build just made, the Image Factory with what it read from
+// a published release, and the same inputs give the same bytes.
+package compose
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/nodeforge/builder/api/extensions"
+	"github.com/nodeforge/builder/api/platform"
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/build/kernel"
+	"github.com/nodeforge/builder/build/media/disktar"
+	"github.com/nodeforge/builder/build/media/fat"
+	"github.com/nodeforge/builder/build/media/qcow2"
+	"github.com/nodeforge/builder/build/media/vhd"
+	"github.com/nodeforge/builder/build/rootfs"
+	"github.com/nodeforge/builder/build/rootfs/sqfs"
+	"github.com/nodeforge/builder/internal/digest"
+)
+
+// Boot is what the media take from one architecture of a release.
+type Boot struct {
+	Arch      string
+	Vmlinuz   []byte
+	Initramfs []byte   // the release's, which the extensions' segment follows
+	Cmdline   []string // the image's kernel arguments
+	// Bootloader is the EFI boot manager (systemd-boot) of the base; nil
+	// makes no disk images.
+	Bootloader    []byte
+	KernelVersion string
+	// Modules returns the files of the kernel's module directory by path
+	// below it (modules, modules.order, modules.builtin...), for the module
+	// indexes of extensions that ship modules; called only then.
+	Modules func() (map[string][]byte, error)
+}
+
+// Extension is one extension of the release, for one architecture.
+type Extension struct {
+	Name     string
+	Metadata extensions.Metadata
+	Tree     *rootfs.Tree // its files as on the node
+	Modules  bool         // it ships kernel modules
+}
+
+// Options say what to make and how.
+type Options struct {
+	Schematic *schematic.Schematic
+	// Platform is an api/platform name ("" is metal).
+	Platform string
+	// DiskFormats are the disk images to make (iso, raw, qcow2, vhd,
+	// raw.tar.gz); nil is the platform's own list, empty none.
+	DiskFormats []string
+	// Compressions are the compressed variants of the ISO, raw and VHD
+	// images: "zst", "xz".
+	Compressions []string
+	// Squashfs, Cache, InitramfsCompression and Owners are the release's:
+	// how its extension layers and its initramfs were written.
+	Squashfs             rootfs.SquashfsOptions
+	Cache                sqfs.BlockCache
+	InitramfsCompression string
+	Owners               rootfs.Owners
+	PrettyName           string // the boot menu's title
+	SourceDate           int64
+	Work                 string // a scratch directory (the ISO tool's)
+}
+
+// File is one file of the media.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Result is the media of one architecture: kernel-<arch>,
+// initramfs-<arch>.xz (the release's initramfs with the extensions'
+// segment appended: the kernel unpacks concatenated cpio archives in
+// order), cmdline-<platform>-<arch> (the image's kernel arguments, the
+// platform's and the schematic's), ipxe-<platform>-<arch> and the disk
+// images <platform>-<arch>.<format>.
+type Result struct {
+	Schematic, Platform string
+	Files               []File
+	Initramfs           []byte             // with the extensions appended
+	Segment             []rootfs.CpioEntry // what the appended segment holds
+	ISOTool             string             // what made the ISO, when there is one
+}
+
+// generated is the origin of a file the builder made.
+func generated(what string) report.Origin { return report.Origin{Generator: what} }
+
+// Media makes the boot media of o.Schematic for one architecture and
+// o.Platform from the release's boot assets b and its extensions: the
+// files of OUT/media/<schematic id>/ (see Result).
+func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, error) {
+	sch, arch := o.Schematic, b.Arch
+	p, err := platform.Lookup(o.Platform)
+	if err != nil {
+		return nil, err
+	}
+	id, err := sch.ID()
+	if err != nil {
+		return nil, err
+	}
+	seg, entries, err := extensionSegment(b, exts, sch.Extensions(), o)
+	if err != nil {
+		return nil, err
+	}
+	args := slices.Concat(b.Cmdline, p.Args, sch.Customization.ExtraKernelArgs)
+	kernelName, initrdName := "kernel-"+arch, "initramfs-"+arch+".xz"
+	ipxe := fmt.Sprintf("#!ipxe\nkernel %s %s\ninitrd %s\nboot\n", kernelName, strings.Join(args, " "), initrdName)
+	initramfs := append(append(make([]byte, 0, len(b.Initramfs)+len(seg)), b.Initramfs...), seg...)
+	r := &Result{Schematic: id, Platform: p.Name, Initramfs: initramfs, Segment: entries, Files: []File{
+		{kernelName, b.Vmlinuz},
+		{initrdName, initramfs},
+		{"cmdline-" + p.Name + "-" + arch, []byte(strings.Join(args, " ") + "\n")},
+		{"ipxe-" + p.Name + "-" + arch, []byte(ipxe)},
+	}}
+	if b.Bootloader == nil {
+		return r, nil
+	}
+	formats := o.DiskFormats
+	if formats == nil {
+		formats = p.Formats
+	}
+	// The disk images boot with the base's EFI boot manager.
+	bf := bootFiles(b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, args)
+	meta := map[uint8][]byte{}
+	for _, m := range sch.Customization.Meta {
+		meta[m.Key] = []byte(m.Value)
+	}
+	disks, tool, err := diskImages(ctx, o.Work, bf, id, meta, formats, o.Compressions, o.SourceDate)
+	if err != nil {
+		return nil, err
+	}
+	r.ISOTool = tool
+	for _, dk := range disks {
+		r.Files = append(r.Files, File{p.Name + "-" + arch + "." + dk.Name, dk.Data})
+	}
+	return r, nil
+}
+
+// ExtensionsYAML is /extensions.yaml of the appended initramfs segment:
+// the layers in mount order with their manifests' metadata.
+type ExtensionsYAML struct {
+	Layers []Layer `yaml:"layers"`
+}
+
+// Layer is one squashfs of the segment.
+type Layer struct {
+	Image    string              `yaml:"image"`
+	Metadata extensions.Metadata `yaml:"metadata"`
+}
+
+// extensionSegment packs the named extensions for the initramfs: one
+// squashfs per extension in name order (0.sqsh, 1.sqsh, ...), one more
+// with the module indexes of the kernel's and the extensions' modules
+// together when any extension ships modules, and /extensions.yaml listing
+// them. It returns the compressed cpio to append to the initramfs and
+// its entries (for the report).
+func extensionSegment(b Boot, exts []*Extension, names []string, o Options) ([]byte, []rootfs.CpioEntry, error) {
+	byName := map[string]*Extension{}
+	var have []string
+	for _, e := range exts {
+		byName[e.Name] = e
+		have = append(have, e.Name)
+	}
+	owners, sde, sq, cache, compression := o.Owners, o.SourceDate, o.Squashfs, o.Cache, o.InitramfsCompression
+	names = append([]string(nil), names...)
+	sort.Strings(names)
+	var doc ExtensionsYAML
+	var entries []rootfs.CpioEntry
+	modules := map[string][]byte{} // path under the modules dir -> bytes, kernel's and extensions'
+	anyModules := false
+	for i, name := range names {
+		e := byName[name]
+		if e == nil {
+			return nil, nil, fmt.Errorf("schematic: extension %q is not built by this release (have %s)", name, strings.Join(have, ", "))
+		}
+		var buf bytes.Buffer
+		if err := e.Tree.WriteSquashfsTo(&buf, owners, sde, sq, cache); err != nil {
+			return nil, nil, fmt.Errorf("extension %s: %w", name, err)
+		}
+		img := fmt.Sprintf("%d.sqsh", i)
+		doc.Layers = append(doc.Layers, Layer{Image: img, Metadata: e.Metadata})
+		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: buf.Bytes(), Origin: generated("extension-layer")})
+		if e.Modules {
+			anyModules = true
+			for _, n := range e.Tree.Nodes() {
+				if rel, ok := strings.CutPrefix(n.Path, "/usr/lib/modules/"+b.KernelVersion+"/"); ok && n.Kind == rootfs.KindFile {
+					modules[rel] = n.Data
+				}
+			}
+		}
+	}
+	if anyModules {
+		kmods, err := b.Modules()
+		if err != nil {
+			return nil, nil, err
+		}
+		for rel, data := range kmods {
+			if _, ext := modules[rel]; !ext {
+				modules[rel] = data
+			}
+		}
+		idx, _, err := kernel.Indexes(b.KernelVersion, modules)
+		if err != nil {
+			return nil, nil, err
+		}
+		t := rootfs.New()
+		for name, data := range idx {
+			if err := t.Add(&rootfs.Node{Path: "/usr/lib/modules/" + b.KernelVersion + "/" + name, Kind: rootfs.KindFile, Mode: 0o644,
+				User: "root", Group: "root", Data: data, Digest: digest.SHA256Hex(data), Origin: generated("depmod")}); err != nil {
+				return nil, nil, err
+			}
+		}
+		var buf bytes.Buffer
+		if err := t.WriteSquashfsTo(&buf, owners, sde, sq, cache); err != nil {
+			return nil, nil, fmt.Errorf("modules layer: %w", err)
+		}
+		img := fmt.Sprintf("%d.sqsh", len(names))
+		doc.Layers = append(doc.Layers, Layer{Image: img, Metadata: extensions.Metadata{
+			Name: "modules.dep", Version: b.KernelVersion, Description: "module indexes of the kernel's and the extensions' modules",
+		}})
+		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: buf.Bytes(), Origin: generated("depmod")})
+	}
+	var y bytes.Buffer
+	enc := yaml.NewEncoder(&y)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, nil, err
+	}
+	enc.Close()
+	entries = append(entries, rootfs.CpioEntry{Name: "extensions.yaml", Mode: 0o100444, Data: y.Bytes(), Origin: generated("extensions.yaml")})
+	size := 0
+	for _, e := range entries {
+		size += len(e.Data)
+	}
+	seg, err := CompressInitramfs(compression, size, func(w io.Writer) error { return rootfs.WriteCpio(w, entries, sde) })
+	if err != nil {
+		return nil, nil, err
+	}
+	return seg, entries, nil
+}
+
+// diskImages makes the disk images of formats (file name suffixes, see
+// api/platform) from the boot files, in the order the formats are listed
+// there, then the compressed variants of the ISO, raw and VHD images. It
+// returns them named by suffix, and the tool that made the ISO.
+func diskImages(ctx context.Context, work string, bf []fat.File, id string, meta map[uint8][]byte, formats, compressions []string, sde int64) ([]File, string, error) {
+	want := map[string]bool{}
+	for _, f := range formats {
+		if err := platform.CheckFormat(f); err != nil {
+			return nil, "", err
+		}
+		want[f] = true
+	}
+	var out []File
+	var tool string
+	if want["iso"] {
+		esp, err := espImage(bf, sde, id, 0)
+		if err != nil {
+			return nil, "", err
+		}
+		iso, t, err := isoImage(ctx, work, esp, bf, sde, "NODEFORGE")
+		if err != nil {
+			return nil, "", err
+		}
+		tool = t
+		out = append(out, File{"iso", iso})
+	}
+	if want["raw"] || want["qcow2"] || want["vhd"] || want["raw.tar.gz"] {
+		raw, err := rawImage(bf, sde, id, meta)
+		if err != nil {
+			return nil, "", err
+		}
+		if want["raw"] {
+			out = append(out, File{"raw", raw})
+		}
+		for _, f := range []string{"qcow2", "vhd", "raw.tar.gz"} {
+			if !want[f] {
+				continue
+			}
+			var buf bytes.Buffer
+			switch f {
+			case "qcow2":
+				// Sparse already: no compressed variants.
+				err = qcow2.Write(&buf, raw)
+			case "vhd":
+				err = vhd.Write(&buf, raw, sde)
+			case "raw.tar.gz":
+				err = disktar.Write(&buf, raw, sde)
+			}
+			if err != nil {
+				return nil, "", fmt.Errorf("%s: %w", f, err)
+			}
+			out = append(out, File{f, buf.Bytes()})
+		}
+	}
+	// The large ones also compressed, as downloads.
+	var variants []File
+	for _, big := range out {
+		if big.Name != "iso" && big.Name != "raw" && big.Name != "vhd" {
+			continue
+		}
+		for _, c := range compressions {
+			v, err := compressVariant(c, big.Data)
+			if err != nil {
+				return nil, "", err
+			}
+			variants = append(variants, File{big.Name + "." + c, v})
+		}
+	}
+	return append(out, variants...), tool, nil
+}
