@@ -185,8 +185,9 @@ type buildRun struct {
 	assets         map[string][]ociAsset           // arch -> boot assets
 	extLayers      map[string]map[string]*ociAsset // extension -> arch -> layer
 	extVersions    map[string]string
-	installer      map[string]*ociAsset // arch -> installer layer
-	mediaInstaller map[string]*ociAsset // arch -> the schematic's installer layer
+	installer      map[string]*ociAsset            // arch -> installer layer
+	kernels        map[string]compose.KernelParams // arch -> its kernel, for the media
+	mediaInstaller map[string]*ociAsset            // arch -> the schematic's installer layer
 }
 
 // newRun checks that the spec and the lock belong together and settles
@@ -201,7 +202,7 @@ func newRun(opts Options) (*buildRun, error) {
 	}
 	r := &buildRun{opts: opts, spec: s, lock: l, sde: opts.SourceDateEpoch, logf: opts.Log,
 		assets: map[string][]ociAsset{}, extLayers: map[string]map[string]*ociAsset{}, extVersions: map[string]string{},
-		installer: map[string]*ociAsset{}, mediaInstaller: map[string]*ociAsset{}}
+		installer: map[string]*ociAsset{}, mediaInstaller: map[string]*ociAsset{}, kernels: map[string]compose.KernelParams{}}
 	if r.logf == nil {
 		r.logf = func(string, ...any) {}
 	}
@@ -252,6 +253,11 @@ type archBuild struct {
 	as     *assembly
 	owners rootfs.Owners
 	exts   []*extensionBuild
+	// The EFI boot manager of the base (image.bootloader), or why there is
+	// none: no ISO or disk image then.
+	bootloaderData []byte
+	bootloaderPkg  string
+	noBootloader   error
 }
 
 // buildArch builds one architecture: its root filesystem, extensions,
@@ -271,6 +277,10 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 		return err
 	}
 	b.owners = b.as.accounts.Owners()
+	r.kernels[arch] = compose.KernelParams{Version: b.as.kernel.Version, ModulesDir: b.as.kernel.modDir}
+	if b.bootloaderData, b.bootloaderPkg, b.noBootloader = lockedFile(b.spec.Image.Bootloader, "image.bootloader", b.locked, b.paths, b.layCache); b.noBootloader != nil {
+		b.bootloaderData = nil
+	}
 	if b.exts, err = b.buildExtensions(); err != nil {
 		return fmt.Errorf("%s: %w", arch, err)
 	}
@@ -393,12 +403,11 @@ func (b *archBuild) releaseTree() {
 func (b *archBuild) schematicMedia(ctx context.Context, initramfs []byte) (*mediaResult, error) {
 	// The EFI boot manager comes from the base like everything else;
 	// without it in the lock, no ISO or disk image.
-	bootloader, _, berr := lockedFile(b.spec.Image.Bootloader, "image.bootloader", b.locked, b.paths, b.layCache)
+	berr := b.noBootloader
 	if berr != nil {
 		b.logf("%s: no ISO or disk image: %v", b.arch, berr)
-		bootloader = nil
 	}
-	mr, err := b.writeMedia(ctx, filepath.Join(b.work, "media"), initramfs, bootloader)
+	mr, err := b.writeMedia(ctx, filepath.Join(b.work, "media"), initramfs, b.bootloaderData)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.arch, err)
 	}
@@ -426,12 +435,12 @@ func (b *archBuild) bootAssets(dir string, sqsh, initramfs []byte) (spdx []byte,
 		return nil, err
 	}
 	files := []ociAsset{
-		{name: "sbom.spdx.json", mediaType: MediaTypeSPDX, data: spdx},
-		{name: "sbom.cdx.json", mediaType: MediaTypeCycloneDX, data: cdx},
-		{name: "vmlinuz", mediaType: MediaTypeVmlinuz, data: b.as.kernel.vmlinuz},
-		{name: "initramfs.xz", mediaType: MediaTypeInitramfs, data: initramfs},
-		{name: "rootfs.sqsh", mediaType: MediaTypeRootfs, data: sqsh},
-		{name: "cmdline", mediaType: MediaTypeCmdline, data: []byte(b.cmdline())},
+		{name: "sbom.spdx.json", mediaType: compose.MediaTypeSPDX, data: spdx},
+		{name: "sbom.cdx.json", mediaType: compose.MediaTypeCycloneDX, data: cdx},
+		{name: "vmlinuz", mediaType: compose.MediaTypeVmlinuz, data: b.as.kernel.vmlinuz},
+		{name: "initramfs.xz", mediaType: compose.MediaTypeInitramfs, data: initramfs},
+		{name: "rootfs.sqsh", mediaType: compose.MediaTypeRootfs, data: sqsh},
+		{name: "cmdline", mediaType: compose.MediaTypeCmdline, data: []byte(b.cmdline())},
 	}
 	for i := range files {
 		f := &files[i]
@@ -458,14 +467,15 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.arch, err)
 	}
-	il, err := installerLayer(b.arch, b.spec.Name, b.as.kernel.vmlinuz, initramfs, spdx, instBin, instPkg, b.sde)
+	base := installerFiles{bin: instBin, binPkg: instPkg, bootloader: b.bootloaderData, bootloaderPkg: b.bootloaderPkg}
+	il, err := installerLayer(b.arch, b.spec.Name, b.as.kernel.vmlinuz, initramfs, spdx, base, b.sde)
 	if err != nil {
 		return err
 	}
 	b.installer[b.arch] = &ociAsset{name: "installer", mediaType: types.OCIUncompressedLayer, data: il, digest: sha256.Sum256(il)}
 	if media != nil && media.Initramfs != nil {
 		// The schematic's installer: the same, with its initramfs.
-		ml, err := installerLayer(b.arch, b.spec.Name, b.as.kernel.vmlinuz, media.Initramfs, spdx, instBin, instPkg, b.sde)
+		ml, err := installerLayer(b.arch, b.spec.Name, b.as.kernel.vmlinuz, media.Initramfs, spdx, base, b.sde)
 		if err != nil {
 			return err
 		}
@@ -524,6 +534,15 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 		"dev.nodeforge.source-date-epoch":   fmt.Sprint(sde),
 		"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
 	}
+	// What the Image Factory needs to make media from the release.
+	sq := r.opts.Squashfs
+	params, err := compose.Params{Architectures: arches, PrettyName: s.Image.OS.PrettyName, Cmdline: s.Image.Cmdline,
+		InitramfsCompression: s.Image.InitramfsCompression, Kernel: r.kernels,
+		Squashfs: compose.SquashfsParams{Compressor: sq.Compressor, Level: sq.Level, BlockSize: sq.BlockSize}}.Annotation()
+	if err != nil {
+		return err
+	}
+	ann[compose.AnnotationParams] = params
 	idx, err := writeOCILayout(ctx, filepath.Join(r.work, "oci"), sde, ann, arches, r.assets)
 	if err != nil {
 		return err

@@ -712,3 +712,55 @@ func TestOpenOutputs(t *testing.T) {
 		t.Errorf("a report of another build: %v", err)
 	}
 }
+
+// TestExtensionLayerRoundTrip: an extension read back from its image
+// layer (as the Image Factory reads a release) writes the same squashfs
+// as the tree the build made it from.
+func TestExtensionLayerRoundTrip(t *testing.T) {
+	d := newDemo(t)
+	b := d.assembled(t)
+	b.sde = 1700000000
+	exts, err := b.buildExtensions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq := rootfs.SquashfsOptions{Compressor: "zstd", Level: 13}
+	for _, eb := range exts {
+		e, err := compose.ExtensionFromLayer(bytes.NewReader(eb.layer))
+		if err != nil {
+			t.Fatalf("%s: %v", eb.name, err)
+		}
+		if e.Name != eb.name || e.Modules != eb.report.Modules || e.Metadata != eb.metadata {
+			t.Errorf("%s: read back as %s, modules %t, %+v", eb.name, e.Name, e.Modules, e.Metadata)
+		}
+		var want, got bytes.Buffer
+		if err := eb.tree.WriteSquashfsTo(&want, b.owners, b.sde, sq, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Tree.WriteSquashfsTo(&got, rootfs.NumericOwners(e.Tree), b.sde, sq, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(want.Bytes(), got.Bytes()) {
+			wn, gn := map[string]string{}, map[string]string{}
+			for _, n := range eb.tree.Nodes() {
+				uid, gid, _ := b.owners.IDs(n)
+				wn[n.Path] = fmt.Sprintf("%v %o %d:%d %s %s %v %q", n.Kind, n.Mode, uid, gid, n.Digest, n.Target, n.Xattrs, n.LinkGroup)
+			}
+			o := rootfs.NumericOwners(e.Tree)
+			for _, n := range e.Tree.Nodes() {
+				uid, gid, _ := o.IDs(n)
+				gn[n.Path] = fmt.Sprintf("%v %o %d:%d %s %s %v %q", n.Kind, n.Mode, uid, gid, n.Digest, n.Target, n.Xattrs, n.LinkGroup)
+			}
+			for p, w := range wn {
+				if gn[p] != w {
+					t.Errorf("%s %s: built %s, read back %s", eb.name, p, w, gn[p])
+				}
+			}
+			for p, g := range gn {
+				if _, ok := wn[p]; !ok {
+					t.Errorf("%s %s: only read back: %s", eb.name, p, g)
+				}
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/attest/sbom"
+	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/internal/digest"
 )
@@ -25,23 +26,36 @@ func nodeSBOM(s *specs.Spec, l *lock.Lock, arch string, packages []string, lockS
 	return spdx, cdx, nil
 }
 
+// installerFiles are the base's files an installer image carries: its
+// installer binary and the EFI boot manager it puts on the disk (nil when
+// the lock has none), with their packages.
+type installerFiles struct {
+	bin, bootloader       []byte
+	binPkg, bootloaderPkg string
+}
+
 // installerLayer is the installer image's layer for one architecture:
-// usr/install/<arch>/{vmlinuz,initramfs.xz,<name>.spdx.json} and the
-// installer binary of the base at usr/bin/installer.
-func installerLayer(arch, name string, vmlinuz, initramfs, spdx, bin []byte, binPkg string, sde int64) ([]byte, error) {
+// usr/install/<arch>/{vmlinuz,initramfs.xz,<name>.spdx.json,bootloader.efi}
+// and the installer binary of the base at usr/bin/installer.
+func installerLayer(arch, name string, vmlinuz, initramfs, spdx []byte, base installerFiles, sde int64) ([]byte, error) {
 	t := rootfs.New()
 	dir := "/usr/install/" + arch + "/"
-	for _, f := range []struct {
+	type file struct {
 		path string
 		data []byte
 		mode uint32
 		o    report.Origin
-	}{
+	}
+	files := []file{
 		{dir + "vmlinuz", vmlinuz, 0o644, generated("vmlinuz")},
 		{dir + "initramfs.xz", initramfs, 0o644, generated("initramfs")},
 		{dir + name + ".spdx.json", spdx, 0o644, generated("sbom")},
-		{"/usr/bin/installer", bin, 0o755, report.Origin{Package: binPkg}},
-	} {
+		{"/usr/bin/installer", base.bin, 0o755, report.Origin{Package: base.binPkg}},
+	}
+	if base.bootloader != nil {
+		files = append(files, file{dir + compose.BootloaderName, base.bootloader, 0o644, report.Origin{Package: base.bootloaderPkg}})
+	}
+	for _, f := range files {
 		if err := t.Add(&rootfs.Node{Path: f.path, Kind: rootfs.KindFile, Mode: f.mode, User: "root", Group: "root", Data: f.data, Digest: digest.SHA256Hex(f.data), Origin: f.o}); err != nil {
 			return nil, err
 		}
@@ -49,7 +63,7 @@ func installerLayer(arch, name string, vmlinuz, initramfs, spdx, bin []byte, bin
 	// Sized once: the files and a few KiB of tar headers (growing the
 	// buffer by doubling costs more than writing it).
 	var b bytes.Buffer
-	b.Grow(len(vmlinuz) + len(initramfs) + len(spdx) + len(bin) + 64<<10)
+	b.Grow(len(vmlinuz) + len(initramfs) + len(spdx) + len(base.bin) + len(base.bootloader) + 64<<10)
 	if err := t.WriteTar(&b, rootfs.Owners{Users: map[string]int{"root": 0}, Groups: map[string]int{"root": 0}}, sde); err != nil {
 		return nil, err
 	}

@@ -14,18 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/build/compose"
 	ocilayout "github.com/nodeforge/builder/internal/ocilayout"
-)
-
-// Media types of the boot assets as OCI artifact layers.
-const (
-	ArtifactType       = "application/vnd.nodeforge.node-os.v1"
-	MediaTypeVmlinuz   = "application/vnd.nodeforge.node-os.vmlinuz.v1"
-	MediaTypeInitramfs = "application/vnd.nodeforge.node-os.initramfs.v1"
-	MediaTypeRootfs    = "application/vnd.nodeforge.node-os.rootfs.squashfs.v1"
-	MediaTypeCmdline   = "application/vnd.nodeforge.node-os.cmdline.v1"
-	MediaTypeSPDX      = "application/spdx+json"
-	MediaTypeCycloneDX = "application/vnd.cyclonedx+json"
 )
 
 // ociAsset is one file of an architecture's artifact.
@@ -60,7 +50,7 @@ func writeOCILayout(ctx context.Context, dir string, sde int64, annotations map[
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, arch := range arches {
 		img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-		img = mutate.ConfigMediaType(img, types.MediaType(ArtifactType+"+json"))
+		img = mutate.ConfigMediaType(img, types.MediaType(compose.ArtifactType+"+json"))
 		for i := range assets[arch] {
 			l := assetLayer{&assets[arch][i]}
 			var err error
@@ -80,7 +70,7 @@ func writeOCILayout(ctx context.Context, dir string, sde int64, annotations map[
 		img = mutate.Annotations(img, ann).(v1.Image)
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
 			Platform:     &v1.Platform{OS: "linux", Architecture: specs.GoArch(arch)},
-			ArtifactType: ArtifactType,
+			ArtifactType: compose.ArtifactType,
 		}})
 	}
 	idx = mutate.Annotations(idx, annotations).(v1.ImageIndex)

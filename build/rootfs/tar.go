@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nodeforge/builder/internal/digest"
 )
 
 // Owners maps owner names to numeric ids, from the image's own passwd and
@@ -101,4 +105,94 @@ func (t *Tree) WriteTar(w io.Writer, owners Owners, mtime int64) error {
 		}
 	}
 	return tw.Close()
+}
+
+// ReadTar reads a tar stream as WriteTar writes it (names relative to
+// "./", numeric owners, hard links to their group's first path, xattrs as
+// SCHILY.xattr PAX records) into a tree. Owners are kept as numbers
+// (User "0"); NumericOwners maps them. Entries outside the tree (".."
+// and absolute names are cleaned into it), unknown types and files over
+// maxFile bytes are refused.
+func ReadTar(r io.Reader, maxFile int64) (*Tree, error) {
+	t := New()
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return t, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tar: %w", err)
+		}
+		p := path.Clean("/" + h.Name)
+		n := &Node{Path: p, Mode: uint32(h.Mode) & 0o7777, User: strconv.Itoa(h.Uid), Group: strconv.Itoa(h.Gid)}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			n.Kind = KindDir
+		case tar.TypeReg:
+			if h.Size > maxFile {
+				return nil, fmt.Errorf("tar: %s: %d bytes, more than %d", p, h.Size, maxFile)
+			}
+			n.Kind, n.Data = KindFile, make([]byte, h.Size)
+			if _, err := io.ReadFull(tr, n.Data); err != nil {
+				return nil, fmt.Errorf("tar: %s: %w", p, err)
+			}
+			n.Digest = digest.SHA256Hex(n.Data)
+		case tar.TypeLink:
+			to := t.Get(path.Clean("/" + h.Linkname))
+			if to == nil || to.Kind != KindFile {
+				return nil, fmt.Errorf("tar: %s: hard link to %s, which is not a file before it", p, h.Linkname)
+			}
+			if to.LinkGroup == "" {
+				to.LinkGroup = to.Path
+			}
+			n.Kind, n.Data, n.Digest, n.LinkGroup = KindFile, to.Data, to.Digest, to.LinkGroup
+			n.Mode, n.User, n.Group, n.Xattrs = to.Mode, to.User, to.Group, to.Xattrs
+		case tar.TypeSymlink:
+			n.Kind, n.Target = KindSymlink, h.Linkname
+		case tar.TypeChar, tar.TypeBlock:
+			n.Kind = KindCharDev
+			if h.Typeflag == tar.TypeBlock {
+				n.Kind = KindBlockDev
+			}
+			n.Rdev = uint32(h.Devmajor)<<8 | uint32(h.Devminor)
+		case tar.TypeFifo:
+			n.Kind = KindFifo
+		default:
+			return nil, fmt.Errorf("tar: %s: entry type %q is not one a tree holds", p, h.Typeflag)
+		}
+		for k, v := range h.PAXRecords {
+			if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && h.Typeflag != tar.TypeLink {
+				if n.Xattrs == nil {
+					n.Xattrs = map[string][]byte{}
+				}
+				n.Xattrs[name] = []byte(v)
+			}
+		}
+		if p == "/" {
+			root := t.Get("/")
+			root.Mode, root.User, root.Group, root.Xattrs = n.Mode, n.User, n.Group, n.Xattrs
+			continue
+		}
+		if err := t.Add(n); err != nil {
+			return nil, fmt.Errorf("tar: %w", err)
+		}
+	}
+}
+
+// NumericOwners maps the owners of a tree read by ReadTar ("0", "1000")
+// to their numbers, and root to 0.
+func NumericOwners(trees ...*Tree) Owners {
+	o := Owners{Users: map[string]int{"root": 0}, Groups: map[string]int{"root": 0}}
+	for _, t := range trees {
+		for _, n := range t.Nodes() {
+			if id, err := strconv.Atoi(n.User); err == nil {
+				o.Users[n.User] = id
+			}
+			if id, err := strconv.Atoi(n.Group); err == nil {
+				o.Groups[n.Group] = id
+			}
+		}
+	}
+	return o
 }

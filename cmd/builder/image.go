@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodeforge/builder/api/platform"
+	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/factory"
 )
 
 func init() { register(newImageCmd) }
@@ -48,12 +52,17 @@ func kindMatch(kind string) (*regexp.Regexp, []string, error) {
 func newImageCmd() *cobra.Command {
 	var b buildFlags
 	var schematicPath, kind, platformName string
+	var rel releaseSource
 	var compress []string
 	cmd := &cobra.Command{
-		Use:   "image --spec FILE --schematic FILE --kind KIND [--platform P] [--lock FILE] [--out DIR]",
+		Use:   "image (--spec FILE [--lock FILE] | --release STORE --version V --key PUB) --schematic FILE --kind KIND [--platform P] [--out DIR]",
 		Short: "Boot media for a schematic and a platform: kernel, initramfs with its extensions, cmdline, PXE, ISO, disk images, installer",
 		Long: `image builds the release as build does (reusing the step caches) and writes the
-boot media of a schematic for one platform to OUT/media/<schematic id>/:
+boot media of a schematic for one platform to OUT/media/<schematic id>/. With
+--release it builds nothing: it verifies a published release (STORE is
+docker://HOST[:PORT]/PREFIX or oci:DIR, --key its public keys) and makes the
+same media, byte for byte, from what the release holds, as the Image Factory
+does:
 
   kernel-<arch>                the kernel (vmlinuz)
   initramfs-<arch>.xz          the release's initramfs with a second compressed
@@ -86,7 +95,9 @@ or loop devices. The release's own installer image is written by every build,
 at OUT/installer/.`,
 		Example: `  printf 'customization:\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n' > zfs.yaml
   builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --kind pxe
-  builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --platform azure --kind vhd`,
+  builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --platform azure --kind vhd
+  builder image --release oci:out/demo/release/dev --version 1.11.0-demo --key out/demo/keys/dev/cosign.pub \
+    --schematic zfs.yaml --kind iso --out /tmp/media`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			match, formats, err := kindMatch(kind)
@@ -104,6 +115,16 @@ at OUT/installer/.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", schematicPath, err)
 			}
+			if rel.store != "" {
+				if kind == "installer" {
+					return errors.New("--kind installer from a published release is not made yet: build it from the spec")
+				}
+				files, err := rel.write(cmd, factory.ImageOptions{Schematic: sch, Platform: platformName, DiskFormats: formats, Compressions: compress, Out: b.out})
+				if err != nil {
+					return err
+				}
+				return printMedia(cmd.OutOrStdout(), b.out, files, match, kind, formats, "the release has no EFI boot manager")
+			}
 			b.diskCompressions, b.platform, b.diskFormats = compress, platformName, formats
 			rep, out, err := b.run(cmd, sch)
 			if err != nil {
@@ -113,24 +134,10 @@ at OUT/installer/.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s\n", filepath.Join(out, "media", rep.Media.Schematic, "installer"), rep.Media.Installer)
 				return nil
 			}
-			var names []string
-			for n := range rep.Media.Files {
-				if match.MatchString(filepath.Base(n)) {
-					names = append(names, n)
-				}
-			}
-			if len(names) == 0 && len(formats) > 0 {
-				return fmt.Errorf("no %s image: %s", kind, rep.Media.NoDiskImages)
-			}
-			sort.Strings(names)
-			w := cmd.OutOrStdout()
-			for _, n := range names {
-				a := rep.Media.Files[n]
-				fmt.Fprintf(w, "%s  sha256:%s  %d bytes\n", filepath.Join(out, n), a.SHA256, a.Size)
-			}
-			return nil
+			return printMedia(cmd.OutOrStdout(), out, rep.Media.Files, match, kind, formats, rep.Media.NoDiskImages)
 		},
 	}
+	rel.add(cmd)
 	b.add(cmd)
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "schematic file (YAML or JSON; builder schematic id explains)")
 	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, vhd, raw.tar.gz, installer or all")
@@ -148,4 +155,66 @@ func platformHelp() string {
 		fmt.Fprintf(&b, "  %-8s %-17s %s\n", p.Name, strings.Join(p.Formats, ", "), p.Description)
 	}
 	return b.String()
+}
+
+// printMedia lists the media files that match, or says why there are none
+// of the disk formats asked for.
+func printMedia(w io.Writer, out string, files map[string]report.ArtifactInfo, match *regexp.Regexp, kind string, formats []string, noDisks string) error {
+	var names []string
+	for n := range files {
+		if match.MatchString(filepath.Base(n)) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 && len(formats) > 0 {
+		return fmt.Errorf("no %s image: %s", kind, noDisks)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a := files[n]
+		fmt.Fprintf(w, "%s  sha256:%s  %d bytes\n", filepath.Join(out, n), a.SHA256, a.Size)
+	}
+	return nil
+}
+
+// releaseSource is image --release: the published release to compose
+// from.
+type releaseSource struct {
+	store, version string
+	keys           []string
+	sf             storeFlags
+}
+
+func (r *releaseSource) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&r.store, "release", "", "make the media from this published release (docker://HOST[:PORT]/PREFIX or oci:DIR) instead of building")
+	cmd.Flags().StringVar(&r.version, "version", "", "with --release: the release version")
+	cmd.Flags().StringArrayVar(&r.keys, "key", nil, "with --release: a public key the release must verify with (repeatable)")
+	cmd.Flags().StringVar(&r.sf.caFile, "ca-file", "", "with --release: PEM bundle of CAs trusted for the registry besides the system's")
+	cmd.Flags().BoolVar(&r.sf.allowHTTP, "allow-http", false, "with --release: permit plain HTTP to a registry that is not on loopback")
+}
+
+// write verifies the release and writes its media.
+func (r *releaseSource) write(cmd *cobra.Command, o factory.ImageOptions) (map[string]report.ArtifactInfo, error) {
+	if r.version == "" || len(r.keys) == 0 {
+		return nil, errors.New("--release needs --version and --key (the release's public key)")
+	}
+	if o.Out == "" {
+		return nil, errors.New("--release needs --out DIR")
+	}
+	vs, err := loadVerifiers(r.keys)
+	if err != nil {
+		return nil, err
+	}
+	st, _, _, err := openRef(r.store, r.version, r.sf)
+	if err != nil {
+		return nil, err
+	}
+	if err := reachable(cmd.Context(), st); err != nil {
+		return nil, err
+	}
+	rel, err := factory.Open(cmd.Context(), st, r.version, vs)
+	if err != nil {
+		return nil, err
+	}
+	return factory.WriteImage(cmd.Context(), rel, o)
 }

@@ -96,6 +96,7 @@ func TestLayering(t *testing.T) {
 		{"oci", []string{"build", "release", "attest", "certification", "pkgbase", "cmd", "pipeline"}, "the store knows nothing of what it stores"},
 		{"pkgbase", []string{"build", "oci", "release", "attest", "certification", "cmd", "pipeline"}, "the package base is the ground floor"},
 		{"pipeline", []string{"cmd", "certification"}, "the pipeline runs jobs for the commands"},
+		{"factory", []string{"cmd", "pipeline", "certification", "pkgbase/locker", "pkgbase/resolve", "pkgbase/repo", "pkgbase/cache"}, "the factory composes from signed releases, never from a package base"},
 	}
 	for _, p := range goList(t) {
 		from := rel(p.ImportPath)

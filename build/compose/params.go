@@ -1,0 +1,83 @@
+package compose
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/nodeforge/builder/build/rootfs"
+)
+
+// The boot image of a release: an OCI artifact index with one artifact per
+// architecture, its layers the boot assets of these media types.
+const (
+	ArtifactType       = "application/vnd.nodeforge.node-os.v1"
+	MediaTypeVmlinuz   = "application/vnd.nodeforge.node-os.vmlinuz.v1"
+	MediaTypeInitramfs = "application/vnd.nodeforge.node-os.initramfs.v1"
+	MediaTypeRootfs    = "application/vnd.nodeforge.node-os.rootfs.squashfs.v1"
+	MediaTypeCmdline   = "application/vnd.nodeforge.node-os.cmdline.v1"
+	MediaTypeSPDX      = "application/spdx+json"
+	MediaTypeCycloneDX = "application/vnd.cyclonedx+json"
+)
+
+// BootloaderName is the EFI boot manager's file in the release's installer
+// image, usr/install/<arch>/BootloaderName: the installer puts it on the
+// disk, and media made from the release boot with it.
+const BootloaderName = "bootloader.efi"
+
+// AnnotationParams is the annotation of a release's boot image index that
+// holds its Params as JSON.
+const AnnotationParams = "dev.nodeforge.media"
+
+// Params are what media need of a release besides its files: how the
+// build wrote the initramfs and the squashfs images (the extension layers
+// must be written the same way), the kernel arguments and the boot
+// menu's title.
+type Params struct {
+	// Architectures are the release's, by their rpm names (x86_64,
+	// aarch64): the media's file names use them.
+	Architectures        []string       `json:"architectures"`
+	PrettyName           string         `json:"prettyName"`
+	Cmdline              []string       `json:"cmdline"`
+	InitramfsCompression string         `json:"initramfsCompression"`
+	Squashfs             SquashfsParams `json:"squashfs"`
+	// Kernel is the kernel's release and the directory of its modules in
+	// the root filesystem (per architecture: they differ between
+	// architectures).
+	Kernel map[string]KernelParams `json:"kernel"`
+}
+
+// KernelParams name one architecture's kernel.
+type KernelParams struct {
+	Version    string `json:"version"`
+	ModulesDir string `json:"modulesDir"` // absolute, in rootfs.sqsh
+}
+
+// SquashfsParams are the squashfs options that decide the bytes.
+type SquashfsParams struct {
+	Compressor string `json:"compressor"`
+	Level      int    `json:"level"`
+	BlockSize  int    `json:"blockSize"`
+}
+
+// Annotation is p as the annotation's value.
+func (p Params) Annotation() (string, error) {
+	b, err := json.Marshal(p)
+	return string(b), err
+}
+
+// ParseParams reads the annotation's value.
+func ParseParams(v string) (Params, error) {
+	var p Params
+	if v == "" {
+		return p, fmt.Errorf("the boot image has no %s annotation (a release made before media could be composed from it)", AnnotationParams)
+	}
+	if err := json.Unmarshal([]byte(v), &p); err != nil {
+		return p, fmt.Errorf("annotation %s: %w", AnnotationParams, err)
+	}
+	return p, nil
+}
+
+// SquashfsOptions are the writer's options for p.
+func (p Params) SquashfsOptions() rootfs.SquashfsOptions {
+	return rootfs.SquashfsOptions{Compressor: p.Squashfs.Compressor, Level: p.Squashfs.Level, BlockSize: p.Squashfs.BlockSize}
+}

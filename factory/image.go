@@ -1,0 +1,64 @@
+package factory
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/internal/atomicfile"
+	"github.com/nodeforge/builder/internal/digest"
+)
+
+// ImageOptions say which media to make from a release.
+type ImageOptions struct {
+	Schematic *schematic.Schematic
+	// Platform, DiskFormats and Compressions as compose.Options has them.
+	Platform     string
+	DiskFormats  []string
+	Compressions []string
+	// Out is where the media go: Out/media/<schematic id>/, as builder
+	// image writes them.
+	Out string
+}
+
+// WriteImage makes the media of o.Schematic for every architecture of rel
+// and writes them under o.Out/media/<schematic id>/, each file whole or
+// not at all. It returns them by path below o.Out.
+func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]report.ArtifactInfo, error) {
+	id, err := o.Schematic.ID()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(o.Out, "media", id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp(o.Out, ".image-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	files := map[string]report.ArtifactInfo{}
+	for _, arch := range rel.Params.Architectures {
+		boot, exts, co, err := rel.Inputs(ctx, arch)
+		if err != nil {
+			return nil, err
+		}
+		co.Schematic, co.Platform, co.DiskFormats, co.Compressions, co.Work = o.Schematic, o.Platform, o.DiskFormats, o.Compressions, work
+		res, err := compose.Media(ctx, boot, exts, co)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", arch, err)
+		}
+		for _, f := range res.Files {
+			if err := atomicfile.Write(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+				return nil, err
+			}
+			files[filepath.ToSlash(filepath.Join("media", id, f.Name))] = report.ArtifactInfo{SHA256: digest.SHA256Hex(f.Data), Size: int64(len(f.Data))}
+		}
+	}
+	return files, nil
+}

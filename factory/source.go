@@ -1,0 +1,281 @@
+// Package factory is the Image Factory: node images on demand for any
+// schematic, composed from signed releases (build/compose) without a
+// package base.
+package factory
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/CalebQ42/squashfs"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/build/rootfs"
+	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/release"
+)
+
+// Release is one verified version of a release in a store: every image
+// was checked against the keys before anything is read from it, and is
+// read by the digest that verified.
+type Release struct {
+	Store      oci.Store
+	Version    string
+	Params     compose.Params
+	SourceDate int64
+	// Extensions are the names of the release's extensions.
+	Extensions []string
+	digests    map[string]string // repository -> verified digest
+}
+
+// maxAsset bounds one boot asset or layer read into memory.
+const maxAsset = 8 << 30
+
+// Open verifies version in st with keys and reads its media parameters.
+// A release that does not verify is refused with every problem named.
+func Open(ctx context.Context, st oci.Store, version string, keys []signature.Verifier) (*Release, error) {
+	repos, err := release.Repositories(ctx, st, version)
+	if err != nil {
+		return nil, err
+	}
+	r := &Release{Store: st, Version: version, digests: map[string]string{}}
+	var vs []*release.Verification
+	var problems []string
+	for _, repo := range repos {
+		v := release.VerifyOrExplain(ctx, st, repo, version, keys, nil)
+		vs = append(vs, v)
+		if !v.OK() {
+			problems = append(problems, v.Problems...)
+			continue
+		}
+		r.digests[repo] = v.Digest
+		if name, ok := strings.CutPrefix(repo, release.RepoExtension); ok {
+			r.Extensions = append(r.Extensions, name)
+		}
+	}
+	if len(problems) > 0 {
+		head := ""
+		if cause := release.RootCause(vs, keys); cause != "" {
+			head = " " + cause
+		}
+		return nil, fmt.Errorf("release %s in %s does not verify:%s\n  %s", version, st, head, strings.Join(problems, "\n  "))
+	}
+	slices.Sort(r.Extensions)
+	idx, err := r.index(ctx, release.RepoBoot)
+	if err != nil {
+		return nil, err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	if r.Params, err = compose.ParseParams(m.Annotations[compose.AnnotationParams]); err != nil {
+		return nil, fmt.Errorf("release %s: %w", version, err)
+	}
+	if r.SourceDate, err = strconv.ParseInt(m.Annotations["dev.nodeforge.source-date-epoch"], 10, 64); err != nil {
+		return nil, fmt.Errorf("release %s: the boot image has no source date: %w", version, err)
+	}
+	return r, nil
+}
+
+// index reads a repository's verified index.
+func (r *Release) index(ctx context.Context, repo string) (v1.ImageIndex, error) {
+	d, ok := r.digests[repo]
+	if !ok {
+		return nil, fmt.Errorf("release %s has no %s", r.Version, repo)
+	}
+	return r.Store.Index(ctx, repo, d)
+}
+
+// child is the manifest of arch in repo's index.
+func (r *Release) child(ctx context.Context, repo, arch string) (v1.Image, error) {
+	idx, err := r.index(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range m.Manifests {
+		if d.Platform != nil && d.Platform.OS == "linux" && d.Platform.Architecture == specs.GoArch(arch) {
+			return idx.Image(d.Digest)
+		}
+	}
+	return nil, fmt.Errorf("release %s: %s has no %s image: %w", r.Version, repo, arch, errNoArch)
+}
+
+// errNoArch: an index has no image of the architecture asked for.
+var errNoArch = errors.New("not built for this architecture")
+
+// Inputs reads what compose.Media needs for arch: the boot assets, the
+// installer's EFI boot manager and every extension's layer, and the
+// options that make the same bytes as the build did (the caller adds the
+// schematic, the platform, the formats and a scratch directory).
+func (r *Release) Inputs(ctx context.Context, arch string) (compose.Boot, []*compose.Extension, compose.Options, error) {
+	fail := func(err error) (compose.Boot, []*compose.Extension, compose.Options, error) {
+		return compose.Boot{}, nil, compose.Options{}, fmt.Errorf("release %s, %s: %w", r.Version, arch, err)
+	}
+	if !slices.Contains(r.Params.Architectures, arch) {
+		return fail(fmt.Errorf("not an architecture of the release (it has %s)", strings.Join(r.Params.Architectures, ", ")))
+	}
+	img, err := r.child(ctx, release.RepoBoot, arch)
+	if err != nil {
+		return fail(err)
+	}
+	assets, err := layersByType(img)
+	if err != nil {
+		return fail(err)
+	}
+	k := r.Params.Kernel[arch]
+	b := compose.Boot{Arch: arch, Vmlinuz: assets[compose.MediaTypeVmlinuz], Initramfs: assets[compose.MediaTypeInitramfs],
+		Cmdline: r.Params.Cmdline, KernelVersion: k.Version,
+		Modules: func() (map[string][]byte, error) { return moduleFiles(assets[compose.MediaTypeRootfs], k.ModulesDir) }}
+	if b.Vmlinuz == nil || b.Initramfs == nil {
+		return fail(fmt.Errorf("the boot image lacks the kernel or the initramfs"))
+	}
+	if b.Bootloader, err = r.bootloader(ctx, arch); err != nil {
+		return fail(err)
+	}
+	var exts []*compose.Extension
+	var trees []*rootfs.Tree
+	for _, name := range r.Extensions {
+		e, err := r.extension(ctx, name, arch)
+		if err != nil {
+			return fail(err)
+		}
+		if e != nil {
+			exts, trees = append(exts, e), append(trees, e.Tree)
+		}
+	}
+	o := compose.Options{Squashfs: r.Params.SquashfsOptions(), InitramfsCompression: r.Params.InitramfsCompression,
+		Owners: rootfs.NumericOwners(trees...), PrettyName: r.Params.PrettyName, SourceDate: r.SourceDate}
+	return b, exts, o, nil
+}
+
+// bootloader reads the EFI boot manager from the installer image; nil
+// when the release has none (no disk images then).
+func (r *Release) bootloader(ctx context.Context, arch string) ([]byte, error) {
+	img, err := r.child(ctx, release.RepoInstaller, arch)
+	if err != nil {
+		return nil, err
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		return nil, fmt.Errorf("installer image: %d layers (%v), want one", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	t, err := rootfs.ReadTar(rc, maxAsset)
+	if err != nil {
+		return nil, fmt.Errorf("installer image: %w", err)
+	}
+	if n := t.Get("/usr/install/" + arch + "/" + compose.BootloaderName); n != nil && n.Kind == rootfs.KindFile {
+		return n.Data, nil
+	}
+	return nil, nil
+}
+
+// extension reads an extension's layer for arch; nil when the extension
+// is not built for it.
+func (r *Release) extension(ctx context.Context, name, arch string) (*compose.Extension, error) {
+	img, err := r.child(ctx, release.RepoExtension+name, arch)
+	if errors.Is(err, errNoArch) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		return nil, fmt.Errorf("extension %s: %d layers (%v), want one", name, len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	e, err := compose.ExtensionFromLayer(rc)
+	if err != nil {
+		return nil, fmt.Errorf("extension %s: %w", name, err)
+	}
+	if e.Name != name {
+		return nil, fmt.Errorf("extension %s: its manifest names %s", name, e.Name)
+	}
+	return e, nil
+}
+
+// layersByType reads every layer of a boot artifact by media type.
+func layersByType(img v1.Image) (map[string][]byte, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, l := range layers {
+		mt, err := l.MediaType()
+		if err != nil {
+			return nil, err
+		}
+		// The blob as stored: a boot asset is a file (an initramfs is
+		// zstd or xz, and must stay so), not a compressed layer.
+		rc, err := l.Compressed()
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(io.LimitReader(rc, maxAsset+1))
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", mt, err)
+		}
+		if len(b) > maxAsset {
+			return nil, fmt.Errorf("%s: larger than %d bytes", mt, maxAsset)
+		}
+		out[string(mt)] = b
+	}
+	return out, nil
+}
+
+// moduleFiles reads the regular files below dir of a squashfs image, by
+// path below dir.
+func moduleFiles(sqsh []byte, dir string) (map[string][]byte, error) {
+	if sqsh == nil || dir == "" {
+		return nil, fmt.Errorf("the boot image has no root filesystem or kernel module directory")
+	}
+	sq, err := squashfs.NewReader(bytes.NewReader(sqsh))
+	if err != nil {
+		return nil, fmt.Errorf("rootfs.sqsh: %w", err)
+	}
+	root := strings.TrimPrefix(dir, "/")
+	out := map[string][]byte{}
+	err = fs.WalkDir(sq, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := fs.ReadFile(sq, p)
+		if err != nil {
+			return err
+		}
+		rel, _ := strings.CutPrefix(p, root+"/")
+		out[path.Clean(rel)] = b
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rootfs.sqsh %s: %w", dir, err)
+	}
+	return out, nil
+}
