@@ -14,11 +14,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/CalebQ42/squashfs"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/sigstore/sigstore/pkg/signature"
 
+	"github.com/nodeforge/builder/api/extensions"
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/rootfs"
@@ -32,11 +34,15 @@ import (
 type Release struct {
 	Store      oci.Store
 	Version    string
+	Branch     string
 	Params     compose.Params
 	SourceDate int64
 	// Extensions are the names of the release's extensions.
 	Extensions []string
 	digests    map[string]string // repository -> verified digest
+
+	mu   sync.Mutex
+	meta map[string]extensions.Metadata // extension -> its manifest's
 }
 
 // maxAsset bounds one boot asset or layer read into memory.
@@ -83,6 +89,7 @@ func Open(ctx context.Context, st oci.Store, version string, keys []signature.Ve
 	if r.Params, err = compose.ParseParams(m.Annotations[compose.AnnotationParams]); err != nil {
 		return nil, fmt.Errorf("release %s: %w", version, err)
 	}
+	r.Branch = m.Annotations["dev.nodeforge.branch"]
 	if r.SourceDate, err = strconv.ParseInt(m.Annotations["dev.nodeforge.source-date-epoch"], 10, 64); err != nil {
 		return nil, fmt.Errorf("release %s: the boot image has no source date: %w", version, err)
 	}
@@ -278,4 +285,32 @@ func moduleFiles(sqsh []byte, dir string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("rootfs.sqsh %s: %w", dir, err)
 	}
 	return out, nil
+}
+
+// extensionMetadata is what an extension's manifest says of it (read once,
+// from its first architecture's layer).
+func (r *Release) extensionMetadata(ctx context.Context, name string) (extensions.Metadata, error) {
+	r.mu.Lock()
+	m, ok := r.meta[name]
+	r.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	for _, arch := range r.Params.Architectures {
+		e, err := r.extension(ctx, name, arch)
+		if err != nil {
+			return m, err
+		}
+		if e == nil {
+			continue
+		}
+		r.mu.Lock()
+		if r.meta == nil {
+			r.meta = map[string]extensions.Metadata{}
+		}
+		r.meta[name] = e.Metadata
+		r.mu.Unlock()
+		return e.Metadata, nil
+	}
+	return m, fmt.Errorf("extension %s has no image of the release's architectures", name)
 }

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/oci"
+)
+
+func init() { register(newFactoryCmd) }
+
+func newFactoryCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "factory",
+		Short: "The Image Factory: node images on demand for any schematic, from signed releases",
+	}
+	cmd.AddCommand(newFactoryServeCmd())
+	return cmd
+}
+
+func newFactoryServeCmd() *cobra.Command {
+	var stores, keys []string
+	var cacheLoc, listen, external string
+	var maxBuilds int
+	var sf storeFlags
+	cmd := &cobra.Command{
+		Use:   "serve --release STORE... --key PUB... [--cache STORE] [--listen ADDR] [--external-url URL]",
+		Short: "Serve schematics and node images composed on demand from verified releases",
+		Long: `serve answers the Image Factory's HTTP API (the upstream factory's routes, so
+curl recipes and talosctl work) from releases published by builder release:
+
+  POST /schematics                          a schematic (YAML or JSON, at most
+                                            64 KiB) -> 201 {"id", "schematic"}
+  GET  /schematics/ID                       its canonical YAML
+  GET  /versions[?branch=B]                 the versions served
+  GET  /version/V/extensions/official       the release's extensions
+  GET  /image/ID/V/ARTIFACT[.sha256]        kernel-ARCH, initramfs-ARCH.xz,
+                                            cmdline-PLATFORM-ARCH,
+                                            PLATFORM-ARCH.{iso,raw,qcow2,vhd,
+                                            raw.tar.gz}[.xz|.zst]; Range, ETag
+  GET  /pxe/ID/V/PLATFORM-ARCH              an iPXE script pointing back here
+  GET  /healthz, /readyz                    liveness; readiness names every
+                                            release that did not verify
+
+STORE is docker://HOST[:PORT]/PREFIX or oci:DIR; every version in it (the tags
+of its lock repository) is verified with the keys at start, and one that fails
+is not served. Artifacts are the bytes builder image --release writes for the
+same schematic and release; they are composed when asked for (one build per
+artifact at a time, --max-builds at once), needing no package base. The
+schematics live in the cache store (default: factory-cache beside the first
+release store), so every factory on it sees them. Not yet: a signed cache of
+built artifacts, the /v2/ registry front, the web UI, metrics, TLS and logins.`,
+		Example: `  builder factory serve --release oci:out/demo/release/dev --key out/demo/keys/dev/cosign.pub
+  curl -X POST --data-binary @zfs.yaml http://127.0.0.1:8080/schematics
+  curl -O http://127.0.0.1:8080/image/ID/1.11.0-demo/metal-amd64.iso`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(stores) == 0 || len(keys) == 0 {
+				return errors.New("--release STORE and --key PUB are required")
+			}
+			vs, err := loadVerifiers(keys)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			var rs []factory.ReleaseStore
+			for _, s := range stores {
+				l, err := oci.ParseLocation(s)
+				if err != nil {
+					return err
+				}
+				st, err := oci.Open(l, oci.OpenOptions{Remote: oci.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}})
+				if err != nil {
+					return err
+				}
+				if err := reachable(ctx, st); err != nil {
+					return err
+				}
+				rs = append(rs, factory.ReleaseStore{Store: st, Keys: vs})
+			}
+			cache, err := openFactoryCache(cacheLoc, stores[0], sf)
+			if err != nil {
+				return err
+			}
+			work, err := os.MkdirTemp("", "nodeforge-factory-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(work)
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			srv, err := factory.NewServer(ctx, factory.ServerOptions{Releases: rs, Cache: cache, ExternalURL: external, Work: work, MaxBuilds: maxBuilds, Log: log})
+			if err != nil {
+				return err
+			}
+			return serveHTTP(ctx, listen, srv.Handler(), log)
+		},
+	}
+	cmd.Flags().StringArrayVar(&stores, "release", nil, "a release store: docker://HOST[:PORT]/PREFIX or oci:DIR (repeatable)")
+	cmd.Flags().StringArrayVar(&keys, "key", nil, "a public key releases must verify with (repeatable)")
+	cmd.Flags().StringVar(&cacheLoc, "cache", "", "the cache store (default: factory-cache beside the first release store)")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on")
+	cmd.Flags().StringVar(&external, "external-url", "", "the URL clients reach the factory at (PXE scripts point there; default: the request's host)")
+	cmd.Flags().IntVar(&maxBuilds, "max-builds", 2, "artifacts composed at once")
+	cmd.Flags().StringVar(&sf.caFile, "ca-file", "", "PEM bundle of CAs trusted for the registries besides the system's")
+	cmd.Flags().BoolVar(&sf.allowHTTP, "allow-http", false, "permit plain HTTP to a registry that is not on loopback")
+	return cmd
+}
+
+// openFactoryCache opens (creating a layout if needed) the cache store:
+// loc, or factory-cache beside the release store first.
+func openFactoryCache(loc, first string, sf storeFlags) (oci.Store, error) {
+	if loc == "" {
+		l, err := oci.ParseLocation(first)
+		if err != nil {
+			return nil, err
+		}
+		if l.Kind == oci.KindLayout {
+			l.Path = filepath.Join(filepath.Dir(filepath.Clean(l.Path)), "factory-cache")
+		} else {
+			l.Path += "/factory-cache"
+		}
+		loc = l.String()
+	}
+	l, err := oci.ParseLocation(loc)
+	if err != nil {
+		return nil, err
+	}
+	return oci.Open(l, oci.OpenOptions{Create: true, Remote: oci.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}})
+}
+
+// serveHTTP serves h on addr until ctx ends, then lets the requests in
+// flight finish (for up to 30 s).
+func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("serving", "address", "http://"+ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			return fmt.Errorf("shutting down: %w", err)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/oci"
+)
+
+// TestFactoryServe: the factory's API on the demo release in a local
+// layout. Schematic IDs are builder schematic id's; every artifact equals
+// what builder image --release writes (architectures named either way);
+// HEAD, Range, ETag and .sha256 work; bad input gets its 4xx.
+func TestFactoryServe(t *testing.T) {
+	d := newDemoRelease(t)
+	if _, err := d.release(t); err != nil {
+		t.Fatal(err)
+	}
+	layout := filepath.Join(d.dir, "release", "dev")
+	st, err := oci.OpenLayout(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := oci.CreateLayout(filepath.Join(d.dir, "release", "factory-cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := loadVerifiers([]string{d.devPub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}}, Cache: cache, Work: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	get := func(method, path string, body []byte, hdr ...string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, hs.URL+path, bytes.NewReader(body))
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+
+	// Schematics: the empty one has Talos's default ID.
+	resp, b := get("POST", "/schematics", nil)
+	if resp.StatusCode != 201 || !strings.Contains(string(b), `"id":"376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"`) {
+		t.Fatalf("POST empty schematic: %d %s", resp.StatusCode, b)
+	}
+	schYAML := "customization:\n  extraKernelArgs: [console=ttyS0]\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n"
+	schPath := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(schPath, []byte(schYAML), 0o644)
+	wantID, err := runBuilder(t, "schematic", "id", schPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantID = strings.TrimSpace(wantID)
+	resp, b = get("POST", "/schematics", []byte(schYAML))
+	var created struct{ ID, Schematic string }
+	if json.Unmarshal(b, &created); resp.StatusCode != 201 || created.ID != wantID {
+		t.Fatalf("POST schematic: %d %s, want ID %s", resp.StatusCode, b, wantID)
+	}
+	if resp, b = get("GET", "/schematics/"+wantID, nil); resp.StatusCode != 200 || string(b) != created.Schematic || resp.Header.Get("Content-Type") != "application/yaml" {
+		t.Errorf("GET schematic: %d %q", resp.StatusCode, b)
+	}
+
+	// Artifacts: the bytes builder image --release writes.
+	want := map[string][]byte{}
+	for _, p := range []string{"metal", "azure"} {
+		out := filepath.Join(t.TempDir(), p)
+		if o, err := runBuilder(t, "image", "--release", "oci:"+layout, "--version", "1.11.0-demo", "--key", d.devPub, "--schematic", schPath, "--platform", p, "--kind", "all", "--out", out); err != nil {
+			t.Fatalf("image --release: %v\n%s", err, o)
+		}
+		for n, data := range mediaFiles(t, out) {
+			want[n] = data
+		}
+	}
+	base := "/image/" + wantID + "/1.11.0-demo/"
+	for _, c := range []struct{ url, file string }{
+		{"kernel-amd64", "kernel-x86_64"},
+		{"initramfs-x86_64.xz", "initramfs-x86_64.xz"},
+		{"cmdline-metal-amd64", "cmdline-metal-x86_64"},
+		{"metal-amd64.iso", "metal-x86_64.iso"},
+		{"metal-amd64.raw.zst", "metal-x86_64.raw.zst"},
+		{"metal-x86_64.qcow2", "metal-x86_64.qcow2"},
+		{"azure-amd64.vhd", "azure-x86_64.vhd"},
+	} {
+		resp, b := get("GET", base+c.url, nil)
+		if resp.StatusCode != 200 || want[c.file] == nil || !bytes.Equal(b, want[c.file]) {
+			t.Errorf("%s: %d, %d bytes; builder image wrote %d bytes", c.url, resp.StatusCode, len(b), len(want[c.file]))
+		}
+	}
+	iso := want["metal-x86_64.iso"]
+	sum := sha256.Sum256(iso)
+	etag := `"sha256:` + hex.EncodeToString(sum[:]) + `"`
+	if resp, _ := get("HEAD", base+"metal-amd64.iso", nil); resp.StatusCode != 200 || resp.ContentLength != int64(len(iso)) || resp.Header.Get("ETag") != etag {
+		t.Errorf("HEAD: %d, length %d, etag %s", resp.StatusCode, resp.ContentLength, resp.Header.Get("ETag"))
+	}
+	if resp, b := get("GET", base+"metal-amd64.iso", nil, "Range", "bytes=100-199"); resp.StatusCode != 206 || !bytes.Equal(b, iso[100:200]) {
+		t.Errorf("Range: %d, %d bytes", resp.StatusCode, len(b))
+	}
+	if resp, _ := get("GET", base+"metal-amd64.iso", nil, "If-None-Match", etag); resp.StatusCode != 304 {
+		t.Errorf("If-None-Match: %d", resp.StatusCode)
+	}
+	if resp, b := get("GET", base+"metal-amd64.iso.sha256", nil); resp.StatusCode != 200 || string(b) != hex.EncodeToString(sum[:])+"  metal-amd64.iso\n" {
+		t.Errorf(".sha256: %d %q", resp.StatusCode, b)
+	}
+	// Concurrent requests for one artifact all get its bytes.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Get(hs.URL + base + "nocloud-amd64.qcow2")
+			if err != nil || resp.StatusCode != 200 {
+				t.Errorf("concurrent: %v %v", err, resp)
+				return
+			}
+			resp.Body.Close()
+		}()
+	}
+	wg.Wait()
+
+	// PXE, versions, extensions, readiness.
+	if resp, b := get("GET", "/pxe/"+wantID+"/1.11.0-demo/metal-amd64", nil); resp.StatusCode != 200 ||
+		!strings.Contains(string(b), "kernel "+hs.URL+base+"kernel-amd64 ") || !strings.Contains(string(b), "nodeforge.platform=metal console=ttyS0\n") {
+		t.Errorf("pxe: %d\n%s", resp.StatusCode, b)
+	}
+	if _, b := get("GET", "/versions", nil); strings.TrimSpace(string(b)) != `["1.11.0-demo"]` {
+		t.Errorf("versions: %s", b)
+	}
+	if _, b := get("GET", "/versions?branch=p10", nil); strings.TrimSpace(string(b)) != `[]` {
+		t.Errorf("versions of another branch: %s", b)
+	}
+	if _, b := get("GET", "/version/1.11.0-demo/extensions/official", nil); !strings.Contains(string(b), `"name":"zfs"`) || !strings.Contains(string(b), `"digest":"sha256:`) {
+		t.Errorf("extensions: %s", b)
+	}
+	if resp, b := get("GET", "/readyz", nil); resp.StatusCode != 200 {
+		t.Errorf("readyz: %d %s", resp.StatusCode, b)
+	}
+
+	// Bad input.
+	for _, c := range []struct {
+		method, path string
+		body         []byte
+		code         int
+		says         string
+	}{
+		{"POST", "/schematics", []byte("customisation: {}\n"), 400, "customisation"},
+		{"POST", "/schematics", bytes.Repeat([]byte("#"), 70<<10), 413, "larger than"},
+		{"POST", "/schematics", []byte("customization:\n  systemExtensions:\n    officialExtensions: [gpu-magic]\n"), 400, "available: btrfs, cri, nvidia, zfs"},
+		{"GET", "/schematics/" + strings.Repeat("0", 64), nil, 404, "not found"},
+		{"GET", "/schematics/..%2f..%2fetc", nil, 400, "not a schematic ID"},
+		{"GET", base + "metal-amd64.exe", nil, 400, "not an artifact"},
+		{"GET", base + "mars-amd64.iso", nil, 400, "unknown platform"},
+		{"GET", base + "metal-arm64.iso", nil, 404, "no architecture arm64"},
+		{"GET", base + "metal-amd64.qcow2.xz", nil, 400, "not compressed further"},
+		{"GET", "/image/" + wantID + "/9.9.9/kernel-amd64", nil, 404, "not served"},
+	} {
+		resp, b := get(c.method, c.path, c.body)
+		if resp.StatusCode != c.code || !strings.Contains(string(b), c.says) {
+			t.Errorf("%s %s: %d %q, want %d saying %q", c.method, c.path, resp.StatusCode, b, c.code, c.says)
+		}
+	}
+}

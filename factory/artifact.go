@@ -1,0 +1,86 @@
+package factory
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/nodeforge/builder/api/platform"
+	"github.com/nodeforge/builder/api/specs"
+)
+
+// artifact is one downloadable file of a schematic's media, as its URL
+// names it (the upstream Image Factory's names).
+type artifact struct {
+	name        string // as requested
+	kind        string // kernel, initramfs, cmdline or disk
+	platform    string // cmdline and disk
+	arch        string // as requested: amd64 or x86_64
+	format      string // disk: iso, raw, qcow2, vhd, raw.tar.gz
+	compression string // disk: "", xz or zst
+}
+
+var (
+	kernelRE    = regexp.MustCompile(`^kernel-([a-z0-9_]+)$`)
+	initramfsRE = regexp.MustCompile(`^initramfs-([a-z0-9_]+)\.xz$`)
+	cmdlineRE   = regexp.MustCompile(`^cmdline-([a-z]+)-([a-z0-9_]+)$`)
+	diskRE      = regexp.MustCompile(`^([a-z]+)-([a-z0-9_]+)\.(raw\.tar\.gz|iso|raw|qcow2|vhd)(?:\.(xz|zst))?$`)
+)
+
+// parseArtifact reads an artifact name strictly: nothing else reaches the
+// composer (and no name ever reaches the file system).
+func parseArtifact(name string) (artifact, error) {
+	a := artifact{name: name}
+	switch {
+	case kernelRE.MatchString(name):
+		a.kind, a.arch = "kernel", kernelRE.FindStringSubmatch(name)[1]
+	case initramfsRE.MatchString(name):
+		a.kind, a.arch = "initramfs", initramfsRE.FindStringSubmatch(name)[1]
+	case cmdlineRE.MatchString(name):
+		m := cmdlineRE.FindStringSubmatch(name)
+		a.kind, a.platform, a.arch = "cmdline", m[1], m[2]
+	case diskRE.MatchString(name):
+		m := diskRE.FindStringSubmatch(name)
+		a.kind, a.platform, a.arch, a.format, a.compression = "disk", m[1], m[2], m[3], m[4]
+		if a.compression != "" && !slices.Contains([]string{"iso", "raw", "vhd"}, a.format) {
+			return a, fmt.Errorf("%s: %s images are not compressed further", name, a.format)
+		}
+	default:
+		return a, fmt.Errorf("%q is not an artifact: kernel-ARCH, initramfs-ARCH.xz, cmdline-PLATFORM-ARCH, PLATFORM-ARCH.{iso,raw,qcow2,vhd,raw.tar.gz}[.xz|.zst]", name)
+	}
+	if a.platform != "" {
+		if _, err := platform.Lookup(a.platform); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+// releaseArch is the release's name (x86_64) of an architecture a URL
+// names either way (amd64 or x86_64), or "".
+func releaseArch(arches []string, asked string) string {
+	for _, a := range arches {
+		if a == asked || specs.GoArch(a) == asked {
+			return a
+		}
+	}
+	return ""
+}
+
+// composedName is the file compose writes for a, with the release's
+// architecture name.
+func (a artifact) composedName(arch string) string {
+	switch a.kind {
+	case "kernel":
+		return "kernel-" + arch
+	case "initramfs":
+		return "initramfs-" + arch + ".xz"
+	case "cmdline":
+		return "cmdline-" + a.platform + "-" + arch
+	}
+	n := a.platform + "-" + arch + "." + a.format
+	if a.compression != "" {
+		n += "." + a.compression
+	}
+	return n
+}

@@ -1,0 +1,55 @@
+package factory
+
+import (
+	"regexp"
+	"testing"
+)
+
+func TestParseArtifact(t *testing.T) {
+	for name, want := range map[string]artifact{
+		"kernel-amd64":          {kind: "kernel", arch: "amd64"},
+		"initramfs-x86_64.xz":   {kind: "initramfs", arch: "x86_64"},
+		"cmdline-nocloud-arm64": {kind: "cmdline", platform: "nocloud", arch: "arm64"},
+		"metal-amd64.iso":       {kind: "disk", platform: "metal", arch: "amd64", format: "iso"},
+		"aws-amd64.raw.xz":      {kind: "disk", platform: "aws", arch: "amd64", format: "raw", compression: "xz"},
+		"gcp-amd64.raw.tar.gz":  {kind: "disk", platform: "gcp", arch: "amd64", format: "raw.tar.gz"},
+		"azure-x86_64.vhd.zst":  {kind: "disk", platform: "azure", arch: "x86_64", format: "vhd", compression: "zst"},
+		"yandex-aarch64.qcow2":  {kind: "disk", platform: "yandex", arch: "aarch64", format: "qcow2"},
+	} {
+		got, err := parseArtifact(name)
+		want.name = name
+		if err != nil || got != want {
+			t.Errorf("%s: %+v %v, want %+v", name, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "kernel", "kernel-", "../kernel-amd64", "kernel-amd64/..", "metal-amd64.iso.gz", "metal-amd64.qcow2.xz",
+		"vmware-amd64.iso", "metal-amd64.raw.tar.gz.xz", "Metal-amd64.iso", "initramfs-amd64", "cmdline-metal"} {
+		if a, err := parseArtifact(bad); err == nil {
+			t.Errorf("%q accepted: %+v", bad, a)
+		}
+	}
+}
+
+var safeName = regexp.MustCompile(`^[a-z0-9_.-]+$`)
+
+// FuzzParseArtifact: no name panics the parser, and what it accepts maps
+// to a file name of safe characters that names the same artifact again.
+func FuzzParseArtifact(f *testing.F) {
+	for _, s := range []string{"kernel-amd64", "initramfs-x86_64.xz", "cmdline-metal-amd64", "metal-amd64.iso.zst", "gcp-amd64.raw.tar.gz", "../../etc/passwd", "metal-amd64.iso\x00", "azure-amd64.vhd.xz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		a, err := parseArtifact(name)
+		if err != nil {
+			return
+		}
+		n := a.composedName("x86_64")
+		if !safeName.MatchString(n) || !safeName.MatchString(name) {
+			t.Fatalf("%q accepted, composes %q", name, n)
+		}
+		b, err := parseArtifact(n)
+		if err != nil || b.kind != a.kind || b.platform != a.platform || b.format != a.format || b.compression != a.compression {
+			t.Fatalf("%q -> %q -> %+v %v", name, n, b, err)
+		}
+	})
+}

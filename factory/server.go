@@ -1,0 +1,456 @@
+package factory
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sigstore/sigstore/pkg/signature"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/release"
+)
+
+// ReleaseStore is a store of releases and the keys they must verify with.
+type ReleaseStore struct {
+	Store oci.Store
+	Keys  []signature.Verifier
+}
+
+// ServerOptions configure a factory.
+type ServerOptions struct {
+	Releases []ReleaseStore
+	// Cache holds the schematics (and, later, built artifacts).
+	Cache oci.Store
+	// ExternalURL is where clients reach the factory (PXE scripts point
+	// back at it); "" uses the request's host.
+	ExternalURL string
+	// Work is a scratch directory for the ISO tool.
+	Work string
+	// MaxBuilds bounds the builds running at once (0: 2).
+	MaxBuilds int
+	// BuildTimeout bounds one build (0: 10 minutes).
+	BuildTimeout time.Duration
+	Log          *slog.Logger
+}
+
+// maxSchematicBody bounds a POSTed schematic.
+const maxSchematicBody = 64 << 10
+
+// Server is the Image Factory's HTTP API (compatible with the upstream
+// factory's routes): schematics, versions, and artifacts composed on
+// demand from verified releases.
+type Server struct {
+	o          ServerOptions
+	schematics *schematics
+	releases   map[string]*Release // version -> verified release
+	versions   []string
+	problems   []string // releases not served, and why
+	builds     singleflight.Group
+	slots      chan struct{}
+	requests   atomic.Int64
+}
+
+// NewServer verifies every version of every release store (a version that
+// does not verify is not served, and /readyz names it).
+func NewServer(ctx context.Context, o ServerOptions) (*Server, error) {
+	if o.Cache == nil || len(o.Releases) == 0 {
+		return nil, errors.New("factory: a cache store and at least one release store are needed")
+	}
+	if o.MaxBuilds <= 0 {
+		o.MaxBuilds = 2
+	}
+	if o.BuildTimeout <= 0 {
+		o.BuildTimeout = 10 * time.Minute
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{o: o, schematics: &schematics{st: o.Cache}, releases: map[string]*Release{}, slots: make(chan struct{}, o.MaxBuilds)}
+	for _, rs := range o.Releases {
+		tags, err := rs.Store.Tags(ctx, release.RepoLock)
+		if err != nil {
+			s.problems = append(s.problems, fmt.Sprintf("%s: no releases listed: %v", rs.Store, err))
+			continue
+		}
+		for _, v := range tags {
+			if _, dup := s.releases[v]; dup || strings.HasPrefix(v, "sha256-") {
+				continue // served from the first store; referrer fallback tags
+			}
+			rel, err := Open(ctx, rs.Store, v, rs.Keys)
+			if err != nil {
+				s.problems = append(s.problems, err.Error())
+				o.Log.Warn("release not served", "version", v, "store", rs.Store.String(), "err", err)
+				continue
+			}
+			s.releases[v] = rel
+			s.versions = append(s.versions, v)
+		}
+	}
+	slices.Sort(s.versions)
+	return s, nil
+}
+
+// Handler routes the API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /schematics", s.postSchematic)
+	mux.HandleFunc("GET /schematics/{id}", s.getSchematic)
+	mux.HandleFunc("GET /versions", s.getVersions)
+	mux.HandleFunc("GET /version/{version}/extensions/official", s.getExtensions)
+	mux.HandleFunc("GET /image/{id}/{version}/{artifact}", s.getImage)
+	mux.HandleFunc("GET /pxe/{id}/{version}/{target}", s.getPXE)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", s.getReady)
+	return s.logged(mux)
+}
+
+// logged gives every request an ID (the client's X-Request-Id or a
+// counter) echoed in the response, and logs it with its outcome.
+func (s *Server) logged(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 64 {
+			id = fmt.Sprintf("r%d", s.requests.Add(1))
+		}
+		w.Header().Set("X-Request-Id", id)
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		start := time.Now()
+		h.ServeHTTP(rec, r)
+		s.o.Log.Info("request", "id", id, "method", r.Method, "path", r.URL.Path, "status", rec.status, "bytes", rec.bytes, "seconds", time.Since(start).Seconds())
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *statusRecorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// fail answers with a status and a one-line reason.
+func fail(w http.ResponseWriter, code int, format string, a ...any) {
+	http.Error(w, fmt.Sprintf(format, a...), code)
+}
+
+func (s *Server) postSchematic(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, maxSchematicBody)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			fail(w, http.StatusRequestEntityTooLarge, "schematic larger than %d bytes", maxSchematicBody)
+			return
+		}
+		fail(w, http.StatusBadRequest, "reading the schematic: %v", err)
+		return
+	}
+	sch, err := schematic.Parse(body)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	available := s.extensionNames()
+	for _, e := range sch.Extensions() {
+		if !slices.Contains(available, e) {
+			fail(w, http.StatusBadRequest, "extension %q is in no served release (available: %s)", e, strings.Join(available, ", "))
+			return
+		}
+	}
+	id, err := s.schematics.put(r.Context(), sch)
+	if err != nil {
+		s.o.Log.Error("storing a schematic", "err", err)
+		fail(w, http.StatusInternalServerError, "storing the schematic failed")
+		return
+	}
+	canon, _ := sch.Canonical()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	json.NewEncoder(w).Encode(map[string]string{"id": id, "schematic": string(canon)})
+}
+
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	var b bytes.Buffer
+	_, err := b.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	return b.Bytes(), err
+}
+
+// extensionNames are the extensions of every served release.
+func (s *Server) extensionNames() []string {
+	var out []string
+	for _, rel := range s.releases {
+		for _, e := range rel.Extensions {
+			if !slices.Contains(out, e) {
+				out = append(out, e)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *Server) getSchematic(w http.ResponseWriter, r *http.Request) {
+	sch, ok := s.schematic(w, r, r.PathValue("id"))
+	if !ok {
+		return
+	}
+	canon, err := sch.Canonical()
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Write(canon)
+}
+
+// schematic finds a schematic or answers 404 (400 for what cannot be an
+// ID).
+func (s *Server) schematic(w http.ResponseWriter, r *http.Request, id string) (*schematic.Schematic, bool) {
+	if len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
+		fail(w, http.StatusBadRequest, "%q is not a schematic ID (64 lower-case hex digits)", id)
+		return nil, false
+	}
+	sch, err := s.schematics.get(r.Context(), id)
+	switch {
+	case errors.Is(err, errUnknownSchematic):
+		fail(w, http.StatusNotFound, "schematic %s not found", id)
+		return nil, false
+	case err != nil:
+		s.o.Log.Error("reading a schematic", "id", id, "err", err)
+		fail(w, http.StatusInternalServerError, "reading schematic %s failed", id)
+		return nil, false
+	}
+	return sch, true
+}
+
+func (s *Server) getVersions(w http.ResponseWriter, r *http.Request) {
+	out := []string{}
+	branch := r.URL.Query().Get("branch")
+	for _, v := range s.versions {
+		if branch == "" || s.releases[v].Branch == branch {
+			out = append(out, v)
+		}
+	}
+	writeJSON(w, out)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// release finds a served version or answers 404.
+func (s *Server) release(w http.ResponseWriter, v string) (*Release, bool) {
+	rel := s.releases[v]
+	if rel == nil {
+		fail(w, http.StatusNotFound, "version %q is not served (see /versions)", v)
+		return nil, false
+	}
+	return rel, true
+}
+
+// officialExtension is one entry of /version/{v}/extensions/official.
+type officialExtension struct {
+	Name        string `json:"name"`
+	Ref         string `json:"ref"`
+	Digest      string `json:"digest"`
+	Author      string `json:"author"`
+	Description string `json:"description"`
+}
+
+func (s *Server) getExtensions(w http.ResponseWriter, r *http.Request) {
+	rel, ok := s.release(w, r.PathValue("version"))
+	if !ok {
+		return
+	}
+	out := []officialExtension{}
+	for _, name := range rel.Extensions {
+		meta, err := rel.extensionMetadata(r.Context(), name)
+		if err != nil {
+			s.o.Log.Error("reading an extension", "name", name, "err", err)
+			fail(w, http.StatusInternalServerError, "reading extension %s failed", name)
+			return
+		}
+		repo := release.RepoExtension + name
+		out = append(out, officialExtension{Name: name, Ref: rel.Store.Ref(repo, rel.Version), Digest: rel.digests[repo],
+			Author: meta.Author, Description: meta.Description})
+	}
+	writeJSON(w, out)
+}
+
+func (s *Server) getReady(w http.ResponseWriter, _ *http.Request) {
+	if len(s.problems) > 0 || len(s.versions) == 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "serving %d versions\n", len(s.versions))
+		for _, p := range s.problems {
+			fmt.Fprintln(w, "not served:", p)
+		}
+		return
+	}
+	fmt.Fprintf(w, "ready: %s\n", strings.Join(s.versions, ", "))
+}
+
+func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("artifact")
+	sum := ""
+	if base, ok := strings.CutSuffix(name, ".sha256"); ok {
+		name, sum = base, "sha256"
+	}
+	a, err := parseArtifact(name)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	sch, rel, arch, ok := s.target(w, r, a.arch)
+	if !ok {
+		return
+	}
+	data, err := s.compose(r.Context(), rel, sch, a, arch)
+	if err != nil {
+		s.o.Log.Error("composing", "artifact", name, "version", rel.Version, "err", err)
+		fail(w, http.StatusInternalServerError, "making %s failed: %v", name, err)
+		return
+	}
+	d := sha256.Sum256(data)
+	hexsum := hex.EncodeToString(d[:])
+	if sum != "" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "%s  %s\n", hexsum, name)
+		return
+	}
+	w.Header().Set("ETag", `"sha256:`+hexsum+`"`)
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
+}
+
+// target finds what a media URL names: its schematic, its release and
+// the release's name of the architecture asked for, or answers 4xx.
+func (s *Server) target(w http.ResponseWriter, r *http.Request, arch string) (*schematic.Schematic, *Release, string, bool) {
+	sch, ok := s.schematic(w, r, r.PathValue("id"))
+	if !ok {
+		return nil, nil, "", false
+	}
+	rel, ok := s.release(w, r.PathValue("version"))
+	if !ok {
+		return nil, nil, "", false
+	}
+	rarch := releaseArch(rel.Params.Architectures, arch)
+	if rarch == "" {
+		fail(w, http.StatusNotFound, "release %s has no architecture %s (it has %s)", rel.Version, arch, strings.Join(rel.Params.Architectures, ", "))
+		return nil, nil, "", false
+	}
+	return sch, rel, rarch, true
+}
+
+// compose makes one artifact. One build per key runs at once (others
+// wait for it), at most MaxBuilds builds run, and a build is detached from
+// the request that started it: a client that hangs up does not cancel
+// what others wait for.
+func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
+	id, err := sch.ID()
+	if err != nil {
+		return nil, err
+	}
+	key := strings.Join([]string{id, rel.Version, arch, a.composedName(arch)}, "\x00")
+	ch := s.builds.DoChan(key, func() (any, error) {
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.BuildTimeout)
+		defer cancel()
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		case <-bctx.Done():
+			return nil, bctx.Err()
+		}
+		return s.build(bctx, rel, sch, a, arch)
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.([]byte), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// build composes the media the artifact belongs to and returns its bytes.
+func (s *Server) build(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
+	boot, exts, o, err := rel.Inputs(ctx, arch)
+	if err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp(s.o.Work, "compose-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	o.Schematic, o.Platform, o.Work = sch, a.platform, work
+	o.DiskFormats, o.Compressions = []string{}, nil
+	if a.kind == "disk" {
+		o.DiskFormats = []string{a.format}
+		if a.compression != "" {
+			o.Compressions = []string{a.compression}
+		}
+	}
+	res, err := compose.Media(ctx, boot, exts, o)
+	if err != nil {
+		return nil, err
+	}
+	want := a.composedName(arch)
+	for _, f := range res.Files {
+		if f.Name == want {
+			return f.Data, nil
+		}
+	}
+	return nil, fmt.Errorf("%s was not made (the release has no EFI boot manager for disk images?)", want)
+}
+
+func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
+	platformName, arch, ok := strings.Cut(r.PathValue("target"), "-")
+	if !ok {
+		fail(w, http.StatusBadRequest, "want /pxe/ID/VERSION/PLATFORM-ARCH")
+		return
+	}
+	a, err := parseArtifact("cmdline-" + platformName + "-" + arch)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	sch, rel, rarch, ok := s.target(w, r, arch)
+	if !ok {
+		return
+	}
+	cmdline, err := s.compose(r.Context(), rel, sch, a, rarch)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "making the command line failed: %v", err)
+		return
+	}
+	base := s.o.ExternalURL
+	if base == "" {
+		base = "http://" + r.Host
+	}
+	base = strings.TrimSuffix(base, "/") + "/image/" + r.PathValue("id") + "/" + rel.Version + "/"
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintf(w, "#!ipxe\nkernel %skernel-%s %s\ninitrd %sinitramfs-%s.xz\nboot\n", base, arch, strings.TrimSpace(string(cmdline)), base, arch)
+}
