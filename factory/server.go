@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/release"
@@ -34,8 +35,14 @@ type ReleaseStore struct {
 // ServerOptions configure a factory.
 type ServerOptions struct {
 	Releases []ReleaseStore
-	// Cache holds the schematics (and, later, built artifacts).
+	// Cache holds the schematics and the built artifacts.
 	Cache oci.Store
+	// Signer signs cache entries and checks them when read; nil caches
+	// no artifact (every request composes).
+	Signer *signing.Signer
+	// BuilderVersion is part of every cache key: another builder may
+	// compose other bytes.
+	BuilderVersion string
 	// ExternalURL is where clients reach the factory (PXE scripts point
 	// back at it); "" uses the request's host.
 	ExternalURL string
@@ -60,9 +67,17 @@ type Server struct {
 	releases   map[string]*Release // version -> verified release
 	versions   []string
 	problems   []string // releases not served, and why
+	cache      *artifactCache
 	builds     singleflight.Group
+	built      atomic.Int64
 	slots      chan struct{}
 	requests   atomic.Int64
+}
+
+// Stats says how many artifacts were built and served from the cache, and
+// how many cache entries were refused.
+func (s *Server) Stats() Stats {
+	return Stats{Builds: s.built.Load(), Hits: s.cache.hits.Load(), CacheErrors: s.cache.errors.Load()}
 }
 
 // NewServer verifies every version of every release store (a version that
@@ -80,7 +95,8 @@ func NewServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, schematics: &schematics{st: o.Cache}, releases: map[string]*Release{}, slots: make(chan struct{}, o.MaxBuilds)}
+	s := &Server{o: o, schematics: &schematics{st: o.Cache}, releases: map[string]*Release{}, slots: make(chan struct{}, o.MaxBuilds),
+		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log}}
 	for _, rs := range o.Releases {
 		tags, err := rs.Store.Tags(ctx, release.RepoLock)
 		if err != nil {
@@ -375,13 +391,25 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 	ch := s.builds.DoChan(key, func() (any, error) {
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.BuildTimeout)
 		defer cancel()
+		ckey := cacheKey(rel, id, a.composedName(arch), s.o.BuilderVersion)
+		if data, ok := s.cache.get(bctx, ckey); ok {
+			return data, nil
+		}
 		select {
 		case s.slots <- struct{}{}:
 			defer func() { <-s.slots }()
 		case <-bctx.Done():
 			return nil, bctx.Err()
 		}
-		return s.build(bctx, rel, sch, a, arch)
+		data, err := s.build(bctx, rel, sch, a, arch)
+		if err != nil {
+			return nil, err
+		}
+		s.built.Add(1)
+		if err := s.cache.put(bctx, ckey, a.composedName(arch), data); err != nil {
+			s.o.Log.Warn("caching an artifact failed", "artifact", a.composedName(arch), "err", err)
+		}
+		return data, nil
 	})
 	select {
 	case res := <-ch:

@@ -30,11 +30,11 @@ func newFactoryCmd() *cobra.Command {
 
 func newFactoryServeCmd() *cobra.Command {
 	var stores, keys []string
-	var cacheLoc, listen, external string
+	var cacheLoc, listen, external, signingKey string
 	var maxBuilds int
 	var sf storeFlags
 	cmd := &cobra.Command{
-		Use:   "serve --release STORE... --key PUB... [--cache STORE] [--listen ADDR] [--external-url URL]",
+		Use:   "serve --release STORE... --key PUB... [--signing-key KEY] [--cache STORE] [--listen ADDR] [--external-url URL]",
 		Short: "Serve schematics and node images composed on demand from verified releases",
 		Long: `serve answers the Image Factory's HTTP API (the upstream factory's routes, so
 curl recipes and talosctl work) from releases published by builder release:
@@ -55,12 +55,15 @@ curl recipes and talosctl work) from releases published by builder release:
 STORE is docker://HOST[:PORT]/PREFIX or oci:DIR; every version in it (the tags
 of its lock repository) is verified with the keys at start, and one that fails
 is not served. Artifacts are the bytes builder image --release writes for the
-same schematic and release; they are composed when asked for (one build per
-artifact at a time, --max-builds at once), needing no package base. The
-schematics live in the cache store (default: factory-cache beside the first
-release store), so every factory on it sees them. Not yet: a signed cache of
-built artifacts, the /v2/ registry front, the web UI, metrics, TLS and logins.`,
-		Example: `  builder factory serve --release oci:out/demo/release/dev --key out/demo/keys/dev/cosign.pub
+same schematic and release; they are composed when first asked for (one build
+per artifact at a time, --max-builds at once), needing no package base, and
+kept in the cache store (default: factory-cache beside the first release
+store) signed by --signing-key: an entry whose signature or digest does not
+hold is built again and overwritten, never served. Schematics live in the
+cache store too, so every factory on it sees them. Not yet: the /v2/ registry
+front, the web UI, metrics, TLS and logins.`,
+		Example: `  COSIGN_PASSWORD=demo builder factory serve --release oci:out/demo/release/dev \
+    --key out/demo/keys/dev/cosign.pub --signing-key out/demo/keys/dev/cosign.key
   curl -X POST --data-binary @zfs.yaml http://127.0.0.1:8080/schematics
   curl -O http://127.0.0.1:8080/image/ID/1.11.0-demo/metal-amd64.iso`,
 		Args: cobra.NoArgs,
@@ -98,7 +101,15 @@ built artifacts, the /v2/ registry front, the web UI, metrics, TLS and logins.`,
 			}
 			defer os.RemoveAll(work)
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			srv, err := factory.NewServer(ctx, factory.ServerOptions{Releases: rs, Cache: cache, ExternalURL: external, Work: work, MaxBuilds: maxBuilds, Log: log})
+			o := factory.ServerOptions{Releases: rs, Cache: cache, ExternalURL: external, Work: work, MaxBuilds: maxBuilds, Log: log, BuilderVersion: selfDigest()}
+			if signingKey != "" {
+				if o.Signer, err = loadSigner(signingKey); err != nil {
+					return err
+				}
+			} else {
+				log.Warn("no --signing-key: built artifacts are not cached (every request composes)")
+			}
+			srv, err := factory.NewServer(ctx, o)
 			if err != nil {
 				return err
 			}
@@ -111,6 +122,7 @@ built artifacts, the /v2/ registry front, the web UI, metrics, TLS and logins.`,
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on")
 	cmd.Flags().StringVar(&external, "external-url", "", "the URL clients reach the factory at (PXE scripts point there; default: the request's host)")
 	cmd.Flags().IntVar(&maxBuilds, "max-builds", 2, "artifacts composed at once")
+	cmd.Flags().StringVar(&signingKey, "signing-key", "", "cosign.key signing the cache's entries (COSIGN_PASSWORD); without it nothing built is cached")
 	cmd.Flags().StringVar(&sf.caFile, "ca-file", "", "PEM bundle of CAs trusted for the registries besides the system's")
 	cmd.Flags().BoolVar(&sf.allowHTTP, "allow-http", false, "permit plain HTTP to a registry that is not on loopback")
 	return cmd

@@ -41,7 +41,12 @@ func TestFactoryServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}}, Cache: cache, Work: t.TempDir()})
+	signer, err := loadSigner(d.devKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
+		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +130,38 @@ func TestFactoryServe(t *testing.T) {
 	if resp, b := get("GET", base+"metal-amd64.iso.sha256", nil); resp.StatusCode != 200 || string(b) != hex.EncodeToString(sum[:])+"  metal-amd64.iso\n" {
 		t.Errorf(".sha256: %d %q", resp.StatusCode, b)
 	}
-	// Concurrent requests for one artifact all get its bytes.
+	// The second request for an artifact comes from the cache.
+	before := srv.Stats()
+	if resp, b := get("GET", base+"metal-amd64.iso", nil); resp.StatusCode != 200 || !bytes.Equal(b, iso) {
+		t.Errorf("cached ISO: %d, %d bytes", resp.StatusCode, len(b))
+	}
+	if st := srv.Stats(); st.Builds != before.Builds || st.Hits <= before.Hits {
+		t.Errorf("a second request built again: %+v, then %+v", before, st)
+	}
+	// A flipped byte in the cached entry, then in its signature: refused,
+	// counted, built again, the right bytes served.
+	cacheDir := filepath.Join(d.dir, "release", "factory-cache")
+	for _, what := range []string{"layer", "signature"} {
+		flipCached(t, cacheDir, "metal-x86_64.iso", what)
+		before := srv.Stats()
+		if resp, b := get("GET", base+"metal-amd64.iso", nil); resp.StatusCode != 200 || !bytes.Equal(b, iso) {
+			t.Errorf("after a flipped %s: %d, %d bytes", what, resp.StatusCode, len(b))
+		}
+		if st := srv.Stats(); st.CacheErrors != before.CacheErrors+1 || st.Builds != before.Builds+1 {
+			t.Errorf("after a flipped %s: %+v, then %+v", what, before, st)
+		}
+	}
+	// Rebuilt and signed again: the next request is a hit.
+	before = srv.Stats()
+	get("GET", base+"metal-amd64.iso", nil)
+	if st := srv.Stats(); st.Hits != before.Hits+1 || st.CacheErrors != before.CacheErrors {
+		t.Errorf("the overwritten entry: %+v, then %+v", before, st)
+	}
+	// Concurrent requests for one uncached artifact: one build, every
+	// client its bytes.
+	before = srv.Stats()
 	var wg sync.WaitGroup
-	for range 8 {
+	for range 20 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -140,6 +174,9 @@ func TestFactoryServe(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if st := srv.Stats(); st.Builds != before.Builds+1 {
+		t.Errorf("20 concurrent requests for one artifact: %d builds", st.Builds-before.Builds)
+	}
 
 	// PXE, versions, extensions, readiness.
 	if resp, b := get("GET", "/pxe/"+wantID+"/1.11.0-demo/metal-amd64", nil); resp.StatusCode != 200 ||
@@ -181,5 +218,64 @@ func TestFactoryServe(t *testing.T) {
 		if resp.StatusCode != c.code || !strings.Contains(string(b), c.says) {
 			t.Errorf("%s %s: %d %q, want %d saying %q", c.method, c.path, resp.StatusCode, b, c.code, c.says)
 		}
+	}
+}
+
+// flipCached flips a byte of the cached artifact named name in the layout
+// at dir: its layer, or the layer of its signature.
+func flipCached(t *testing.T, dir, name, what string) {
+	t.Helper()
+	blob := func(d string) string { return filepath.Join(dir, "blobs", "sha256", strings.TrimPrefix(d, "sha256:")) }
+	var idx struct {
+		Manifests []struct {
+			Digest      string
+			Annotations map[string]string
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "index.json"))
+	json.Unmarshal(b, &idx)
+	type manifest struct {
+		Layers []struct {
+			Digest      string
+			Annotations map[string]string
+		}
+	}
+	var entry string
+	for _, m := range idx.Manifests {
+		var man manifest
+		mb, _ := os.ReadFile(blob(m.Digest))
+		if json.Unmarshal(mb, &man) == nil && len(man.Layers) == 1 && man.Layers[0].Annotations["org.opencontainers.image.title"] == name {
+			entry = m.Digest
+			if what == "layer" {
+				flipByte(t, blob(man.Layers[0].Digest))
+				return
+			}
+		}
+	}
+	if entry == "" {
+		t.Fatalf("no cache entry of %s in %s", name, dir)
+	}
+	sigTag := strings.Replace(entry, ":", "-", 1) + ".sig"
+	for _, m := range idx.Manifests {
+		if strings.HasSuffix(m.Annotations["org.opencontainers.image.ref.name"], ":"+sigTag) {
+			var man manifest
+			mb, _ := os.ReadFile(blob(m.Digest))
+			json.Unmarshal(mb, &man)
+			flipByte(t, blob(man.Layers[0].Digest))
+			return
+		}
+	}
+	t.Fatalf("no signature of %s", entry)
+}
+
+func flipByte(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
