@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"golang.org/x/sync/singleflight"
 
@@ -130,6 +132,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /version/{version}/extensions/official", s.getExtensions)
 	mux.HandleFunc("GET /image/{id}/{version}/{artifact}", s.getImage)
 	mux.HandleFunc("GET /pxe/{id}/{version}/{target}", s.getPXE)
+	mux.HandleFunc("GET /oci/cosign/signing-key.pub", s.getSigningKey)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", s.getReady)
 	return s.logged(mux)
@@ -327,9 +330,16 @@ func (s *Server) getReady(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("artifact")
-	sum := ""
-	if base, ok := strings.CutSuffix(name, ".sha256"); ok {
-		name, sum = base, "sha256"
+	side := "" // sha256, sha512 or sig: a file about the artifact
+	for _, ext := range []string{"sha256", "sha512", "sig"} {
+		if base, ok := strings.CutSuffix(name, "."+ext); ok {
+			name, side = base, ext
+			break
+		}
+	}
+	if side == "sig" && s.o.Signer == nil {
+		fail(w, http.StatusNotFound, "this factory has no signing key: no signatures")
+		return
 	}
 	a, err := parseArtifact(name)
 	if err != nil {
@@ -348,9 +358,24 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 	}
 	d := sha256.Sum256(data)
 	hexsum := hex.EncodeToString(d[:])
-	if sum != "" {
+	switch side {
+	case "sha256":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "%s  %s\n", hexsum, name)
+		return
+	case "sha512":
+		d := sha512.Sum512(data)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "%s  %s\n", hex.EncodeToString(d[:]), name)
+		return
+	case "sig":
+		sig, err := s.o.Signer.SignBlob(data)
+		if err != nil {
+			fail(w, http.StatusInternalServerError, "signing failed")
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write(sig)
 		return
 	}
 	w.Header().Set("ETag", `"sha256:`+hexsum+`"`)
@@ -481,4 +506,25 @@ func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
 	base = strings.TrimSuffix(base, "/") + "/image/" + r.PathValue("id") + "/" + rel.Version + "/"
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	fmt.Fprintf(w, "#!ipxe\nkernel %skernel-%s %s\ninitrd %sinitramfs-%s.xz\nboot\n", base, arch, strings.TrimSpace(string(cmdline)), base, arch)
+}
+
+// getSigningKey serves the public key of the factory's signatures (cache
+// entries, .sig files), PEM, as upstream serves its own.
+func (s *Server) getSigningKey(w http.ResponseWriter, _ *http.Request) {
+	if s.o.Signer == nil {
+		fail(w, http.StatusNotFound, "this factory has no signing key")
+		return
+	}
+	pub, err := s.o.Signer.Verifier().PublicKey()
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	pemBytes, err := cryptoutils.MarshalPublicKeyToPEM(pub)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-pem-file")
+	w.Write(pemBytes)
 }

@@ -76,6 +76,17 @@ func KeyID(pub crypto.PublicKey) (string, error) {
 	return "sha256:" + hex.EncodeToString(s[:]), nil
 }
 
+// SignBlob signs a file's bytes as cosign sign-blob does: the base64 of
+// the key's signature over them, which cosign verify-blob --key checks
+// offline.
+func (s *Signer) SignBlob(data []byte) ([]byte, error) {
+	sig, err := s.sv.SignMessage(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	return []byte(base64.StdEncoding.EncodeToString(sig)), nil
+}
+
 // Verifier returns the signer's public half.
 func (s *Signer) Verifier() signature.Verifier { return s.sv }
 

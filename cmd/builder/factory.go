@@ -44,10 +44,14 @@ curl recipes and talosctl work) from releases published by builder release:
   GET  /schematics/ID                       its canonical YAML
   GET  /versions[?branch=B]                 the versions served
   GET  /version/V/extensions/official       the release's extensions
-  GET  /image/ID/V/ARTIFACT[.sha256]        kernel-ARCH, initramfs-ARCH.xz,
+  GET  /image/ID/V/ARTIFACT[.sha256|.sha512|.sig]
+                                            kernel-ARCH, initramfs-ARCH.xz,
                                             cmdline-PLATFORM-ARCH,
                                             PLATFORM-ARCH.{iso,raw,qcow2,vhd,
                                             raw.tar.gz}[.xz|.zst]; Range, ETag
+                                            (.sig: cosign sign-blob's, by the
+                                            factory's key)
+  GET  /oci/cosign/signing-key.pub          that key
   GET  /pxe/ID/V/PLATFORM-ARCH              an iPXE script pointing back here
   GET  /healthz, /readyz                    liveness; readiness names every
                                             release that did not verify

@@ -130,6 +130,21 @@ func TestFactoryServe(t *testing.T) {
 	if resp, b := get("GET", base+"metal-amd64.iso.sha256", nil); resp.StatusCode != 200 || string(b) != hex.EncodeToString(sum[:])+"  metal-amd64.iso\n" {
 		t.Errorf(".sha256: %d %q", resp.StatusCode, b)
 	}
+	if resp, b := get("GET", base+"metal-amd64.iso.sha512", nil); resp.StatusCode != 200 || !strings.HasSuffix(string(b), "  metal-amd64.iso\n") || len(b) != 128+2+len("metal-amd64.iso")+1 {
+		t.Errorf(".sha512: %d %q", resp.StatusCode, b)
+	}
+	// .sig is cosign sign-blob's: stock cosign verifies it offline with
+	// the key the factory publishes.
+	jd := t.TempDir()
+	for file, path := range map[string]string{"iso": base + "metal-amd64.iso", "iso.sig": base + "metal-amd64.iso.sig", "key.pub": "/oci/cosign/signing-key.pub"} {
+		resp, b := get("GET", path, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		}
+		os.WriteFile(filepath.Join(jd, file), b, 0o644)
+	}
+	judge(t, "cosign", "verify-blob", "--key", filepath.Join(jd, "key.pub"), "--signature", filepath.Join(jd, "iso.sig"), "--insecure-ignore-tlog=true", filepath.Join(jd, "iso"))
+
 	// The second request for an artifact comes from the cache.
 	before := srv.Stats()
 	if resp, b := get("GET", base+"metal-amd64.iso", nil); resp.StatusCode != 200 || !bytes.Equal(b, iso) {
