@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -70,6 +71,7 @@ type Server struct {
 	versions   []string
 	problems   []string // releases not served, and why
 	cache      *artifactCache
+	metrics    *metrics
 	builds     singleflight.Group
 	built      atomic.Int64
 	slots      chan struct{}
@@ -98,7 +100,7 @@ func NewServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{o: o, schematics: &schematics{st: o.Cache}, releases: map[string]*Release{}, slots: make(chan struct{}, o.MaxBuilds),
-		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log}}
+		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log}, metrics: newMetrics()}
 	for _, rs := range o.Releases {
 		tags, err := rs.Store.Tags(ctx, release.RepoLock)
 		if err != nil {
@@ -150,6 +152,12 @@ func (s *Server) logged(h http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
 		h.ServeHTTP(rec, r)
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+		s.metrics.bytesSent.Add(float64(rec.bytes))
 		s.o.Log.Info("request", "id", id, "method", r.Method, "path", r.URL.Path, "status", rec.status, "bytes", rec.bytes, "seconds", time.Since(start).Seconds())
 	})
 }
@@ -201,6 +209,7 @@ func (s *Server) postSchematic(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, "storing the schematic failed")
 		return
 	}
+	s.metrics.schematicsCreated.Inc()
 	canon, _ := sch.Canonical()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
@@ -416,9 +425,15 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 	ch := s.builds.DoChan(key, func() (any, error) {
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.BuildTimeout)
 		defer cancel()
+		labels := []string{rel.Version, a.kind, arch}
 		ckey := cacheKey(rel, id, a.composedName(arch), s.o.BuilderVersion)
+		errsBefore := s.cache.errors.Load()
 		if data, ok := s.cache.get(bctx, ckey); ok {
+			s.metrics.hits.WithLabelValues(labels...).Inc()
 			return data, nil
+		}
+		if s.cache.errors.Load() != errsBefore {
+			s.metrics.cacheErrors.WithLabelValues(labels...).Inc()
 		}
 		select {
 		case s.slots <- struct{}{}:
@@ -426,11 +441,14 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 		case <-bctx.Done():
 			return nil, bctx.Err()
 		}
+		start := time.Now()
 		data, err := s.build(bctx, rel, sch, a, arch)
 		if err != nil {
 			return nil, err
 		}
 		s.built.Add(1)
+		s.metrics.built.WithLabelValues(labels...).Inc()
+		s.metrics.buildSeconds.WithLabelValues(a.kind).Observe(time.Since(start).Seconds())
 		if err := s.cache.put(bctx, ckey, a.composedName(arch), data); err != nil {
 			s.o.Log.Warn("caching an artifact failed", "artifact", a.composedName(arch), "err", err)
 		}

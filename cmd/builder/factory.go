@@ -30,11 +30,11 @@ func newFactoryCmd() *cobra.Command {
 
 func newFactoryServeCmd() *cobra.Command {
 	var stores, keys []string
-	var cacheLoc, listen, external, signingKey string
+	var cacheLoc, listen, metricsListen, external, signingKey string
 	var maxBuilds int
 	var sf storeFlags
 	cmd := &cobra.Command{
-		Use:   "serve --release STORE... --key PUB... [--signing-key KEY] [--cache STORE] [--listen ADDR] [--external-url URL]",
+		Use:   "serve --release STORE... --key PUB... [--signing-key KEY] [--cache STORE] [--listen ADDR] [--metrics-listen ADDR] [--external-url URL]",
 		Short: "Serve schematics and node images composed on demand from verified releases",
 		Long: `serve answers the Image Factory's HTTP API (the upstream factory's routes, so
 curl recipes and talosctl work) from releases published by builder release:
@@ -64,8 +64,10 @@ per artifact at a time, --max-builds at once), needing no package base, and
 kept in the cache store (default: factory-cache beside the first release
 store) signed by --signing-key: an entry whose signature or digest does not
 hold is built again and overwritten, never served. Schematics live in the
-cache store too, so every factory on it sees them. Not yet: the /v2/ registry
-front, the web UI, metrics, TLS and logins.`,
+cache store too, so every factory on it sees them. --metrics-listen serves
+Prometheus metrics (builds, cache hits and errors by version, kind and
+architecture, build time, requests by route and status). Not yet: the /v2/
+registry front, the web UI, TLS and logins.`,
 		Example: `  COSIGN_PASSWORD=demo builder factory serve --release oci:out/demo/release/dev \
     --key out/demo/keys/dev/cosign.pub --signing-key out/demo/keys/dev/cosign.key
   curl -X POST --data-binary @zfs.yaml http://127.0.0.1:8080/schematics
@@ -117,6 +119,18 @@ front, the web UI, metrics, TLS and logins.`,
 			if err != nil {
 				return err
 			}
+			if metricsListen != "" {
+				ln, err := net.Listen("tcp", metricsListen)
+				if err != nil {
+					return fmt.Errorf("--metrics-listen: %w", err)
+				}
+				log.Info("metrics", "address", "http://"+ln.Addr().String()+"/metrics")
+				mux := http.NewServeMux()
+				mux.Handle("GET /metrics", srv.MetricsHandler())
+				ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+				go ms.Serve(ln)
+				defer ms.Close()
+			}
 			return serveHTTP(ctx, listen, srv.Handler(), log)
 		},
 	}
@@ -124,6 +138,7 @@ front, the web UI, metrics, TLS and logins.`,
 	cmd.Flags().StringArrayVar(&keys, "key", nil, "a public key releases must verify with (repeatable)")
 	cmd.Flags().StringVar(&cacheLoc, "cache", "", "the cache store (default: factory-cache beside the first release store)")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on")
+	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "address to serve Prometheus metrics on (/metrics), apart from the API")
 	cmd.Flags().StringVar(&external, "external-url", "", "the URL clients reach the factory at (PXE scripts point there; default: the request's host)")
 	cmd.Flags().IntVar(&maxBuilds, "max-builds", 2, "artifacts composed at once")
 	cmd.Flags().StringVar(&signingKey, "signing-key", "", "cosign.key signing the cache's entries (COSIGN_PASSWORD); without it nothing built is cached")

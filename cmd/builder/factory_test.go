@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -171,6 +172,20 @@ func TestFactoryServe(t *testing.T) {
 	get("GET", base+"metal-amd64.iso", nil)
 	if st := srv.Stats(); st.Hits != before.Hits+1 || st.CacheErrors != before.CacheErrors {
 		t.Errorf("the overwritten entry: %+v, then %+v", before, st)
+	}
+	// The same in Prometheus's metrics.
+	mrec := httptest.NewRecorder()
+	srv.MetricsHandler().ServeHTTP(mrec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, line := range []string{
+		fmt.Sprintf(`nodeforge_factory_cache_hits_total{arch="x86_64",kind="disk",version="1.11.0-demo"} %d`, srv.Stats().Hits),
+		`nodeforge_factory_cache_errors_total{arch="x86_64",kind="disk",version="1.11.0-demo"} 2`,
+		`nodeforge_factory_schematics_created_total 2`,
+		`nodeforge_factory_requests_total{code="201",route="POST /schematics"} 2`,
+		`nodeforge_factory_requests_total{code="304",route="GET /image/{id}/{version}/{artifact}"} 1`,
+	} {
+		if !strings.Contains(mrec.Body.String(), line+"\n") {
+			t.Errorf("metrics lack %s:\n%s", line, mrec.Body.String())
+		}
 	}
 	// Concurrent requests for one uncached artifact: one build, every
 	// client its bytes.
