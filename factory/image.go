@@ -44,7 +44,7 @@ func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]r
 	defer os.RemoveAll(work)
 	files := map[string]report.ArtifactInfo{}
 	for _, arch := range rel.Params.Architectures {
-		boot, exts, co, err := rel.Inputs(ctx, arch)
+		boot, exts, co, err := rel.Inputs(ctx, arch, o.Schematic.Extensions())
 		if err != nil {
 			return nil, err
 		}

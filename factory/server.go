@@ -467,7 +467,7 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 
 // build composes the media the artifact belongs to and returns its bytes.
 func (s *Server) build(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
-	boot, exts, o, err := rel.Inputs(ctx, arch)
+	boot, exts, o, err := rel.Inputs(ctx, arch, sch.Extensions())
 	if err != nil {
 		return nil, err
 	}

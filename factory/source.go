@@ -127,10 +127,12 @@ func (r *Release) child(ctx context.Context, repo, arch string) (v1.Image, error
 var errNoArch = errors.New("not built for this architecture")
 
 // Inputs reads what compose.Media needs for arch: the boot assets, the
-// installer's EFI boot manager and every extension's layer, and the
-// options that make the same bytes as the build did (the caller adds the
-// schematic, the platform, the formats and a scratch directory).
-func (r *Release) Inputs(ctx context.Context, arch string) (compose.Boot, []*compose.Extension, compose.Options, error) {
+// installer's EFI boot manager and the layers of the extensions named
+// (those a schematic asks for; one the release lacks is an error listing
+// what it has), and the options that make the same bytes as the build
+// did (the caller adds the schematic, the platform, the formats and a
+// scratch directory).
+func (r *Release) Inputs(ctx context.Context, arch string, names []string) (compose.Boot, []*compose.Extension, compose.Options, error) {
 	fail := func(err error) (compose.Boot, []*compose.Extension, compose.Options, error) {
 		return compose.Boot{}, nil, compose.Options{}, fmt.Errorf("release %s, %s: %w", r.Version, arch, err)
 	}
@@ -157,7 +159,10 @@ func (r *Release) Inputs(ctx context.Context, arch string) (compose.Boot, []*com
 	}
 	var exts []*compose.Extension
 	var trees []*rootfs.Tree
-	for _, name := range r.Extensions {
+	for _, name := range names {
+		if !slices.Contains(r.Extensions, name) {
+			return fail(fmt.Errorf("extension %q is not in the release (it has %s)", name, strings.Join(r.Extensions, ", ")))
+		}
 		e, err := r.extension(ctx, name, arch)
 		if err != nil {
 			return fail(err)

@@ -47,6 +47,12 @@ func TestImageFromRelease(t *testing.T) {
 			}
 		}
 	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("customization:\n  systemExtensions:\n    officialExtensions: [gpu-magic]\n"), 0o644)
+	if _, err := runBuilder(t, "image", "--release", layout, "--version", "1.11.0-demo", "--key", d.devPub, "--schematic", bad, "--kind", "iso", "--out", t.TempDir()); err == nil ||
+		!strings.Contains(err.Error(), `extension "gpu-magic" is not in the release (it has btrfs, cri, nvidia, zfs)`) {
+		t.Errorf("image --release with an unknown extension: %v", err)
+	}
 	out, err := runBuilder(t, "image", "--release", layout, "--version", "1.11.0-demo", "--key", d.prodPub, "--schematic", sch, "--kind", "iso", "--out", t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "does not verify: wrong key") {
 		t.Errorf("image --release with the wrong key: %v\n%s", err, out)
