@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -27,8 +26,6 @@ type extensionBuild struct {
 	layer    []byte       // tar: manifest.yaml and rootfs/
 	report   *report.ExtensionReport
 }
-
-var modulesDirRE = regexp.MustCompile(`^/(?:usr/)?lib/modules/([^/]+)(/|$)`)
 
 // buildExtensions makes every extension component of the spec from its
 // locked packages (less those the root filesystem already has), relocated,
@@ -117,15 +114,15 @@ func (b *archBuild) layExtension(eb *extensionBuild, def *extensions.Definition,
 	// Modules must be built for the locked kernel: signed by its key, for
 	// its symbols. The modules directory names the kernel they are for.
 	for _, n := range laid.Nodes() {
-		m := modulesDirRE.FindStringSubmatch(n.Path)
-		if m == nil || n.Kind == rootfs.KindDir {
+		ver := kernel.ModuleDirVersion(n.Path)
+		if ver == "" || n.Kind == rootfs.KindDir {
 			continue
 		}
 		if k == nil {
 			return nil, fmt.Errorf("%s ships kernel modules (%s) but the release has no kernel", n.Origin.Package, n.Path)
 		}
-		if m[1] != k.Version {
-			return nil, fmt.Errorf("%s is built for kernel %s, the locked kernel is %s (%s)", n.Origin.Package, m[1], k.Version, k.Package)
+		if ver != k.Version {
+			return nil, fmt.Errorf("%s is built for kernel %s, the locked kernel is %s (%s)", n.Origin.Package, ver, k.Version, k.Package)
 		}
 		if n.Kind == rootfs.KindFile && kernel.IsModule(n.Path) {
 			eb.report.Modules = true

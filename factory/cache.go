@@ -59,29 +59,29 @@ func cacheKey(rel *Release, schematicID, name, builder string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// get returns the cached bytes of key, or false.
-func (c *artifactCache) get(ctx context.Context, key string) ([]byte, bool) {
+// get returns the cached bytes of key, or not ok; refused says an entry
+// was there and failed its checks.
+func (c *artifactCache) get(ctx context.Context, key string) (data []byte, ok, refused bool) {
 	if c.signer == nil {
-		return nil, false
+		return nil, false, false
 	}
-	if _, err := c.st.Head(ctx, RepoArtifacts, key); err != nil {
-		return nil, false // not cached (or the store is down: build)
+	img, err := c.st.Image(ctx, RepoArtifacts, key)
+	if errors.Is(err, oci.ErrNotFound) {
+		return nil, false, false // not cached
 	}
-	data, err := c.read(ctx, key)
+	if err == nil {
+		data, err = c.read(ctx, img)
+	}
 	if err != nil {
 		c.errors.Add(1)
 		c.log.Warn("cache entry refused: building it again", "key", key, "err", err)
-		return nil, false
+		return nil, false, true
 	}
 	c.hits.Add(1)
-	return data, true
+	return data, true, false
 }
 
-func (c *artifactCache) read(ctx context.Context, key string) ([]byte, error) {
-	img, err := c.st.Image(ctx, RepoArtifacts, key)
-	if err != nil {
-		return nil, err
-	}
+func (c *artifactCache) read(ctx context.Context, img v1.Image) ([]byte, error) {
 	d, err := img.Digest()
 	if err != nil {
 		return nil, err

@@ -75,10 +75,10 @@ func (c *schematics) get(ctx context.Context, id string) (*schematic.Schematic, 
 	if s != nil {
 		return s, nil
 	}
-	if _, err := c.st.Head(ctx, RepoSchematics, id); err != nil {
+	img, err := c.st.Image(ctx, RepoSchematics, id)
+	if errors.Is(err, oci.ErrNotFound) {
 		return nil, errUnknownSchematic
 	}
-	img, err := c.st.Image(ctx, RepoSchematics, id)
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +105,9 @@ func (c *schematics) remember(id string, s *schematic.Schematic) {
 	c.seen[id] = s
 }
 
-// onlyLayer reads the single layer of an artifact, as stored.
-func onlyLayer(img v1.Image, limit int64) ([]byte, error) {
+// onlyLayerReader opens the single layer of an image: as stored (an
+// artifact's file), or uncompressed (a tar layer).
+func onlyLayerReader(img v1.Image, stored bool) (io.ReadCloser, error) {
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, err
@@ -114,7 +115,15 @@ func onlyLayer(img v1.Image, limit int64) ([]byte, error) {
 	if len(layers) != 1 {
 		return nil, fmt.Errorf("%d layers, want one", len(layers))
 	}
-	rc, err := layers[0].Compressed()
+	if stored {
+		return layers[0].Compressed()
+	}
+	return layers[0].Uncompressed()
+}
+
+// onlyLayer reads the single layer of an artifact, as stored.
+func onlyLayer(img v1.Image, limit int64) ([]byte, error) {
+	rc, err := onlyLayerReader(img, true)
 	if err != nil {
 		return nil, err
 	}

@@ -421,18 +421,19 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 	if err != nil {
 		return nil, err
 	}
-	key := strings.Join([]string{id, rel.Version, arch, a.composedName(arch)}, "\x00")
+	name := a.composedName(arch)
+	key := strings.Join([]string{id, rel.Version, arch, name}, "\x00")
 	ch := s.builds.DoChan(key, func() (any, error) {
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.BuildTimeout)
 		defer cancel()
 		labels := []string{rel.Version, a.kind, arch}
-		ckey := cacheKey(rel, id, a.composedName(arch), s.o.BuilderVersion)
-		errsBefore := s.cache.errors.Load()
-		if data, ok := s.cache.get(bctx, ckey); ok {
+		ckey := cacheKey(rel, id, name, s.o.BuilderVersion)
+		data, ok, refused := s.cache.get(bctx, ckey)
+		if ok {
 			s.metrics.hits.WithLabelValues(labels...).Inc()
 			return data, nil
 		}
-		if s.cache.errors.Load() != errsBefore {
+		if refused {
 			s.metrics.cacheErrors.WithLabelValues(labels...).Inc()
 		}
 		select {
@@ -449,8 +450,8 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 		s.built.Add(1)
 		s.metrics.built.WithLabelValues(labels...).Inc()
 		s.metrics.buildSeconds.WithLabelValues(a.kind).Observe(time.Since(start).Seconds())
-		if err := s.cache.put(bctx, ckey, a.composedName(arch), data); err != nil {
-			s.o.Log.Warn("caching an artifact failed", "artifact", a.composedName(arch), "err", err)
+		if err := s.cache.put(bctx, ckey, name, data); err != nil {
+			s.o.Log.Warn("caching an artifact failed", "artifact", name, "err", err)
 		}
 		return data, nil
 	})

@@ -4,6 +4,7 @@
 package factory
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
@@ -41,8 +42,9 @@ type Release struct {
 	Extensions []string
 	digests    map[string]string // repository -> verified digest
 
-	mu   sync.Mutex
-	meta map[string]extensions.Metadata // extension -> its manifest's
+	mu          sync.Mutex
+	meta        map[string]extensions.Metadata // extension -> its manifest's
+	bootloaders map[string][]byte              // arch -> the installer's EFI boot manager
 }
 
 // maxAsset bounds one boot asset or layer read into memory.
@@ -143,14 +145,21 @@ func (r *Release) Inputs(ctx context.Context, arch string, names []string) (comp
 	if err != nil {
 		return fail(err)
 	}
-	assets, err := layersByType(img)
+	// The root filesystem is read only when an extension ships modules.
+	assets, err := layersByType(img, compose.MediaTypeVmlinuz, compose.MediaTypeInitramfs)
 	if err != nil {
 		return fail(err)
 	}
 	k := r.Params.Kernel[arch]
 	b := compose.Boot{Arch: arch, Vmlinuz: assets[compose.MediaTypeVmlinuz], Initramfs: assets[compose.MediaTypeInitramfs],
 		Cmdline: r.Params.Cmdline, KernelVersion: k.Version,
-		Modules: func() (map[string][]byte, error) { return moduleFiles(assets[compose.MediaTypeRootfs], k.ModulesDir) }}
+		Modules: func() (map[string][]byte, error) {
+			sq, err := layersByType(img, compose.MediaTypeRootfs)
+			if err != nil {
+				return nil, err
+			}
+			return moduleFiles(sq[compose.MediaTypeRootfs], k.ModulesDir)
+		}}
 	if b.Vmlinuz == nil || b.Initramfs == nil {
 		return fail(fmt.Errorf("the boot image lacks the kernel or the initramfs"))
 	}
@@ -176,30 +185,54 @@ func (r *Release) Inputs(ctx context.Context, arch string, names []string) (comp
 	return b, exts, o, nil
 }
 
-// bootloader reads the EFI boot manager from the installer image; nil
+// bootloader reads the EFI boot manager from the installer image (once
+// per architecture: the layer also holds a kernel and an initramfs); nil
 // when the release has none (no disk images then).
 func (r *Release) bootloader(ctx context.Context, arch string) ([]byte, error) {
+	r.mu.Lock()
+	b, ok := r.bootloaders[arch]
+	r.mu.Unlock()
+	if ok {
+		return b, nil
+	}
 	img, err := r.child(ctx, release.RepoInstaller, arch)
 	if err != nil {
 		return nil, err
 	}
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		return nil, fmt.Errorf("installer image: %d layers (%v), want one", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	t, err := rootfs.ReadTar(rc, maxAsset)
+	rc, err := onlyLayerReader(img, false)
 	if err != nil {
 		return nil, fmt.Errorf("installer image: %w", err)
 	}
-	if n := t.Get("/usr/install/" + arch + "/" + compose.BootloaderName); n != nil && n.Kind == rootfs.KindFile {
-		return n.Data, nil
+	defer rc.Close()
+	want := "usr/install/" + arch + "/" + compose.BootloaderName
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("installer image: %w", err)
+		}
+		if h.Typeflag != tar.TypeReg || path.Clean(h.Name) != want {
+			continue
+		}
+		if h.Size > maxAsset {
+			return nil, fmt.Errorf("installer image: %s: %d bytes", want, h.Size)
+		}
+		b = make([]byte, h.Size)
+		if _, err := io.ReadFull(tr, b); err != nil {
+			return nil, fmt.Errorf("installer image: %s: %w", want, err)
+		}
+		break
 	}
-	return nil, nil
+	r.mu.Lock()
+	if r.bootloaders == nil {
+		r.bootloaders = map[string][]byte{}
+	}
+	r.bootloaders[arch] = b
+	r.mu.Unlock()
+	return b, nil
 }
 
 // extension reads an extension's layer for arch; nil when the extension
@@ -212,13 +245,9 @@ func (r *Release) extension(ctx context.Context, name, arch string) (*compose.Ex
 	if err != nil {
 		return nil, err
 	}
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		return nil, fmt.Errorf("extension %s: %d layers (%v), want one", name, len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
+	rc, err := onlyLayerReader(img, false)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("extension %s: %w", name, err)
 	}
 	defer rc.Close()
 	e, err := compose.ExtensionFromLayer(rc)
@@ -231,8 +260,9 @@ func (r *Release) extension(ctx context.Context, name, arch string) (*compose.Ex
 	return e, nil
 }
 
-// layersByType reads every layer of a boot artifact by media type.
-func layersByType(img v1.Image) (map[string][]byte, error) {
+// layersByType reads the layers of a boot artifact of the media types
+// wanted, by media type.
+func layersByType(img v1.Image, wanted ...string) (map[string][]byte, error) {
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, err
@@ -242,6 +272,9 @@ func layersByType(img v1.Image) (map[string][]byte, error) {
 		mt, err := l.MediaType()
 		if err != nil {
 			return nil, err
+		}
+		if !slices.Contains(wanted, string(mt)) {
+			continue
 		}
 		// The blob as stored: a boot asset is a file (an initramfs is
 		// zstd or xz, and must stay so), not a compressed layer.

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -97,9 +96,6 @@ type Result struct {
 	ISOTool             string             // what made the ISO, when there is one
 }
 
-// generated is the origin of a file the builder made.
-func generated(what string) report.Origin { return report.Origin{Generator: what} }
-
 // Media makes the boot media of o.Schematic for one architecture and
 // o.Platform from the release's boot assets b and its extensions: the
 // files of OUT/media/<schematic id>/ (see Result).
@@ -163,8 +159,9 @@ type Layer struct {
 	Metadata extensions.Metadata `yaml:"metadata"`
 }
 
-// extensionSegment packs the named extensions for the initramfs: one
-// squashfs per extension in name order (0.sqsh, 1.sqsh, ...), one more
+// extensionSegment packs the named extensions (sorted, as
+// Schematic.Extensions gives them) for the initramfs: one squashfs per
+// extension in that order (0.sqsh, 1.sqsh, ...), one more
 // with the module indexes of the kernel's and the extensions' modules
 // together when any extension ships modules, and /extensions.yaml listing
 // them. It returns the compressed cpio to append to the initramfs and
@@ -177,8 +174,6 @@ func extensionSegment(b Boot, exts []*Extension, names []string, o Options) ([]b
 		have = append(have, e.Name)
 	}
 	owners, sde, sq, cache, compression := o.Owners, o.SourceDate, o.Squashfs, o.Cache, o.InitramfsCompression
-	names = append([]string(nil), names...)
-	sort.Strings(names)
 	var doc ExtensionsYAML
 	var entries []rootfs.CpioEntry
 	modules := map[string][]byte{} // path under the modules dir -> bytes, kernel's and extensions'
@@ -194,7 +189,7 @@ func extensionSegment(b Boot, exts []*Extension, names []string, o Options) ([]b
 		}
 		img := fmt.Sprintf("%d.sqsh", i)
 		doc.Layers = append(doc.Layers, Layer{Image: img, Metadata: e.Metadata})
-		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: buf.Bytes(), Origin: generated("extension-layer")})
+		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: buf.Bytes(), Origin: report.Origin{Generator: "extension-layer"}})
 		if e.Modules {
 			anyModules = true
 			for _, n := range e.Tree.Nodes() {
@@ -221,7 +216,7 @@ func extensionSegment(b Boot, exts []*Extension, names []string, o Options) ([]b
 		t := rootfs.New()
 		for name, data := range idx {
 			if err := t.Add(&rootfs.Node{Path: "/usr/lib/modules/" + b.KernelVersion + "/" + name, Kind: rootfs.KindFile, Mode: 0o644,
-				User: "root", Group: "root", Data: data, Digest: digest.SHA256Hex(data), Origin: generated("depmod")}); err != nil {
+				User: "root", Group: "root", Data: data, Digest: digest.SHA256Hex(data), Origin: report.Origin{Generator: "depmod"}}); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -233,7 +228,7 @@ func extensionSegment(b Boot, exts []*Extension, names []string, o Options) ([]b
 		doc.Layers = append(doc.Layers, Layer{Image: img, Metadata: extensions.Metadata{
 			Name: "modules.dep", Version: b.KernelVersion, Description: "module indexes of the kernel's and the extensions' modules",
 		}})
-		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: buf.Bytes(), Origin: generated("depmod")})
+		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: buf.Bytes(), Origin: report.Origin{Generator: "depmod"}})
 	}
 	var y bytes.Buffer
 	enc := yaml.NewEncoder(&y)
@@ -242,7 +237,7 @@ func extensionSegment(b Boot, exts []*Extension, names []string, o Options) ([]b
 		return nil, nil, err
 	}
 	enc.Close()
-	entries = append(entries, rootfs.CpioEntry{Name: "extensions.yaml", Mode: 0o100444, Data: y.Bytes(), Origin: generated("extensions.yaml")})
+	entries = append(entries, rootfs.CpioEntry{Name: "extensions.yaml", Mode: 0o100444, Data: y.Bytes(), Origin: report.Origin{Generator: "extensions.yaml"}})
 	size := 0
 	for _, e := range entries {
 		size += len(e.Data)

@@ -3,7 +3,6 @@ package compose
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/nodeforge/builder/api/extensions"
@@ -13,8 +12,6 @@ import (
 
 // maxLayerFile bounds one file of an extension layer read into memory.
 const maxLayerFile = 4 << 30
-
-var moduleRE = regexp.MustCompile(`^/(?:usr/)?lib/modules/[^/]+/`)
 
 // ExtensionFromLayer reads an extension image's layer (manifest.yaml
 // beside rootfs/, as builds write it) back into an Extension: its files as
@@ -51,7 +48,7 @@ func ExtensionFromLayer(layer io.Reader) (*Extension, error) {
 		if err := e.Tree.Add(&cp); err != nil {
 			return nil, fmt.Errorf("extension %s: %w", e.Name, err)
 		}
-		if cp.Kind == rootfs.KindFile && moduleRE.MatchString(cp.Path) && kernel.IsModule(cp.Path) {
+		if cp.Kind == rootfs.KindFile && kernel.ModuleDirVersion(cp.Path) != "" && kernel.IsModule(cp.Path) {
 			e.Modules = true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -37,6 +38,18 @@ func moduleExt(name string) string {
 // IsModule says whether a file name is a kernel module's, as depmod
 // judges it.
 func IsModule(name string) bool { return moduleExt(name) != "" }
+
+var moduleDirRE = regexp.MustCompile(`^/(?:usr/)?lib/modules/([^/]+)(/|$)`)
+
+// ModuleDirVersion returns the kernel release a path's module directory
+// names (/lib/modules/<release>/... or /usr/lib/modules/<release>/...,
+// the directory itself included), or "" for a path outside one.
+func ModuleDirVersion(p string) string {
+	if m := moduleDirRE.FindStringSubmatch(p); m != nil {
+		return m[1]
+	}
+	return ""
+}
 
 // decompress returns the ELF image of a module file, chosen by suffix.
 func decompress(name string, data []byte) ([]byte, error) {

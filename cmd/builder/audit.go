@@ -166,8 +166,7 @@ func newAuditCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ro := oci.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}
-			st, ver, err := openRelease(ctx, args[0], version, ro)
+			st, ver, err := openRelease(ctx, args[0], version, sf.remote())
 			if err != nil {
 				return err
 			}
@@ -177,7 +176,7 @@ func newAuditCmd() *cobra.Command {
 				return err
 			}
 			if previous != "" {
-				if o.Previous, o.PreviousVersion, err = openPrevious(ctx, previous, previousVersion, ver, ro); err != nil {
+				if o.Previous, o.PreviousVersion, err = openPrevious(ctx, previous, previousVersion, ver, sf.remote()); err != nil {
 					return err
 				}
 			}
@@ -223,8 +222,7 @@ func newAuditCmd() *cobra.Command {
 	fl.StringVar(&attestKey, "attest-key", "", "publish the verdict as a signed SLSA verification summary attestation on the release, signed with this cosign key ($COSIGN_PASSWORD)")
 	fl.StringSliceVar(&formats, "format", []string{"html", "json", "md"}, "formats to write: html, json, md")
 	fl.StringVarP(&out, "out", "o", "", "output directory")
-	fl.StringVar(&sf.caFile, "ca-file", "", "PEM bundle of CAs trusted for the registry besides the system's")
-	fl.BoolVar(&sf.allowHTTP, "allow-http", false, "permit plain HTTP to a registry that is not on loopback")
+	sf.addRemote(fl)
 	return cmd
 }
 

@@ -84,11 +84,7 @@ registry front, the web UI, TLS and logins.`,
 			ctx := cmd.Context()
 			var rs []factory.ReleaseStore
 			for _, s := range stores {
-				l, err := oci.ParseLocation(s)
-				if err != nil {
-					return err
-				}
-				st, err := oci.Open(l, oci.OpenOptions{Remote: oci.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}})
+				st, err := sf.openStore(s, false)
 				if err != nil {
 					return err
 				}
@@ -142,8 +138,7 @@ registry front, the web UI, TLS and logins.`,
 	cmd.Flags().StringVar(&external, "external-url", "", "the URL clients reach the factory at (PXE scripts point there; default: the request's host)")
 	cmd.Flags().IntVar(&maxBuilds, "max-builds", 2, "artifacts composed at once")
 	cmd.Flags().StringVar(&signingKey, "signing-key", "", "cosign.key signing the cache's entries (COSIGN_PASSWORD); without it nothing built is cached")
-	cmd.Flags().StringVar(&sf.caFile, "ca-file", "", "PEM bundle of CAs trusted for the registries besides the system's")
-	cmd.Flags().BoolVar(&sf.allowHTTP, "allow-http", false, "permit plain HTTP to a registry that is not on loopback")
+	sf.addRemote(cmd.Flags())
 	return cmd
 }
 
@@ -162,11 +157,7 @@ func openFactoryCache(loc, first string, sf storeFlags) (oci.Store, error) {
 		}
 		loc = l.String()
 	}
-	l, err := oci.ParseLocation(loc)
-	if err != nil {
-		return nil, err
-	}
-	return oci.Open(l, oci.OpenOptions{Create: true, Remote: oci.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}})
+	return sf.openStore(loc, true)
 }
 
 // serveHTTP serves h on addr until ctx ends, then lets the requests in

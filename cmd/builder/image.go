@@ -189,8 +189,7 @@ func (r *releaseSource) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&r.store, "release", "", "make the media from this published release (docker://HOST[:PORT]/PREFIX or oci:DIR) instead of building")
 	cmd.Flags().StringVar(&r.version, "version", "", "with --release: the release version")
 	cmd.Flags().StringArrayVar(&r.keys, "key", nil, "with --release: a public key the release must verify with (repeatable)")
-	cmd.Flags().StringVar(&r.sf.caFile, "ca-file", "", "with --release: PEM bundle of CAs trusted for the registry besides the system's")
-	cmd.Flags().BoolVar(&r.sf.allowHTTP, "allow-http", false, "with --release: permit plain HTTP to a registry that is not on loopback")
+	r.sf.addRemote(cmd.Flags())
 }
 
 // write verifies the release and writes its media.

@@ -132,8 +132,7 @@ both digests. Any miss exits 1.`,
 	fl.StringVar(&f.work, "work", "", "directory for unpacking and staging archives (default: beside the archive, or the temp dir)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the parity report as JSON")
 	f.sf.add(cmd)
-	fl.StringVar(&f.store.caFile, "ca-file", "", "PEM bundle of CAs trusted for the registries besides the system's")
-	fl.BoolVar(&f.store.allowHTTP, "allow-http", false, "permit plain HTTP to registries that are not on loopback")
+	f.store.addRemote(fl)
 	fl.IntVar(&f.store.retries, "retries", 5, "retries of a failed registry request, with exponential backoff")
 	return cmd
 }
@@ -176,7 +175,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	if f.version == "" && len(f.images) == 0 && src.Kind == oci.KindRegistry {
 		return errors.New("give --version V (the release) or --image REPOSITORY:TAG")
 	}
-	remoteOpts := oci.RemoteOptions{Timeout: netTimeout, CAFile: f.store.caFile, AllowHTTP: f.store.allowHTTP, Retries: f.store.retries}
+	remoteOpts := f.store.remote()
 
 	// The source: a registry, a local layout, or a verified archive; the
 	// destination: a registry, or a staging layout sealed afterwards.

@@ -123,8 +123,7 @@ $COSIGN_PASSWORD.`,
 	cmd.Flags().StringVar(&fromStore.layout, "from-layout", "", "source OCI layout instead of the channel's")
 	cmd.Flags().StringVar(&toStore.registry, "to-registry", "", "destination registry HOST[:PORT][/PREFIX] instead of the channel's")
 	cmd.Flags().StringVar(&toStore.layout, "to-layout", "", "destination OCI layout instead of the channel's")
-	cmd.Flags().StringVar(&fromStore.caFile, "ca-file", "", "PEM bundle of CAs trusted for the registries besides the system's")
-	cmd.Flags().BoolVar(&fromStore.allowHTTP, "allow-http", false, "permit plain HTTP to registries that are not on loopback")
+	fromStore.addRemote(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was promoted as JSON")
 	cmd.PreRun = func(*cobra.Command, []string) {
 		toStore.caFile, toStore.allowHTTP = fromStore.caFile, fromStore.allowHTTP

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/attest/signing"
@@ -34,9 +35,30 @@ type storeFlags struct {
 func (f *storeFlags) add(cmd *cobra.Command, what string) {
 	cmd.Flags().StringVar(&f.registry, "registry", "", what+": HOST[:PORT][/PREFIX] instead of the channel's registry (plain HTTP only for loopback unless --allow-http)")
 	cmd.Flags().StringVar(&f.layout, "layout", "", what+": a local OCI image layout directory instead of the channel's")
-	cmd.Flags().StringVar(&f.caFile, "ca-file", "", "PEM bundle of CAs trusted for the registry besides the system's")
-	cmd.Flags().BoolVar(&f.allowHTTP, "allow-http", false, "permit plain HTTP to a registry that is not on loopback")
+	f.addRemote(cmd.Flags())
 	cmd.Flags().IntVar(&f.retries, "retries", 5, "retries of a failed registry request (5xx, 429, cut connections), with exponential backoff")
+}
+
+// addRemote adds the flags that say how registries are reached: every
+// command that reads or writes one takes them.
+func (f *storeFlags) addRemote(fl *pflag.FlagSet) {
+	fl.StringVar(&f.caFile, "ca-file", "", "PEM bundle of CAs trusted for registries besides the system's")
+	fl.BoolVar(&f.allowHTTP, "allow-http", false, "permit plain HTTP to a registry that is not on loopback")
+}
+
+// remote is how registries are reached, as the flags say.
+func (f *storeFlags) remote() oci.RemoteOptions {
+	return oci.RemoteOptions{Timeout: netTimeout, CAFile: f.caFile, AllowHTTP: f.allowHTTP, Retries: f.retries}
+}
+
+// openStore opens the store a location names (docker://HOST/PREFIX or
+// oci:DIR), a layout made when missing if create is set.
+func (f *storeFlags) openStore(loc string, create bool) (oci.Store, error) {
+	l, err := oci.ParseLocation(loc)
+	if err != nil {
+		return nil, err
+	}
+	return oci.Open(l, oci.OpenOptions{Create: create, Remote: f.remote()})
 }
 
 // open returns the store of channel c, overridden by the flags: to write

@@ -30,7 +30,7 @@ func openRef(ref, version string, sf storeFlags) (st oci.Store, repo, tagOrDiges
 	if err != nil {
 		return nil, "", "", err
 	}
-	st, err = oci.Open(l, oci.OpenOptions{Remote: oci.RemoteOptions{Timeout: netTimeout, CAFile: sf.caFile, AllowHTTP: sf.allowHTTP}})
+	st, err = oci.Open(l, oci.OpenOptions{Remote: sf.remote()})
 	return st, l.Repo, l.Ref, err
 }
 
@@ -112,8 +112,7 @@ signed by). Exit status 1 with every reason when anything fails.`,
 	cmd.Flags().StringArrayVar(&keys, "key", nil, "public key (cosign.pub) to verify with (repeatable: any may sign)")
 	cmd.Flags().StringVar(&policyPath, "policy", "", "policy file (YAML): base, urls, fingerprints")
 	cmd.Flags().StringVar(&version, "version", "", "verify every image of this release version; REF is then the store")
-	cmd.Flags().StringVar(&sf.caFile, "ca-file", "", "PEM bundle of CAs trusted for the registry besides the system's")
-	cmd.Flags().BoolVar(&sf.allowHTTP, "allow-http", false, "permit plain HTTP to a registry that is not on loopback")
+	sf.addRemote(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
 	return cmd
 }
