@@ -1,17 +1,12 @@
 package build
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -109,35 +104,35 @@ func TestBootDebianKernel(t *testing.T) {
 		t.Helper()
 		args := append([]string{"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1",
 			"-nographic", "-serial", "stdio", "-monitor", "none", "-no-reboot", "-nic", "none"}, media...)
-		res := bootQEMU(t, qemu, timeout, args...)
+		res := testutil.BootQEMU(t, qemu, timeout, args...)
 		t.Logf("%s: timings: base %s, lock %s, build %s, boot to marker %s (qemu ran %s)", what,
 			baseTime.Round(time.Millisecond), lockTime.Round(time.Millisecond), buildTime.Round(time.Millisecond),
-			res.toMarker.Round(time.Millisecond), res.total.Round(time.Millisecond))
+			res.ToMarker.Round(time.Millisecond), res.Total.Round(time.Millisecond))
 		failed := false
 		switch {
-		case res.marker == "":
-			t.Errorf("%s: no %q on the console (qemu: %v)", what, want, res.err)
+		case res.Marker == "":
+			t.Errorf("%s: no %q on the console (qemu: %v)", what, want, res.Err)
 			failed = true
-		case res.marker != want:
-			t.Errorf("%s: console says %q, want %q", what, res.marker, want)
+		case res.Marker != want:
+			t.Errorf("%s: console says %q, want %q", what, res.Marker, want)
 			failed = true
 		}
-		if fail := res.find("NODEFORGE-BOOT-FAIL"); fail != "" {
+		if fail := res.Find("NODEFORGE-BOOT-FAIL"); fail != "" {
 			t.Errorf("%s: init reported: %s", what, fail)
 			failed = true
 		}
 		for _, l := range lines {
-			if res.find(l) == "" {
+			if res.Find(l) == "" {
 				t.Errorf("%s: no %q on the console", what, l)
 				failed = true
 			}
 		}
-		if res.marker != "" && res.err != nil {
-			t.Errorf("%s: qemu did not power off cleanly: %v", what, res.err)
+		if res.Marker != "" && res.Err != nil {
+			t.Errorf("%s: qemu did not power off cleanly: %v", what, res.Err)
 			failed = true
 		}
 		if failed || testing.Verbose() {
-			t.Logf("%s: console (last 60 lines):\n%s", what, res.tail(60))
+			t.Logf("%s: console (last 60 lines):\n%s", what, res.Tail(60))
 		}
 	}
 	boot("initramfs.xz", direct(filepath.Join(dir, "initramfs.xz"), strings.TrimSpace(string(cmdline))))
@@ -183,69 +178,4 @@ func TestBootDebianKernel(t *testing.T) {
 	if err != nil || !strings.Contains(string(fd), "Disklabel type: gpt") || !strings.Contains(string(fd), "EFI System") {
 		t.Errorf("fdisk -l finds no EFI system partition on the ISO: %v\n%s", err, fd)
 	}
-}
-
-// bootResult is what one qemu run printed.
-type bootResult struct {
-	lines    []string
-	marker   string // the console line holding the OK marker ("" if none)
-	toMarker time.Duration
-	total    time.Duration
-	err      error // qemu's exit error, or the timeout
-}
-
-func (r *bootResult) find(prefix string) string {
-	for _, l := range r.lines {
-		if i := strings.Index(l, prefix); i >= 0 {
-			return l[i:]
-		}
-	}
-	return ""
-}
-
-func (r *bootResult) tail(n int) string {
-	l := r.lines
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
-}
-
-// bootQEMU runs qemu until it exits (the init powers off) or the timeout,
-// collecting the serial console line by line.
-func bootQEMU(t *testing.T, qemu string, timeout time.Duration, args ...string) *bootResult {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, qemu, args...)
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	res := &bootResult{}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("qemu: %v", err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := strings.TrimRight(string(bytes.ReplaceAll(sc.Bytes(), []byte("\r"), nil)), " ")
-			res.lines = append(res.lines, line)
-			if i := strings.Index(line, "NODEFORGE-BOOT-OK"); i >= 0 && res.marker == "" {
-				res.marker, res.toMarker = line[i:], time.Since(start)
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	res.err = cmd.Wait()
-	res.total = time.Since(start)
-	pw.Close()
-	wg.Wait()
-	if ctx.Err() != nil {
-		res.err = fmt.Errorf("timed out after %s", timeout)
-	}
-	return res
 }

@@ -17,8 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/types"
-
 	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
@@ -182,12 +180,12 @@ type buildRun struct {
 	blocks   *blobcache.Packs // nil without step caches or with tar2sqfs
 	rep      *report.Report
 
-	assets         map[string][]ociAsset           // arch -> boot assets
-	extLayers      map[string]map[string]*ociAsset // extension -> arch -> layer
+	assets         map[string][]ociAsset                     // arch -> boot assets
+	extLayers      map[string]map[string]*compose.ImageLayer // extension -> arch -> layer
 	extVersions    map[string]string
-	installer      map[string]*ociAsset            // arch -> installer layer
+	installer      map[string]*compose.ImageLayer  // arch -> installer layer
 	kernels        map[string]compose.KernelParams // arch -> its kernel, for the media
-	mediaInstaller map[string]*ociAsset            // arch -> the schematic's installer layer
+	mediaInstaller map[string]*compose.ImageLayer  // arch -> the schematic's installer layer
 }
 
 // newRun checks that the spec and the lock belong together and settles
@@ -201,8 +199,8 @@ func newRun(opts Options) (*buildRun, error) {
 		return nil, fmt.Errorf("the spec changed since the lock was made (lock pins spec sha256 %s, spec is %s): run builder lock again", l.Spec.SHA256, want)
 	}
 	r := &buildRun{opts: opts, spec: s, lock: l, sde: opts.SourceDateEpoch, logf: opts.Log,
-		assets: map[string][]ociAsset{}, extLayers: map[string]map[string]*ociAsset{}, extVersions: map[string]string{},
-		installer: map[string]*ociAsset{}, mediaInstaller: map[string]*ociAsset{}, kernels: map[string]compose.KernelParams{}}
+		assets: map[string][]ociAsset{}, extLayers: map[string]map[string]*compose.ImageLayer{}, extVersions: map[string]string{},
+		installer: map[string]*compose.ImageLayer{}, mediaInstaller: map[string]*compose.ImageLayer{}, kernels: map[string]compose.KernelParams{}}
 	if r.logf == nil {
 		r.logf = func(string, ...any) {}
 	}
@@ -472,14 +470,19 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 	if err != nil {
 		return err
 	}
-	b.installer[b.arch] = &ociAsset{name: "installer", mediaType: types.OCIUncompressedLayer, data: il, digest: sha256.Sum256(il)}
+	if b.installer[b.arch], err = compose.NewImageLayer(il); err != nil {
+		return err
+	}
 	if media != nil && media.Initramfs != nil {
-		// The schematic's installer: the same, with its initramfs.
-		ml, err := installerLayer(b.arch, b.spec.Name, b.as.kernel.vmlinuz, media.Initramfs, spdx, base, b.sde)
+		// The schematic's installer: the same, with its initramfs, made as
+		// the Image Factory makes it from the release's.
+		ml, err := compose.SchematicInstaller(il, b.arch, media.Initramfs, nil, b.sde)
 		if err != nil {
 			return err
 		}
-		b.mediaInstaller[b.arch] = &ociAsset{name: "installer", mediaType: types.OCIUncompressedLayer, data: ml, digest: sha256.Sum256(ml)}
+		if b.mediaInstaller[b.arch], err = compose.NewImageLayer(ml); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -506,11 +509,15 @@ func (b *archBuild) archReport(initPkg string, rootfsEntries []report.FileEntry,
 		}
 		ar.Extensions[eb.name] = eb.report
 		if b.extLayers[eb.name] == nil {
-			b.extLayers[eb.name] = map[string]*ociAsset{}
+			b.extLayers[eb.name] = map[string]*compose.ImageLayer{}
 		}
-		l := &ociAsset{name: eb.name, mediaType: types.OCIUncompressedLayer, data: eb.layer, digest: sha256.Sum256(eb.layer)}
+		l, err := compose.NewImageLayer(eb.layer)
+		if err != nil {
+			return nil, err
+		}
 		b.extLayers[eb.name][b.arch] = l
-		eb.report.Layer = "sha256:" + hex.EncodeToString(l.digest[:])
+		d, _ := l.Digest()
+		eb.report.Layer = d.String()
 		if v, ok := b.extVersions[eb.name]; ok && v != eb.version {
 			return nil, fmt.Errorf("extension %s: version %s on %s, %s on another architecture", eb.name, eb.version, b.arch, v)
 		}
@@ -555,7 +562,7 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 		"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
 		"dev.nodeforge.branch":              s.Branch,
 	}
-	inst, err := writeImageLayout(ctx, filepath.Join(r.work, "installer"), sde, ia, arches, r.installer, []string{"/usr/bin/installer"})
+	inst, err := writeImageLayout(ctx, filepath.Join(r.work, "installer"), sde, ia, arches, r.installer, compose.InstallerEntrypoint)
 	if err != nil {
 		return fmt.Errorf("installer: %w", err)
 	}
@@ -563,7 +570,7 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 	if rep.Media != nil {
 		ma := maps.Clone(ia)
 		ma["dev.nodeforge.schematic"] = rep.Media.Schematic
-		mi, err := writeImageLayout(ctx, filepath.Join(r.work, "media", rep.Media.Schematic, "installer"), sde, ma, arches, r.mediaInstaller, []string{"/usr/bin/installer"})
+		mi, err := writeImageLayout(ctx, filepath.Join(r.work, "media", rep.Media.Schematic, "installer"), sde, ma, arches, r.mediaInstaller, compose.InstallerEntrypoint)
 		if err != nil {
 			return fmt.Errorf("installer for the schematic: %w", err)
 		}

@@ -59,7 +59,7 @@ func writeOCILayout(ctx context.Context, dir string, sde int64, annotations map[
 				return v1.Hash{}, err
 			}
 		}
-		img, err := withPlatform(img, arch, created, nil)
+		img, err := compose.WithPlatform(img, arch, created, nil)
 		if err != nil {
 			return v1.Hash{}, err
 		}
@@ -80,52 +80,15 @@ func writeOCILayout(ctx context.Context, dir string, sde int64, annotations map[
 	return idx.Digest()
 }
 
-// writeImageLayout writes an OCI image layout: an index over one image per
-// architecture, each a single uncompressed tar layer (an extension's
-// manifest.yaml and rootfs/, the installer's files), every timestamp the
-// source date, the entrypoint when given.
-func writeImageLayout(ctx context.Context, dir string, sde int64, annotations map[string]string, arches []string, layers map[string]*ociAsset, entrypoint []string) (v1.Hash, error) {
-	created := v1.Time{Time: time.Unix(sde, 0).UTC()}
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	for _, arch := range arches {
-		a := layers[arch]
-		if a == nil {
-			continue
-		}
-		img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-		img, err := mutate.Append(img, mutate.Addendum{Layer: assetLayer{a}})
-		if err != nil {
-			return v1.Hash{}, err
-		}
-		if img, err = withPlatform(img, arch, created, entrypoint); err != nil {
-			return v1.Hash{}, err
-		}
-		img = mutate.Annotations(img, annotations).(v1.Image)
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
-			Platform: &v1.Platform{OS: "linux", Architecture: specs.GoArch(arch)},
-		}})
+// writeImageLayout writes compose.ImageIndex's index as an OCI image
+// layout.
+func writeImageLayout(ctx context.Context, dir string, sde int64, annotations map[string]string, arches []string, layers map[string]*compose.ImageLayer, entrypoint []string) (v1.Hash, error) {
+	idx, err := compose.ImageIndex(sde, annotations, arches, layers, entrypoint)
+	if err != nil {
+		return v1.Hash{}, err
 	}
-	idx = mutate.Annotations(idx, annotations).(v1.ImageIndex)
 	if err := ocilayout.WriteRoot(ctx, dir, idx); err != nil {
 		return v1.Hash{}, fmt.Errorf("oci layout: %w", err)
 	}
 	return idx.Digest()
-}
-
-// withPlatform sets the image config's platform, creation time (the
-// source date) and entrypoint (when not nil), and drops its history, whose
-// times would be the clock's.
-func withPlatform(img v1.Image, arch string, created v1.Time, entrypoint []string) (v1.Image, error) {
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS, cf.Created = specs.GoArch(arch), "linux", created
-	cf.History = nil
-	if entrypoint != nil {
-		cf.Config.Entrypoint = entrypoint
-	}
-	return mutate.ConfigFile(img, cf)
 }

@@ -1,15 +1,20 @@
 package factory
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -46,6 +51,52 @@ type artifactCache struct {
 	log    *slog.Logger
 	hits   atomic.Int64
 	errors atomic.Int64
+
+	mu       sync.Mutex
+	verified map[string]fileState // a layout's blob file -> its state when its digest last held
+}
+
+// fileState is what changes when a file is written.
+type fileState struct {
+	size  int64
+	mtime time.Time
+}
+
+// cachedArtifact is an artifact to serve: from a cache entry that passed
+// its checks, or just built.
+type cachedArtifact struct {
+	sha256 v1.Hash
+	size   int64
+	path   string // a layout's blob file, served in place (Range, sendfile)
+	data   []byte // otherwise, the bytes
+}
+
+// open reads the artifact from its start.
+func (a *cachedArtifact) open() (io.ReadSeekCloser, error) {
+	if a.path != "" {
+		return os.Open(a.path)
+	}
+	return nopSeekCloser{bytes.NewReader(a.data)}, nil
+}
+
+// bytes reads a small artifact (a command line) whole.
+func (a *cachedArtifact) bytes() ([]byte, error) {
+	if a.path == "" {
+		return a.data, nil
+	}
+	if a.size > 1<<20 {
+		return nil, fmt.Errorf("%d bytes: too large to read whole", a.size)
+	}
+	return os.ReadFile(a.path)
+}
+
+type nopSeekCloser struct{ *bytes.Reader }
+
+func (nopSeekCloser) Close() error { return nil }
+
+// builtArtifact is an artifact just composed, served from memory.
+func builtArtifact(data []byte) *cachedArtifact {
+	return &cachedArtifact{sha256: sha256Hash(data), size: int64(len(data)), data: data}
 }
 
 // key names an artifact: the schematic, every verified digest of the
@@ -59,9 +110,11 @@ func cacheKey(rel *Release, schematicID, name, builder string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// get returns the cached bytes of key, or not ok; refused says an entry
-// was there and failed its checks.
-func (c *artifactCache) get(ctx context.Context, key string) (data []byte, ok, refused bool) {
+// get returns the cached artifact of key, or not ok; refused says an
+// entry was there and failed its checks. An entry in a local layout is
+// served from its blob file, whose digest is checked once per state of
+// the file (a file written since is checked again); any other is read.
+func (c *artifactCache) get(ctx context.Context, key string) (a *cachedArtifact, ok, refused bool) {
 	if c.signer == nil {
 		return nil, false, false
 	}
@@ -70,7 +123,7 @@ func (c *artifactCache) get(ctx context.Context, key string) (data []byte, ok, r
 		return nil, false, false // not cached
 	}
 	if err == nil {
-		data, err = c.read(ctx, img)
+		a, err = c.read(ctx, img)
 	}
 	if err != nil {
 		c.errors.Add(1)
@@ -78,10 +131,10 @@ func (c *artifactCache) get(ctx context.Context, key string) (data []byte, ok, r
 		return nil, false, true
 	}
 	c.hits.Add(1)
-	return data, true, false
+	return a, true, false
 }
 
-func (c *artifactCache) read(ctx context.Context, img v1.Image) ([]byte, error) {
+func (c *artifactCache) read(ctx context.Context, img v1.Image) (*cachedArtifact, error) {
 	d, err := img.Digest()
 	if err != nil {
 		return nil, err
@@ -100,8 +153,56 @@ func (c *artifactCache) read(ctx context.Context, img v1.Image) ([]byte, error) 
 	if !signed {
 		return nil, errors.New("no signature by the factory's key")
 	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	if len(m.Layers) != 1 {
+		return nil, fmt.Errorf("%d layers, want one", len(m.Layers))
+	}
+	ld := m.Layers[0]
+	if lay, ok := c.st.(*oci.Layout); ok {
+		path, err := lay.BlobFile(ld.Digest)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.checkFile(path, ld); err != nil {
+			return nil, err
+		}
+		return &cachedArtifact{sha256: ld.Digest, size: ld.Size, path: path}, nil
+	}
 	// The layer's bytes are checked against its digest as they are read.
-	return onlyLayer(img, maxAsset)
+	data, err := onlyLayer(img, maxAsset)
+	if err != nil {
+		return nil, err
+	}
+	return &cachedArtifact{sha256: ld.Digest, size: ld.Size, data: data}, nil
+}
+
+// checkFile hashes a blob file unless it is unchanged since it last
+// matched its descriptor.
+func (c *artifactCache) checkFile(path string, d v1.Descriptor) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	st := fileState{size: fi.Size(), mtime: fi.ModTime()}
+	c.mu.Lock()
+	ok := c.verified[path] == st
+	c.mu.Unlock()
+	if ok && st.size == d.Size {
+		return nil
+	}
+	if err := checkBlob(func() (io.ReadCloser, error) { return os.Open(path) }, d); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.verified == nil {
+		c.verified = map[string]fileState{}
+	}
+	c.verified[path] = st
+	c.mu.Unlock()
+	return nil
 }
 
 // put stores data under key: the image first, untagged, then its

@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/internal/atomicfile"
 	"github.com/nodeforge/builder/internal/digest"
+	ocilayout "github.com/nodeforge/builder/internal/ocilayout"
 )
 
 // ImageOptions say which media to make from a release.
@@ -23,6 +25,9 @@ type ImageOptions struct {
 	// Out is where the media go: Out/media/<schematic id>/, as builder
 	// image writes them.
 	Out string
+	// Installers adds the schematic's installer images, OCI layouts:
+	// installer/ and <platform>-installer/ beside the media.
+	Installers bool
 }
 
 // WriteImage makes the media of o.Schematic for every architecture of rel
@@ -60,5 +65,48 @@ func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]r
 			files[filepath.ToSlash(filepath.Join("media", id, f.Name))] = report.ArtifactInfo{SHA256: digest.SHA256Hex(f.Data), Size: int64(len(f.Data))}
 		}
 	}
+	if o.Installers {
+		if err := writeInstallers(ctx, rel, o, work, dir, files); err != nil {
+			return nil, err
+		}
+	}
 	return files, nil
+}
+
+// writeInstallers writes the schematic's installer and its platform's
+// installer as OCI layouts in dir, each replacing what was there only
+// once whole, and lists each by its index digest and manifest size.
+func writeInstallers(ctx context.Context, rel *Release, o ImageOptions, work, dir string, files map[string]report.ArtifactInfo) error {
+	p, err := platform.Lookup(o.Platform)
+	if err != nil {
+		return err
+	}
+	for _, pl := range []string{"", p.Name} {
+		idx, err := rel.Installer(ctx, InstallerOptions{Schematic: o.Schematic, Platform: pl, Work: work})
+		if err != nil {
+			return err
+		}
+		name := InstallerRepo(pl)
+		tmp := filepath.Join(work, name)
+		if err := ocilayout.WriteRoot(ctx, tmp, idx); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		final := filepath.Join(dir, name)
+		if err := os.RemoveAll(final); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, final); err != nil {
+			return err
+		}
+		d, err := idx.Digest()
+		if err != nil {
+			return err
+		}
+		raw, err := idx.RawManifest()
+		if err != nil {
+			return err
+		}
+		files[filepath.ToSlash(filepath.Join("media", filepath.Base(dir), name))] = report.ArtifactInfo{SHA256: d.Hex, Size: int64(len(raw))}
+	}
+	return nil
 }

@@ -41,7 +41,8 @@ func newMetrics() *metrics {
 	return m
 }
 
-// MetricsHandler serves the factory's metrics in Prometheus's format.
+// MetricsHandler serves the factory's metrics in Prometheus's format
+// (behind a login when the metrics surface needs one).
 func (s *Server) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+	return s.identify(s.guard(surfaceMetrics, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
 }

@@ -3,12 +3,12 @@ package factory
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -53,6 +53,11 @@ type ServerOptions struct {
 	Work string
 	// MaxBuilds bounds the builds running at once (0: 2).
 	MaxBuilds int
+	// MaxQueue bounds the builds waiting for a slot (0: 4 × MaxBuilds;
+	// negative: none wait); past it a request gets 503 and Retry-After.
+	MaxQueue int
+	// Access says who may do what (the zero value: anyone, anything).
+	Access Access
 	// BuildTimeout bounds one build (0: 10 minutes).
 	BuildTimeout time.Duration
 	Log          *slog.Logger
@@ -75,7 +80,10 @@ type Server struct {
 	builds     singleflight.Group
 	built      atomic.Int64
 	slots      chan struct{}
+	gate       *gate // logins, build rates, the build queue
+	buildFn    func(context.Context, *Release, *schematic.Schematic, artifact, string) ([]byte, error)
 	requests   atomic.Int64
+	inst       installers // the registry front's checked entries
 }
 
 // Stats says how many artifacts were built and served from the cache, and
@@ -96,11 +104,19 @@ func NewServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	if o.BuildTimeout <= 0 {
 		o.BuildTimeout = 10 * time.Minute
 	}
+	if o.MaxQueue == 0 {
+		o.MaxQueue = 4 * o.MaxBuilds
+	}
+	g, err := newGate(o.Access, max(o.MaxQueue, 0))
+	if err != nil {
+		return nil, err
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{o: o, schematics: &schematics{st: o.Cache}, releases: map[string]*Release{}, slots: make(chan struct{}, o.MaxBuilds),
-		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log}, metrics: newMetrics()}
+		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log}, metrics: newMetrics(), gate: g}
+	s.buildFn = s.build
 	for _, rs := range o.Releases {
 		tags, err := rs.Store.Tags(ctx, release.RepoLock)
 		if err != nil {
@@ -137,7 +153,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /oci/cosign/signing-key.pub", s.getSigningKey)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", s.getReady)
-	return s.logged(mux)
+	s.uiRoutes(mux)
+	mux.HandleFunc("/v2/", s.serveRegistry)
+	return s.identify(s.logged(s.guardRoutes(mux)))
 }
 
 // logged gives every request an ID (the client's X-Request-Id or a
@@ -158,7 +176,7 @@ func (s *Server) logged(h http.Handler) http.Handler {
 		}
 		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
 		s.metrics.bytesSent.Add(float64(rec.bytes))
-		s.o.Log.Info("request", "id", id, "method", r.Method, "path", r.URL.Path, "status", rec.status, "bytes", rec.bytes, "seconds", time.Since(start).Seconds())
+		s.o.Log.Info("request", "id", id, "user", principalOf(r.Context()).name(), "method", r.Method, "path", r.URL.Path, "status", rec.status, "bytes", rec.bytes, "seconds", time.Since(start).Seconds())
 	})
 }
 
@@ -360,37 +378,62 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data, err := s.compose(r.Context(), rel, sch, a, arch)
+	if s.refused(w, r, err) {
+		return
+	}
 	if err != nil {
 		s.o.Log.Error("composing", "artifact", name, "version", rel.Version, "err", err)
 		fail(w, http.StatusInternalServerError, "making %s failed: %v", name, err)
 		return
 	}
-	d := sha256.Sum256(data)
-	hexsum := hex.EncodeToString(d[:])
+	hexsum := data.sha256.Hex
 	switch side {
 	case "sha256":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "%s  %s\n", hexsum, name)
 		return
-	case "sha512":
-		d := sha512.Sum512(data)
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "%s  %s\n", hex.EncodeToString(d[:]), name)
-		return
-	case "sig":
-		sig, err := s.o.Signer.SignBlob(data)
-		if err != nil {
-			fail(w, http.StatusInternalServerError, "signing failed")
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write(sig)
+	case "sha512", "sig":
+		s.serveSide(w, data, name, side)
 		return
 	}
+	rc, err := data.open()
+	if err != nil {
+		s.o.Log.Error("opening a cached artifact", "artifact", name, "err", err)
+		fail(w, http.StatusInternalServerError, "reading %s failed", name)
+		return
+	}
+	defer rc.Close()
 	w.Header().Set("ETag", `"sha256:`+hexsum+`"`)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
+	// A layout's file goes out by sendfile, ranges included.
+	http.ServeContent(w, r, "", time.Time{}, rc)
+}
+
+// serveSide answers an artifact's .sha512 or .sig, reading it through.
+func (s *Server) serveSide(w http.ResponseWriter, data *cachedArtifact, name, side string) {
+	rc, err := data.open()
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "reading %s failed", name)
+		return
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if side == "sha512" {
+		h := sha512.New()
+		if _, err := io.Copy(h, rc); err != nil {
+			fail(w, http.StatusInternalServerError, "reading %s failed", name)
+			return
+		}
+		fmt.Fprintf(w, "%s  %s\n", hex.EncodeToString(h.Sum(nil)), name)
+		return
+	}
+	sig, err := s.o.Signer.SignReader(rc)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "signing failed")
+		return
+	}
+	w.Write(sig)
 }
 
 // target finds what a media URL names: its schematic, its release and
@@ -416,34 +459,35 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request, arch string) (*s
 // wait for it), at most MaxBuilds builds run, and a build is detached from
 // the request that started it: a client that hangs up does not cancel
 // what others wait for.
-func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
+func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) (*cachedArtifact, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
 	}
 	name := a.composedName(arch)
 	key := strings.Join([]string{id, rel.Version, arch, name}, "\x00")
+	ran := false // this call's flight ran: a refusal from another is not this client's
 	ch := s.builds.DoChan(key, func() (any, error) {
+		ran = true
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.BuildTimeout)
 		defer cancel()
 		labels := []string{rel.Version, a.kind, arch}
 		ckey := cacheKey(rel, id, name, s.o.BuilderVersion)
-		data, ok, refused := s.cache.get(bctx, ckey)
+		cached, ok, refused := s.cache.get(bctx, ckey)
 		if ok {
 			s.metrics.hits.WithLabelValues(labels...).Inc()
-			return data, nil
+			return cached, nil
 		}
 		if refused {
 			s.metrics.cacheErrors.WithLabelValues(labels...).Inc()
 		}
-		select {
-		case s.slots <- struct{}{}:
-			defer func() { <-s.slots }()
-		case <-bctx.Done():
-			return nil, bctx.Err()
+		free, err := s.buildSlot(ctx, bctx)
+		if err != nil {
+			return nil, err
 		}
+		defer free()
 		start := time.Now()
-		data, err := s.build(bctx, rel, sch, a, arch)
+		data, err := s.buildFn(bctx, rel, sch, a, arch)
 		if err != nil {
 			return nil, err
 		}
@@ -453,14 +497,17 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 		if err := s.cache.put(bctx, ckey, name, data); err != nil {
 			s.o.Log.Warn("caching an artifact failed", "artifact", name, "err", err)
 		}
-		return data, nil
+		return builtArtifact(data), nil // later requests read the entry
 	})
 	select {
 	case res := <-ch:
+		if rf := (*refusal)(nil); !ran && errors.As(res.Err, &rf) && rf.perClient {
+			return s.compose(ctx, rel, sch, a, arch) // ask for this client
+		}
 		if res.Err != nil {
 			return nil, res.Err
 		}
-		return res.Val.([]byte), nil
+		return res.Val.(*cachedArtifact), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -513,7 +560,14 @@ func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	cmdline, err := s.compose(r.Context(), rel, sch, a, rarch)
+	art, err := s.compose(r.Context(), rel, sch, a, rarch)
+	var cmdline []byte
+	if err == nil {
+		cmdline, err = art.bytes()
+	}
+	if s.refused(w, r, err) {
+		return
+	}
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "making the command line failed: %v", err)
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"strings"
 	"sync"
 
@@ -243,6 +244,23 @@ func (l *Layout) Referrers(ctx context.Context, repo string, subject v1.Hash) ([
 // it, to find the manifest's config and layers.
 func (l *Layout) Blob(h v1.Hash) ([]byte, error) {
 	return l.d.ReadBlob(v1.Descriptor{Digest: h, Size: -1}, 16<<20)
+}
+
+// BlobFile is the file holding blob h, for reading it in place (a large
+// file served with Range requests); its content is not checked here.
+func (l *Layout) BlobFile(h v1.Hash) (string, error) {
+	if h.Algorithm != "sha256" || len(h.Hex) != 64 || strings.Trim(h.Hex, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("OCI image layout %s: %s is not a sha256 digest", l.Dir, h)
+	}
+	p := l.d.BlobPath(h)
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("OCI image layout %s: blob %s is not a regular file", l.Dir, h)
+	}
+	return p, nil
 }
 
 // Tags implements Store.

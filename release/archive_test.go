@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/internal/testsign"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -32,7 +33,7 @@ func testArchive(t testing.TB, partSize int64) (string, []Item, *ArchiveManifest
 	if err := src.WriteImage(ctx, "app", "v1", img); err != nil {
 		t.Fatal(err)
 	}
-	signer := testSigner(t)
+	signer := testsign.Signer(t)
 	d, _ := img.Digest()
 	if _, err := signer.Sign(ctx, src, "app", d); err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func rewriteTar(t *testing.T, path string, edit func(tw *tar.Writer, h *tar.Head
 
 func TestArchiveRefusals(t *testing.T) {
 	path, _, _, signer := testArchive(t, 0)
-	other := testSigner(t)
+	other := testsign.Signer(t)
 	cases := map[string]struct {
 		path string
 		keys []signing.Verifier

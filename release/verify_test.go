@@ -16,25 +16,9 @@ import (
 
 	"github.com/nodeforge/builder/attest/provenance"
 	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/internal/testsign"
 	"github.com/nodeforge/builder/oci"
 )
-
-func testSigner(t testing.TB) *signing.Signer {
-	t.Helper()
-	priv, _, err := signing.Generate([]byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv, err := signing.LoadPrivate(priv, []byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := signing.NewSigner(sv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // stores returns each kind of store: in-process registries with and
 // without the referrers API, and a local OCI layout.
@@ -114,8 +98,8 @@ func attestAll(t *testing.T, ctx context.Context, st oci.Store, s *signing.Signe
 
 func TestSignAttestVerify(t *testing.T) {
 	ctx := context.Background()
-	s := testSigner(t)
-	other := testSigner(t)
+	s := testsign.Signer(t)
+	other := testsign.Signer(t)
 	for name, st := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			top := attestAll(t, ctx, st, s, "installer", "base")
@@ -160,7 +144,7 @@ func TestSignAttestVerify(t *testing.T) {
 // the base, or unknown to the provenance, fails.
 func TestVerifyForeignPackage(t *testing.T) {
 	ctx := context.Background()
-	s := testSigner(t)
+	s := testsign.Signer(t)
 	st := stores(t)["registry-fallback"]
 	attestAll(t, ctx, st, s, "foreign", "overlay")
 	v, err := Verify(ctx, st, "foreign", "1.0", []signing.Verifier{s.Verifier()}, nil)

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs the stock cosign and crane CLIs the release tests use as
-# independent judges, built from the Go module proxy at pinned versions,
-# into GOBIN (default /usr/local/bin). Skips a tool already at its version.
+# independent judges, and the OCI distribution-spec conformance suite the
+# factory's registry front is held to, built from the Go module proxy at
+# pinned versions, into GOBIN (default /usr/local/bin). Skips a tool
+# already at its version.
 set -euo pipefail
 GOBIN="${GOBIN:-/usr/local/bin}"
 export GOBIN
 COSIGN_VERSION=v2.6.5
 CRANE_VERSION=v0.22.1
+CONFORMANCE_VERSION=v0.0.0-20260831232431-97274622c111
 
 have() { # have TOOL VERSION: the installed binary reports VERSION
   [ -x "$GOBIN/$1" ] && go version -m "$GOBIN/$1" 2>/dev/null | grep -q "mod.*$2"
@@ -18,6 +21,16 @@ fi
 if ! have cosign "$COSIGN_VERSION"; then
   echo "building cosign $COSIGN_VERSION (slow the first time)"
   go install "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
+fi
+if ! { [ -x "$GOBIN/oci-conformance" ] && go version -m "$GOBIN/oci-conformance" | grep -q "$CONFORMANCE_VERSION"; }; then
+  # A main package of a module without a release: built in a scratch
+  # module that requires it at the pinned pseudo-version.
+  echo "building the OCI conformance suite $CONFORMANCE_VERSION"
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+  (cd "$scratch" && go mod init nodeforge.local/conformance >/dev/null 2>&1 &&
+    go get "github.com/opencontainers/distribution-spec/conformance@$CONFORMANCE_VERSION" &&
+    go build -o "$GOBIN/oci-conformance" github.com/opencontainers/distribution-spec/conformance)
 fi
 "$GOBIN/cosign" version 2>/dev/null | grep GitVersion || true
 "$GOBIN/crane" version

@@ -145,6 +145,6 @@ type ExtensionReport struct {
 	Packages []string    `json:"packages"`           // laid into the extension (not already in the root filesystem)
 	Excluded []string    `json:"excluded,omitempty"` // dependencies left out by the definition
 	Modules  bool        `json:"kernelModules"`
-	Layer    string      `json:"layer"` // digest of the image layer (manifest.yaml and rootfs/)
+	Layer    string      `json:"layer"` // digest of the image layer (gzip of manifest.yaml and rootfs/)
 	Files    []FileEntry `json:"files"` // below rootfs/, as relocated
 }

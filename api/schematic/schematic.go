@@ -75,6 +75,14 @@ func Parse(data []byte) (*Schematic, error) {
 	return &s, nil
 }
 
+// Bounds of the kernel arguments a schematic adds: the kernel's command
+// line is 2 KiB on x86, and the release and the platform take their share.
+const (
+	MaxKernelArgs      = 32
+	MaxKernelArgLen    = 256
+	MaxKernelArgsTotal = 1024 // bytes, joined by spaces
+)
+
 // Validate checks what the YAML types cannot.
 func (s *Schematic) Validate() error {
 	var errs []string
@@ -95,9 +103,21 @@ func (s *Schematic) Validate() error {
 		}
 		keys[m.Key] = true
 	}
-	for _, a := range s.Customization.ExtraKernelArgs {
-		if a == "" || strings.ContainsAny(a, " \t\n") {
+	args := s.Customization.ExtraKernelArgs
+	if len(args) > MaxKernelArgs {
+		errs = append(errs, fmt.Sprintf("%d kernel arguments, at most %d", len(args), MaxKernelArgs))
+	}
+	if total := len(strings.Join(args, " ")); total > MaxKernelArgsTotal {
+		errs = append(errs, fmt.Sprintf("the kernel arguments take %d bytes, at most %d", total, MaxKernelArgsTotal))
+	}
+	for _, a := range args {
+		switch {
+		case a == "" || strings.ContainsAny(a, " \t\n"):
 			errs = append(errs, fmt.Sprintf("kernel argument %q is empty or holds white space", a))
+		case len(a) > MaxKernelArgLen:
+			errs = append(errs, fmt.Sprintf("kernel argument %.32q... is %d bytes long, at most %d", a, len(a), MaxKernelArgLen))
+		case strings.IndexFunc(a, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+			errs = append(errs, fmt.Sprintf("kernel argument %q holds a control character", a))
 		}
 	}
 	if len(errs) > 0 {

@@ -1,6 +1,9 @@
 package schematic
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // Talos Image Factory's published test vectors (pkg/schematic tests): the
 // same documents must give the same IDs.
@@ -56,6 +59,10 @@ func TestInvalid(t *testing.T) {
 		`customization: {meta: [{key: 10, value: a}, {key: 10, value: b}]}`,
 		`customization: {meta: [{key: 300, value: a}]}`,
 		`customization: {extraKernelArgs: ["a b"]}`,
+		`customization: {extraKernelArgs: ["a\x01"]}`,
+		`customization: {extraKernelArgs: [` + strings.Repeat("a,", MaxKernelArgs) + `b]}`,
+		`customization: {extraKernelArgs: [a` + strings.Repeat("b", MaxKernelArgLen) + `]}`,
+		`customization: {extraKernelArgs: [` + strings.Repeat(strings.Repeat("c", 200)+",", 6) + `d]}`,
 		`[1, 2]`,
 	} {
 		if _, err := Parse([]byte(doc)); err == nil {

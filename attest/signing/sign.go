@@ -79,8 +79,11 @@ func KeyID(pub crypto.PublicKey) (string, error) {
 // SignBlob signs a file's bytes as cosign sign-blob does: the base64 of
 // the key's signature over them, which cosign verify-blob --key checks
 // offline.
-func (s *Signer) SignBlob(data []byte) ([]byte, error) {
-	sig, err := s.sv.SignMessage(bytes.NewReader(data))
+func (s *Signer) SignBlob(data []byte) ([]byte, error) { return s.SignReader(bytes.NewReader(data)) }
+
+// SignReader is SignBlob of what r reads (a large file, streamed).
+func (s *Signer) SignReader(r io.Reader) ([]byte, error) {
+	sig, err := s.sv.SignMessage(r)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,9 +10,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/oci"
@@ -28,15 +33,84 @@ func newFactoryCmd() *cobra.Command {
 	return cmd
 }
 
+// serveFlags are factory serve's flags; a --config file says the same
+// under the same names.
+type serveFlags struct {
+	config                                             string
+	stores, keys, login                                []string
+	cache, listen, metricsListen, external, signingKey string
+	tlsCert, tlsKey, htpasswd, tokens                  string
+	maxBuilds, maxQueue, buildBurst                    int
+	buildRate                                          float64
+	buildTimeout                                       time.Duration
+	insecureListen                                     bool
+	sf                                                 storeFlags
+	releases                                           []factoryRelease // settled: stores with their keys
+}
+
 func newFactoryServeCmd() *cobra.Command {
-	var stores, keys []string
-	var cacheLoc, listen, metricsListen, external, signingKey string
-	var maxBuilds int
-	var sf storeFlags
+	cmd, _ := factoryServeCommand()
+	return cmd
+}
+
+// factoryServeCommand is factory serve with the flags it fills.
+func factoryServeCommand() (*cobra.Command, *serveFlags) {
+	f := &serveFlags{}
 	cmd := &cobra.Command{
-		Use:   "serve --release STORE... --key PUB... [--signing-key KEY] [--cache STORE] [--listen ADDR] [--metrics-listen ADDR] [--external-url URL]",
+		Use:   "serve --release STORE... --key PUB... [--cache STORE] [--signing-key KEY] [--listen ADDR] [--metrics-listen ADDR] [--external-url URL] [--config FILE]",
 		Short: "Serve schematics and node images composed on demand from verified releases",
-		Long: `serve answers the Image Factory's HTTP API (the upstream factory's routes, so
+		Long:  factoryServeHelp,
+		Example: `  COSIGN_PASSWORD=demo builder factory serve --release oci:out/demo/release/dev \
+    --key out/demo/keys/dev/cosign.pub --signing-key out/demo/keys/dev/cosign.key
+  curl -X POST --data-binary @zfs.yaml http://127.0.0.1:8080/schematics
+  curl -O http://127.0.0.1:8080/image/ID/1.11.0-demo/metal-amd64.iso
+
+  # an internal factory: HTTPS, a login to build and to read metrics
+  htpasswd -cB /etc/nodeforge/htpasswd alice
+  builder factory serve --config /etc/nodeforge/factory.yaml
+  curl --cacert ca.pem -u alice -X POST --data-binary @zfs.yaml https://factory.example:8443/schematics
+
+  # /etc/nodeforge/factory.yaml
+  release:
+    - store: docker://registry.example/nodeforge/p11
+      key: keys/p11.pub
+  signing-key: keys/factory.key
+  listen: 0.0.0.0:8443
+  tls-cert: tls/factory.crt
+  tls-key: tls/factory.key
+  htpasswd: htpasswd
+  tokens: tokens            # ci:sha256:<sha256sum of the token>
+  login: [build, metrics]
+  max-builds: 4
+  build-rate: 20`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "a YAML file saying any of these flags under their names (flags given override it; relative paths are the file's)")
+	fl.StringArrayVar(&f.stores, "release", nil, "a release store: docker://HOST[:PORT]/PREFIX or oci:DIR (repeatable)")
+	fl.StringArrayVar(&f.keys, "key", nil, "a public key releases must verify with (repeatable)")
+	fl.StringVar(&f.cache, "cache", "", "the cache store (default: factory-cache beside the first release store)")
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve on (plain HTTP only on loopback: see --tls-cert)")
+	fl.StringVar(&f.metricsListen, "metrics-listen", "", "address to serve Prometheus metrics on (/metrics), apart from the API")
+	fl.StringVar(&f.external, "external-url", "", "the URL clients reach the factory at (PXE scripts point there; default: the request's host)")
+	fl.IntVar(&f.maxBuilds, "max-builds", runtime.NumCPU(), "artifacts composed at once (the default is the core count)")
+	fl.IntVar(&f.maxQueue, "max-queue", 0, "builds waiting for one of --max-builds; past it 503 with Retry-After (default: 4 × --max-builds)")
+	fl.DurationVar(&f.buildTimeout, "build-timeout", 10*time.Minute, "time limit of one build")
+	fl.StringVar(&f.signingKey, "signing-key", "", "cosign.key signing the cache's entries and .sig files (COSIGN_PASSWORD); without it nothing built is cached")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM, with its chain)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
+	fl.BoolVar(&f.insecureListen, "insecure-listen", false, "permit plain HTTP on an address that is not loopback (logins and downloads travel in clear)")
+	fl.StringVar(&f.htpasswd, "htpasswd", "", "users and their bcrypt password hashes, USER:HASH a line (htpasswd -B)")
+	fl.StringVar(&f.tokens, "tokens", "", "bearer tokens, NAME:TOKEN or NAME:sha256:HEX a line (HEX: sha256sum of the token)")
+	fl.StringSliceVar(&f.login, "login", nil, "the surfaces that need a login: build, download, pull, metrics, or none (default with --htpasswd or --tokens: build)")
+	fl.Float64Var(&f.buildRate, "build-rate", 20, "builds one client (user, or address) may trigger a minute; past it 429 with Retry-After (0: no bound)")
+	fl.IntVar(&f.buildBurst, "build-burst", 10, "builds one client may trigger at once within --build-rate")
+	f.sf.addRemote(fl)
+	return cmd, f
+}
+
+const factoryServeHelp = `serve answers the Image Factory's HTTP API (the upstream factory's routes, so
 curl recipes and talosctl work) from releases published by builder release:
 
   POST /schematics                          a schematic (YAML or JSON, at most
@@ -55,91 +129,241 @@ curl recipes and talosctl work) from releases published by builder release:
   GET  /pxe/ID/V/PLATFORM-ARCH              an iPXE script pointing back here
   GET  /healthz, /readyz                    liveness; readiness names every
                                             release that did not verify
+  GET  /                                    the web UI: a wizard from branch and
+                                            version to every link (English and
+                                            Russian: ?lang=, cookie, or
+                                            Accept-Language); no JavaScript
+  GET  /v2/...                              a read-only OCI registry of the
+                                            schematic's installer images,
+                                            installer/ID:V and
+                                            PLATFORM-installer/ID:V, built on
+                                            demand as multi-arch indexes and
+                                            signed by the factory's key (cosign
+                                            verify --key signing-key.pub)
 
 STORE is docker://HOST[:PORT]/PREFIX or oci:DIR; every version in it (the tags
 of its lock repository) is verified with the keys at start, and one that fails
 is not served. Artifacts are the bytes builder image --release writes for the
-same schematic and release; they are composed when first asked for (one build
-per artifact at a time, --max-builds at once), needing no package base, and
-kept in the cache store (default: factory-cache beside the first release
-store) signed by --signing-key: an entry whose signature or digest does not
-hold is built again and overwritten, never served. Schematics live in the
-cache store too, so every factory on it sees them. --metrics-listen serves
-Prometheus metrics (builds, cache hits and errors by version, kind and
-architecture, build time, requests by route and status). Not yet: the /v2/
-registry front, the web UI, TLS and logins.`,
-		Example: `  COSIGN_PASSWORD=demo builder factory serve --release oci:out/demo/release/dev \
-    --key out/demo/keys/dev/cosign.pub --signing-key out/demo/keys/dev/cosign.key
-  curl -X POST --data-binary @zfs.yaml http://127.0.0.1:8080/schematics
-  curl -O http://127.0.0.1:8080/image/ID/1.11.0-demo/metal-amd64.iso`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(stores) == 0 || len(keys) == 0 {
-				return errors.New("--release STORE and --key PUB are required")
-			}
-			vs, err := loadVerifiers(keys)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			var rs []factory.ReleaseStore
-			for _, s := range stores {
-				st, err := sf.openStore(s, false)
-				if err != nil {
-					return err
-				}
-				if err := reachable(ctx, st); err != nil {
-					return err
-				}
-				rs = append(rs, factory.ReleaseStore{Store: st, Keys: vs})
-			}
-			cache, err := openFactoryCache(cacheLoc, stores[0], sf)
-			if err != nil {
-				return err
-			}
-			work, err := os.MkdirTemp("", "nodeforge-factory-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(work)
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			o := factory.ServerOptions{Releases: rs, Cache: cache, ExternalURL: external, Work: work, MaxBuilds: maxBuilds, Log: log, BuilderVersion: selfDigest()}
-			if signingKey != "" {
-				if o.Signer, err = loadSigner(signingKey); err != nil {
-					return err
-				}
-			} else {
-				log.Warn("no --signing-key: built artifacts are not cached (every request composes)")
-			}
-			srv, err := factory.NewServer(ctx, o)
-			if err != nil {
-				return err
-			}
-			if metricsListen != "" {
-				ln, err := net.Listen("tcp", metricsListen)
-				if err != nil {
-					return fmt.Errorf("--metrics-listen: %w", err)
-				}
-				log.Info("metrics", "address", "http://"+ln.Addr().String()+"/metrics")
-				mux := http.NewServeMux()
-				mux.Handle("GET /metrics", srv.MetricsHandler())
-				ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-				go ms.Serve(ln)
-				defer ms.Close()
-			}
-			return serveHTTP(ctx, listen, srv.Handler(), log)
-		},
+same schematic and release; they are composed when first asked for and kept in
+the cache store (default: factory-cache beside the first release store) signed
+by --signing-key: an entry whose signature or digest does not hold is built
+again and overwritten, never served. Schematics live in the cache store too, so
+every factory on it sees them. --metrics-listen serves Prometheus metrics
+(builds, cache hits and errors by version, kind and architecture, build time,
+requests by route and status).
+
+Builds. Concurrent requests for one artifact run one build; --max-builds run at
+once and --max-queue more wait, past which a request that needs a build gets
+503 with Retry-After. A build is detached from the request that started it (a
+client that hangs up cancels nothing others wait for) and ends after
+--build-timeout. Each client (its user, or its address when anonymous) may
+trigger --build-rate builds a minute, --build-burst at once: past that, 429
+with Retry-After. What the cache holds is served without a build.
+
+Who may do what. The API has four surfaces, each anonymous or behind a login
+(--login):
+  build      creating schematics (any POST) and building what the cache lacks
+             (a cached artifact is a download)
+  download   artifacts, PXE scripts, schematics, versions, extensions, the
+             signing key, the web UI
+  pull       the registry front, /v2/
+  metrics    --metrics-listen's /metrics
+An internal factory typically says --login build (the default once logins are
+given), an external one --login download,pull. /healthz and /readyz are always
+open. Logins come from --htpasswd (bcrypt only: htpasswd -B; another scheme is
+refused naming its line) and --tokens (NAME:TOKEN, or NAME:sha256:HEX so the
+file holds no token; a token is at least 16 characters). Clients send HTTP
+Basic (-u USER:PASSWORD; a token also works as its name's password, for docker
+config.json) or Authorization: Bearer TOKEN; without one, or with a wrong one,
+they get 401 with WWW-Authenticate: Basic realm="nodeforge-factory" (under
+/v2/ as a registry says it, so crane, skopeo and containerd log in). The
+request log names each request's user (or address); no password, token or key
+is ever logged or shown by /readyz, and the signing key never leaves the
+process.
+
+TLS. --tls-cert and --tls-key serve HTTPS (both listeners). Plain HTTP is
+served on a loopback address only, unless --insecure-listen says otherwise.
+
+--config FILE says any flag under its name in YAML (release: a list of STORE,
+or of {store: STORE, key: [PUB...]} with keys of its own); a flag given on the
+command line overrides the file; an unknown key is an error naming it.`
+
+// run serves until the command's context ends.
+func (f *serveFlags) run(cmd *cobra.Command) error {
+	if err := f.settle(cmd.Flags()); err != nil {
+		return err
 	}
-	cmd.Flags().StringArrayVar(&stores, "release", nil, "a release store: docker://HOST[:PORT]/PREFIX or oci:DIR (repeatable)")
-	cmd.Flags().StringArrayVar(&keys, "key", nil, "a public key releases must verify with (repeatable)")
-	cmd.Flags().StringVar(&cacheLoc, "cache", "", "the cache store (default: factory-cache beside the first release store)")
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on")
-	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "address to serve Prometheus metrics on (/metrics), apart from the API")
-	cmd.Flags().StringVar(&external, "external-url", "", "the URL clients reach the factory at (PXE scripts point there; default: the request's host)")
-	cmd.Flags().IntVar(&maxBuilds, "max-builds", 2, "artifacts composed at once")
-	cmd.Flags().StringVar(&signingKey, "signing-key", "", "cosign.key signing the cache's entries (COSIGN_PASSWORD); without it nothing built is cached")
-	sf.addRemote(cmd.Flags())
-	return cmd
+	tlsConf, err := f.tlsConfig()
+	if err != nil {
+		return err
+	}
+	ln, err := f.open("--listen", f.listen, tlsConf)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	var mln net.Listener
+	if f.metricsListen != "" {
+		if mln, err = f.open("--metrics-listen", f.metricsListen, tlsConf); err != nil {
+			return err
+		}
+		defer mln.Close()
+	}
+	ctx := cmd.Context()
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	work, err := os.MkdirTemp("", "nodeforge-factory-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	srv, err := f.server(ctx, work, log)
+	if err != nil {
+		return err
+	}
+	if mln != nil {
+		log.Info("metrics", "address", listenURL(mln, tlsConf)+"/metrics")
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", srv.MetricsHandler())
+		ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		go ms.Serve(mln)
+		defer ms.Close()
+	}
+	log.Info("serving", "address", listenURL(ln, tlsConf), "login", strings.Join(f.login, ","), "max-builds", f.maxBuilds)
+	return serveHTTP(ctx, ln, srv.Handler(), log)
+}
+
+// settle reads the config file under the flags given and checks what
+// the flags say together.
+func (f *serveFlags) settle(fl *pflag.FlagSet) error {
+	var fileReleases []factoryRelease
+	if f.config != "" {
+		c, err := loadFactoryConfig(f.config)
+		if err != nil {
+			return err
+		}
+		if err := c.apply(fl); err != nil {
+			return err
+		}
+		fileReleases = c.Release
+	}
+	f.releases = nil
+	for _, s := range f.stores {
+		f.releases = append(f.releases, factoryRelease{Store: s})
+	}
+	if len(f.stores) == 0 {
+		f.releases = fileReleases
+	}
+	if len(f.releases) == 0 {
+		return errors.New("--release STORE (or release: in --config) is required")
+	}
+	for i, r := range f.releases {
+		if len(r.Key) == 0 && len(f.keys) == 0 {
+			return fmt.Errorf("release %s: no key to verify it with: give --key PUB (or key: in --config)", r.Store)
+		}
+		if len(r.Key) == 0 {
+			f.releases[i].Key = f.keys
+		}
+	}
+	f.login = slices.DeleteFunc(f.login, func(s string) bool { return s == "none" })
+	if len(f.login) == 0 && !fl.Changed("login") && (f.htpasswd != "" || f.tokens != "") {
+		f.login = []string{"build"}
+	}
+	if f.maxBuilds < 1 {
+		return fmt.Errorf("--max-builds %d: at least one build must run", f.maxBuilds)
+	}
+	for _, a := range []struct{ flag, addr string }{{"--listen", f.listen}, {"--metrics-listen", f.metricsListen}} {
+		if a.addr != "" && f.tlsCert == "" && !f.insecureListen && !loopbackAddr(a.addr) {
+			return fmt.Errorf("%s %s is not a loopback address: serve HTTPS there (--tls-cert, --tls-key), or pass --insecure-listen to serve plain HTTP, where logins and downloads travel in clear", a.flag, a.addr)
+		}
+	}
+	return nil
+}
+
+// loopbackAddr says whether HOST:PORT is on loopback only.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// tlsConfig is the listeners' TLS, nil for plain HTTP.
+func (f *serveFlags) tlsConfig() (*tls.Config, error) {
+	switch {
+	case f.tlsCert == "" && f.tlsKey == "":
+		return nil, nil
+	case f.tlsCert == "" || f.tlsKey == "":
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert %s with --tls-key %s: %w", f.tlsCert, f.tlsKey, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}, nil
+}
+
+// open listens on addr, with TLS when conf is set.
+func (f *serveFlags) open(flag, addr string, conf *tls.Config) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	if conf != nil {
+		return tls.NewListener(ln, conf), nil
+	}
+	return ln, nil
+}
+
+func listenURL(ln net.Listener, conf *tls.Config) string {
+	if conf != nil {
+		return "https://" + ln.Addr().String()
+	}
+	return "http://" + ln.Addr().String()
+}
+
+// server opens the stores, the keys and the logins, and makes the
+// factory.
+func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) (*factory.Server, error) {
+	var rs []factory.ReleaseStore
+	for _, r := range f.releases {
+		vs, err := loadVerifiers(r.Key)
+		if err != nil {
+			return nil, err
+		}
+		st, err := f.sf.openStore(r.Store, false)
+		if err != nil {
+			return nil, err
+		}
+		if err := reachable(ctx, st); err != nil {
+			return nil, err
+		}
+		rs = append(rs, factory.ReleaseStore{Store: st, Keys: vs})
+	}
+	cache, err := openFactoryCache(f.cache, f.releases[0].Store, f.sf)
+	if err != nil {
+		return nil, err
+	}
+	o := factory.ServerOptions{Releases: rs, Cache: cache, ExternalURL: f.external, Work: work, Log: log, BuilderVersion: selfDigest(),
+		MaxBuilds: f.maxBuilds, MaxQueue: f.maxQueue, BuildTimeout: f.buildTimeout,
+		Access: factory.Access{Login: f.login, BuildRate: f.buildRate, BuildBurst: f.buildBurst}}
+	if f.htpasswd != "" || f.tokens != "" {
+		if o.Access.Credentials, err = factory.LoadCredentials(f.htpasswd, f.tokens); err != nil {
+			return nil, err
+		}
+	}
+	if f.signingKey != "" {
+		if o.Signer, err = loadSigner(f.signingKey); err != nil {
+			return nil, err
+		}
+	} else {
+		log.Warn("no --signing-key: built artifacts are not cached (every request composes)")
+	}
+	return factory.NewServer(ctx, o)
 }
 
 // openFactoryCache opens (creating a layout if needed) the cache store:
@@ -160,15 +384,11 @@ func openFactoryCache(loc, first string, sf storeFlags) (oci.Store, error) {
 	return sf.openStore(loc, true)
 }
 
-// serveHTTP serves h on addr until ctx ends, then lets the requests in
+// serveHTTP serves h on ln until ctx ends, then lets the requests in
 // flight finish (for up to 30 s).
-func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	log.Info("serving", "address", "http://"+ln.Addr().String())
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
+	// The server's own complaints (TLS handshakes) go to the log too.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

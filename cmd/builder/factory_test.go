@@ -2,22 +2,22 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/nodeforge/builder/factory"
-	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/api/platform"
 )
 
 // TestFactoryServe: the factory's API on the demo release in a local
@@ -25,34 +25,9 @@ import (
 // what builder image --release writes (architectures named either way);
 // HEAD, Range, ETag and .sha256 work; bad input gets its 4xx.
 func TestFactoryServe(t *testing.T) {
-	d := newDemoRelease(t)
-	if _, err := d.release(t); err != nil {
-		t.Fatal(err)
-	}
-	layout := filepath.Join(d.dir, "release", "dev")
-	st, err := oci.OpenLayout(layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := oci.CreateLayout(filepath.Join(d.dir, "release", "factory-cache"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := loadVerifiers([]string{d.devPub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := loadSigner(d.devKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
-		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
+	f := newFactoryFixture(t)
+	d, srv, hs := f.d, f.srv, f.hs
+	layout := f.layout
 	get := func(method, path string, body []byte, hdr ...string) (*http.Response, []byte) {
 		t.Helper()
 		req, _ := http.NewRequest(method, hs.URL+path, bytes.NewReader(body))
@@ -90,9 +65,10 @@ func TestFactoryServe(t *testing.T) {
 		t.Errorf("GET schematic: %d %q", resp.StatusCode, b)
 	}
 
-	// Artifacts: the bytes builder image --release writes.
+	// Artifacts: every file builder image --release writes for every
+	// platform, byte for byte (architectures named both ways).
 	want := map[string][]byte{}
-	for _, p := range []string{"metal", "azure"} {
+	for _, p := range platform.Names() {
 		out := filepath.Join(t.TempDir(), p)
 		if o, err := runBuilder(t, "image", "--release", "oci:"+layout, "--version", "1.11.0-demo", "--key", d.devPub, "--schematic", schPath, "--platform", p, "--kind", "all", "--out", out); err != nil {
 			t.Fatalf("image --release: %v\n%s", err, o)
@@ -102,19 +78,23 @@ func TestFactoryServe(t *testing.T) {
 		}
 	}
 	base := "/image/" + wantID + "/1.11.0-demo/"
-	for _, c := range []struct{ url, file string }{
-		{"kernel-amd64", "kernel-x86_64"},
-		{"initramfs-x86_64.xz", "initramfs-x86_64.xz"},
-		{"cmdline-metal-amd64", "cmdline-metal-x86_64"},
-		{"metal-amd64.iso", "metal-x86_64.iso"},
-		{"metal-amd64.raw.zst", "metal-x86_64.raw.zst"},
-		{"metal-x86_64.qcow2", "metal-x86_64.qcow2"},
-		{"azure-amd64.vhd", "azure-x86_64.vhd"},
-	} {
-		resp, b := get("GET", base+c.url, nil)
-		if resp.StatusCode != 200 || want[c.file] == nil || !bytes.Equal(b, want[c.file]) {
-			t.Errorf("%s: %d, %d bytes; builder image wrote %d bytes", c.url, resp.StatusCode, len(b), len(want[c.file]))
+	served := 0
+	for i, file := range slices.Sorted(maps.Keys(want)) {
+		if strings.HasPrefix(file, "ipxe-") {
+			continue // served at /pxe/, pointing back here
 		}
+		url := file
+		if i%2 == 0 {
+			url = strings.Replace(file, "x86_64", "amd64", 1)
+		}
+		resp, b := get("GET", base+url, nil)
+		if resp.StatusCode != 200 || !bytes.Equal(b, want[file]) {
+			t.Errorf("%s: %d, %d bytes; builder image wrote %d bytes", url, resp.StatusCode, len(b), len(want[file]))
+		}
+		served++
+	}
+	if served < 20 {
+		t.Errorf("only %d artifacts compared", served)
 	}
 	iso := want["metal-x86_64.iso"]
 	sum := sha256.Sum256(iso)
@@ -195,7 +175,7 @@ func TestFactoryServe(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := http.Get(hs.URL + base + "nocloud-amd64.qcow2")
+			resp, err := http.Get(hs.URL + base + "aws-amd64.vhd") // not among the platforms' own
 			if err != nil || resp.StatusCode != 200 {
 				t.Errorf("concurrent: %v %v", err, resp)
 				return
@@ -235,6 +215,8 @@ func TestFactoryServe(t *testing.T) {
 	}{
 		{"POST", "/schematics", []byte("customisation: {}\n"), 400, "customisation"},
 		{"POST", "/schematics", bytes.Repeat([]byte("#"), 70<<10), 413, "larger than"},
+		{"POST", "/schematics", []byte("customization:\n  extraKernelArgs: [" + strings.Repeat("a=b, ", 40) + "c]\n"), 400, "41 kernel arguments, at most 32"},
+		{"POST", "/schematics", []byte("customization:\n  extraKernelArgs: [\"a=\\x01\"]\n"), 400, "control character"},
 		{"POST", "/schematics", []byte("customization:\n  systemExtensions:\n    officialExtensions: [gpu-magic]\n"), 400, "available: btrfs, cri, nvidia, zfs"},
 		{"GET", "/schematics/" + strings.Repeat("0", 64), nil, 404, "not found"},
 		{"GET", "/schematics/..%2f..%2fetc", nil, 400, "not a schematic ID"},

@@ -28,6 +28,7 @@ var mediaKinds = map[string]*regexp.Regexp{
 	"initramfs": regexp.MustCompile(`^initramfs-`),
 	"cmdline":   regexp.MustCompile(`^cmdline-`),
 	"pxe":       regexp.MustCompile(`^(kernel|initramfs|cmdline|ipxe)-`),
+	"installer": regexp.MustCompile(`installer$`),
 	"all":       regexp.MustCompile(``),
 }
 
@@ -39,9 +40,6 @@ func kindMatch(kind string) (*regexp.Regexp, []string, error) {
 	}
 	if m, ok := mediaKinds[kind]; ok {
 		return m, []string{}, nil
-	}
-	if kind == "installer" {
-		return nil, []string{}, nil
 	}
 	if platform.CheckFormat(kind) != nil {
 		return nil, nil, fmt.Errorf("--kind %q: want kernel, initramfs, cmdline, pxe, %s, installer or all", kind, strings.Join(platform.Formats, ", "))
@@ -84,6 +82,9 @@ does:
   <platform>-<arch>.raw.tar.gz the same disk as disk.raw in a gzipped tar (GCP)
   installer/                   the installer image (OCI layout) with the
                                schematic's initramfs
+  <platform>-installer/        with --release: the same with the platform's
+                               command line at usr/install/<arch>/cmdline
+                               (the factory's /v2/ serves both)
 The ISO, raw and VHD images are also written compressed (--compress).
 
 Platforms and the disk images --kind all makes for them:
@@ -116,10 +117,8 @@ at OUT/installer/.`,
 				return fmt.Errorf("%s: %w", schematicPath, err)
 			}
 			if rel.store != "" {
-				if kind == "installer" {
-					return errors.New("--kind installer from a published release is not made yet: build it from the spec")
-				}
-				files, err := rel.write(cmd, factory.ImageOptions{Schematic: sch, Platform: platformName, DiskFormats: formats, Compressions: compress, Out: b.out})
+				files, err := rel.write(cmd, factory.ImageOptions{Schematic: sch, Platform: platformName, DiskFormats: formats, Compressions: compress, Out: b.out,
+					Installers: kind == "installer" || kind == "all"})
 				if err != nil {
 					return err
 				}

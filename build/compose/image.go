@@ -1,0 +1,199 @@
+package compose
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/build/rootfs"
+	"github.com/nodeforge/builder/internal/digest"
+)
+
+// ImageLayer is a container image's layer: a tar and its gzip stream, as
+// registries and crane validate expect layers (the tar's digest is the
+// diff ID the image's config lists).
+type ImageLayer struct {
+	tar, gz        []byte
+	diffID, digest v1.Hash
+}
+
+// NewImageLayer gzips tar. The stream has no name and no time in its
+// header and one compressor at a pinned version writes it, so the same
+// tar always gives the same bytes.
+func NewImageLayer(tarData []byte) (*ImageLayer, error) {
+	var b bytes.Buffer
+	b.Grow(len(tarData)/2 + 4096)
+	zw, err := gzip.NewWriterLevel(&b, gzip.DefaultCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(tarData); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return &ImageLayer{tar: tarData, gz: b.Bytes(), diffID: sha256Hash(tarData), digest: sha256Hash(b.Bytes())}, nil
+}
+
+func sha256Hash(b []byte) v1.Hash {
+	d := sha256.Sum256(b)
+	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(d[:])}
+}
+
+// Tar is the layer's uncompressed tar.
+func (l *ImageLayer) Tar() []byte { return l.tar }
+
+// Digest is the digest of the gzip stream, the blob's.
+func (l *ImageLayer) Digest() (v1.Hash, error) { return l.digest, nil }
+
+// DiffID is the digest of the tar.
+func (l *ImageLayer) DiffID() (v1.Hash, error) { return l.diffID, nil }
+
+// Size is the size of the blob.
+func (l *ImageLayer) Size() (int64, error) { return int64(len(l.gz)), nil }
+
+// MediaType is the OCI gzip layer's.
+func (l *ImageLayer) MediaType() (types.MediaType, error) { return types.OCILayer, nil }
+
+// Compressed reads the blob.
+func (l *ImageLayer) Compressed() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(l.gz)), nil
+}
+
+// Uncompressed reads the tar.
+func (l *ImageLayer) Uncompressed() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(l.tar)), nil
+}
+
+// ImageIndex is a release's image of one layer per architecture (an
+// extension, the installer, a schematic's installer): an OCI index over
+// one image per architecture in arches that has a layer, every time the
+// source date, the entrypoint when not nil, annotated on the index and
+// on each image.
+func ImageIndex(sde int64, annotations map[string]string, arches []string, layers map[string]*ImageLayer, entrypoint []string) (v1.ImageIndex, error) {
+	created := v1.Time{Time: time.Unix(sde, 0).UTC()}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, arch := range arches {
+		l := layers[arch]
+		if l == nil {
+			continue
+		}
+		img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+		img, err := mutate.Append(img, mutate.Addendum{Layer: l})
+		if err != nil {
+			return nil, err
+		}
+		if img, err = WithPlatform(img, arch, created, entrypoint); err != nil {
+			return nil, err
+		}
+		img = mutate.Annotations(img, annotations).(v1.Image)
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			Platform: &v1.Platform{OS: "linux", Architecture: specs.GoArch(arch)},
+		}})
+	}
+	return withoutArtifactTypes(mutate.Annotations(idx, annotations).(v1.ImageIndex))
+}
+
+// plainIndex is an index whose descriptors carry no artifactType:
+// go-containerregistry sets the config's media type there, which an
+// image (not an artifact) need not say and skopeo drops when it copies,
+// changing the index's digest. Without it, copies keep the digest.
+type plainIndex struct {
+	idx v1.ImageIndex
+	raw []byte
+	m   *v1.IndexManifest
+}
+
+func withoutArtifactTypes(idx v1.ImageIndex) (v1.ImageIndex, error) {
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	m = m.DeepCopy()
+	for i := range m.Manifests {
+		m.Manifests[i].ArtifactType = ""
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return &plainIndex{idx: idx, raw: raw, m: m}, nil
+}
+
+func (x *plainIndex) RawManifest() ([]byte, error)              { return x.raw, nil }
+func (x *plainIndex) IndexManifest() (*v1.IndexManifest, error) { return x.m.DeepCopy(), nil }
+func (x *plainIndex) Digest() (v1.Hash, error)                  { return sha256Hash(x.raw), nil }
+func (x *plainIndex) Size() (int64, error)                      { return int64(len(x.raw)), nil }
+func (x *plainIndex) MediaType() (types.MediaType, error)       { return x.m.MediaType, nil }
+func (x *plainIndex) Image(h v1.Hash) (v1.Image, error)         { return x.idx.Image(h) }
+func (x *plainIndex) ImageIndex(h v1.Hash) (v1.ImageIndex, error) {
+	return x.idx.ImageIndex(h)
+}
+
+// WithPlatform sets the image config's platform, creation time (the
+// source date) and entrypoint (when not nil), and drops its history, whose
+// times would be the clock's.
+func WithPlatform(img v1.Image, arch string, created v1.Time, entrypoint []string) (v1.Image, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture, cf.OS, cf.Created = specs.GoArch(arch), "linux", created
+	cf.History = nil
+	if entrypoint != nil {
+		cf.Config.Entrypoint = entrypoint
+	}
+	return mutate.ConfigFile(img, cf)
+}
+
+// InstallerEntrypoint is the installer image's entrypoint.
+var InstallerEntrypoint = []string{"/usr/bin/installer"}
+
+// maxInstallerFile bounds one file of an installer layer read back.
+const maxInstallerFile = 4 << 30
+
+// SchematicInstaller is the installer layer of a schematic for arch: the
+// release's installer layer (base, a tar) with the schematic's initramfs
+// in place of the release's and, when cmdline is not nil (a platform's
+// installer), the platform's command line at usr/install/<arch>/cmdline.
+// Everything else, headers included, is the release's.
+func SchematicInstaller(base []byte, arch string, initramfs, cmdline []byte, sde int64) ([]byte, error) {
+	t, err := rootfs.ReadTar(bytes.NewReader(base), maxInstallerFile)
+	if err != nil {
+		return nil, fmt.Errorf("installer layer: %w", err)
+	}
+	dir := "/usr/install/" + arch + "/"
+	n := t.Get(dir + "initramfs.xz")
+	if n == nil || n.Kind != rootfs.KindFile {
+		return nil, fmt.Errorf("installer layer: no %sinitramfs.xz", dir[1:])
+	}
+	n.Data, n.Digest = initramfs, digest.SHA256Hex(initramfs)
+	if cmdline != nil {
+		c := &rootfs.Node{Path: dir + "cmdline", Kind: rootfs.KindFile, Mode: n.Mode, User: n.User, Group: n.Group,
+			Data: cmdline, Digest: digest.SHA256Hex(cmdline), Origin: report.Origin{Generator: "cmdline"}}
+		if err := t.Add(c); err != nil {
+			return nil, fmt.Errorf("installer layer: %w", err)
+		}
+	}
+	var b bytes.Buffer
+	b.Grow(len(base) + len(initramfs) + 4096)
+	if err := t.WriteTar(&b, rootfs.NumericOwners(t), sde); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

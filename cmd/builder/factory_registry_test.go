@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/internal/ocilayout"
+	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/oci"
+)
+
+// factoryFixture is a factory serving the demo release from a local
+// layout, signing with the dev key.
+type factoryFixture struct {
+	d      *demoRelease
+	layout string
+	srv    *factory.Server
+	hs     *httptest.Server
+	host   string // 127.0.0.1:PORT
+}
+
+func newFactoryFixture(t *testing.T) *factoryFixture {
+	t.Helper()
+	d := newDemoRelease(t)
+	if _, err := d.release(t); err != nil {
+		t.Fatal(err)
+	}
+	f := &factoryFixture{d: d, layout: filepath.Join(d.dir, "release", "dev")}
+	st, err := oci.OpenLayout(f.layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := oci.CreateLayout(filepath.Join(d.dir, "release", "factory-cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := loadVerifiers([]string{d.devPub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := loadSigner(d.devKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv, err = factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
+		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.hs = httptest.NewServer(f.srv.Handler())
+	t.Cleanup(f.hs.Close)
+	f.host = strings.TrimPrefix(f.hs.URL, "http://")
+	return f
+}
+
+// postSchematic creates a schematic and returns its ID.
+func (f *factoryFixture) postSchematic(t *testing.T, yaml string) string {
+	t.Helper()
+	resp, err := http.Post(f.hs.URL+"/schematics", "application/yaml", strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var created struct{ ID string }
+	if err := json.NewDecoder(resp.Body).Decode(&created); err != nil || resp.StatusCode != 201 {
+		t.Fatalf("POST /schematics: %d %v", resp.StatusCode, err)
+	}
+	return created.ID
+}
+
+// cliInstallers runs builder image --release --kind installer and returns
+// the index digests of the installer layouts it wrote, by name.
+func (f *factoryFixture) cliInstallers(t *testing.T, schYAML, platformName string) map[string]string {
+	t.Helper()
+	sch := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(sch, []byte(schYAML), 0o644)
+	out := t.TempDir()
+	o, err := runBuilder(t, "image", "--release", "oci:"+f.layout, "--version", "1.11.0-demo", "--key", f.d.devPub,
+		"--schematic", sch, "--platform", platformName, "--kind", "installer", "--out", out)
+	if err != nil {
+		t.Fatalf("image --kind installer: %v\n%s", err, o)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(o), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			t.Fatalf("image printed %q", line)
+		}
+		dir := fields[0]
+		ld, err := ocilayout.Open(dir)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		idx, err := ld.Root()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := idx.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if "sha256:"+strings.TrimPrefix(fields[1], "sha256:") != d.String() {
+			t.Errorf("image printed %s for %s, its index is %s", fields[1], dir, d)
+		}
+		got[filepath.Base(dir)] = d.String()
+	}
+	return got
+}
+
+// TestFactoryRegistry: the /v2/ front serves a schematic's installer
+// images as the CLI writes them: crane and skopeo pull them, crane
+// validates them, stock cosign verifies them with the factory's key; the
+// second pull builds nothing; what is not an installer of a known
+// schematic and version is a registry error.
+func TestFactoryRegistry(t *testing.T) {
+	f := newFactoryFixture(t)
+	schYAML := "customization:\n  extraKernelArgs: [console=ttyS0]\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n"
+	id := f.postSchematic(t, schYAML)
+	want := f.cliInstallers(t, schYAML, "aws")
+	if len(want) != 2 || want["installer"] == "" || want["aws-installer"] == "" {
+		t.Fatalf("builder image --kind installer wrote %v", want)
+	}
+	for name, digest := range want {
+		ref := f.host + "/" + name + "/" + id + ":1.11.0-demo"
+		if got := strings.TrimSpace(judge(t, "crane", "digest", "--insecure", ref)); got != digest {
+			t.Errorf("crane digest %s = %s, builder image wrote %s", ref, got, digest)
+		}
+		judge(t, "crane", "validate", "--insecure", "--remote", ref)
+		judge(t, "cosign", "verify", "--key", f.d.devPub, "--insecure-ignore-tlog", "--allow-http-registry", "--allow-insecure-registry", ref)
+		// skopeo 1.9 refuses --preserve-digests for any index; the copy
+		// keeps the digest all the same.
+		dst := filepath.Join(t.TempDir(), "copy")
+		judge(t, "skopeo", "copy", "--all", "--src-tls-verify=false", "docker://"+ref, "oci:"+dst+":v")
+		var copied struct{ Manifests []struct{ Digest string } }
+		if b, err := os.ReadFile(filepath.Join(dst, "index.json")); err != nil || json.Unmarshal(b, &copied) != nil || len(copied.Manifests) != 1 || copied.Manifests[0].Digest != digest {
+			b, _ := os.ReadFile(filepath.Join(dst, "blobs", "sha256", strings.TrimPrefix(copied.Manifests[0].Digest, "sha256:")))
+			t.Errorf("skopeo copy of %s: %v %+v, want %s\n%s\n%s", ref, err, copied, digest, b, judge(t, "crane", "manifest", "--insecure", ref))
+		}
+		raw := judge(t, "skopeo", "inspect", "--tls-verify=false", "--raw", "docker://"+ref)
+		if !strings.Contains(raw, `"dev.nodeforge.schematic":"`+id+`"`) {
+			t.Errorf("%s: the index is not annotated with the schematic: %s", ref, raw)
+		}
+	}
+	builds := f.srv.Stats().Builds
+	if builds != 2 {
+		t.Errorf("%d builds for two installers", builds)
+	}
+	judge(t, "crane", "pull", "--insecure", "--format", "oci", f.host+"/installer/"+id+":1.11.0-demo", t.TempDir())
+	if got := f.srv.Stats().Builds; got != builds {
+		t.Errorf("pulling a cached installer built %d more", got-builds)
+	}
+
+	for _, c := range []struct {
+		method, path string
+		status       int
+		code         string
+	}{
+		{"GET", "/v2/", 200, ""},
+		{"GET", "/v2/installer/" + strings.Repeat("0", 64) + "/manifests/1.11.0-demo", 404, "NAME_UNKNOWN"},
+		{"GET", "/v2/installer/" + id + "/manifests/9.9.9", 404, "MANIFEST_UNKNOWN"},
+		{"GET", "/v2/nosuch-installer/" + id + "/manifests/1.11.0-demo", 404, "NAME_UNKNOWN"},
+		{"GET", "/v2/boot/manifests/1.11.0-demo", 404, "NAME_UNKNOWN"},
+		{"GET", "/v2/installer/" + id + "/blobs/sha256:" + strings.Repeat("a", 64), 404, "BLOB_UNKNOWN"},
+		{"GET", "/v2/installer/" + id + "/blobs/../../etc/passwd", 404, "NAME_UNKNOWN"},
+		{"PUT", "/v2/installer/" + id + "/manifests/x", 405, "UNSUPPORTED"},
+		{"GET", "/v2/installer/" + id + "/tags/list", 200, ""},
+	} {
+		req, _ := http.NewRequest(c.method, f.hs.URL+c.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !strings.Contains(string(b), c.code) || resp.Header.Get("Docker-Distribution-API-Version") != "registry/2.0" {
+			t.Errorf("%s %s: %d %s", c.method, c.path, resp.StatusCode, b)
+		}
+	}
+}
+
+// conformance runs the OCI distribution-spec conformance suite read-only
+// against repo on host, preloaded with the given tag, manifests and blobs,
+// and returns the status of each check (Pass, FAIL, Skip, Disabled...) by
+// name (#N for the Nth of a name) and the printed report.
+func conformance(t *testing.T, host, repo, tag string, manifests, blobs []string) (map[string]string, string) {
+	t.Helper()
+	bin := testutil.NeedTool(t, "oci-conformance")
+	cmd := exec.Command(bin)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "OCI_REGISTRY="+host, "OCI_TLS=disabled", "OCI_REPO1="+repo, "OCI_REPO2="+repo,
+		"OCI_API_PUSH=false", "OCI_API_TAGS_DELETE=false", "OCI_API_MANIFESTS_DELETE=false", "OCI_API_BLOBS_DELETE=false",
+		"OCI_API_REFERRER=false", "OCI_RO_DATA_TAGS="+tag, "OCI_RO_DATA_MANIFESTS="+strings.Join(manifests, " "),
+		"OCI_RO_DATA_BLOBS="+strings.Join(blobs, " "), "OCI_RESULTS_DIR="+filepath.Join(cmd.Dir, "results"))
+	// It exits 1 on any failure, and this version then panics writing its
+	// YAML report: the printed results say what passed.
+	out, _ := cmd.CombinedOutput()
+	results := map[string]string{}
+	seen := map[string]int{}
+	for _, m := range conformanceLine.FindAllStringSubmatch(string(out), -1) {
+		seen[m[1]]++
+		results[fmt.Sprintf("%s#%d", m[1], seen[m[1]])] = m[2]
+	}
+	if len(results) == 0 {
+		t.Fatalf("the conformance suite printed no results:\n%s", out)
+	}
+	return results, string(out)
+}
+
+var conformanceLine = regexp.MustCompile(`(?m)^\s*(OCI Conformance Test[^:\n]*): (\w+)$`)
+
+// TestFactoryConformance: the /v2/ front passes, read-only, every check of
+// the OCI distribution-spec conformance suite that Debian's docker-registry
+// passes on the same installer image.
+func TestFactoryConformance(t *testing.T) {
+	f := newFactoryFixture(t)
+	id := f.postSchematic(t, "customization:\n  systemExtensions:\n    officialExtensions: [zfs]\n")
+	ref := f.host + "/installer/" + id + ":1.11.0-demo"
+	index := strings.TrimSpace(judge(t, "crane", "digest", "--insecure", ref))
+	var m struct{ Manifests []struct{ Digest string } }
+	json.Unmarshal([]byte(judge(t, "crane", "manifest", "--insecure", ref)), &m)
+	manifests := []string{index}
+	var blobs []string
+	for _, c := range m.Manifests {
+		manifests = append(manifests, c.Digest)
+		var im struct {
+			Config struct{ Digest string }
+			Layers []struct{ Digest string }
+		}
+		json.Unmarshal([]byte(judge(t, "crane", "manifest", "--insecure", f.host+"/installer/"+id+"@"+c.Digest)), &im)
+		blobs = append(blobs, im.Config.Digest)
+		for _, l := range im.Layers {
+			blobs = append(blobs, l.Digest)
+		}
+	}
+	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
+	judge(t, "crane", "copy", "--insecure", ref, reg.Host+"/installer/"+id+":1.11.0-demo")
+
+	ours, ourReport := conformance(t, f.host, "installer/"+id, "1.11.0-demo", manifests, blobs)
+	theirs, theirReport := conformance(t, reg.Host, "installer/"+id, "1.11.0-demo", manifests, blobs)
+	passed := 0
+	for name, st := range theirs {
+		if st != "Pass" {
+			continue
+		}
+		passed++
+		if ours[name] != "Pass" {
+			t.Errorf("conformance %s: docker-registry passes, the factory: %q", name, ours[name])
+		}
+	}
+	if passed < 10 || t.Failed() {
+		t.Errorf("docker-registry passed %d checks\nfactory:\n%s\ndocker-registry:\n%s", passed, ourReport, theirReport)
+	}
+	var extra []string
+	for name, st := range ours {
+		if st == "Pass" && theirs[name] != "Pass" {
+			extra = append(extra, name)
+		}
+	}
+	sort.Strings(extra)
+	t.Logf("%d checks pass on both; the factory also passes: %s", passed, strings.Join(extra, ", "))
+}

@@ -1,0 +1,563 @@
+package factory
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/time/rate"
+)
+
+// surface is a part of the factory that one access policy covers.
+type surface string
+
+const (
+	// surfaceBuild: creating schematics (any POST) and building what the
+	// cache lacks (checked in compose, on a miss).
+	surfaceBuild surface = "build"
+	// surfaceDownload: artifacts, PXE scripts, schematics, versions,
+	// extensions, the signing key, the web UI.
+	surfaceDownload surface = "download"
+	// surfacePull: the registry front, /v2/.
+	surfacePull    surface = "pull"
+	surfaceMetrics surface = "metrics"
+	// surfaceOpen: health probes, always anonymous.
+	surfaceOpen surface = ""
+)
+
+var surfaceNames = []surface{surfaceBuild, surfaceDownload, surfacePull, surfaceMetrics}
+
+// surfaceWhat says what a surface's login is for, in refusals.
+var surfaceWhat = map[surface]string{
+	surfaceBuild:    "creating schematics and building artifacts",
+	surfaceDownload: "downloading",
+	surfacePull:     "pulling images",
+	surfaceMetrics:  "reading metrics",
+}
+
+// realm is the realm of the factory's WWW-Authenticate challenges.
+const realm = "nodeforge-factory"
+
+// Access says who may do what.
+type Access struct {
+	// Login names the surfaces that need a login; the others are
+	// anonymous. Surfaces: build (creating schematics, building what the
+	// cache lacks), download (artifacts, schematics, versions, the
+	// signing key, the UI), pull (/v2/) and metrics.
+	Login []string
+	// Credentials are the logins accepted (LoadCredentials); needed when
+	// Login names a surface.
+	Credentials *Credentials
+	// BuildRate bounds the builds one client (its user name, or its
+	// address when anonymous) triggers, per minute; 0: no bound.
+	BuildRate float64
+	// BuildBurst is how many builds a client may trigger at once within
+	// BuildRate (0: 1).
+	BuildBurst int
+}
+
+// gate holds what NewServer made of Access and MaxQueue.
+type gate struct {
+	login  map[surface]bool
+	creds  *Credentials
+	limits *limiters // nil: no bound
+	queue  chan struct{}
+}
+
+func newGate(a Access, maxQueue int) (*gate, error) {
+	g := &gate{login: map[surface]bool{}, creds: a.Credentials, queue: make(chan struct{}, maxQueue)}
+	for _, name := range a.Login {
+		sf := surface(strings.TrimSpace(name))
+		if !slices.Contains(surfaceNames, sf) {
+			return nil, fmt.Errorf("factory: no surface %q to require a login for (surfaces: build, download, pull, metrics)", name)
+		}
+		g.login[sf] = true
+	}
+	if len(g.login) > 0 && a.Credentials == nil {
+		return nil, errors.New("factory: a login is required but no credentials are given (an htpasswd file or a token file)")
+	}
+	switch {
+	case a.BuildRate < 0 || a.BuildBurst < 0:
+		return nil, fmt.Errorf("factory: the build rate (%g a minute, burst %d) is negative", a.BuildRate, a.BuildBurst)
+	case a.BuildRate > 0:
+		g.limits = &limiters{rate: rate.Limit(a.BuildRate / 60), burst: max(a.BuildBurst, 1), per: a.BuildRate, by: map[string]*clientLimit{}}
+	}
+	return g, nil
+}
+
+// Credentials are the logins a factory accepts: users of an htpasswd
+// file (bcrypt) and named bearer tokens. A token also serves as the
+// password of its name in Basic authentication, since a docker
+// config.json holds only user:password.
+type Credentials struct {
+	users  map[string][]byte // user -> bcrypt hash
+	tokens []namedToken
+
+	mu       sync.Mutex
+	verified map[[32]byte]string // sha256(user, password) bcrypt accepted -> user
+}
+
+type namedToken struct {
+	name string
+	sum  [32]byte // sha256 of the token: the file need not hold it
+}
+
+const (
+	// minToken is the length of the shortest token accepted in clear.
+	minToken = 16
+	// maxVerified bounds the logins remembered (bcrypt costs ~0.1 s a
+	// check; a registry client sends its login with every request).
+	maxVerified = 1024
+	// noUserHash is checked when the user is unknown, so that a wrong
+	// name takes as long as a wrong password.
+	noUserHash = "$2a$10$.fEJRjXXfIVCC43OJIlvCu4tso6oma7l1VDTSGowqtm/12xDbWaPe"
+)
+
+// LoadCredentials reads an htpasswd file (USER:BCRYPT-HASH lines, as
+// htpasswd -B writes) and a token file (NAME:TOKEN or NAME:sha256:HEX
+// lines); either may be "".
+func LoadCredentials(htpasswdFile, tokenFile string) (*Credentials, error) {
+	c := &Credentials{users: map[string][]byte{}, verified: map[[32]byte]string{}}
+	for _, f := range []struct {
+		path string
+		add  func(string, []byte) error
+	}{{htpasswdFile, c.addHtpasswd}, {tokenFile, c.addTokens}} {
+		if f.path == "" {
+			continue
+		}
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return nil, err
+		}
+		if err := f.add(f.path, b); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.users)+len(c.tokens) == 0 {
+		return nil, fmt.Errorf("no login in %q or %q", htpasswdFile, tokenFile)
+	}
+	return c, nil
+}
+
+// lines calls fn with each line of data that is neither blank nor a
+// comment, and its number.
+func lines(data []byte, fn func(n int, line string) error) error {
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if err := fn(i+1, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hashSchemes name the htpasswd hashes other than bcrypt, for refusals.
+var hashSchemes = []struct{ prefix, name string }{
+	{"$apr1$", "Apache MD5 ($apr1$)"},
+	{"{SHA}", "SHA-1 ({SHA})"},
+	{"$1$", "MD5-crypt ($1$)"},
+	{"$5$", "SHA-256-crypt ($5$)"},
+	{"$6$", "SHA-512-crypt ($6$)"},
+	{"$y$", "yescrypt ($y$)"},
+	{"$", "an unknown scheme"},
+}
+
+func (c *Credentials) addHtpasswd(file string, data []byte) error {
+	return lines(data, func(n int, line string) error {
+		user, hash, ok := strings.Cut(line, ":")
+		if !ok || user == "" || hash == "" {
+			return fmt.Errorf("htpasswd %s line %d: want USER:HASH", file, n)
+		}
+		if c.users[user] != nil {
+			return fmt.Errorf("htpasswd %s line %d: user %s is there twice", file, n, user)
+		}
+		if !strings.HasPrefix(hash, "$2y$") && !strings.HasPrefix(hash, "$2a$") && !strings.HasPrefix(hash, "$2b$") {
+			scheme := "DES crypt or a password in clear"
+			for _, s := range hashSchemes {
+				if strings.HasPrefix(hash, s.prefix) {
+					scheme = s.name
+					break
+				}
+			}
+			return fmt.Errorf("htpasswd %s line %d (user %s): the hash is %s; only bcrypt ($2y$, $2a$, $2b$) is accepted: write it with htpasswd -B", file, n, user, scheme)
+		}
+		if _, err := bcrypt.Cost([]byte(hash)); err != nil {
+			return fmt.Errorf("htpasswd %s line %d (user %s): a broken bcrypt hash: %v", file, n, user, err)
+		}
+		c.users[user] = []byte(hash)
+		return nil
+	})
+}
+
+func (c *Credentials) addTokens(file string, data []byte) error {
+	return lines(data, func(n int, line string) error {
+		name, secret, ok := strings.Cut(line, ":")
+		if !ok || name == "" || secret == "" {
+			return fmt.Errorf("token file %s line %d: want NAME:TOKEN or NAME:sha256:HEX", file, n)
+		}
+		t := namedToken{name: name}
+		if hexSum, ok := strings.CutPrefix(secret, "sha256:"); ok {
+			b, err := hex.DecodeString(hexSum)
+			if err != nil || len(b) != len(t.sum) {
+				return fmt.Errorf("token file %s line %d (%s): after sha256: want 64 hex digits", file, n, name)
+			}
+			copy(t.sum[:], b)
+		} else {
+			if len(secret) < minToken {
+				return fmt.Errorf("token file %s line %d (%s): the token is shorter than %d characters", file, n, name, minToken)
+			}
+			t.sum = sha256.Sum256([]byte(secret))
+		}
+		c.tokens = append(c.tokens, t)
+		return nil
+	})
+}
+
+// check reads an Authorization header: the user it proves, or failed
+// when it proves nobody ("" and not failed: no header).
+func (c *Credentials) check(r *http.Request) (user string, failed bool) {
+	if r.Header.Get("Authorization") == "" {
+		return "", false
+	}
+	if name, pass, ok := r.BasicAuth(); ok {
+		user, ok = c.basic(name, pass)
+		return user, !ok
+	}
+	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if strings.EqualFold(scheme, "Bearer") {
+		user, ok := c.bearer(strings.TrimSpace(tok), "")
+		return user, !ok
+	}
+	return "", true
+}
+
+// basic checks a user's password, or a token of that name.
+func (c *Credentials) basic(user, pass string) (string, bool) {
+	key := sha256.Sum256([]byte(user + "\x00" + pass))
+	c.mu.Lock()
+	known, ok := c.verified[key]
+	c.mu.Unlock()
+	if ok {
+		return known, true
+	}
+	hash := c.users[user]
+	if hash == nil {
+		bcrypt.CompareHashAndPassword([]byte(noUserHash), []byte(pass))
+	} else if bcrypt.CompareHashAndPassword(hash, []byte(pass)) == nil {
+		c.remember(key, user)
+		return user, true
+	}
+	return c.bearer(pass, user)
+}
+
+func (c *Credentials) remember(key [32]byte, user string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.verified) >= maxVerified {
+		clear(c.verified)
+	}
+	c.verified[key] = user
+}
+
+// bearer finds the token's name (of that name only, when name is set),
+// comparing with every token in constant time.
+func (c *Credentials) bearer(tok, name string) (string, bool) {
+	sum := sha256.Sum256([]byte(tok))
+	found := ""
+	for _, t := range c.tokens {
+		if subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 && (name == "" || name == t.name) && found == "" {
+			found = t.name
+		}
+	}
+	return found, found != ""
+}
+
+// principal is who sent a request: a user it proved, or its address.
+type principal struct {
+	user   string
+	addr   string
+	failed bool // it sent credentials that prove nobody
+}
+
+// name names the principal in logs and rate limits.
+func (p principal) name() string {
+	if p.user != "" {
+		return p.user
+	}
+	return p.addr
+}
+
+type principalKey struct{}
+
+// principalOf is the request's principal; a context without one is
+// anonymous.
+func principalOf(ctx context.Context) principal {
+	p, _ := ctx.Value(principalKey{}).(principal)
+	return p
+}
+
+// identify puts the request's principal into its context. Credentials
+// are checked whatever the surface, so that logs and rate limits name
+// the user.
+func (s *Server) identify(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principal{addr: r.RemoteAddr}
+		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+			p.addr = host
+		}
+		if s.gate != nil && s.gate.creds != nil {
+			p.user, p.failed = s.gate.creds.check(r)
+		}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// routeSurface is the surface a request to the API is on: /v2/ is pull,
+// anything that is not a read (POST /schematics, the UI's forms) is
+// build, health probes are open, the rest is download.
+func routeSurface(r *http.Request) surface {
+	switch {
+	case r.URL.Path == "/healthz" || r.URL.Path == "/readyz":
+		return surfaceOpen
+	case isRegistryPath(r):
+		return surfacePull
+	case r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions:
+		return surfaceDownload
+	}
+	return surfaceBuild
+}
+
+func isRegistryPath(r *http.Request) bool {
+	return r.URL.Path == "/v2" || strings.HasPrefix(r.URL.Path, "/v2/")
+}
+
+// guard lets a request on surface sf through to h when the surface lets
+// its principal in, and answers 401 otherwise.
+func (s *Server) guard(sf surface, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.lets(w, r, sf) {
+			h.ServeHTTP(w, r)
+		}
+	})
+}
+
+// guardRoutes guards every request to mux with its route's surface
+// (routeSurface), so that routes added later are guarded too.
+func (s *Server) guardRoutes(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.lets(w, r, routeSurface(r)) {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		_, r.Pattern = mux.Handler(r) // the refusal counts under its route
+	})
+}
+
+// lets says whether sf lets the request in, having answered it when not.
+func (s *Server) lets(w http.ResponseWriter, r *http.Request, sf surface) bool {
+	if err := s.gate.allows(sf, principalOf(r.Context())); err != nil {
+		s.refused(w, r, err)
+		return false
+	}
+	return true
+}
+
+// allows says whether p may use sf (a refusal when not); a nil gate (a
+// Server not made by NewServer) lets anyone in.
+func (g *gate) allows(sf surface, p principal) error {
+	if g == nil || !g.login[sf] || p.user != "" {
+		return nil
+	}
+	msg := surfaceWhat[sf] + " needs a login"
+	if p.failed {
+		msg = "wrong user name, password or token"
+	}
+	return &refusal{status: http.StatusUnauthorized, msg: msg, perClient: true}
+}
+
+// refusal is a request the factory will not serve now: 401 (no login),
+// 429 (the client's build rate) or 503 (the build queue is full).
+type refusal struct {
+	status     int
+	retryAfter time.Duration
+	msg        string
+	// perClient: said of one client (its login, its rate), not of the
+	// factory, so not for the others waiting for the same build.
+	perClient bool
+}
+
+func (e *refusal) Error() string { return e.msg }
+
+// ociCodes are the distribution spec's error codes of refusals.
+var ociCodes = map[int]string{
+	http.StatusUnauthorized:       "UNAUTHORIZED",
+	http.StatusTooManyRequests:    "TOOMANYREQUESTS",
+	http.StatusServiceUnavailable: "UNAVAILABLE",
+}
+
+// refused answers err when it is a refusal (with WWW-Authenticate or
+// Retry-After, and as a registry answers under /v2/) and says whether
+// it did; other errors are the caller's.
+func (s *Server) refused(w http.ResponseWriter, r *http.Request, err error) bool {
+	var rf *refusal
+	if !errors.As(err, &rf) {
+		return false
+	}
+	h := w.Header()
+	if rf.status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Basic realm="`+realm+`"`)
+	}
+	if rf.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(rf.retryAfter.Seconds()))))
+	}
+	if !isRegistryPath(r) {
+		fail(w, rf.status, "%s", rf.msg)
+		return true
+	}
+	h.Set("Docker-Distribution-API-Version", "registry/2.0")
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(rf.status)
+	type ociError struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	json.NewEncoder(w).Encode(map[string][]ociError{"errors": {{Code: ociCodes[rf.status], Message: rf.msg}}})
+	return true
+}
+
+// mayBuild says whether the request in ctx may trigger a build (a
+// login, when the build surface needs one, and within its client's
+// rate); compose asks on a cache miss, so that cached artifacts stay
+// anonymous when downloads are.
+func (s *Server) mayBuild(ctx context.Context) error {
+	if s.gate == nil {
+		return nil
+	}
+	p := principalOf(ctx)
+	if err := s.gate.allows(surfaceBuild, p); err != nil {
+		return err
+	}
+	return s.gate.limits.take(p.name(), time.Now())
+}
+
+// buildSlot is what a build on a cache miss waits for: the request's
+// leave to build (mayBuild, of ctx: the request's) and then a build slot
+// (takeSlot, within bctx: the build's); free gives the slot back.
+func (s *Server) buildSlot(ctx, bctx context.Context) (free func(), err error) {
+	if err := s.mayBuild(ctx); err != nil {
+		return nil, err
+	}
+	return s.takeSlot(bctx)
+}
+
+// busyRetry is the Retry-After of a full build queue.
+const busyRetry = 10 * time.Second
+
+// takeSlot waits for one of the MaxBuilds build slots, or refuses when
+// MaxQueue builds wait already; release gives the slot back.
+func (s *Server) takeSlot(ctx context.Context) (release func(), err error) {
+	release = func() { <-s.slots }
+	select {
+	case s.slots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	var queue chan struct{} // none without a gate
+	if s.gate != nil {
+		queue = s.gate.queue
+	}
+	select {
+	case queue <- struct{}{}:
+		defer func() { <-queue }()
+	default:
+		return nil, &refusal{status: http.StatusServiceUnavailable, retryAfter: busyRetry,
+			msg: fmt.Sprintf("the factory is busy: %d builds run and %d wait; try again later", cap(s.slots), cap(queue))}
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return release, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// limiters are a token bucket per client, for the builds it triggers.
+type limiters struct {
+	rate  rate.Limit
+	burst int
+	per   float64 // builds a minute, for refusals
+
+	mu sync.Mutex
+	by map[string]*clientLimit
+}
+
+type clientLimit struct {
+	lim  *rate.Limiter
+	last time.Time
+}
+
+// maxClients bounds the clients whose buckets are kept.
+const maxClients = 10000
+
+// take spends one of client's builds, or refuses saying when the next
+// one comes.
+func (l *limiters) take(client string, now time.Time) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.by[client]
+	if c == nil {
+		if len(l.by) >= maxClients {
+			l.evict(now)
+		}
+		c = &clientLimit{lim: rate.NewLimiter(l.rate, l.burst)}
+		l.by[client] = c
+	}
+	c.last = now
+	r := c.lim.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	if wait == 0 {
+		return nil
+	}
+	r.CancelAt(now)
+	return &refusal{status: http.StatusTooManyRequests, retryAfter: wait, perClient: true,
+		msg: fmt.Sprintf("%s triggered too many builds (at most %g a minute, %d at once); try again in %s", client, l.per, l.burst, wait.Round(time.Second))}
+}
+
+// evict forgets the clients whose buckets have filled up again (a new
+// one is the same), and the longest idle one if that is not enough.
+func (l *limiters) evict(now time.Time) {
+	refill := time.Duration(float64(l.burst) / float64(l.rate) * float64(time.Second))
+	oldest, oldestAt := "", now
+	for k, c := range l.by {
+		if now.Sub(c.last) >= refill {
+			delete(l.by, k)
+			continue
+		}
+		if !c.last.After(oldestAt) {
+			oldest, oldestAt = k, c.last
+		}
+	}
+	if len(l.by) >= maxClients {
+		delete(l.by, oldest)
+	}
+}

@@ -1,0 +1,490 @@
+package factory
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/nodeforge/builder/api/platform"
+	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/oci"
+)
+
+// RepoInstallers is the cache store's repository of built installer
+// images, each index tagged with its cache key and signed by the factory.
+const RepoInstallers = "installers"
+
+// The registry front (/v2/) serves a schematic's installer images,
+// installer/ID:VERSION and PLATFORM-installer/ID:VERSION, built on demand
+// as multi-arch indexes and kept in the cache store, read-only: it is the
+// registry for these images, so no other is needed. Manifests and blobs
+// are served only when they belong to an image of the repository asked
+// for; each cached index is checked (its signature, every blob's digest)
+// before it is first served.
+
+// registryError is an OCI distribution error answer.
+func registryError(w http.ResponseWriter, status int, code, format string, a ...any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]string{{"code": code, "message": fmt.Sprintf(format, a...)}}})
+}
+
+// registryRequest is a parsed /v2/ path.
+type registryRequest struct {
+	platform, id string // the repository: [PLATFORM-]installer/ID
+	op, ref      string // manifests, blobs, tags or referrers; the tag or digest
+}
+
+// parseRegistryPath reads /v2/NAME/(manifests|blobs|referrers)/REF and
+// /v2/NAME/tags/list strictly; ok is false for a repository that is not
+// an installer of a schematic.
+func parseRegistryPath(p string) (registryRequest, bool) {
+	parts := strings.Split(strings.TrimPrefix(p, "/v2/"), "/")
+	if len(parts) != 4 {
+		return registryRequest{}, false
+	}
+	rr := registryRequest{id: parts[1], op: parts[2], ref: parts[3]}
+	if rr.op == "tags" && rr.ref != "list" || !slicesContains([]string{"manifests", "blobs", "tags", "referrers"}, rr.op) {
+		return registryRequest{}, false
+	}
+	if len(rr.id) != 64 || strings.Trim(rr.id, "0123456789abcdef") != "" {
+		return registryRequest{}, false
+	}
+	switch pl, ok := strings.CutSuffix(parts[0], "-installer"); {
+	case parts[0] == "installer":
+	case ok:
+		if _, err := platform.Lookup(pl); err != nil || pl == "" {
+			return registryRequest{}, false
+		}
+		rr.platform = pl
+	default:
+		return registryRequest{}, false
+	}
+	return rr, true
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// serveRegistry answers the /v2/ front.
+func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		registryError(w, http.StatusMethodNotAllowed, "UNSUPPORTED", "this registry is read-only")
+		return
+	}
+	if r.URL.Path == "/v2/" {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte("{}"))
+		return
+	}
+	rr, ok := parseRegistryPath(r.URL.Path)
+	if !ok {
+		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "no such repository: this registry serves installer/SCHEMATIC_ID and PLATFORM-installer/SCHEMATIC_ID")
+		return
+	}
+	sch, err := s.schematics.get(r.Context(), rr.id)
+	switch {
+	case errors.Is(err, errUnknownSchematic):
+		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "schematic %s not found", rr.id)
+		return
+	case err != nil:
+		s.o.Log.Error("reading a schematic", "id", rr.id, "err", err)
+		registryError(w, http.StatusInternalServerError, "UNKNOWN", "reading schematic %s failed", rr.id)
+		return
+	}
+	switch rr.op {
+	case "tags":
+		writeJSONAs(w, "application/json", map[string]any{"name": InstallerRepo(rr.platform) + "/" + rr.id, "tags": append([]string{}, s.versions...)})
+	case "referrers":
+		registryError(w, http.StatusNotFound, "UNSUPPORTED", "no referrers API: signatures are at the sha256-DIGEST.sig tags")
+	case "manifests":
+		s.serveManifest(w, r, rr, sch)
+	case "blobs":
+		s.serveBlob(w, r, rr, sch)
+	}
+}
+
+func writeJSONAs(w http.ResponseWriter, mediaType string, v any) {
+	w.Header().Set("Content-Type", mediaType)
+	json.NewEncoder(w).Encode(v)
+}
+
+// serveManifest answers a manifest by version (built on demand), by
+// digest, or by cosign's signature tag, of an image of the repository.
+func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr registryRequest, sch *schematic.Schematic) {
+	var e *installerEntry
+	if rel := s.releases[rr.ref]; rel != nil {
+		var err error
+		if e, err = s.installer(r.Context(), rel, sch, rr.platform); s.refused(w, r, err) {
+			return
+		} else if err != nil {
+			s.o.Log.Error("making an installer", "schematic", rr.id, "version", rel.Version, "err", err)
+			registryError(w, http.StatusInternalServerError, "UNKNOWN", "making the installer failed: %v", err)
+			return
+		}
+		s.writeManifest(w, r, e.manifests[e.digest])
+		return
+	}
+	if _, err := v1.NewHash(rr.ref); err != nil && !isSigTag(rr.ref) {
+		registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "%q is neither a served version (see tags/list) nor a digest", rr.ref)
+		return
+	}
+	for _, e := range s.cachedInstallers(r.Context(), sch, rr.platform) {
+		if m, ok := e.manifests[rr.ref]; ok {
+			s.writeManifest(w, r, m)
+			return
+		}
+	}
+	registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found in %s", rr.ref, InstallerRepo(rr.platform)+"/"+rr.id)
+}
+
+// isSigTag says whether ref is cosign's tag of a signature.
+func isSigTag(ref string) bool {
+	hexPart, ok := strings.CutSuffix(strings.TrimPrefix(ref, "sha256-"), ".sig")
+	return ok && strings.HasPrefix(ref, "sha256-") && len(hexPart) == 64 && strings.Trim(hexPart, "0123456789abcdef") == ""
+}
+
+func (s *Server) writeManifest(w http.ResponseWriter, r *http.Request, m rawManifest) {
+	w.Header().Set("Content-Type", string(m.mediaType))
+	w.Header().Set("Docker-Content-Digest", m.digest.String())
+	w.Header().Set("Content-Length", strconv.Itoa(len(m.raw)))
+	w.Header().Set("ETag", `"`+m.digest.String()+`"`)
+	if r.Method == http.MethodHead {
+		return
+	}
+	w.Write(m.raw)
+}
+
+// serveBlob streams a blob of an image of the repository; a blob whose
+// bytes do not match its digest breaks the response (the client's own
+// check fails) and the entry is checked again on its next use.
+func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, rr registryRequest, sch *schematic.Schematic) {
+	h, err := v1.NewHash(rr.ref)
+	if err != nil {
+		registryError(w, http.StatusBadRequest, "DIGEST_INVALID", "%q is not a digest", rr.ref)
+		return
+	}
+	for _, e := range s.cachedInstallers(r.Context(), sch, rr.platform) {
+		b, ok := e.blobs[h]
+		if !ok {
+			continue
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Docker-Content-Digest", h.String())
+		w.Header().Set("Content-Length", strconv.FormatInt(b.size, 10))
+		w.Header().Set("ETag", `"`+h.String()+`"`)
+		if r.Method == http.MethodHead {
+			return
+		}
+		rc, err := b.open()
+		if err == nil {
+			_, err = io.Copy(w, rc)
+			rc.Close()
+		}
+		if err != nil {
+			s.o.Log.Warn("serving a cached blob failed: the entry is checked again", "digest", h.String(), "err", err)
+			s.forgetInstaller(e.key)
+			panic(http.ErrAbortHandler)
+		}
+		return
+	}
+	registryError(w, http.StatusNotFound, "BLOB_UNKNOWN", "blob %s not found in %s", h, InstallerRepo(rr.platform)+"/"+rr.id)
+}
+
+// rawManifest is a manifest as served.
+type rawManifest struct {
+	raw       []byte
+	mediaType types.MediaType
+	digest    v1.Hash
+}
+
+// blobSource opens one blob of a cached installer.
+type blobSource struct {
+	size int64
+	open func() (io.ReadCloser, error)
+}
+
+// installerEntry is a cached installer image, checked: its manifests by
+// digest (and its signature's by cosign's tag) and its blobs.
+type installerEntry struct {
+	key       string
+	digest    string // the index's
+	manifests map[string]rawManifest
+	blobs     map[v1.Hash]blobSource
+}
+
+// installers remembers the entries checked by this process.
+type installers struct {
+	mu      sync.Mutex
+	checked map[string]*installerEntry // cache key -> entry
+}
+
+func (s *Server) forgetInstaller(key string) {
+	s.inst.mu.Lock()
+	delete(s.inst.checked, key)
+	s.inst.mu.Unlock()
+}
+
+func (s *Server) rememberedInstaller(key string) *installerEntry {
+	s.inst.mu.Lock()
+	defer s.inst.mu.Unlock()
+	return s.inst.checked[key]
+}
+
+// cachedInstallers are the checked entries of a repository, one per
+// served version that has one; nothing is built.
+func (s *Server) cachedInstallers(ctx context.Context, sch *schematic.Schematic, pl string) []*installerEntry {
+	id, err := sch.ID()
+	if err != nil {
+		return nil
+	}
+	var out []*installerEntry
+	for _, v := range s.versions {
+		key := cacheKey(s.releases[v], id, InstallerRepo(pl), s.o.BuilderVersion)
+		if e := s.rememberedInstaller(key); e != nil {
+			out = append(out, e)
+			continue
+		}
+		if e, err := s.checkInstaller(ctx, key); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// installer returns the checked entry of a schematic's installer for a
+// release, building it on a miss (one build per key at a time, detached
+// from the request, within the build slots).
+func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Schematic, pl string) (*installerEntry, error) {
+	id, err := sch.ID()
+	if err != nil {
+		return nil, err
+	}
+	key := cacheKey(rel, id, InstallerRepo(pl), s.o.BuilderVersion)
+	if e := s.rememberedInstaller(key); e != nil {
+		return e, nil
+	}
+	ran := false // this call's flight ran: a refusal from another is not this client's
+	ch := s.builds.DoChan("installer\x00"+key, func() (any, error) {
+		ran = true
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.BuildTimeout)
+		defer cancel()
+		labels := []string{rel.Version, "installer", "all"}
+		e, err := s.checkInstaller(bctx, key)
+		switch {
+		case err == nil:
+			s.metrics.hits.WithLabelValues(labels...).Inc()
+			s.cache.hits.Add(1)
+			return e, nil
+		case !errors.Is(err, oci.ErrNotFound):
+			s.metrics.cacheErrors.WithLabelValues(labels...).Inc()
+			s.cache.errors.Add(1)
+			s.o.Log.Warn("cached installer refused: building it again", "key", key, "err", err)
+		}
+		free, err := s.buildSlot(ctx, bctx)
+		if err != nil {
+			return nil, err
+		}
+		defer free()
+		start := time.Now()
+		idx, err := rel.Installer(bctx, InstallerOptions{Schematic: sch, Platform: pl, Work: s.o.Work})
+		if err != nil {
+			return nil, err
+		}
+		s.built.Add(1)
+		s.metrics.built.WithLabelValues(labels...).Inc()
+		s.metrics.buildSeconds.WithLabelValues("installer").Observe(time.Since(start).Seconds())
+		if err := s.putInstaller(bctx, key, idx); err != nil {
+			return nil, err
+		}
+		return s.checkInstaller(bctx, key)
+	})
+	select {
+	case res := <-ch:
+		if rf := (*refusal)(nil); !ran && errors.As(res.Err, &rf) && rf.perClient {
+			return s.installer(ctx, rel, sch, pl) // ask for this client
+		}
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*installerEntry), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// putInstaller stores an installer index: untagged, then signed (the
+// signature is the one stock cosign verifies at the front), then tagged
+// with its key, so no tag names an unsigned index.
+func (s *Server) putInstaller(ctx context.Context, key string, idx v1.ImageIndex) error {
+	d, err := idx.Digest()
+	if err != nil {
+		return err
+	}
+	st := s.o.Cache
+	if err := st.WriteIndex(ctx, RepoInstallers, "", idx); err != nil {
+		return err
+	}
+	if s.o.Signer != nil {
+		if _, err := s.o.Signer.Sign(ctx, st, RepoInstallers, d); err != nil {
+			return err
+		}
+	}
+	return st.WriteIndex(ctx, RepoInstallers, key, idx)
+}
+
+// checkInstaller reads the cached installer of key and checks it: the
+// factory's signature on its index (when the factory signs), every
+// manifest and blob against its digest. A key with no entry is an
+// oci.ErrNotFound.
+func (s *Server) checkInstaller(ctx context.Context, key string) (*installerEntry, error) {
+	st := s.o.Cache
+	desc, err := st.Head(ctx, RepoInstallers, key)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := st.Index(ctx, RepoInstallers, desc.Digest.String())
+	if err != nil {
+		return nil, err
+	}
+	e := &installerEntry{key: key, digest: desc.Digest.String(), manifests: map[string]rawManifest{}, blobs: map[v1.Hash]blobSource{}}
+	if err := e.addIndex(idx, desc.Digest); err != nil {
+		return nil, err
+	}
+	if s.o.Signer != nil {
+		sig, layers, err := signing.ReadSigs(ctx, st, RepoInstallers, oci.SigTag(desc.Digest))
+		if err != nil {
+			return nil, err
+		}
+		signed := false
+		for _, l := range layers {
+			signed = signed || signing.CheckSignatureLayer(s.o.Signer.Verifier(), l, desc.Digest) == nil
+		}
+		if !signed {
+			return nil, errors.New("no signature by the factory's key")
+		}
+		if err := e.addImage(sig, oci.SigTag(desc.Digest)); err != nil {
+			return nil, fmt.Errorf("signature: %w", err)
+		}
+	}
+	s.inst.mu.Lock()
+	if s.inst.checked == nil {
+		s.inst.checked = map[string]*installerEntry{}
+	}
+	s.inst.checked[key] = e
+	s.inst.mu.Unlock()
+	return e, nil
+}
+
+// addIndex adds an index and its images, checking the index's digest.
+func (e *installerEntry) addIndex(idx v1.ImageIndex, d v1.Hash) error {
+	raw, err := idx.RawManifest()
+	if err != nil {
+		return err
+	}
+	if got := sha256Hash(raw); got != d {
+		return fmt.Errorf("index %s hashes to %s", d, got)
+	}
+	e.manifests[d.String()] = rawManifest{raw: raw, mediaType: types.OCIImageIndex, digest: d}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	for _, c := range m.Manifests {
+		img, err := idx.Image(c.Digest)
+		if err != nil {
+			return err
+		}
+		if err := e.addImage(img, ""); err != nil {
+			return fmt.Errorf("image %s: %w", c.Digest, err)
+		}
+		if _, ok := e.manifests[c.Digest.String()]; !ok {
+			return fmt.Errorf("image %s: its manifest does not hash to its digest", c.Digest)
+		}
+	}
+	return nil
+}
+
+// addImage adds an image's manifest (under its digest, and tag when not
+// empty), its config and its layers, each read once to check its digest.
+func (e *installerEntry) addImage(img v1.Image, tag string) error {
+	raw, err := img.RawManifest()
+	if err != nil {
+		return err
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return err
+	}
+	rm := rawManifest{raw: raw, mediaType: mt, digest: sha256Hash(raw)}
+	e.manifests[rm.digest.String()] = rm
+	if tag != "" {
+		e.manifests[tag] = rm
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return err
+	}
+	cfg, err := img.RawConfigFile()
+	if err != nil {
+		return err
+	}
+	if got := sha256Hash(cfg); got != m.Config.Digest {
+		return fmt.Errorf("config %s hashes to %s", m.Config.Digest, got)
+	}
+	e.blobs[m.Config.Digest] = blobSource{size: int64(len(cfg)), open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(string(cfg))), nil }}
+	for _, ld := range m.Layers {
+		l, err := img.LayerByDigest(ld.Digest)
+		if err != nil {
+			return err
+		}
+		if err := checkBlob(l.Compressed, ld); err != nil {
+			return err
+		}
+		e.blobs[ld.Digest] = blobSource{size: ld.Size, open: l.Compressed}
+	}
+	return nil
+}
+
+// checkBlob reads a blob through and compares it with its descriptor.
+func checkBlob(open func() (io.ReadCloser, error), d v1.Descriptor) error {
+	rc, err := open()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, rc)
+	if err != nil {
+		return fmt.Errorf("blob %s: %w", d.Digest, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); n != d.Size || got != d.Digest.Hex {
+		return fmt.Errorf("blob %s: read %d bytes hashing to sha256:%s (damaged or tampered)", d.Digest, n, got)
+	}
+	return nil
+}
+
+func sha256Hash(b []byte) v1.Hash {
+	d := sha256.Sum256(b)
+	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(d[:])}
+}
