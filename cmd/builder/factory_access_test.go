@@ -531,8 +531,14 @@ func TestFactoryRegistryAccess(t *testing.T) {
 	if out, err := tool([]string{"SSL_CERT_FILE=" + caFile, "DOCKER_CONFIG=" + anonymous}, "crane", "manifest", ref); err == nil || !strings.Contains(out, "UNAUTHORIZED") {
 		t.Errorf("crane manifest without a login: %v\n%s", err, out)
 	}
+	if out, err := tool(env, "crane", "pull", "--format", "oci", ref, t.TempDir()); err != nil {
+		t.Errorf("crane pull with config.json: %v\n%s", err, out)
+	}
 	if out, err := tool(env, "skopeo", "inspect", "--raw", "--cert-dir", certs, "--authfile", filepath.Join(docker, "config.json"), "docker://"+ref); err != nil || !strings.Contains(out, `"manifests"`) {
 		t.Errorf("skopeo inspect with --authfile: %v\n%s", err, out)
+	}
+	if out, err := tool(env, "skopeo", "copy", "--all", "--src-cert-dir", certs, "--src-authfile", filepath.Join(docker, "config.json"), "docker://"+ref, "oci:"+filepath.Join(t.TempDir(), "copy")+":v"); err != nil {
+		t.Errorf("skopeo copy with --src-authfile: %v\n%s", err, out)
 	}
 	if out, err := tool(env, "cosign", "verify", "--key", d.devPub, "--insecure-ignore-tlog=true", ref); err != nil {
 		t.Errorf("cosign verify over TLS with config.json: %v\n%s", err, out)
