@@ -511,7 +511,7 @@ func TestRefusalIsPerClient(t *testing.T) {
 			art, err := f.compose(ctx, rel, sch, a, "x86_64")
 			var data []byte
 			if err == nil {
-				data, _ = art.bytes()
+				data, _ = art.bytes(context.Background())
 			}
 			if ctx == alice && (err != nil || string(data) != "kernel-x86_64") {
 				t.Errorf("alice: %q %v", data, err)

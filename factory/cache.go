@@ -33,8 +33,28 @@ const (
 	// MediaTypeArtifact is the layer holding an artifact's bytes.
 	MediaTypeArtifact = "application/vnd.nodeforge.factory.artifact.v1"
 	// cacheFormat changes whenever an entry changes meaning.
-	cacheFormat = "nodeforge factory cache v1"
+	cacheFormat = "nodeforge factory cache v2"
 )
+
+// Annotations of a cache entry's manifest: what it is, so that a
+// transfer or a collection can choose entries without their keys (a key is
+// a hash).
+const (
+	AnnotationEntrySchematic = "dev.nodeforge.schematic"
+	AnnotationEntryVersion   = "dev.nodeforge.release"
+	AnnotationEntryArtifact  = "org.opencontainers.image.title"
+	AnnotationEntryBuilder   = "dev.nodeforge.builder"
+)
+
+// entryInfo says what a cache entry holds.
+type entryInfo struct {
+	Schematic, Version, Name, Builder string
+}
+
+func (e entryInfo) annotations() map[string]string {
+	return map[string]string{AnnotationEntrySchematic: e.Schematic, AnnotationEntryVersion: e.Version,
+		AnnotationEntryArtifact: e.Name, AnnotationEntryBuilder: e.Builder}
+}
 
 // Stats count what the factory did, for tests and (later) metrics.
 type Stats struct {
@@ -54,6 +74,18 @@ type artifactCache struct {
 
 	mu       sync.Mutex
 	verified map[string]fileState // a layout's blob file -> its state when its digest last held
+	damaged  map[v1.Hash]bool     // registry blobs that failed while streamed
+}
+
+// distrust marks a streamed blob that did not match its digest: its entry
+// is refused (and rebuilt) from then on.
+func (c *artifactCache) distrust(h v1.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.damaged == nil {
+		c.damaged = map[v1.Hash]bool{}
+	}
+	c.damaged[h] = true
 }
 
 // fileState is what changes when a file is written.
@@ -68,26 +100,41 @@ type cachedArtifact struct {
 	sha256 v1.Hash
 	size   int64
 	path   string // a layout's blob file, served in place (Range, sendfile)
+	// remote opens a registry's entry, streamed within the reader's
+	// context (its digest checked at its end: a damaged one breaks the
+	// response)
+	remote func(context.Context) (io.ReadCloser, error)
 	data   []byte // otherwise, the bytes
 }
 
 // open reads the artifact from its start.
-func (a *cachedArtifact) open() (io.ReadSeekCloser, error) {
-	if a.path != "" {
+func (a *cachedArtifact) open(ctx context.Context) (io.ReadCloser, error) {
+	switch {
+	case a.path != "":
 		return os.Open(a.path)
+	case a.remote != nil:
+		return a.remote(ctx)
 	}
 	return nopSeekCloser{bytes.NewReader(a.data)}, nil
 }
 
+// seekable says whether open gives a seeker (http.ServeContent's Range).
+func (a *cachedArtifact) seekable() bool { return a.remote == nil }
+
 // bytes reads a small artifact (a command line) whole.
-func (a *cachedArtifact) bytes() ([]byte, error) {
-	if a.path == "" {
+func (a *cachedArtifact) bytes(ctx context.Context) ([]byte, error) {
+	if a.data != nil {
 		return a.data, nil
 	}
 	if a.size > 1<<20 {
 		return nil, fmt.Errorf("%d bytes: too large to read whole", a.size)
 	}
-	return os.ReadFile(a.path)
+	rc, err := a.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
 }
 
 type nopSeekCloser struct{ *bytes.Reader }
@@ -171,12 +218,29 @@ func (c *artifactCache) read(ctx context.Context, img v1.Image) (*cachedArtifact
 		}
 		return &cachedArtifact{sha256: ld.Digest, size: ld.Size, path: path}, nil
 	}
-	// The layer's bytes are checked against its digest as they are read.
-	data, err := onlyLayer(img, maxAsset)
-	if err != nil {
-		return nil, err
+	// Streamed to each client: its bytes are checked against the digest
+	// as they are read.
+	c.mu.Lock()
+	damaged := c.damaged[ld.Digest]
+	c.mu.Unlock()
+	if damaged {
+		return nil, fmt.Errorf("blob %s failed its digest when last read", ld.Digest)
 	}
-	return &cachedArtifact{sha256: ld.Digest, size: ld.Size, data: data}, nil
+	// Opened anew by each reader: what read it here ends with the build's
+	// context.
+	st := c.st
+	remote := func(ctx context.Context) (io.ReadCloser, error) {
+		img, err := st.Image(ctx, RepoArtifacts, d.String())
+		if err != nil {
+			return nil, err
+		}
+		l, err := img.LayerByDigest(ld.Digest)
+		if err != nil {
+			return nil, err
+		}
+		return l.Compressed()
+	}
+	return &cachedArtifact{sha256: ld.Digest, size: ld.Size, remote: remote}, nil
 }
 
 // checkFile hashes a blob file unless it is unchanged since it last
@@ -207,16 +271,17 @@ func (c *artifactCache) checkFile(path string, d v1.Descriptor) error {
 
 // put stores data under key: the image first, untagged, then its
 // signature, then the tag, so no tag ever names an unsigned entry.
-func (c *artifactCache) put(ctx context.Context, key, name string, data []byte) error {
+func (c *artifactCache) put(ctx context.Context, key string, e entryInfo, data []byte) error {
 	if c.signer == nil {
 		return nil
 	}
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
-		Layer: static.NewLayer(data, MediaTypeArtifact), Annotations: map[string]string{"org.opencontainers.image.title": name}})
+		Layer: static.NewLayer(data, MediaTypeArtifact), Annotations: map[string]string{"org.opencontainers.image.title": e.Name}})
 	if err != nil {
 		return err
 	}
 	img = mutate.ConfigMediaType(img, types.MediaType(MediaTypeArtifact))
+	img = mutate.Annotations(img, e.annotations()).(v1.Image)
 	var d v1.Hash
 	if d, err = img.Digest(); err != nil {
 		return err

@@ -196,7 +196,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, rr registryRe
 		if r.Method == http.MethodHead {
 			return
 		}
-		rc, err := b.open()
+		rc, err := b.open(r.Context())
 		if err == nil {
 			_, err = io.Copy(w, rc)
 			rc.Close()
@@ -221,7 +221,7 @@ type rawManifest struct {
 // blobSource opens one blob of a cached installer.
 type blobSource struct {
 	size int64
-	open func() (io.ReadCloser, error)
+	open func(context.Context) (io.ReadCloser, error) // within the reader's context
 }
 
 // installerEntry is a cached installer image, checked: its manifests by
@@ -231,6 +231,7 @@ type installerEntry struct {
 	digest    string // the index's
 	manifests map[string]rawManifest
 	blobs     map[v1.Hash]blobSource
+	st        oci.Store // the cache, where blobs are read anew by each reader
 }
 
 // installers remembers the entries checked by this process.
@@ -367,7 +368,7 @@ func (s *Server) checkInstaller(ctx context.Context, key string) (*installerEntr
 	if err != nil {
 		return nil, err
 	}
-	e := &installerEntry{key: key, digest: desc.Digest.String(), manifests: map[string]rawManifest{}, blobs: map[v1.Hash]blobSource{}}
+	e := &installerEntry{key: key, digest: desc.Digest.String(), manifests: map[string]rawManifest{}, blobs: map[v1.Hash]blobSource{}, st: st}
 	if err := e.addIndex(idx, desc.Digest); err != nil {
 		return nil, err
 	}
@@ -452,7 +453,9 @@ func (e *installerEntry) addImage(img v1.Image, tag string) error {
 	if got := sha256Hash(cfg); got != m.Config.Digest {
 		return fmt.Errorf("config %s hashes to %s", m.Config.Digest, got)
 	}
-	e.blobs[m.Config.Digest] = blobSource{size: int64(len(cfg)), open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(string(cfg))), nil }}
+	e.blobs[m.Config.Digest] = blobSource{size: int64(len(cfg)), open: func(context.Context) (io.ReadCloser, error) {
+		return io.NopCloser(strings.NewReader(string(cfg))), nil
+	}}
 	for _, ld := range m.Layers {
 		l, err := img.LayerByDigest(ld.Digest)
 		if err != nil {
@@ -461,7 +464,19 @@ func (e *installerEntry) addImage(img v1.Image, tag string) error {
 		if err := checkBlob(l.Compressed, ld); err != nil {
 			return err
 		}
-		e.blobs[ld.Digest] = blobSource{size: ld.Size, open: l.Compressed}
+		// Read anew when served: what read it here ends with its context.
+		st, md, ldd := e.st, rm.digest.String(), ld.Digest
+		e.blobs[ld.Digest] = blobSource{size: ld.Size, open: func(ctx context.Context) (io.ReadCloser, error) {
+			img, err := st.Image(ctx, RepoInstallers, md)
+			if err != nil {
+				return nil, err
+			}
+			l, err := img.LayerByDigest(ldd)
+			if err != nil {
+				return nil, err
+			}
+			return l.Compressed()
+		}}
 	}
 	return nil
 }

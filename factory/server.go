@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -75,6 +76,8 @@ type Server struct {
 	releases   map[string]*Release // version -> verified release
 	versions   []string
 	problems   []string // releases not served, and why
+	unverified []string // versions listed but not served (gc keeps their entries)
+	unlisted   []string // release stores whose versions could not be listed
 	cache      *artifactCache
 	metrics    *metrics
 	builds     singleflight.Group
@@ -121,6 +124,7 @@ func NewServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		tags, err := rs.Store.Tags(ctx, release.RepoLock)
 		if err != nil {
 			s.problems = append(s.problems, fmt.Sprintf("%s: no releases listed: %v", rs.Store, err))
+			s.unlisted = append(s.unlisted, rs.Store.String())
 			continue
 		}
 		for _, v := range tags {
@@ -130,6 +134,7 @@ func NewServer(ctx context.Context, o ServerOptions) (*Server, error) {
 			rel, err := Open(ctx, rs.Store, v, rs.Keys)
 			if err != nil {
 				s.problems = append(s.problems, err.Error())
+				s.unverified = append(s.unverified, v)
 				o.Log.Warn("release not served", "version", v, "store", rs.Store.String(), "err", err)
 				continue
 			}
@@ -393,26 +398,66 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s  %s\n", hexsum, name)
 		return
 	case "sha512", "sig":
-		s.serveSide(w, data, name, side)
+		s.serveSide(w, r, data, name, side)
 		return
 	}
-	rc, err := data.open()
+	w.Header().Set("ETag", `"sha256:`+hexsum+`"`)
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	if !data.seekable() && r.Header.Get("Range") == "" {
+		s.streamArtifact(w, r, data, name)
+		return
+	}
+	rc, err := data.open(r.Context())
+	if err == nil && !data.seekable() {
+		// A range of a registry's entry: read whole (rare), then served.
+		var b []byte
+		b, err = io.ReadAll(rc)
+		rc.Close()
+		rc = nopSeekCloser{bytes.NewReader(b)}
+	}
 	if err != nil {
 		s.o.Log.Error("opening a cached artifact", "artifact", name, "err", err)
 		fail(w, http.StatusInternalServerError, "reading %s failed", name)
 		return
 	}
 	defer rc.Close()
-	w.Header().Set("ETag", `"sha256:`+hexsum+`"`)
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
 	// A layout's file goes out by sendfile, ranges included.
-	http.ServeContent(w, r, "", time.Time{}, rc)
+	http.ServeContent(w, r, "", time.Time{}, rc.(io.ReadSeeker))
+}
+
+// streamArtifact sends a registry's entry as it is read: no Range (that
+// reads it whole), ETag and If-None-Match as ServeContent answers them.
+func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, data *cachedArtifact, name string) {
+	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, w.Header().Get("ETag")) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(data.size, 10))
+	w.Header().Set("Accept-Ranges", "bytes")
+	if r.Method == http.MethodHead {
+		return
+	}
+	rc, err := data.open(r.Context())
+	if err != nil {
+		s.o.Log.Error("opening a cached artifact", "artifact", name, "err", err)
+		fail(w, http.StatusInternalServerError, "reading %s failed", name)
+		return
+	}
+	defer rc.Close()
+	if _, err := io.Copy(w, rc); err != nil {
+		// The client sees a short body; its own check fails.
+		s.o.Log.Warn("streaming a cached artifact failed", "artifact", name, "err", err)
+		if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+			s.cache.distrust(data.sha256) // not the client's doing: the entry is rebuilt next time
+		}
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // serveSide answers an artifact's .sha512 or .sig, reading it through.
-func (s *Server) serveSide(w http.ResponseWriter, data *cachedArtifact, name, side string) {
-	rc, err := data.open()
+func (s *Server) serveSide(w http.ResponseWriter, r *http.Request, data *cachedArtifact, name, side string) {
+	rc, err := data.open(r.Context())
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "reading %s failed", name)
 		return
@@ -494,7 +539,7 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 		s.built.Add(1)
 		s.metrics.built.WithLabelValues(labels...).Inc()
 		s.metrics.buildSeconds.WithLabelValues(a.kind).Observe(time.Since(start).Seconds())
-		if err := s.cache.put(bctx, ckey, name, data); err != nil {
+		if err := s.cache.put(bctx, ckey, entryInfo{Schematic: id, Version: rel.Version, Name: name, Builder: s.o.BuilderVersion}, data); err != nil {
 			s.o.Log.Warn("caching an artifact failed", "artifact", name, "err", err)
 		}
 		return builtArtifact(data), nil // later requests read the entry
@@ -563,7 +608,7 @@ func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
 	art, err := s.compose(r.Context(), rel, sch, a, rarch)
 	var cmdline []byte
 	if err == nil {
-		cmdline, err = art.bytes()
+		cmdline, err = art.bytes(r.Context())
 	}
 	if s.refused(w, r, err) {
 		return

@@ -315,17 +315,8 @@ func (r *Remote) Stats() Stats {
 
 func isNotFound(err error) bool {
 	var te *transport.Error
-	if errors.As(err, &te) {
-		if te.StatusCode == http.StatusNotFound {
-			return true
-		}
-		for _, d := range te.Errors {
-			if d.Code == transport.ManifestUnknownErrorCode || d.Code == transport.NameUnknownErrorCode {
-				return true
-			}
-		}
-	}
-	return false
+	return errors.As(err, &te) && (te.StatusCode == http.StatusNotFound ||
+		hasCode(te, transport.ManifestUnknownErrorCode) || hasCode(te, transport.NameUnknownErrorCode))
 }
 
 // explain names the reference and turns a 404 into ErrNotFound.

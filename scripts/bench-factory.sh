@@ -82,3 +82,9 @@ cached ISO, 16 clients x $repeat: factory $(echo "$mb / $tf" | bc -l | cut -c1-6
 small: cmdline $c_rps req/s p99 $c_p99 ms; pxe $p_rps req/s p99 $p_p99 ms; schematic $s_rps req/s p99 $s_p99 ms
 factory peak RSS: $((rss / 1024)) MiB (target < 200 MiB)
 EOF
+
+# Instances on registries (transfer, replicas): their own script.
+if command -v docker-registry >/dev/null; then
+  kill $fpid 2>/dev/null || true
+  scripts/bench-factory-instances.sh "$work/instances"
+fi

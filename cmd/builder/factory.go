@@ -30,6 +30,9 @@ func newFactoryCmd() *cobra.Command {
 		Short: "The Image Factory: node images on demand for any schematic, from signed releases",
 	}
 	cmd.AddCommand(newFactoryServeCmd())
+	cmd.AddCommand(newFactoryTransferCmd())
+	cmd.AddCommand(newFactoryWarmCmd())
+	cmd.AddCommand(newFactoryGCCmd())
 	return cmd
 }
 
@@ -87,10 +90,7 @@ func factoryServeCommand() (*cobra.Command, *serveFlags) {
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.config, "config", "", "a YAML file saying any of these flags under their names (flags given override it; relative paths are the file's)")
-	fl.StringArrayVar(&f.stores, "release", nil, "a release store: docker://HOST[:PORT]/PREFIX or oci:DIR (repeatable)")
-	fl.StringArrayVar(&f.keys, "key", nil, "a public key releases must verify with (repeatable)")
-	fl.StringVar(&f.cache, "cache", "", "the cache store (default: factory-cache beside the first release store)")
+	f.addStoreFlags(fl)
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve on (plain HTTP only on loopback: see --tls-cert)")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "", "address to serve Prometheus metrics on (/metrics), apart from the API")
 	fl.StringVar(&f.external, "external-url", "", "the URL clients reach the factory at (PXE scripts point there; default: the request's host)")
@@ -106,7 +106,6 @@ func factoryServeCommand() (*cobra.Command, *serveFlags) {
 	fl.StringSliceVar(&f.login, "login", nil, "the surfaces that need a login: build, download, pull, metrics, or none (default with --htpasswd or --tokens: build)")
 	fl.Float64Var(&f.buildRate, "build-rate", 20, "builds one client (user, or address) may trigger a minute; past it 429 with Retry-After (0: no bound)")
 	fl.IntVar(&f.buildBurst, "build-burst", 10, "builds one client may trigger at once within --build-rate")
-	f.sf.addRemote(fl)
 	return cmd, f
 }
 
@@ -219,6 +218,9 @@ func (f *serveFlags) run(cmd *cobra.Command) error {
 	srv, err := f.server(ctx, work, log)
 	if err != nil {
 		return err
+	}
+	if f.signingKey == "" {
+		log.Warn("no --signing-key: built artifacts are not cached (every request composes)")
 	}
 	if mln != nil {
 		log.Info("metrics", "address", listenURL(mln, tlsConf)+"/metrics")
@@ -360,8 +362,6 @@ func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) 
 		if o.Signer, err = loadSigner(f.signingKey); err != nil {
 			return nil, err
 		}
-	} else {
-		log.Warn("no --signing-key: built artifacts are not cached (every request composes)")
 	}
 	return factory.NewServer(ctx, o)
 }

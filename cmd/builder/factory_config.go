@@ -142,7 +142,9 @@ func (c *factoryConfig) apply(fl *pflag.FlagSet) error {
 		{"htpasswd", one(c.Htpasswd)}, {"tokens", one(c.Tokens)}, {"login", c.Login},
 		{"ca-file", one(c.CAFile)}, {"allow-http", ptr(c.AllowHTTP)},
 	} {
-		if fl.Changed(s.flag) {
+		// A command without the flag (warm and gc take only the stores'
+		// flags) reads the file for what it takes.
+		if fl.Lookup(s.flag) == nil || fl.Changed(s.flag) {
 			continue
 		}
 		for _, v := range s.vals {

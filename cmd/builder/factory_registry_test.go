@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/ocilayout"
 	"github.com/nodeforge/builder/internal/testutil"
@@ -46,14 +47,7 @@ func newFactoryFixture(t *testing.T) *factoryFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, err := loadVerifiers([]string{d.devPub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := loadSigner(d.devKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	vs, signer := devKeys(t, d)
 	f.srv, err = factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
 		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
 	if err != nil {
@@ -270,4 +264,19 @@ func TestFactoryConformance(t *testing.T) {
 	}
 	sort.Strings(extra)
 	t.Logf("%d checks pass on both; the factory also passes: %s", passed, strings.Join(extra, ", "))
+}
+
+// devKeys are the demo's dev public key, as a factory trusts it, and its
+// signer, as a factory signs with it.
+func devKeys(t *testing.T, d *demoRelease) ([]signing.Verifier, *signing.Signer) {
+	t.Helper()
+	vs, err := loadVerifiers([]string{d.devPub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := loadSigner(d.devKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs, signer
 }

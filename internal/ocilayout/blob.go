@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1"
 
@@ -119,6 +120,11 @@ func (d *Dir) Check(h v1.Hash, size int64) error {
 // damaged copy already there is replaced. It reports whether it wrote.
 func (d *Dir) WriteBlob(h v1.Hash, size int64, r io.Reader) (bool, error) {
 	if d.Check(h, size) == nil {
+		// Named again, the blob is young again: Prune spares it until the
+		// entry naming it is written (best effort: a blob in a read-only
+		// layout is whole all the same).
+		now := time.Now()
+		_ = os.Chtimes(d.BlobPath(h), now, now)
 		return false, nil
 	}
 	dir := filepath.Join(d.path, "blobs", h.Algorithm)

@@ -180,14 +180,23 @@ func (d *Dir) Index() (*v1.IndexManifest, error) {
 // read) and changes it in place; the result replaces index.json atomically
 // after every blob written so far is on disk.
 func (d *Dir) Update(ctx context.Context, fn func(*v1.IndexManifest) error) error {
-	// The blobs directory carries the index lock: the layout directory's
-	// own lock is taken while the layout is created, and index.json itself
-	// is replaced by rename, so a lock on it would be lost.
+	return d.locked(ctx, func() error { return d.update(fn) })
+}
+
+// locked runs fn holding the index lock. The blobs directory carries it:
+// the layout directory's own lock is taken while the layout is created,
+// and index.json itself is replaced by rename, so a lock on it would be
+// lost.
+func (d *Dir) locked(ctx context.Context, fn func() error) error {
 	l, err := flock.Acquire(ctx, filepath.Join(d.path, "blobs"), true, nil)
 	if err != nil {
 		return fmt.Errorf("OCI image layout %s: %w", d.path, err)
 	}
 	defer l.Release()
+	return fn()
+}
+
+func (d *Dir) update(fn func(*v1.IndexManifest) error) error {
 	m, err := d.Index()
 	if err != nil {
 		return err

@@ -1,0 +1,194 @@
+package factory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nodeforge/builder/api/platform"
+	"github.com/nodeforge/builder/api/schematic"
+)
+
+// WarmOptions say what Warm builds ahead of the requests.
+type WarmOptions struct {
+	// Version is a version the factory serves.
+	Version string
+	// Schematics are IDs of schematics in the cache store.
+	Schematics []string
+	// Platforms are those whose media are built (none: metal).
+	Platforms []string
+	// Artifacts name what is built for each schematic, platform and
+	// architecture: kernel, initramfs, cmdline, installer (installer/ID:V
+	// for metal, PLATFORM-installer/ID:V for another platform) or a disk
+	// format (iso, raw, qcow2, vhd, raw.tar.gz; iso, raw and vhd also with
+	// .xz or .zst). None: kernel, initramfs, cmdline, the platform's own
+	// formats and installer.
+	Artifacts []string
+	// Progress, when set, hears of each artifact once the cache holds it.
+	Progress func(WarmItem)
+}
+
+// WarmItem is one artifact warmed.
+type WarmItem struct {
+	Schematic string `json:"schematic"`
+	// Artifact is the artifact's name (metal-x86_64.iso), or the installer
+	// image's reference at the factory's registry front
+	// (installer/ID:VERSION).
+	Artifact string  `json:"artifact"`
+	Built    bool    `json:"built"` // false: the cache held it
+	Seconds  float64 `json:"seconds"`
+}
+
+// WarmReport says what Warm did.
+type WarmReport struct {
+	Version string     `json:"version"`
+	Items   []WarmItem `json:"items"`
+	Built   int        `json:"built"`
+	Cached  int        `json:"cached"`
+}
+
+// warmTarget is one artifact of a plan, for any schematic.
+type warmTarget struct {
+	a         artifact
+	arch      string // the release's name of the architecture
+	installer bool   // an installer image: a.platform names its platform
+}
+
+// Warm builds artifacts of schematics into the cache through the code
+// path of requests (the same cache keys, build slots and signatures), so
+// a factory on the cache serves them without a build. Everything is
+// checked before the first build: the version, each schematic, each
+// platform and artifact name. One artifact at a time: counts of built
+// and cached are exact as long as nothing else builds on this Server.
+func (s *Server) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
+	rel := s.releases[o.Version]
+	if rel == nil {
+		return nil, fmt.Errorf("version %q is not served (served: %s)", o.Version, strings.Join(s.versions, ", "))
+	}
+	if s.o.Signer == nil {
+		return nil, errors.New("without a signing key nothing is cached: warming would build for nothing")
+	}
+	var schs []*schematic.Schematic
+	for _, id := range o.Schematics {
+		sch, err := s.schematics.get(ctx, id)
+		if errors.Is(err, errUnknownSchematic) {
+			return nil, fmt.Errorf("schematic %s is not in the cache store %s (create it first: POST /schematics)", id, s.o.Cache)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading schematic %s: %w", id, err)
+		}
+		schs = append(schs, sch)
+	}
+	plan, err := warmPlan(rel.Params.Architectures, o.Platforms, o.Artifacts)
+	if err != nil {
+		return nil, err
+	}
+	rep := &WarmReport{Version: rel.Version, Items: []WarmItem{}}
+	for i, sch := range schs {
+		for _, t := range plan {
+			it, err := s.warmOne(ctx, rel, sch, o.Schematics[i], t)
+			if err != nil {
+				return rep, err
+			}
+			rep.Items = append(rep.Items, it)
+			if it.Built {
+				rep.Built++
+			} else {
+				rep.Cached++
+			}
+			if o.Progress != nil {
+				o.Progress(it)
+			}
+		}
+	}
+	return rep, nil
+}
+
+// warmOne makes one artifact, as a request for it would.
+func (s *Server) warmOne(ctx context.Context, rel *Release, sch *schematic.Schematic, id string, t warmTarget) (WarmItem, error) {
+	it := WarmItem{Schematic: id, Artifact: t.a.composedName(t.arch)}
+	before, start := s.built.Load(), time.Now()
+	var err error
+	if t.installer {
+		it.Artifact = InstallerRepo(t.a.platform) + "/" + id + ":" + rel.Version
+		_, err = s.installer(ctx, rel, sch, t.a.platform)
+	} else {
+		_, err = s.compose(ctx, rel, sch, t.a, t.arch)
+	}
+	if err != nil {
+		return it, fmt.Errorf("warming %s of schematic %s: %w", it.Artifact, id, err)
+	}
+	it.Built, it.Seconds = s.built.Load() > before, time.Since(start).Seconds()
+	return it, nil
+}
+
+// warmPlan lists the artifacts named for every platform and architecture,
+// each once (the kernel and the initramfs are the same on every platform).
+func warmPlan(arches, platforms, names []string) ([]warmTarget, error) {
+	if len(platforms) == 0 {
+		platforms = []string{platform.Default}
+	}
+	var plan []warmTarget
+	seen := map[string]bool{}
+	add := func(t warmTarget) {
+		n := t.a.composedName(t.arch)
+		if t.installer {
+			n = InstallerRepo(t.a.platform)
+		}
+		if !seen[n] {
+			seen[n] = true
+			plan = append(plan, t)
+		}
+	}
+	for _, pn := range platforms {
+		p, err := platform.Lookup(pn)
+		if err != nil {
+			return nil, err
+		}
+		want := names
+		if len(want) == 0 {
+			want = slices.Concat([]string{"kernel", "initramfs", "cmdline"}, p.Formats, []string{"installer"})
+		}
+		for _, n := range want {
+			if n == "installer" {
+				pl := p.Name
+				if pl == platform.Default {
+					pl = "" // installer/ID:V
+				}
+				add(warmTarget{a: artifact{kind: "installer", platform: pl}, installer: true})
+				continue
+			}
+			for _, arch := range arches {
+				a, err := warmArtifact(n, p.Name, arch)
+				if err != nil {
+					return nil, err
+				}
+				add(warmTarget{a: a, arch: arch})
+			}
+		}
+	}
+	return plan, nil
+}
+
+// warmArtifact is the artifact a warm name means on a platform and
+// architecture.
+func warmArtifact(name, pl, arch string) (artifact, error) {
+	var file string
+	switch name {
+	case "kernel":
+		file = "kernel-" + arch
+	case "initramfs":
+		file = "initramfs-" + arch + ".xz"
+	case "cmdline":
+		file = "cmdline-" + pl + "-" + arch
+	default:
+		if platform.CheckFormat(strings.TrimSuffix(strings.TrimSuffix(name, ".xz"), ".zst")) != nil {
+			return artifact{}, fmt.Errorf("unknown artifact %q: kernel, initramfs, cmdline, installer, or a disk format (%s; iso, raw and vhd also .xz or .zst)", name, strings.Join(platform.Formats, ", "))
+		}
+		file = pl + "-" + arch + "." + name
+	}
+	return parseArtifact(file)
+}

@@ -1,0 +1,49 @@
+package factory
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestWarmPlan: the default is every file of the platform's formats with
+// the kernel, initramfs, command line and installer; kernel and initramfs
+// are planned once for all platforms; a name that is no artifact, or an
+// unknown platform, is refused naming it.
+func TestWarmPlan(t *testing.T) {
+	names := func(plan []warmTarget) string {
+		var out []string
+		for _, w := range plan {
+			if w.installer {
+				out = append(out, InstallerRepo(w.a.platform))
+				continue
+			}
+			out = append(out, w.a.composedName(w.arch))
+		}
+		return strings.Join(out, " ")
+	}
+	for _, c := range []struct {
+		platforms, artifacts []string
+		want                 string
+	}{
+		{nil, nil, "kernel-x86_64 initramfs-x86_64.xz cmdline-metal-x86_64 metal-x86_64.iso metal-x86_64.raw metal-x86_64.qcow2 installer"},
+		{[]string{"metal", "aws"}, []string{"kernel", "raw.xz", "installer"}, "kernel-x86_64 metal-x86_64.raw.xz installer aws-x86_64.raw.xz aws-installer"},
+		{[]string{"gcp"}, nil, "kernel-x86_64 initramfs-x86_64.xz cmdline-gcp-x86_64 gcp-x86_64.raw.tar.gz gcp-installer"},
+	} {
+		plan, err := warmPlan([]string{"x86_64"}, c.platforms, c.artifacts)
+		if got := names(plan); err != nil || got != c.want {
+			t.Errorf("%v %v: %s %v\nwant %s", c.platforms, c.artifacts, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		platforms, artifacts []string
+		want                 string
+	}{
+		{nil, []string{"floppy"}, `"floppy"`},
+		{nil, []string{"qcow2.xz"}, "not compressed further"},
+		{[]string{"mars"}, nil, `"mars"`},
+	} {
+		if _, err := warmPlan([]string{"x86_64"}, c.platforms, c.artifacts); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %v: %v", c.platforms, c.artifacts, err)
+		}
+	}
+}
