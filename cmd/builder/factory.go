@@ -185,7 +185,11 @@ served on a loopback address only, unless --insecure-listen says otherwise.
 
 --config FILE says any flag under its name in YAML (release: a list of STORE,
 or of {store: STORE, key: [PUB...]} with keys of its own); a flag given on the
-command line overrides the file; an unknown key is an error naming it.`
+command line overrides the file; an unknown key is an error naming it. An
+environment variable says any flag too, NODEFORGE_FACTORY_ and the flag's name
+in capitals with underscores (NODEFORGE_FACTORY_MAX_BUILDS=4, lists
+comma-separated, NODEFORGE_FACTORY_CONFIG for the file): over the file, under
+the command line. COSIGN_PASSWORD unlocks --signing-key.`
 
 // run serves until the command's context ends.
 func (f *serveFlags) run(cmd *cobra.Command) error {
@@ -238,6 +242,9 @@ func (f *serveFlags) run(cmd *cobra.Command) error {
 // the flags say together.
 func (f *serveFlags) settle(fl *pflag.FlagSet) error {
 	var fileReleases []factoryRelease
+	if err := applyFactoryEnv(fl); err != nil {
+		return err
+	}
 	if f.config != "" {
 		c, err := loadFactoryConfig(f.config)
 		if err != nil {

@@ -105,6 +105,24 @@ allow-http: true
 		f.listen != "127.0.0.1:9999" || strings.Join(f.login, ",") != "download" || f.maxBuilds != 5 || f.buildRate != 12 || f.maxQueue != 7 {
 		t.Errorf("flags over the file: %+v", f)
 	}
+	// The environment says flags too: over the file, under the flags.
+	t.Setenv("NODEFORGE_FACTORY_LISTEN", "127.0.0.1:7777")
+	t.Setenv("NODEFORGE_FACTORY_MAX_BUILDS", "4")
+	t.Setenv("NODEFORGE_FACTORY_LOGIN", "pull,metrics")
+	f, err = settle("--config", cfg, "--max-builds", "6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.listen != "127.0.0.1:7777" || f.maxBuilds != 6 || strings.Join(f.login, ",") != "pull,metrics" || f.maxQueue != 7 {
+		t.Errorf("environment between flags and file: listen %s, max-builds %d, login %v, max-queue %d", f.listen, f.maxBuilds, f.login, f.maxQueue)
+	}
+	t.Setenv("NODEFORGE_FACTORY_MAX_BUILDS", "many")
+	if _, err := settle("--config", cfg); err == nil || !strings.Contains(err.Error(), "NODEFORGE_FACTORY_MAX_BUILDS") {
+		t.Errorf("a bad environment value: %v", err)
+	}
+	for _, k := range []string{"LISTEN", "MAX_BUILDS", "LOGIN"} {
+		os.Unsetenv("NODEFORGE_FACTORY_" + k)
+	}
 	// Logins given, no surface named: a login to build.
 	os.WriteFile(cfg, []byte("release: [oci:/r]\nkey: k.pub\ntokens: tokens\n"), 0o644)
 	if f, err = settle("--config", cfg); err != nil || strings.Join(f.login, ",") != "build" {

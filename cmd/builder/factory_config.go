@@ -169,3 +169,33 @@ func ptr[T any](p *T) []string {
 	}
 	return []string{fmt.Sprint(*p)}
 }
+
+// factoryEnvPrefix names the environment variables that say a flag:
+// NODEFORGE_FACTORY_MAX_BUILDS=4 is --max-builds 4.
+const factoryEnvPrefix = "NODEFORGE_FACTORY_"
+
+// applyFactoryEnv sets every flag an environment variable says and the
+// command line does not (lists comma-separated): flags override the
+// environment, which overrides the config file. The config file itself
+// can be NODEFORGE_FACTORY_CONFIG.
+func applyFactoryEnv(fl *pflag.FlagSet) error {
+	var err error
+	fl.VisitAll(func(f *pflag.Flag) {
+		name := factoryEnvPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		v, ok := os.LookupEnv(name)
+		if !ok || fl.Changed(f.Name) || err != nil || f.Name == "help" {
+			return
+		}
+		vals := []string{v}
+		if strings.HasSuffix(f.Value.Type(), "Array") || strings.HasSuffix(f.Value.Type(), "Slice") {
+			vals = strings.Split(v, ",")
+		}
+		for _, one := range vals {
+			if e := fl.Set(f.Name, strings.TrimSpace(one)); e != nil {
+				err = fmt.Errorf("%s: %w", name, e)
+				return
+			}
+		}
+	})
+	return err
+}
