@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -143,7 +144,7 @@ func (nopSeekCloser) Close() error { return nil }
 
 // builtArtifact is an artifact just composed, served from memory.
 func builtArtifact(data []byte) *cachedArtifact {
-	return &cachedArtifact{sha256: sha256Hash(data), size: int64(len(data)), data: data}
+	return &cachedArtifact{sha256: digest.OCI(data), size: int64(len(data)), data: data}
 }
 
 // key names an artifact: the schematic, every verified digest of the

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/testsign"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
@@ -92,7 +93,7 @@ func (f *gcFixture) putInstaller(t *testing.T, id, version, pl string) string {
 
 // hexKey stands for a cache key: any 64 hex digits do.
 func hexKey(parts ...string) string {
-	return sha256Hash([]byte(strings.Join(parts, "\x00"))).Hex
+	return digest.OCI([]byte(strings.Join(parts, "\x00"))).Hex
 }
 
 // tags are the tags of the entries' repositories, "repo:tag".
@@ -178,7 +179,7 @@ func TestCollect(t *testing.T) {
 			f.checkLeft(t, before, dry.Entries)
 			if l, ok := f.st.(*oci.Layout); ok {
 				// The bytes of a dropped artifact left with its entry.
-				_, err := l.BlobFile(sha256Hash([]byte("1.0.0 " + f.ids[0] + " kernel-x86_64")))
+				_, err := l.BlobFile(digest.OCI([]byte("1.0.0 " + f.ids[0] + " kernel-x86_64")))
 				if rep.Pruned == nil || rep.Pruned.Blobs == 0 || !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("pruned %+v; a dropped artifact's blob: %v", rep.Pruned, err)
 				}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -57,7 +59,7 @@ func parseRegistryPath(p string) (registryRequest, bool) {
 		return registryRequest{}, false
 	}
 	rr := registryRequest{id: parts[1], op: parts[2], ref: parts[3]}
-	if rr.op == "tags" && rr.ref != "list" || !slicesContains([]string{"manifests", "blobs", "tags", "referrers"}, rr.op) {
+	if rr.op == "tags" && rr.ref != "list" || !slices.Contains([]string{"manifests", "blobs", "tags", "referrers"}, rr.op) {
 		return registryRequest{}, false
 	}
 	if len(rr.id) != 64 || strings.Trim(rr.id, "0123456789abcdef") != "" {
@@ -74,15 +76,6 @@ func parseRegistryPath(p string) (registryRequest, bool) {
 		return registryRequest{}, false
 	}
 	return rr, true
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // serveRegistry answers the /v2/ front.
@@ -403,7 +396,7 @@ func (e *installerEntry) addIndex(idx v1.ImageIndex, d v1.Hash) error {
 	if err != nil {
 		return err
 	}
-	if got := sha256Hash(raw); got != d {
+	if got := digest.OCI(raw); got != d {
 		return fmt.Errorf("index %s hashes to %s", d, got)
 	}
 	e.manifests[d.String()] = rawManifest{raw: raw, mediaType: types.OCIImageIndex, digest: d}
@@ -437,7 +430,7 @@ func (e *installerEntry) addImage(img v1.Image, tag string) error {
 	if err != nil {
 		return err
 	}
-	rm := rawManifest{raw: raw, mediaType: mt, digest: sha256Hash(raw)}
+	rm := rawManifest{raw: raw, mediaType: mt, digest: digest.OCI(raw)}
 	e.manifests[rm.digest.String()] = rm
 	if tag != "" {
 		e.manifests[tag] = rm
@@ -450,7 +443,7 @@ func (e *installerEntry) addImage(img v1.Image, tag string) error {
 	if err != nil {
 		return err
 	}
-	if got := sha256Hash(cfg); got != m.Config.Digest {
+	if got := digest.OCI(cfg); got != m.Config.Digest {
 		return fmt.Errorf("config %s hashes to %s", m.Config.Digest, got)
 	}
 	e.blobs[m.Config.Digest] = blobSource{size: int64(len(cfg)), open: func(context.Context) (io.ReadCloser, error) {
@@ -497,9 +490,4 @@ func checkBlob(open func() (io.ReadCloser, error), d v1.Descriptor) error {
 		return fmt.Errorf("blob %s: read %d bytes hashing to sha256:%s (damaged or tampered)", d.Digest, n, got)
 	}
 	return nil
-}
-
-func sha256Hash(b []byte) v1.Hash {
-	d := sha256.Sum256(b)
-	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(d[:])}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -146,13 +147,7 @@ func collectCache(ctx context.Context, o TransferOptions, rep *TransferReport) (
 			rep.Entries++
 		}
 	}
-	rep.Schematics = slices.Sorted(func(yield func(string) bool) {
-		for id := range want {
-			if !yield(id) {
-				return
-			}
-		}
-	})
+	rep.Schematics = slices.Sorted(maps.Keys(want))
 	var schItems []release.Item
 	for _, id := range rep.Schematics {
 		got, err := release.CollectRepo(ctx, o.FromCache, RepoSchematics, id)

@@ -2,8 +2,6 @@ package compose
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,12 +43,7 @@ func NewImageLayer(tarData []byte) (*ImageLayer, error) {
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	return &ImageLayer{tar: tarData, gz: b.Bytes(), diffID: sha256Hash(tarData), digest: sha256Hash(b.Bytes())}, nil
-}
-
-func sha256Hash(b []byte) v1.Hash {
-	d := sha256.Sum256(b)
-	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(d[:])}
+	return &ImageLayer{tar: tarData, gz: b.Bytes(), diffID: digest.OCI(tarData), digest: digest.OCI(b.Bytes())}, nil
 }
 
 // Tar is the layer's uncompressed tar.
@@ -136,7 +129,7 @@ func withoutArtifactTypes(idx v1.ImageIndex) (v1.ImageIndex, error) {
 
 func (x *plainIndex) RawManifest() ([]byte, error)              { return x.raw, nil }
 func (x *plainIndex) IndexManifest() (*v1.IndexManifest, error) { return x.m.DeepCopy(), nil }
-func (x *plainIndex) Digest() (v1.Hash, error)                  { return sha256Hash(x.raw), nil }
+func (x *plainIndex) Digest() (v1.Hash, error)                  { return digest.OCI(x.raw), nil }
 func (x *plainIndex) Size() (int64, error)                      { return int64(len(x.raw)), nil }
 func (x *plainIndex) MediaType() (types.MediaType, error)       { return x.m.MediaType, nil }
 func (x *plainIndex) Image(h v1.Hash) (v1.Image, error)         { return x.idx.Image(h) }

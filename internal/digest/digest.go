@@ -5,6 +5,8 @@ package digest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // SHA256Hex is the lower-case hex sha256 of b.
@@ -12,3 +14,6 @@ func SHA256Hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }
+
+// OCI is the sha256 of b as an OCI descriptor names it.
+func OCI(b []byte) v1.Hash { return v1.Hash{Algorithm: "sha256", Hex: SHA256Hex(b)} }
