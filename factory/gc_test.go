@@ -190,7 +190,7 @@ func TestCollect(t *testing.T) {
 					if _, ok, _ := f.srv.cache.get(ctx, key); !ok {
 						t.Errorf("kept entry %s does not read from the cache", key)
 					}
-				} else if _, err := f.srv.checkInstaller(ctx, key); err != nil {
+				} else if _, err := f.srv.loadInstaller(ctx, key, true); err != nil {
 					t.Errorf("kept installer %s: %v", key, err)
 				}
 			}

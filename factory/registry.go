@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -142,11 +141,9 @@ func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr regist
 		registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "%q is neither a served version (see tags/list) nor a digest", rr.ref)
 		return
 	}
-	for _, e := range s.cachedInstallers(r.Context(), sch, rr.platform) {
-		if m, ok := e.manifests[rr.ref]; ok {
-			s.writeManifest(w, r, m)
-			return
-		}
+	if e := s.cachedEntry(r.Context(), sch, rr.platform, func(e *installerEntry) bool { _, ok := e.manifests[rr.ref]; return ok }); e != nil {
+		s.writeManifest(w, r, e.manifests[rr.ref])
+		return
 	}
 	registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found in %s", rr.ref, InstallerRepo(rr.platform)+"/"+rr.id)
 }
@@ -177,31 +174,29 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, rr registryRe
 		registryError(w, http.StatusBadRequest, "DIGEST_INVALID", "%q is not a digest", rr.ref)
 		return
 	}
-	for _, e := range s.cachedInstallers(r.Context(), sch, rr.platform) {
-		b, ok := e.blobs[h]
-		if !ok {
-			continue
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Header().Set("Docker-Content-Digest", h.String())
-		w.Header().Set("Content-Length", strconv.FormatInt(b.size, 10))
-		w.Header().Set("ETag", `"`+h.String()+`"`)
-		if r.Method == http.MethodHead {
-			return
-		}
-		rc, err := b.open(r.Context())
-		if err == nil {
-			_, err = io.Copy(w, rc)
-			rc.Close()
-		}
-		if err != nil {
-			s.o.Log.Warn("serving a cached blob failed: the entry is checked again", "digest", h.String(), "err", err)
-			s.forgetInstaller(e.key)
-			panic(http.ErrAbortHandler)
-		}
+	e := s.cachedEntry(r.Context(), sch, rr.platform, func(e *installerEntry) bool { _, ok := e.blobs[h]; return ok })
+	if e == nil {
+		registryError(w, http.StatusNotFound, "BLOB_UNKNOWN", "blob %s not found in %s", h, InstallerRepo(rr.platform)+"/"+rr.id)
 		return
 	}
-	registryError(w, http.StatusNotFound, "BLOB_UNKNOWN", "blob %s not found in %s", h, InstallerRepo(rr.platform)+"/"+rr.id)
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Docker-Content-Digest", h.String())
+	b := e.blobs[h]
+	w.Header().Set("Content-Length", strconv.FormatInt(b.size, 10))
+	w.Header().Set("ETag", `"`+h.String()+`"`)
+	if r.Method == http.MethodHead {
+		return
+	}
+	rc, err := b.open(r.Context())
+	if err == nil {
+		_, err = io.Copy(w, rc)
+		rc.Close()
+	}
+	if err != nil {
+		s.o.Log.Warn("serving a cached blob failed: the entry is checked again", "digest", h.String(), "err", err)
+		s.forgetInstaller(e.key)
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // rawManifest is a manifest as served.
@@ -225,6 +220,7 @@ type installerEntry struct {
 	manifests map[string]rawManifest
 	blobs     map[v1.Hash]blobSource
 	st        oci.Store // the cache, where blobs are read anew by each reader
+	check     bool      // its blobs are read through when it is made
 }
 
 // installers remembers the entries checked by this process.
@@ -245,30 +241,34 @@ func (s *Server) rememberedInstaller(key string) *installerEntry {
 	return s.inst.checked[key]
 }
 
-// cachedInstallers are the checked entries of a repository, one per
-// served version that has one; nothing is built.
-func (s *Server) cachedInstallers(ctx context.Context, sch *schematic.Schematic, pl string) []*installerEntry {
+// cachedEntry finds the installer of a repository that has what has
+// looks for: first among the entries this process has checked, then
+// (after a restart, say) among the others, checked one at a time until one
+// has it; nothing is built.
+func (s *Server) cachedEntry(ctx context.Context, sch *schematic.Schematic, pl string, has func(*installerEntry) bool) *installerEntry {
 	id, err := sch.ID()
 	if err != nil {
 		return nil
 	}
-	var out []*installerEntry
+	var unchecked []string
 	for _, v := range s.versions {
 		key := cacheKey(s.releases[v], id, InstallerRepo(pl), s.o.BuilderVersion)
-		if e := s.rememberedInstaller(key); e != nil {
-			out = append(out, e)
-			continue
-		}
-		if e, err := s.checkInstaller(ctx, key); err == nil {
-			out = append(out, e)
+		if e := s.rememberedInstaller(key); e == nil {
+			unchecked = append(unchecked, key)
+		} else if has(e) {
+			return e
 		}
 	}
-	return out
+	for _, key := range unchecked {
+		if e, err := s.loadInstaller(ctx, key, true); err == nil && has(e) {
+			return e
+		}
+	}
+	return nil
 }
 
 // installer returns the checked entry of a schematic's installer for a
-// release, building it on a miss (one build per key at a time, detached
-// from the request, within the build slots).
+// release, building it on a miss (see flight).
 func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Schematic, pl string) (*installerEntry, error) {
 	id, err := sch.ID()
 	if err != nil {
@@ -278,53 +278,38 @@ func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Sch
 	if e := s.rememberedInstaller(key); e != nil {
 		return e, nil
 	}
-	ran := false // this call's flight ran: a refusal from another is not this client's
-	ch := s.builds.DoChan("installer\x00"+key, func() (any, error) {
-		ran = true
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.BuildTimeout)
-		defer cancel()
-		labels := []string{rel.Version, "installer", "all"}
-		e, err := s.checkInstaller(bctx, key)
-		switch {
-		case err == nil:
-			s.metrics.hits.WithLabelValues(labels...).Inc()
-			s.cache.hits.Add(1)
-			return e, nil
-		case !errors.Is(err, oci.ErrNotFound):
-			s.metrics.cacheErrors.WithLabelValues(labels...).Inc()
+	v, err := s.flight(ctx, flightJob{
+		key:    "installer\x00" + key,
+		labels: []string{rel.Version, "installer", "all"},
+		lookup: func(bctx context.Context) (any, bool, bool) {
+			e, err := s.loadInstaller(bctx, key, true)
+			switch {
+			case err == nil:
+				s.cache.hits.Add(1)
+				return e, true, false
+			case errors.Is(err, oci.ErrNotFound):
+				return nil, false, false
+			}
 			s.cache.errors.Add(1)
 			s.o.Log.Warn("cached installer refused: building it again", "key", key, "err", err)
-		}
-		free, err := s.buildSlot(ctx, bctx)
-		if err != nil {
-			return nil, err
-		}
-		defer free()
-		start := time.Now()
-		idx, err := rel.Installer(bctx, InstallerOptions{Schematic: sch, Platform: pl, Work: s.o.Work})
-		if err != nil {
-			return nil, err
-		}
-		s.built.Add(1)
-		s.metrics.built.WithLabelValues(labels...).Inc()
-		s.metrics.buildSeconds.WithLabelValues("installer").Observe(time.Since(start).Seconds())
-		if err := s.putInstaller(bctx, key, idx); err != nil {
-			return nil, err
-		}
-		return s.checkInstaller(bctx, key)
+			return nil, false, true
+		},
+		build: func(bctx context.Context) (any, error) {
+			idx, err := rel.Installer(bctx, InstallerOptions{Schematic: sch, Platform: pl, Work: s.o.Work})
+			if err != nil {
+				return nil, err
+			}
+			if err := s.putInstaller(bctx, key, idx); err != nil {
+				return nil, err
+			}
+			// Just written and signed here: its blobs are not read back.
+			return s.loadInstaller(bctx, key, false)
+		},
 	})
-	select {
-	case res := <-ch:
-		if rf := (*refusal)(nil); !ran && errors.As(res.Err, &rf) && rf.perClient {
-			return s.installer(ctx, rel, sch, pl) // ask for this client
-		}
-		if res.Err != nil {
-			return nil, res.Err
-		}
-		return res.Val.(*installerEntry), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err != nil {
+		return nil, err
 	}
+	return v.(*installerEntry), nil
 }
 
 // putInstaller stores an installer index: untagged, then signed (the
@@ -347,11 +332,12 @@ func (s *Server) putInstaller(ctx context.Context, key string, idx v1.ImageIndex
 	return st.WriteIndex(ctx, RepoInstallers, key, idx)
 }
 
-// checkInstaller reads the cached installer of key and checks it: the
-// factory's signature on its index (when the factory signs), every
-// manifest and blob against its digest. A key with no entry is an
-// oci.ErrNotFound.
-func (s *Server) checkInstaller(ctx context.Context, key string) (*installerEntry, error) {
+// loadInstaller reads the cached installer of key and, with check, checks
+// it: the factory's signature on its index (when the factory signs), every
+// manifest and blob against its digest. Without, only the manifests are
+// read (an entry this process has just written). A key with no entry is
+// an oci.ErrNotFound.
+func (s *Server) loadInstaller(ctx context.Context, key string, check bool) (*installerEntry, error) {
 	st := s.o.Cache
 	desc, err := st.Head(ctx, RepoInstallers, key)
 	if err != nil {
@@ -361,7 +347,7 @@ func (s *Server) checkInstaller(ctx context.Context, key string) (*installerEntr
 	if err != nil {
 		return nil, err
 	}
-	e := &installerEntry{key: key, digest: desc.Digest.String(), manifests: map[string]rawManifest{}, blobs: map[v1.Hash]blobSource{}, st: st}
+	e := &installerEntry{key: key, digest: desc.Digest.String(), manifests: map[string]rawManifest{}, blobs: map[v1.Hash]blobSource{}, st: st, check: check}
 	if err := e.addIndex(idx, desc.Digest); err != nil {
 		return nil, err
 	}
@@ -370,7 +356,7 @@ func (s *Server) checkInstaller(ctx context.Context, key string) (*installerEntr
 		if err != nil {
 			return nil, err
 		}
-		signed := false
+		signed := !check
 		for _, l := range layers {
 			signed = signed || signing.CheckSignatureLayer(s.o.Signer.Verifier(), l, desc.Digest) == nil
 		}
@@ -454,8 +440,10 @@ func (e *installerEntry) addImage(img v1.Image, tag string) error {
 		if err != nil {
 			return err
 		}
-		if err := checkBlob(l.Compressed, ld); err != nil {
-			return err
+		if e.check {
+			if err := checkBlob(l.Compressed, ld); err != nil {
+				return err
+			}
 		}
 		// Read anew when served: what read it here ends with its context.
 		st, md, ldd := e.st, rm.digest.String(), ld.Digest

@@ -500,31 +500,62 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request, arch string) (*s
 	return sch, rel, rarch, true
 }
 
-// compose makes one artifact. One build per key runs at once (others
-// wait for it), at most MaxBuilds builds run, and a build is detached from
-// the request that started it: a client that hangs up does not cancel
-// what others wait for.
+// compose makes one artifact (see flight).
 func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) (*cachedArtifact, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
 	}
 	name := a.composedName(arch)
-	key := strings.Join([]string{id, rel.Version, arch, name}, "\x00")
+	ckey := cacheKey(rel, id, name, s.o.BuilderVersion)
+	v, err := s.flight(ctx, flightJob{
+		key:    strings.Join([]string{id, rel.Version, arch, name}, "\x00"),
+		labels: []string{rel.Version, a.kind, arch},
+		lookup: func(bctx context.Context) (any, bool, bool) { return s.cache.get(bctx, ckey) },
+		build: func(bctx context.Context) (any, error) {
+			data, err := s.buildFn(bctx, rel, sch, a, arch)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.cache.put(bctx, ckey, entryInfo{Schematic: id, Version: rel.Version, Name: name, Builder: s.o.BuilderVersion}, data); err != nil {
+				s.o.Log.Warn("caching an artifact failed", "artifact", name, "err", err)
+			}
+			return builtArtifact(data), nil // later requests read the entry
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*cachedArtifact), nil
+}
+
+// flightJob is one thing the factory builds on a cache miss.
+type flightJob struct {
+	key    string   // one flight per key
+	labels []string // the metrics' version, kind and arch
+	// lookup returns the cached value; refused says an entry was there
+	// and failed its checks (it is built again).
+	lookup func(ctx context.Context) (v any, ok, refused bool)
+	build  func(ctx context.Context) (any, error)
+}
+
+// flight answers a job from the cache or builds it. One build per key
+// runs at once (others wait for it), at most MaxBuilds builds run, and a
+// build is detached from the request that started it, within the build
+// time limit: a client that hangs up does not cancel what others wait for.
+func (s *Server) flight(ctx context.Context, j flightJob) (any, error) {
 	ran := false // this call's flight ran: a refusal from another is not this client's
-	ch := s.builds.DoChan(key, func() (any, error) {
+	ch := s.builds.DoChan(j.key, func() (any, error) {
 		ran = true
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.BuildTimeout)
 		defer cancel()
-		labels := []string{rel.Version, a.kind, arch}
-		ckey := cacheKey(rel, id, name, s.o.BuilderVersion)
-		cached, ok, refused := s.cache.get(bctx, ckey)
+		v, ok, refused := j.lookup(bctx)
 		if ok {
-			s.metrics.hits.WithLabelValues(labels...).Inc()
-			return cached, nil
+			s.metrics.hits.WithLabelValues(j.labels...).Inc()
+			return v, nil
 		}
 		if refused {
-			s.metrics.cacheErrors.WithLabelValues(labels...).Inc()
+			s.metrics.cacheErrors.WithLabelValues(j.labels...).Inc()
 		}
 		free, err := s.buildSlot(ctx, bctx)
 		if err != nil {
@@ -532,27 +563,21 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 		}
 		defer free()
 		start := time.Now()
-		data, err := s.buildFn(bctx, rel, sch, a, arch)
+		v, err = j.build(bctx)
 		if err != nil {
 			return nil, err
 		}
 		s.built.Add(1)
-		s.metrics.built.WithLabelValues(labels...).Inc()
-		s.metrics.buildSeconds.WithLabelValues(a.kind).Observe(time.Since(start).Seconds())
-		if err := s.cache.put(bctx, ckey, entryInfo{Schematic: id, Version: rel.Version, Name: name, Builder: s.o.BuilderVersion}, data); err != nil {
-			s.o.Log.Warn("caching an artifact failed", "artifact", name, "err", err)
-		}
-		return builtArtifact(data), nil // later requests read the entry
+		s.metrics.built.WithLabelValues(j.labels...).Inc()
+		s.metrics.buildSeconds.WithLabelValues(j.labels[1]).Observe(time.Since(start).Seconds())
+		return v, nil
 	})
 	select {
 	case res := <-ch:
 		if rf := (*refusal)(nil); !ran && errors.As(res.Err, &rf) && rf.perClient {
-			return s.compose(ctx, rel, sch, a, arch) // ask for this client
+			return s.flight(ctx, j) // ask for this client
 		}
-		if res.Err != nil {
-			return nil, res.Err
-		}
-		return res.Val.(*cachedArtifact), nil
+		return res.Val, res.Err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -28,6 +28,21 @@ type Lock struct {
 	Keyrings []Keyring `json:"keyrings"`
 	// Architectures maps an architecture to its packages.
 	Architectures map[string]*Arch `json:"architectures"`
+	// Resolution is what the resolver started from, so that the lock
+	// alone explains why each package is in it (builder why). Locks made
+	// before it was recorded have none.
+	Resolution *Resolution `json:"resolution,omitempty"`
+}
+
+// Resolution records the spec's inputs to the resolver.
+type Resolution struct {
+	// Requests are each component's package requests, as the spec gives them.
+	Requests map[string][]string `json:"requests"`
+	// Excludes are the name globs never chosen.
+	Excludes []string `json:"excludes"`
+	// MultiVersion are the spec's multi-version patterns; absent means the
+	// resolver's default.
+	MultiVersion []string `json:"multiVersion,omitempty"`
 }
 
 // SpecRef names the spec and pins its bytes.

@@ -14,15 +14,7 @@ import (
 // then builder repro, which starts two builds as child processes under
 // different TZ, locale, umask, GOMAXPROCS, cwd, HOME and lay order.
 func TestDemoBuildAndRepro(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "demo")
-	cacheDir := t.TempDir()
-	if _, err := runBuilder(t, "demo-base", dir); err != nil {
-		t.Fatal(err)
-	}
-	spec := filepath.Join(dir, "spec.yaml")
-	if _, err := runBuilder(t, "lock", "-q", "--spec", spec, "--cache", cacheDir); err != nil {
-		t.Fatal(err)
-	}
+	dir, spec, cacheDir := lockedDemo(t)
 	out, err := runBuilder(t, "build", "-q", "--spec", spec, "--cache", cacheDir)
 	if err != nil {
 		t.Fatal(err)

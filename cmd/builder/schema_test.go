@@ -41,15 +41,7 @@ func TestSchemaDemoBuild(t *testing.T) {
 		return b
 	}
 
-	dir := filepath.Join(t.TempDir(), "demo")
-	cacheDir := t.TempDir()
-	if _, err := runBuilder(t, "demo-base", dir); err != nil {
-		t.Fatal(err)
-	}
-	spec := filepath.Join(dir, "spec.yaml")
-	if _, err := runBuilder(t, "lock", "-q", "--spec", spec, "--cache", cacheDir); err != nil {
-		t.Fatal(err)
-	}
+	dir, spec, cacheDir := lockedDemo(t)
 	locks, _ := filepath.Glob(filepath.Join(dir, "*.lock.json"))
 	if len(locks) != 1 {
 		t.Fatalf("lock files: %v", locks)

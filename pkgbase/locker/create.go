@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -48,16 +47,7 @@ type loadedRepo struct {
 // architecture, fetches each chosen package through the verified cache,
 // checks its digests and signature, and returns the lock.
 func Create(ctx context.Context, s *specs.Spec, opts Options) (*lock.Lock, error) {
-	logf := opts.Log
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
-	// Parsed indexes are kept beside the downloads, keyed by the digest of
-	// the release file each was verified against (see repo.AnyOptions).
-	indexCache := ""
-	if opts.Cache != nil && opts.Cache.Dir != "" {
-		indexCache = filepath.Join(opts.Cache.Dir, "repo-index")
-	}
+	logf := logger(opts)
 	sum := sha256.Sum256(s.Raw)
 	l := &lock.Lock{
 		LockVersion:   lock.FormatVersion,
@@ -66,61 +56,43 @@ func Create(ctx context.Context, s *specs.Spec, opts Options) (*lock.Lock, error
 		Repositories:  []lock.Repository{},
 		Keyrings:      []lock.Keyring{},
 	}
-	keyrings := map[string]*keyring.Keyring{}
-	for i := range s.Repositories {
-		r := &s.Repositories[i]
-		if len(r.Keyring) == 0 {
-			continue
+	keyrings, err := loadKeyrings(s)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range s.Repositories {
+		if kr := keyrings[r.Name]; kr != nil {
+			l.Keyrings = append(l.Keyrings, lock.Keyring{Repository: r.Name, Fingerprints: kr.Fingerprints()})
 		}
-		kr, err := keyring.Load(r.Keyring...)
-		if err != nil {
-			return nil, fmt.Errorf("repository %s: %w", r.Name, err)
-		}
-		keyrings[r.Name] = kr
-		l.Keyrings = append(l.Keyrings, lock.Keyring{Repository: r.Name, Fingerprints: kr.Fingerprints()})
+	}
+	l.Resolution = &lock.Resolution{Requests: map[string][]string{}, Excludes: append([]string{}, s.Excludes...), MultiVersion: s.MultiVersion}
+	for _, c := range s.ComponentNames() {
+		l.Resolution.Requests[c] = append([]string{}, s.Components[c].Packages...)
 	}
 	seenRepo := map[string]bool{}
 	for _, arch := range s.Architectures {
-		var all []*repo.Package
-		var loaded []loadedRepo
-		for i := range s.Repositories {
-			r := &s.Repositories[i]
-			urls, shown := []string{r.URL}, []string{r.SpecURL}
-			if r.Format == repo.FormatALT {
-				urls, shown = r.DistURLs(arch), nil
-				for _, d := range r.DistNames(arch) {
-					shown = append(shown, strings.TrimRight(r.SpecURL, "/")+"/"+d)
-				}
+		all, loaded, err := loadArch(ctx, s, arch, keyrings, indexCacheDir(opts), opts.Source, logf)
+		if err != nil {
+			return nil, err
+		}
+		for _, lr := range loaded {
+			ld := lr.loaded
+			if seenRepo[ld.URL] {
+				continue
 			}
-			for ui, u := range urls {
-				logf("reading %s (%s)", u, r.Format)
-				ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: r.Format, Keyring: keyrings[r.Name],
-					InsecureSkipVerify: r.InsecureSkipVerify, UnsignedIndex: r.Verify == specs.VerifyPackages,
-					Components: r.Components, Source: opts.Source, IndexCache: indexCache})
-				if err != nil {
-					return nil, fmt.Errorf("repository %s: %w", r.Name, err)
-				}
-				if err := checkPinned(r, ld.Signers); err != nil {
-					return nil, fmt.Errorf("repository %s at %s: %w", r.Name, u, err)
-				}
-				loaded = append(loaded, loadedRepo{spec: r, display: shown[ui], loaded: ld, keyring: keyrings[r.Name]})
-				all = append(all, ld.Packages...)
-				if !seenRepo[ld.URL] {
-					seenRepo[ld.URL] = true
-					rl := lock.Repository{Name: r.Name, Format: ld.Format, URL: shown[ui],
-						Release: lock.Digest{Algorithm: "sha256", Value: ld.ReleaseSHA256}, Indexes: []lock.Index{}, Signers: ld.Signers}
-					if r.Verify == specs.VerifyPackages {
-						rl.Verify = r.Verify
-					}
-					if rl.Signers == nil {
-						rl.Signers = []string{}
-					}
-					for _, ix := range ld.Indexes {
-						rl.Indexes = append(rl.Indexes, lock.Index(ix))
-					}
-					l.Repositories = append(l.Repositories, rl)
-				}
+			seenRepo[ld.URL] = true
+			rl := lock.Repository{Name: lr.spec.Name, Format: ld.Format, URL: lr.display,
+				Release: lock.Digest{Algorithm: "sha256", Value: ld.ReleaseSHA256}, Indexes: []lock.Index{}, Signers: ld.Signers}
+			if lr.spec.Verify == specs.VerifyPackages {
+				rl.Verify = lr.spec.Verify
 			}
+			if rl.Signers == nil {
+				rl.Signers = []string{}
+			}
+			for _, ix := range ld.Indexes {
+				rl.Indexes = append(rl.Indexes, lock.Index(ix))
+			}
+			l.Repositories = append(l.Repositories, rl)
 		}
 		a, err := resolveArch(ctx, s, arch, all, loaded, opts, logf)
 		if err != nil {
@@ -135,6 +107,55 @@ func Create(ctx context.Context, s *specs.Spec, opts Options) (*lock.Lock, error
 	}
 	l.Sort()
 	return l, nil
+}
+
+// loadKeyrings reads the keyring of every spec repository that has one.
+func loadKeyrings(s *specs.Spec) (map[string]*keyring.Keyring, error) {
+	keyrings := map[string]*keyring.Keyring{}
+	for i := range s.Repositories {
+		r := &s.Repositories[i]
+		if len(r.Keyring) == 0 {
+			continue
+		}
+		kr, err := keyring.Load(r.Keyring...)
+		if err != nil {
+			return nil, fmt.Errorf("repository %s: %w", r.Name, err)
+		}
+		keyrings[r.Name] = kr
+	}
+	return keyrings, nil
+}
+
+// loadArch reads (and verifies) every dist of the spec's repositories that
+// arch installs from.
+func loadArch(ctx context.Context, s *specs.Spec, arch string, keyrings map[string]*keyring.Keyring, indexCache string, src repo.SourceOptions, logf func(string, ...any)) ([]*repo.Package, []loadedRepo, error) {
+	var all []*repo.Package
+	var loaded []loadedRepo
+	for i := range s.Repositories {
+		r := &s.Repositories[i]
+		urls, shown := []string{r.URL}, []string{r.SpecURL}
+		if r.Format == repo.FormatALT {
+			urls, shown = r.DistURLs(arch), nil
+			for _, d := range r.DistNames(arch) {
+				shown = append(shown, strings.TrimRight(r.SpecURL, "/")+"/"+d)
+			}
+		}
+		for ui, u := range urls {
+			logf("reading %s (%s)", u, r.Format)
+			ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: r.Format, Keyring: keyrings[r.Name],
+				InsecureSkipVerify: r.InsecureSkipVerify, UnsignedIndex: r.Verify == specs.VerifyPackages,
+				Components: r.Components, Source: src, IndexCache: indexCache})
+			if err != nil {
+				return nil, nil, fmt.Errorf("repository %s: %w", r.Name, err)
+			}
+			if err := checkPinned(r, ld.Signers); err != nil {
+				return nil, nil, fmt.Errorf("repository %s at %s: %w", r.Name, u, err)
+			}
+			loaded = append(loaded, loadedRepo{spec: r, display: shown[ui], loaded: ld, keyring: keyrings[r.Name]})
+			all = append(all, ld.Packages...)
+		}
+	}
+	return all, loaded, nil
 }
 
 // checkPinned enforces the spec's fingerprint pins on the release signers
@@ -163,35 +184,13 @@ func pinned(r *specs.Repository, signers ...string) bool {
 }
 
 func resolveArch(ctx context.Context, s *specs.Spec, arch string, all []*repo.Package, loaded []loadedRepo, opts Options, logf func(string, ...any)) (*lock.Arch, error) {
-	sem := evr.ALT
-	if len(loaded) > 0 && loaded[0].loaded.Format == repo.FormatRPMMD {
-		sem = evr.RPM
-	}
-	ropts := resolve.Options{Arch: arch, Semantics: sem, TargetBranch: s.Branch, Excludes: s.Excludes, MultiVersion: s.MultiVersion}
-	for _, lr := range loaded {
-		if !lr.loaded.FullFiles {
-			if ropts.PartialFiles == nil {
-				ropts.PartialFiles = map[string]string{}
-			}
-			ropts.PartialFiles[lr.loaded.URL] = lr.spec.Name
-		}
-	}
-	var requests []string
-	for _, c := range s.ComponentNames() {
-		requests = append(requests, s.Components[c].Packages...)
-	}
-	logf("resolving %d requests for %s among %d packages", len(requests), arch, len(all))
-	whole, err := resolve.Resolve(all, dedupe(requests), ropts)
+	pl, err := planArch(s, arch, all, loaded, logf)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", arch, err)
+		return nil, err
 	}
+	whole := pl.whole
 	a := &lock.Arch{Components: map[string][]string{}}
-	// Each component's closure, drawn from the consistent whole.
-	for _, c := range s.ComponentNames() {
-		res, err := resolve.Resolve(whole.Packages, s.Components[c].Packages, ropts)
-		if err != nil {
-			return nil, fmt.Errorf("%s component %s: %w", arch, c, err)
-		}
+	for c, res := range pl.components {
 		names := []string{}
 		for _, p := range res.Packages {
 			names = append(names, p.NEVRA())
@@ -244,6 +243,49 @@ func resolveArch(ctx context.Context, s *specs.Spec, arch string, all []*repo.Pa
 		return nil, fmt.Errorf("%s: %d package(s) refused:\n%s", arch, len(problems), strings.Join(problems, "\n"))
 	}
 	return a, nil
+}
+
+// plan is one architecture's resolution: the whole set, and each
+// component's closure drawn from it.
+type plan struct {
+	opts       resolve.Options
+	whole      *resolve.Result
+	components map[string]*resolve.Result
+}
+
+func planArch(s *specs.Spec, arch string, all []*repo.Package, loaded []loadedRepo, logf func(string, ...any)) (*plan, error) {
+	sem := evr.ALT
+	if len(loaded) > 0 && loaded[0].loaded.Format == repo.FormatRPMMD {
+		sem = evr.RPM
+	}
+	ropts := resolve.Options{Arch: arch, Semantics: sem, TargetBranch: s.Branch, Excludes: s.Excludes, MultiVersion: s.MultiVersion}
+	for _, lr := range loaded {
+		if !lr.loaded.FullFiles {
+			if ropts.PartialFiles == nil {
+				ropts.PartialFiles = map[string]string{}
+			}
+			ropts.PartialFiles[lr.loaded.URL] = lr.spec.Name
+		}
+	}
+	var requests []string
+	for _, c := range s.ComponentNames() {
+		requests = append(requests, s.Components[c].Packages...)
+	}
+	logf("resolving %d requests for %s among %d packages", len(requests), arch, len(all))
+	whole, err := resolve.Resolve(all, dedupe(requests), ropts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", arch, err)
+	}
+	pl := &plan{opts: ropts, whole: whole, components: map[string]*resolve.Result{}}
+	// Each component's closure, drawn from the consistent whole.
+	for _, c := range s.ComponentNames() {
+		res, err := resolve.Resolve(whole.Packages, s.Components[c].Packages, ropts)
+		if err != nil {
+			return nil, fmt.Errorf("%s component %s: %w", arch, c, err)
+		}
+		pl.components[c] = res
+	}
+	return pl, nil
 }
 
 // pinPackage opens a verified download, checks that it is the package the

@@ -77,28 +77,10 @@ type Result struct {
 // their order. Resolve does not modify pkgs and may run concurrently on
 // the same slice.
 func Resolve(pkgs []*repo.Package, requests []string, opts Options) (*Result, error) {
-	reqs := make([]request, 0, len(requests))
-	var paths []string
-	for _, s := range requests {
-		q, err := parseRequest(s)
-		if err != nil {
-			return nil, err
-		}
-		reqs = append(reqs, q)
-		if strings.HasPrefix(q.dep.Name, "/") {
-			paths = append(paths, q.dep.Name)
-		}
-	}
-	r, err := newResolver(pkgs, opts, paths)
+	r, err := newRequestResolver(pkgs, requests, opts)
 	if err != nil {
 		return nil, err
 	}
-	// Sorted so that the same requests in another order give the same
-	// search; duplicates would only add identical rules.
-	slices.SortFunc(reqs, func(a, b request) int { return strings.Compare(a.text, b.text) })
-	reqs = slices.CompactFunc(reqs, func(a, b request) bool { return a.text == b.text })
-	r.reqs = reqs
-
 	r.buildClosure()
 	vars, err := r.solve()
 	if err != nil {
@@ -119,6 +101,32 @@ func Resolve(pkgs []*repo.Package, requests []string, opts Options) (*Result, er
 		)
 	})
 	return res, nil
+}
+
+// newRequestResolver parses the requests and indexes the candidates for
+// them (the files that requests name included).
+func newRequestResolver(pkgs []*repo.Package, requests []string, opts Options) (*resolver, error) {
+	reqs := make([]request, 0, len(requests))
+	var paths []string
+	for _, s := range requests {
+		q, err := parseRequest(s)
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, q)
+		if strings.HasPrefix(q.dep.Name, "/") {
+			paths = append(paths, q.dep.Name)
+		}
+	}
+	r, err := newResolver(pkgs, opts, paths)
+	if err != nil {
+		return nil, err
+	}
+	// Sorted so that the same requests in another order give the same
+	// search; duplicates would only add identical rules.
+	slices.SortFunc(reqs, func(a, b request) int { return strings.Compare(a.text, b.text) })
+	r.reqs = slices.CompactFunc(reqs, func(a, b request) bool { return a.text == b.text })
+	return r, nil
 }
 
 // request is one parsed request.

@@ -1,0 +1,217 @@
+package locker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/nodeforge/builder/api/lock"
+	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/pkgbase/evr"
+	"github.com/nodeforge/builder/pkgbase/repo"
+	"github.com/nodeforge/builder/pkgbase/resolve"
+)
+
+// WhyOptions narrow an explanation.
+type WhyOptions struct {
+	Options
+	Arch      string // "": every architecture
+	Component string // "": every component that holds the package
+}
+
+// Answer explains a package of one component of one architecture.
+type Answer struct {
+	Arch      string `json:"arch"`
+	Component string `json:"component"`
+	resolve.Explanation
+}
+
+// NotLockedError says the package is in no component asked about.
+type NotLockedError struct {
+	Name, Where string
+}
+
+func (e *NotLockedError) Error() string {
+	return fmt.Sprintf("%s is not in %s", e.Name, e.Where)
+}
+
+// WhySpec explains why target is in the packages the spec resolves to:
+// the repositories are read and the spec resolved as builder lock does
+// (nothing is downloaded), then the requirement graph is walked.
+func WhySpec(ctx context.Context, s *specs.Spec, target string, o WhyOptions) ([]Answer, error) {
+	logf := logger(o.Options)
+	keyrings, err := loadKeyrings(s)
+	if err != nil {
+		return nil, err
+	}
+	var out []Answer
+	for _, arch := range s.Architectures {
+		if o.Arch != "" && arch != o.Arch {
+			continue
+		}
+		all, loaded, err := loadArch(ctx, s, arch, keyrings, indexCacheDir(o.Options), o.Source, logf)
+		if err != nil {
+			return nil, err
+		}
+		pl, err := planArch(s, arch, all, loaded, logf)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range s.ComponentNames() {
+			if o.Component != "" && c != o.Component {
+				continue
+			}
+			set := map[*repo.Package]bool{}
+			for _, p := range pl.components[c].Packages {
+				set[p] = true
+			}
+			ans, err := explain(all, s.Components[c].Packages, func(p *repo.Package) bool { return set[p] }, target, pl.opts)
+			if err != nil {
+				return nil, fmt.Errorf("%s component %s: %w", arch, c, err)
+			}
+			for _, e := range ans {
+				out = append(out, Answer{Arch: arch, Component: c, Explanation: e})
+			}
+		}
+	}
+	return found(out, target, o, s.Architectures)
+}
+
+// WhyLock explains from a lock alone: the repositories it records are read
+// again (relative URLs from the lock's directory, or as urls overrides
+// them by repository name) and must be the very indexes it pinned; the
+// sets are its components and the requests those it recorded.
+func WhyLock(ctx context.Context, l *lock.Lock, lockPath string, urls map[string]string, target string, o WhyOptions) ([]Answer, error) {
+	if l.Resolution == nil {
+		return nil, errors.New("this lock records no resolution (made by an older builder): explain from the spec (--spec), or lock again")
+	}
+	logf := logger(o.Options)
+	archs := slices.Sorted(maps.Keys(l.Architectures))
+	var out []Answer
+	for _, arch := range archs {
+		if o.Arch != "" && arch != o.Arch {
+			continue
+		}
+		all, ropts, err := loadLocked(ctx, l, lockPath, urls, arch, o, logf)
+		if err != nil {
+			return nil, err
+		}
+		a := l.Architectures[arch]
+		disttag := map[string]string{}
+		for _, p := range a.Packages {
+			disttag[p.NEVRA] = p.Disttag
+		}
+		for _, c := range slices.Sorted(maps.Keys(a.Components)) {
+			if o.Component != "" && c != o.Component {
+				continue
+			}
+			set := map[string]bool{}
+			for _, n := range a.Components[c] {
+				set[n] = true
+			}
+			inSet := func(p *repo.Package) bool { n := p.NEVRA(); return set[n] && disttag[n] == p.EVR.Disttag }
+			ans, err := explain(all, l.Resolution.Requests[c], inSet, target, ropts)
+			if err != nil {
+				return nil, fmt.Errorf("%s component %s: %w", arch, c, err)
+			}
+			for _, e := range ans {
+				out = append(out, Answer{Arch: arch, Component: c, Explanation: e})
+			}
+		}
+	}
+	return found(out, target, o, archs)
+}
+
+// loadLocked reads the repositories of a lock that arch installs from and
+// checks that each is the one the lock pinned (its release file's digest,
+// which pins its indexes).
+func loadLocked(ctx context.Context, l *lock.Lock, lockPath string, urls map[string]string, arch string, o WhyOptions, logf func(string, ...any)) ([]*repo.Package, resolve.Options, error) {
+	ropts := resolve.Options{Arch: arch, Semantics: evr.RPM, TargetBranch: l.Spec.Branch,
+		Excludes: l.Resolution.Excludes, MultiVersion: l.Resolution.MultiVersion}
+	var all []*repo.Package
+	for _, r := range l.Repositories {
+		if r.Format == repo.FormatALT {
+			ropts.Semantics = evr.ALT
+			// An ALT dist is one architecture's (or noarch).
+			if d := filepath.Base(strings.TrimRight(r.URL, "/")); d != arch && d != "noarch" && l.Architectures[d] != nil {
+				continue
+			}
+		}
+		u := lockedURL(r, urls, lockPath)
+		logf("reading %s (%s)", u, r.Format)
+		ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: r.Format, InsecureSkipVerify: true, UnsignedIndex: r.Verify == specs.VerifyPackages,
+			Source: o.Source, IndexCache: indexCacheDir(o.Options)})
+		if err != nil {
+			return nil, ropts, fmt.Errorf("repository %s: %w", r.Name, err)
+		}
+		if ld.ReleaseSHA256 != r.Release.Value {
+			return nil, ropts, fmt.Errorf("repository %s at %s changed since the lock was made (%s sha256 %s, the lock pins %s): explain from the spec (--spec), or lock again",
+				r.Name, u, ld.ReleasePath, ld.ReleaseSHA256, r.Release.Value)
+		}
+		all = append(all, ld.Packages...)
+	}
+	return all, ropts, nil
+}
+
+// lockedURL is where a locked repository is read from: its override, or
+// its URL, a relative one from the lock's directory.
+func lockedURL(r lock.Repository, urls map[string]string, lockPath string) string {
+	u := r.URL
+	if o, ok := urls[r.Name]; ok {
+		// An ALT dist keeps its last element under the new base.
+		if r.Format == repo.FormatALT {
+			return strings.TrimRight(o, "/") + "/" + filepath.Base(strings.TrimRight(u, "/"))
+		}
+		return o
+	}
+	if !strings.Contains(u, "://") && !filepath.IsAbs(u) {
+		u = filepath.Join(filepath.Dir(lockPath), u)
+	}
+	return u
+}
+
+// explain runs the explanation; a package outside the set is no answer.
+func explain(all []*repo.Package, requests []string, inSet func(*repo.Package) bool, target string, ropts resolve.Options) ([]resolve.Explanation, error) {
+	ans, err := resolve.Why(all, requests, inSet, target, ropts)
+	if nf := (*resolve.NotInSetError)(nil); errors.As(err, &nf) {
+		return nil, nil
+	}
+	return ans, err
+}
+
+// found is the answers, or the error that there are none.
+func found(out []Answer, target string, o WhyOptions, archs []string) ([]Answer, error) {
+	if len(out) > 0 {
+		return out, nil
+	}
+	where := "any component of " + strings.Join(archs, ", ")
+	switch {
+	case o.Arch != "" && o.Component != "":
+		where = "component " + o.Component + " of " + o.Arch
+	case o.Arch != "":
+		where = "any component of " + o.Arch
+	case o.Component != "":
+		where = "component " + o.Component
+	}
+	return nil, &NotLockedError{Name: target, Where: where}
+}
+
+func logger(o Options) func(string, ...any) {
+	if o.Log == nil {
+		return func(string, ...any) {}
+	}
+	return o.Log
+}
+
+// indexCacheDir keeps parsed indexes beside the downloads, keyed by the
+// digest of the release file each was verified against.
+func indexCacheDir(o Options) string {
+	if o.Cache != nil && o.Cache.Dir != "" {
+		return filepath.Join(o.Cache.Dir, "repo-index")
+	}
+	return ""
+}
