@@ -223,6 +223,8 @@ type PackageUpdate struct {
 	Arch string `json:"arch"`
 	From string `json:"from"`
 	To   string `json:"to"`
+	// SizeDelta is the bytes of its files in every artifact, new minus old.
+	SizeDelta int64 `json:"sizeDelta"`
 }
 
 // Promotion is a verified promotion attestation.
@@ -274,7 +276,7 @@ func Audit(ctx context.Context, o Options) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("previous release: %w", err)
 		}
-		r.Changes = changes(rel, prev, o.Previous.Ref(release.RepoLock, o.PreviousVersion))
+		r.Changes = changes(ctx, rel, prev, o.Previous.Ref(release.RepoLock, o.PreviousVersion))
 	}
 	r.Verdict = "pass"
 	if len(r.Reasons) > 0 {
@@ -734,70 +736,29 @@ func licenses(r *Report) {
 	}
 }
 
-func changes(cur, prev *auditedRelease, prevRef string) *Changes {
+// changes are the audit's view of builder diff's comparison (one code
+// path): NEVRAs added and removed, versions updated with their size
+// change, files counted.
+func changes(ctx context.Context, cur, prev *auditedRelease, prevRef string) *Changes {
+	d := Compare(ctx, &Side{Ref: prevRef, Lock: prev.lock, Report: prev.report}, &Side{Lock: cur.lock, Report: cur.report}, nil)
 	c := &Changes{Previous: prevRef, Added: []string{}, Removed: []string{}, Updated: []PackageUpdate{}}
-	type key struct{ name, arch string }
-	index := func(l *lock.Lock) map[key]lock.Package {
-		out := map[key]lock.Package{}
-		for _, a := range l.Architectures {
-			for _, p := range a.Packages {
-				out[key{p.Name, p.Arch}] = p
-			}
-		}
-		return out
+	for _, p := range d.Added {
+		c.Added = append(c.Added, p.NEVRA)
 	}
-	label := func(p lock.Package) string {
-		v := p.Version + "-" + p.Release
-		if p.Epoch != nil {
-			v = fmt.Sprintf("%d:%s", *p.Epoch, v)
-		}
-		return v
+	for _, p := range d.Removed {
+		c.Removed = append(c.Removed, p.NEVRA)
 	}
-	a, b := index(cur.lock), index(prev.lock)
-	for k, p := range a {
-		q, ok := b[k]
-		switch {
-		case !ok:
-			c.Added = append(c.Added, p.NEVRA)
-		case q.NEVRA != p.NEVRA || q.SHA256 != p.SHA256:
-			c.Updated = append(c.Updated, PackageUpdate{Name: k.name, Arch: k.arch, From: label(q), To: label(p)})
+	for _, u := range d.Updated {
+		var delta int64
+		for _, n := range u.SizeDelta {
+			delta += n
 		}
+		c.Updated = append(c.Updated, PackageUpdate{Name: u.Name, Arch: u.Arch, From: u.From, To: u.To, SizeDelta: delta})
 	}
-	for k, q := range b {
-		if _, ok := a[k]; !ok {
-			c.Removed = append(c.Removed, q.NEVRA)
-		}
-	}
-	sort.Strings(c.Added)
-	sort.Strings(c.Removed)
-	sort.Slice(c.Updated, func(i, j int) bool {
-		if c.Updated[i].Name != c.Updated[j].Name {
-			return c.Updated[i].Name < c.Updated[j].Name
-		}
-		return c.Updated[i].Arch < c.Updated[j].Arch
-	})
-	if cur.report != nil && prev.report != nil {
-		fa, fb := map[string]string{}, map[string]string{}
-		for _, f := range reportFiles(cur.report) {
-			fa[f.Artifact+":"+f.Path] = f.SHA256 + f.Type
-		}
-		for _, f := range reportFiles(prev.report) {
-			fb[f.Artifact+":"+f.Path] = f.SHA256 + f.Type
-		}
-		for k, v := range fa {
-			w, ok := fb[k]
-			switch {
-			case !ok:
-				c.FilesAdded++
-			case v != w:
-				c.FilesChanged++
-			}
-		}
-		for k := range fb {
-			if _, ok := fa[k]; !ok {
-				c.FilesRemoved++
-			}
-		}
+	for _, a := range d.Artifacts {
+		c.FilesAdded += len(a.FilesAdded)
+		c.FilesRemoved += len(a.FilesRemoved)
+		c.FilesChanged += len(a.FilesChanged)
 	}
 	return c
 }

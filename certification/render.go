@@ -131,7 +131,7 @@ func (r *Report) Markdown(w io.Writer) error {
 			fmt.Fprintf(&b, "- removed %s\n", mdEscape(n))
 		}
 		for _, u := range c.Updated {
-			fmt.Fprintf(&b, "- updated %s.%s %s -> %s\n", mdEscape(u.Name), u.Arch, u.From, u.To)
+			fmt.Fprintf(&b, "- updated %s.%s %s -> %s (%+d bytes)\n", mdEscape(u.Name), u.Arch, u.From, u.To, u.SizeDelta)
 		}
 	}
 	fmt.Fprintf(&b, "\n## Promotions (%d)\n\n", s.Promotions)
@@ -250,11 +250,22 @@ func (r *Report) HTML(w io.Writer) error {
 		S          Summary
 		PkgChart   []bar
 		ArtChart   []bar
+		DirChart   []bar
+		DirHeight  int
 		PkgHeight  int
 		ArtHeight  int
 		Generators []string
 	}{R: r, S: r.Summary(), PkgChart: chart(byPkg, 20), ArtChart: chart(byArt, 20), Generators: slices.Sorted(maps.Keys(r.Files.Generators))}
 	data.PkgHeight, data.ArtHeight = len(data.PkgChart)*22+4, len(data.ArtChart)*22+4
+	// Where the root filesystems' bytes go, as builder size sums them.
+	byDir := map[string]int64{}
+	for _, f := range r.Files.List {
+		if arch, ok := strings.CutPrefix(f.Artifact, "rootfs/"); ok && f.Type == "file" {
+			byDir[dirOf(f.Path, 2)+" ("+arch+")"] += f.Size
+		}
+	}
+	data.DirChart = chart(byDir, 20)
+	data.DirHeight = len(data.DirChart)*22 + 4
 	return page.Execute(w, data)
 }
 
@@ -321,6 +332,10 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 <svg id="chart-packages" width="760" height="{{.PkgHeight}}" role="img" aria-label="size by package">
 {{range .PkgChart}}<g transform="translate(0,{{.Y}})"><text x="0" y="15">{{.Label}}</text><rect x="300" y="3" width="{{.Width}}" height="16" fill="#3b6fd4"/><text x="{{add .Width 306}}" y="15">{{bytes .Value}}</text></g>
 {{end}}</svg>
+<h2>Size of the root filesystem by directory</h2>
+<svg id="chart-dirs" width="760" height="{{.DirHeight}}" role="img" aria-label="size by directory">
+{{range .DirChart}}<g transform="translate(0,{{.Y}})"><text x="0" y="15">{{.Label}}</text><rect x="300" y="3" width="{{.Width}}" height="16" fill="#2f8f83"/><text x="{{add .Width 306}}" y="15">{{bytes .Value}}</text></g>
+{{end}}</svg>
 <h2>Size by artifact</h2>
 <svg id="chart-artifacts" width="760" height="{{.ArtHeight}}" role="img" aria-label="size by artifact">
 {{range .ArtChart}}<g transform="translate(0,{{.Y}})"><text x="0" y="15">{{.Label}}</text><rect x="300" y="3" width="{{.Width}}" height="16" fill="#7a4fc4"/><text x="{{add .Width 306}}" y="15">{{bytes .Value}}</text></g>
@@ -367,10 +382,10 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 {{with .R.Changes}}
 <h2>Changes since {{.Previous}}</h2>
 <p>{{len .Added}} added, {{len .Removed}} removed, {{len .Updated}} updated; files: {{.FilesAdded}} added, {{.FilesRemoved}} removed, {{.FilesChanged}} changed.</p>
-<table><tr><th>change</th><th>package</th><th>from</th><th>to</th></tr>
-{{range .Added}}<tr><td>added</td><td>{{.}}</td><td></td><td></td></tr>{{end}}
-{{range .Removed}}<tr><td>removed</td><td>{{.}}</td><td></td><td></td></tr>{{end}}
-{{range .Updated}}<tr><td>updated</td><td>{{.Name}}.{{.Arch}}</td><td>{{.From}}</td><td>{{.To}}</td></tr>{{end}}
+<table><tr><th>change</th><th>package</th><th>from</th><th>to</th><th>size change (bytes)</th></tr>
+{{range .Added}}<tr><td>added</td><td>{{.}}</td><td></td><td></td><td></td></tr>{{end}}
+{{range .Removed}}<tr><td>removed</td><td>{{.}}</td><td></td><td></td><td></td></tr>{{end}}
+{{range .Updated}}<tr><td>updated</td><td>{{.Name}}.{{.Arch}}</td><td>{{.From}}</td><td>{{.To}}</td><td>{{printf "%+d" .SizeDelta}}</td></tr>{{end}}
 </table>
 {{end}}
 <h2>Promotions</h2>

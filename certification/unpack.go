@@ -65,6 +65,18 @@ type sqEntry struct {
 // readSquashfs reads a squashfs layer into a temporary file (checking its
 // digest) and lists every path in it.
 func readSquashfs(ctx context.Context, st oci.Store, repo, manifest, digest string) (map[string]sqEntry, error) {
+	f, err := fetchSquashfs(ctx, st, repo, manifest, digest)
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	return listSquashfs(ctx, f)
+}
+
+// fetchSquashfs copies a squashfs layer into a temporary file, checking
+// its digest; the caller removes it.
+func fetchSquashfs(ctx context.Context, st oci.Store, repo, manifest, digest string) (*os.File, error) {
 	img, err := st.Image(ctx, repo, manifest)
 	if err != nil {
 		return nil, err
@@ -86,16 +98,18 @@ func readSquashfs(ctx context.Context, st oci.Store, repo, manifest, digest stri
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
 	sum := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(f, sum), rc); err != nil {
+	if _, err = io.Copy(io.MultiWriter(f, sum), rc); err == nil {
+		if got := "sha256:" + hex.EncodeToString(sum.Sum(nil)); got != digest {
+			err = fmt.Errorf("read %s (damaged or tampered)", got)
+		}
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
 		return nil, err
 	}
-	if got := "sha256:" + hex.EncodeToString(sum.Sum(nil)); got != digest {
-		return nil, fmt.Errorf("read %s (damaged or tampered)", got)
-	}
-	return listSquashfs(ctx, f)
+	return f, nil
 }
 
 // listSquashfs lists every path of a squashfs image with its content's

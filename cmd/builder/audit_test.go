@@ -137,40 +137,16 @@ func TestAuditDemo(t *testing.T) {
 // verdict's colour and the chart's bars.
 func checkHTMLInChromium(t *testing.T, page, verdict string) {
 	t.Helper()
-	chromium := needChromium(t)
-	if chromium == "" {
+	dom, run := renderInChromium(t, page)
+	if run == nil {
 		return
 	}
-	html, _ := os.ReadFile(page)
-	for _, forbidden := range []string{"<script", "http://", "https://fonts", "<link"} {
-		if bytes.Contains(html, []byte(forbidden)) && forbidden != "http://" {
-			t.Errorf("audit.html is not self-contained: it has %q", forbidden)
-		}
-	}
-	dir := t.TempDir()
-	shot := filepath.Join(dir, "audit.png")
-	args := []string{"--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
-		"--user-data-dir=" + filepath.Join(dir, "profile"), "--enable-logging=stderr", "--v=0", "--hide-scrollbars"}
-	run := func(extra ...string) (string, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, chromium, append(append(args, extra...), "file://"+page)...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("chromium: %v\n%s", err, stderr.String())
-		}
-		return stdout.String(), stderr.String()
-	}
-	dom, stderr := run("--dump-dom")
-	if regexp.MustCompile(`CONSOLE|Uncaught|ERROR:.*(console|javascript)`).MatchString(stderr) {
-		t.Errorf("chromium logged console errors:\n%s", stderr)
-	}
-	for _, want := range []string{`id="verdict" class="` + verdict + `"`, `id="chart-packages"`, `id="chart-artifacts"`, "<rect"} {
+	for _, want := range []string{`id="verdict" class="` + verdict + `"`, `id="chart-packages"`, `id="chart-artifacts"`, `id="chart-dirs"`, "<rect"} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("rendered DOM lacks %s", want)
 		}
 	}
+	shot := filepath.Join(t.TempDir(), "audit.png")
 	run("--screenshot="+shot, "--window-size=1280,2600")
 	f, err := os.Open(shot)
 	if err != nil {
@@ -200,6 +176,43 @@ func checkHTMLInChromium(t *testing.T, page, verdict string) {
 	if verdictPixels < 500 || barPixels < 100 {
 		t.Errorf("screenshot: %d pixels of the %s verdict's colour, %d of the chart's bars", verdictPixels, verdict, barPixels)
 	}
+}
+
+// renderInChromium renders a page headless and fails the test on a
+// console message or an outside asset; it returns the rendered DOM and a
+// function running chromium again with more flags (nil when there is no
+// chromium here).
+func renderInChromium(t *testing.T, page string) (string, func(extra ...string) (string, string)) {
+	t.Helper()
+	chromium := needChromium(t)
+	if chromium == "" {
+		return "", nil
+	}
+	html, _ := os.ReadFile(page)
+	for _, forbidden := range []string{"<script", "https://fonts", "<link"} {
+		if bytes.Contains(html, []byte(forbidden)) {
+			t.Errorf("%s is not self-contained: it has %q", filepath.Base(page), forbidden)
+		}
+	}
+	dir := t.TempDir()
+	args := []string{"--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
+		"--user-data-dir=" + filepath.Join(dir, "profile"), "--enable-logging=stderr", "--v=0", "--hide-scrollbars"}
+	run := func(extra ...string) (string, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, chromium, append(append(args, extra...), "file://"+page)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("chromium: %v\n%s", err, stderr.String())
+		}
+		return stdout.String(), stderr.String()
+	}
+	dom, stderr := run("--dump-dom")
+	if regexp.MustCompile(`CONSOLE|Uncaught|ERROR:.*(console|javascript)`).MatchString(stderr) {
+		t.Errorf("chromium logged console errors:\n%s", stderr)
+	}
+	return dom, run
 }
 
 // TestAuditFails: a package from a second, foreign repository fails the

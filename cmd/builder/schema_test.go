@@ -54,6 +54,7 @@ func TestSchemaDemoBuild(t *testing.T) {
 	}
 	reportPath := filepath.Join(dir, "out", "report.json")
 	plain := read(reportPath)
+	checkSize(t, filepath.Join(dir, "out"))
 	if err := validate(reportSchema, plain); err != nil {
 		t.Errorf("report.json does not validate: %v", err)
 	}

@@ -15,8 +15,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nodeforge/builder/pkgbase/repo"
 )
@@ -47,10 +49,34 @@ func Packages() (int, error) {
 // Write writes the demo base into dir (created if missing): alt/<dist>/
 // with RPMS.classic/ and base/, keys/demo.asc and spec.yaml. Existing
 // files of the same names are replaced; nothing else in dir is touched.
-func Write(dir string) error {
+func Write(dir string) error { return WriteUpdated(dir) }
+
+// Update is a newer version of one demo package, for a second base that
+// differs from the first by an update (tests of builder diff).
+type Update struct {
+	Name, Version, Release string
+	// Note is the new version's changelog entry; the old version's entry
+	// stays below it.
+	Note string
+}
+
+// WriteUpdated writes the demo base with the updates applied: each named
+// package replaced by its newer version, built a week later.
+func WriteUpdated(dir string, updates ...Update) error {
 	ps, err := packages()
 	if err != nil {
 		return err
+	}
+	for _, u := range updates {
+		i := slices.IndexFunc(ps, func(p *pkgDef) bool { return p.name == u.Name })
+		if i < 0 {
+			return fmt.Errorf("demo base: no package %s to update", u.Name)
+		}
+		p := *ps[i]
+		p.history = append([]change{{p.built, p.evr(), p.note}}, p.history...)
+		p.version, p.release, p.note = u.Version, u.Release, u.Note
+		p.built = p.built.Add(7 * 24 * time.Hour)
+		ps[i] = &p
 	}
 	key, err := Key()
 	if err != nil {

@@ -61,6 +61,15 @@ type pkgDef struct {
 
 	usesSets bool      // requires set-versions: adds rpmlib(SetVersions)
 	built    time.Time // BUILDTIME, every file mtime and the changelog date
+	note     string    // its changelog entry ("": the demo's default)
+	history  []change  // entries of earlier versions, newest first
+}
+
+// change is a changelog entry.
+type change struct {
+	built time.Time
+	evr   string
+	text  string
 }
 
 func (p *pkgDef) description() string {

@@ -85,11 +85,21 @@ func buildRPM(p *pkgDef, key *openpgp.Entity, sigTime time.Time) ([]byte, error)
 
 	r.AddCustomTag(rpmhdr.TagDistTag, rpmpack.EntryString(p.disttag))
 	r.AddCustomTag(rpmhdr.TagSourceRPM, rpmpack.EntryString(fmt.Sprintf("%s-%s-%s.src.rpm", p.src, p.version, p.release)))
-	// One changelog entry, dated noon of the build day as rpmbuild does.
-	day := p.built.UTC().Truncate(24 * time.Hour).Add(12 * time.Hour)
-	r.AddCustomTag(rpmhdr.TagChangelogTime, rpmpack.EntryInt32([]int32{int32(day.Unix())}))
-	r.AddCustomTag(rpmhdr.TagChangelogName, rpmpack.EntryStringSlice([]string{demoPackager + " " + p.evr()}))
-	r.AddCustomTag(rpmhdr.TagChangelogText, rpmpack.EntryStringSlice([]string{"- Demo build for the NodeForge demo package base (not the real " + p.name + ")."}))
+	// The package's own entry, dated noon of the build day as rpmbuild
+	// does, above those of earlier versions (an update's).
+	var times []int32
+	var names, texts []string
+	for _, c := range append([]change{{p.built, p.evr(), p.note}}, p.history...) {
+		day := c.built.UTC().Truncate(24 * time.Hour).Add(12 * time.Hour)
+		text := c.text
+		if text == "" {
+			text = "- Demo build for the NodeForge demo package base (not the real " + p.name + ")."
+		}
+		times, names, texts = append(times, int32(day.Unix())), append(names, demoPackager+" "+c.evr), append(texts, text)
+	}
+	r.AddCustomTag(rpmhdr.TagChangelogTime, rpmpack.EntryInt32(times))
+	r.AddCustomTag(rpmhdr.TagChangelogName, rpmpack.EntryStringSlice(names))
+	r.AddCustomTag(rpmhdr.TagChangelogText, rpmpack.EntryStringSlice(texts))
 
 	// The signer hook signs the header (RSAHEADER, what rpm -K checks
 	// first) and header+payload (the legacy PGP tag).

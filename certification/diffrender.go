@@ -1,0 +1,147 @@
+package certification
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// JSON writes the diff as builder diff --json prints it
+// (docs/schemas/diff.schema.json).
+func (d *Diff) JSON(w io.Writer) error { return indentedJSON(w, d) }
+
+// indentedJSON writes v as two-space indented JSON, <, > and & as they are.
+func indentedJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// Empty says nothing changed.
+func (d *Diff) Empty() bool {
+	return len(d.Added)+len(d.Removed)+len(d.Updated)+len(d.Artifacts)+len(d.Kernel)+len(d.Extensions) == 0
+}
+
+// Text writes the diff for a terminal; with md, as Markdown release notes.
+func (d *Diff) Text(w io.Writer, md bool) error {
+	h := func(level int, s string) {
+		if md {
+			fmt.Fprintf(w, "%s %s\n\n", strings.Repeat("#", level), s)
+		} else if level == 1 {
+			fmt.Fprintf(w, "%s\n%s\n\n", s, strings.Repeat("=", len(s)))
+		} else {
+			fmt.Fprintf(w, "%s\n\n", s)
+		}
+	}
+	code := func(s string) string {
+		if md {
+			return "`" + s + "`"
+		}
+		return s
+	}
+	h(1, "Changes from "+d.Old+" to "+d.New)
+	if d.Empty() {
+		fmt.Fprintln(w, "No changes.")
+		return nil
+	}
+	if len(d.Fixes) > 0 {
+		h(2, "Fixes in this update")
+		for _, f := range d.Fixes {
+			fmt.Fprintf(w, "- %s: %s\n", f.ID, strings.Join(f.Packages, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+	d.textPackages(w, h, code)
+	if len(d.Kernel) > 0 {
+		h(2, "Kernel")
+		for _, k := range d.Kernel {
+			if k.OldVersion != k.NewVersion {
+				fmt.Fprintf(w, "- %s: %s -> %s\n", k.Arch, code(k.OldVersion), code(k.NewVersion))
+			}
+			if len(k.ArgsAdded)+len(k.ArgsRemoved) > 0 {
+				fmt.Fprintf(w, "- %s command line: %s\n", k.Arch, plusMinus(k.ArgsAdded, k.ArgsRemoved, code))
+			}
+			if len(k.ModulesAdded)+len(k.ModulesRemoved) > 0 {
+				fmt.Fprintf(w, "- %s modules: %s\n", k.Arch, plusMinus(k.ModulesAdded, k.ModulesRemoved, code))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	if len(d.Extensions) > 0 {
+		h(2, "Extensions")
+		for _, e := range d.Extensions {
+			fmt.Fprintf(w, "- %s (%s): %s", e.Name, e.Arch, e.Change)
+			if len(e.PackagesAdded)+len(e.PackagesRemoved) > 0 && e.Change == "changed" {
+				fmt.Fprintf(w, ", packages %s", plusMinus(e.PackagesAdded, e.PackagesRemoved, code))
+			}
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(d.Artifacts) > 0 {
+		h(2, "Artifacts")
+		if md {
+			fmt.Fprintln(w, "| artifact | change | size | delta | files added | removed | changed |")
+			fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|")
+		}
+		for _, a := range d.Artifacts {
+			if md {
+				fmt.Fprintf(w, "| %s | %s | %d | %+d | %d | %d | %d |\n", code(a.Name), a.Change, a.NewSize, a.SizeDelta, len(a.FilesAdded), len(a.FilesRemoved), len(a.FilesChanged))
+			} else {
+				fmt.Fprintf(w, "- %s %s: %d bytes (%+d); files +%d -%d ~%d\n", a.Name, a.Change, a.NewSize, a.SizeDelta, len(a.FilesAdded), len(a.FilesRemoved), len(a.FilesChanged))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+func (d *Diff) textPackages(w io.Writer, h func(int, string), code func(string) string) {
+	if len(d.Updated) > 0 {
+		h(2, "Updated packages")
+		for _, u := range d.Updated {
+			fmt.Fprintf(w, "- %s (%s): %s -> %s", u.Name, u.Arch, u.From, u.To)
+			if u.ToSourceRPM != "" {
+				fmt.Fprintf(w, " from %s", code(u.ToSourceRPM))
+			}
+			fmt.Fprintln(w)
+			for _, c := range u.Changelog {
+				fmt.Fprintf(w, "  - %s %s\n", time.Unix(c.Time, 0).UTC().Format("2006-01-02"), c.Author)
+				for _, line := range strings.Split(strings.TrimSpace(c.Text), "\n") {
+					fmt.Fprintf(w, "    %s\n", line)
+				}
+			}
+			if u.ChangelogNote != "" {
+				fmt.Fprintf(w, "  (%s)\n", u.ChangelogNote)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	for _, list := range []struct {
+		title string
+		refs  []PackageRef
+	}{{"Added packages", d.Added}, {"Removed packages", d.Removed}} {
+		if len(list.refs) == 0 {
+			continue
+		}
+		h(2, list.title)
+		for _, p := range list.refs {
+			fmt.Fprintf(w, "- %s (%s) %s\n", p.Name, p.Arch, p.EVR)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func plusMinus(added, removed []string, code func(string) string) string {
+	var parts []string
+	for _, a := range added {
+		parts = append(parts, "+"+code(a))
+	}
+	for _, r := range removed {
+		parts = append(parts, "-"+code(r))
+	}
+	return strings.Join(parts, " ")
+}
