@@ -49,17 +49,21 @@ type Options struct {
 
 // Report is the audit, as audit.json holds it.
 type Report struct {
-	SchemaVersion int          `json:"schemaVersion"`
-	Verdict       string       `json:"verdict"` // "pass" or "fail"
-	Reasons       []string     `json:"reasons"`
-	Identity      Identity     `json:"identity"`
-	Artifacts     []Artifact   `json:"artifacts"`
-	Packages      []Package    `json:"packages"`
-	Files         Files        `json:"files"`
-	Policy        PolicyChecks `json:"policy"`
-	Licenses      []License    `json:"licenses"`
-	Changes       *Changes     `json:"changes,omitempty"`
-	Promotions    []Promotion  `json:"promotions"`
+	SchemaVersion int      `json:"schemaVersion"`
+	Verdict       string   `json:"verdict"` // "pass" or "fail"
+	Reasons       []string `json:"reasons"`
+	// Caveats are what a certifier must know of a release that passes
+	// (or fails): evidence not given, scriptlets not handled, findings the
+	// policy makes caveats.
+	Caveats    []string     `json:"caveats"`
+	Identity   Identity     `json:"identity"`
+	Artifacts  []Artifact   `json:"artifacts"`
+	Packages   []Package    `json:"packages"`
+	Files      Files        `json:"files"`
+	Policy     PolicyChecks `json:"policy"`
+	Licenses   []License    `json:"licenses"`
+	Changes    *Changes     `json:"changes,omitempty"`
+	Promotions []Promotion  `json:"promotions"`
 }
 
 // Identity says what the release is.
@@ -255,7 +259,7 @@ func Audit(ctx context.Context, o Options) (*Report, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	r := &Report{SchemaVersion: SchemaVersion, Reasons: []string{}, Promotions: []Promotion{}}
+	r := &Report{SchemaVersion: SchemaVersion, Reasons: []string{}, Caveats: []string{}, Promotions: []Promotion{}}
 	fail := func(format string, a ...any) { r.Reasons = append(r.Reasons, fmt.Sprintf(format, a...)) }
 
 	logf("verifying %s %s", o.Store, o.Version)
@@ -270,6 +274,7 @@ func Audit(ctx context.Context, o Options) (*Report, error) {
 	policy(r, rel, fail)
 	reproducibility(r, rel, o, fail)
 	licenses(r)
+	caveats(r, rel, o.Policy, fail)
 	if o.Previous != nil {
 		logf("comparing with %s %s", o.Previous, o.PreviousVersion)
 		prev, err := readRelease(ctx, o.Previous, o.PreviousVersion, o.Keys, o.Policy, nil, func(string, ...any) {})
@@ -719,6 +724,56 @@ func reproducibility(r *Report, rel *auditedRelease, o Options, fail func(string
 		}
 	}
 	r.Policy.Reproducibility = ev
+}
+
+// caveats records what a certifier must know beyond the verdict's checks:
+// no reproducibility evidence, scriptlets the build did not handle,
+// packages built for another branch than the release's and licenses
+// outside the policy's list (each a caveat or a failure, as the policy
+// says).
+func caveats(r *Report, rel *auditedRelease, pol *release.Policy, fail func(string, ...any)) {
+	caveat := func(format string, a ...any) { r.Caveats = append(r.Caveats, fmt.Sprintf(format, a...)) }
+	finding := func(how string) func(string, ...any) {
+		if how == release.FindingFail {
+			return fail
+		}
+		return caveat
+	}
+	if r.Policy.Reproducibility.Evidence == "none" {
+		caveat("no reproducibility evidence: no second, independent build was compared (builder repro, or audit --reproduced)")
+	}
+	pending := 0
+	for _, s := range r.Policy.Scriptlets {
+		if !s.Handled {
+			pending++
+		}
+	}
+	if pending > 0 {
+		caveat("%d scriptlets or triggers were not handled (never run; what they would do is not in the image): see the scriptlets section", pending)
+	}
+	branch := rel.lock.Spec.Branch
+	foreign := finding(release.FindingCaveat)
+	var allowed []string
+	badLicense := finding(release.FindingFail)
+	if pol != nil {
+		if pol.ForeignBranch != "" {
+			foreign = finding(pol.ForeignBranch)
+		}
+		if pol.Licenses != nil {
+			allowed = pol.Licenses.Allowed
+			if pol.Licenses.Otherwise != "" {
+				badLicense = finding(pol.Licenses.Otherwise)
+			}
+		}
+	}
+	for _, p := range r.Packages {
+		if b, _, ok := strings.Cut(p.Disttag, "+"); ok && branch != "" && b != branch {
+			foreign("%s was built for branch %s (disttag %s), not the release's %s", p.NEVRA, b, p.Disttag, branch)
+		}
+		if allowed != nil && !slices.Contains(allowed, p.License) {
+			badLicense("%s is under %q, which the policy does not allow", p.NEVRA, p.License)
+		}
+	}
 }
 
 func licenses(r *Report) {

@@ -51,7 +51,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	s := r.Summary()
 	id := r.Identity
 	fmt.Fprintf(&b, "# Certification audit: %s %s\n\n", id.Name, id.Version)
-	fmt.Fprintf(&b, "## Verdict: %s\n\n", strings.ToUpper(r.Verdict))
+	fmt.Fprintf(&b, "## Verdict: %s\n\n", r.VerdictText())
 	if len(r.Reasons) == 0 {
 		b.WriteString("Every check passed.\n\n")
 	}
@@ -59,6 +59,13 @@ func (r *Report) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "- %s\n", mdEscape(reason))
 	}
 	if len(r.Reasons) > 0 {
+		b.WriteString("\n")
+	}
+	if len(r.Caveats) > 0 {
+		b.WriteString("### What a certifier must know\n\n")
+		for _, c := range r.Caveats {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(c))
+		}
 		b.WriteString("\n")
 	}
 	b.WriteString("## Identity\n\n| field | value |\n|---|---|\n")
@@ -140,6 +147,19 @@ func (r *Report) Markdown(w io.Writer) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// VerdictText is the verdict as the reports state it: "PASS", "PASS with
+// 2 caveats", "FAIL".
+func (r *Report) VerdictText() string {
+	v := strings.ToUpper(r.Verdict)
+	switch len(r.Caveats) {
+	case 0:
+		return v
+	case 1:
+		return v + " with 1 caveat"
+	}
+	return fmt.Sprintf("%s with %d caveats", v, len(r.Caveats))
 }
 
 func yesNo(b bool) string {
@@ -281,6 +301,12 @@ var page = template.Must(template.New("audit").Funcs(template.FuncMap{
 		return fmt.Sprintf("%d B", n)
 	},
 	"add": func(a, b int) int { return a + b },
+	"list": func(l []string) string {
+		if len(l) == 0 {
+			return "none"
+		}
+		return strings.Join(l, ", ")
+	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>Certification audit: {{.R.Identity.Name}} {{.R.Identity.Version}}</title>
@@ -288,7 +314,11 @@ var page = template.Must(template.New("audit").Funcs(template.FuncMap{
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#1d2330;padding:0 1em}
 h1{font-size:1.6em}h2{margin-top:1.8em;border-bottom:1px solid #ccd;padding-bottom:.2em}
 table{border-collapse:collapse;width:100%;margin:.6em 0;font-size:12.5px}
-th,td{border:1px solid #d5d8e0;padding:3px 6px;text-align:left;vertical-align:top;word-break:break-all}
+table{display:block;overflow-x:auto}
+th,td{border:1px solid #d5d8e0;padding:3px 6px;text-align:left;vertical-align:top}
+td{overflow-wrap:normal;word-break:normal}
+#caveats{margin-top:.8em;padding:.8em 1.4em;border-radius:6px;background:#fff4d6;border:1px solid #e0b84a}
+.none{color:#667;font-style:italic}
 th{background:#eef0f5}
 #verdict{padding:1em 1.4em;border-radius:6px;font-size:1.3em;font-weight:600;color:#fff}
 #verdict.pass{background:#1f8a3b}#verdict.fail{background:#b3261e}
@@ -300,9 +330,10 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 </style></head>
 <body>
 <h1>Certification audit: {{.R.Identity.Name}} {{.R.Identity.Version}}</h1>
-<div id="verdict" class="{{.R.Verdict}}">Verdict: {{upper .R.Verdict}}
+<div id="verdict" class="{{.R.Verdict}}">Verdict: {{.R.VerdictText}}
 {{if .R.Reasons}}<ul>{{range .R.Reasons}}<li>{{.}}</li>{{end}}</ul>{{else}}<div style="font-size:.7em;font-weight:400">Every check passed.</div>{{end}}
 </div>
+{{if .R.Caveats}}<div id="caveats"><b>What a certifier must know</b><ul>{{range .R.Caveats}}<li>{{.}}</li>{{end}}</ul></div>{{end}}
 <div class="figures">
 <div><b id="fig-packages">{{.S.Packages}}</b>packages</div>
 <div><b id="fig-artifacts">{{.S.Artifacts}}</b>artifacts</div>
@@ -325,7 +356,7 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 <tr><th>SOURCE_DATE_EPOCH</th><td>{{.R.Identity.SourceDateEpoch}}</td></tr>
 </table>
 <table><tr><th>repository</th><th>url</th><th>release</th><th>indexes</th><th>signing keys</th></tr>
-{{range .R.Identity.Base}}<tr><td>{{.Name}}</td><td>{{.URL}}</td><td>{{.Release}}</td><td>{{join .Indexes "; "}}</td><td>{{join .Fingerprints ", "}}</td></tr>{{end}}
+{{range .R.Identity.Base}}<tr><td>{{.Name}}</td><td>{{.URL}}</td><td>{{.Release}}</td><td>{{join .Indexes "; "}}</td><td>{{join .Fingerprints ", "}}</td></tr>{{else}}<tr><td colspan="5" class="none">none</td></tr>{{end}}
 </table>
 
 <h2>Size by package</h2>
@@ -343,22 +374,22 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 
 <h2>Artifacts</h2>
 <table><tr><th>repository</th><th>kind</th><th>platform</th><th>digest</th><th>size</th><th>signed by</th><th>attestations</th><th>verified</th></tr>
-{{range .R.Artifacts}}<tr><td>{{.Repository}}</td><td>{{.Kind}}</td><td>{{.Platform}} {{.Name}}</td><td>{{.Digest}}</td><td>{{bytes .Size}}</td><td>{{keys .SignedBy}}</td><td>{{atts .Attestations}}</td><td{{if not .Verified}} class="bad"{{end}}>{{yes .Verified}}</td></tr>{{end}}
+{{range .R.Artifacts}}<tr><td>{{.Repository}}</td><td>{{.Kind}}</td><td>{{.Platform}} {{.Name}}</td><td>{{.Digest}}</td><td>{{bytes .Size}}</td><td>{{keys .SignedBy}}</td><td>{{atts .Attestations}}</td><td{{if not .Verified}} class="bad"{{end}}>{{yes .Verified}}</td></tr>{{else}}<tr><td colspan="8" class="none">none</td></tr>{{end}}
 </table>
 
 <h2>Packages</h2>
 <table><tr><th>NEVRA</th><th>disttag</th><th>source RPM</th><th>repository</th><th>sha256</th><th>signed by</th><th>license</th><th>in</th></tr>
-{{range .R.Packages}}<tr><td>{{.NEVRA}}</td><td>{{.Disttag}}</td><td>{{.SourceRPM}}</td><td>{{.Repository}}</td><td>{{.SHA256}}</td><td>{{.SignedBy}}</td><td>{{.License}}</td><td>{{join .In ", "}}</td></tr>{{end}}
+{{range .R.Packages}}<tr><td>{{.NEVRA}}</td><td>{{.Disttag}}</td><td>{{.SourceRPM}}</td><td>{{.Repository}}</td><td>{{.SHA256}}</td><td>{{.SignedBy}}</td><td>{{.License}}</td><td>{{join .In ", "}}</td></tr>{{else}}<tr><td colspan="8" class="none">none</td></tr>{{end}}
 </table>
 
 <h2>File traceability</h2>
 <p>{{.S.Files}} files in all: {{.S.FromPackages}} from packages, {{.S.FromGenerators}} from builder generators, <b{{if .S.Unowned}} class="bad"{{end}}>{{.S.Unowned}} unowned</b>. {{.S.Unpacked}} paths of the published root filesystem images were unpacked and compared with the build report.</p>
 <table><tr><th>generator</th><th>what it writes</th></tr>
-{{range .Generators}}<tr><td>{{.}}</td><td>{{index $.R.Files.Generators .}}</td></tr>{{end}}
+{{range .Generators}}<tr><td>{{.}}</td><td>{{index $.R.Files.Generators .}}</td></tr>{{else}}<tr><td colspan="2" class="none">none</td></tr>{{end}}
 </table>
 <details><summary>Every file ({{.S.Files}})</summary>
 <table><tr><th>artifact</th><th>path</th><th>type</th><th>sha256</th><th>package</th><th>RPM digest</th><th>generator</th><th>problem</th></tr>
-{{range .R.Files.List}}<tr><td>{{.Artifact}}</td><td>{{.Path}}</td><td>{{.Type}}</td><td>{{.SHA256}}</td><td>{{.Package}}</td><td>{{.RPMDigest}}</td><td>{{.Generator}}</td><td class="bad">{{.Problem}}</td></tr>{{end}}
+{{range .R.Files.List}}<tr><td>{{.Artifact}}</td><td>{{.Path}}</td><td>{{.Type}}</td><td>{{.SHA256}}</td><td>{{.Package}}</td><td>{{.RPMDigest}}</td><td>{{.Generator}}</td><td class="bad">{{.Problem}}</td></tr>{{else}}<tr><td colspan="8" class="none">none</td></tr>{{end}}
 </table></details>
 
 <h2>Policy checks</h2>
@@ -366,18 +397,18 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 <tr><th>single base</th><td>{{ok .R.Policy.Base.OK}}: every package from {{.R.Policy.Base.Base}}{{if .R.Policy.Base.Outside}}; outside: {{join .R.Policy.Base.Outside ", "}}{{end}}</td></tr>
 <tr><th>signatures</th><td>{{ok .R.Policy.Signatures.OK}}: {{.R.Policy.Signatures.Packages}} packages and {{.R.Policy.Signatures.Repositories}} repositories signed by pinned keys</td></tr>
 <tr><th>scriptlets</th><td>{{.S.Scriptlets}}, none executed; {{.S.ScriptletsNotHandled}} not handled</td></tr>
-<tr><th>setuid</th><td>kept: {{join .R.Policy.Setuid ", "}}; stripped: {{join .R.Policy.SetuidStripped ", "}}</td></tr>
-<tr><th>capabilities</th><td>{{join .R.Policy.Capabilities ", "}}</td></tr>
-<tr><th>world-writable</th><td>{{join .R.Policy.WorldWritable ", "}}</td></tr>
+<tr><th>setuid</th><td>kept: {{list .R.Policy.Setuid}}; stripped: {{list .R.Policy.SetuidStripped}}</td></tr>
+<tr><th>capabilities</th><td>{{list .R.Policy.Capabilities}}</td></tr>
+<tr><th>world-writable</th><td>{{list .R.Policy.WorldWritable}}</td></tr>
 <tr><th>reproducibility</th><td>{{if eq .R.Policy.Reproducibility.Evidence "none"}}no second build given{{else}}{{ok .R.Policy.Reproducibility.OK}}: {{.R.Policy.Reproducibility.Compared}} digests compared with {{.R.Policy.Reproducibility.Evidence}}{{end}}</td></tr>
 </table>
 <table><tr><th>arch</th><th>package</th><th>scriptlet</th><th>handled</th><th>how</th><th>not handled</th></tr>
-{{range .R.Policy.Scriptlets}}<tr><td>{{.Arch}}</td><td>{{.Package}}</td><td>{{.Kind}}</td><td>{{yes .Handled}}</td><td>{{join .How "; "}}</td><td>{{join .Pending "; "}}</td></tr>{{end}}
+{{range .R.Policy.Scriptlets}}<tr><td>{{.Arch}}</td><td>{{.Package}}</td><td>{{.Kind}}</td><td>{{yes .Handled}}</td><td>{{join .How "; "}}</td><td>{{join .Pending "; "}}</td></tr>{{else}}<tr><td colspan="6" class="none">none</td></tr>{{end}}
 </table>
 
 <h2>Licenses</h2>
 <table><tr><th>license</th><th>packages</th></tr>
-{{range .R.Licenses}}<tr><td>{{.License}}</td><td>{{.Packages}}</td></tr>{{end}}
+{{range .R.Licenses}}<tr><td>{{.License}}</td><td>{{.Packages}}</td></tr>{{else}}<tr><td colspan="2" class="none">none</td></tr>{{end}}
 </table>
 {{with .R.Changes}}
 <h2>Changes since {{.Previous}}</h2>
@@ -390,7 +421,7 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 {{end}}
 <h2>Promotions</h2>
 <table><tr><th>repository</th><th>digest</th><th>from</th><th>to</th><th>key</th><th>time</th></tr>
-{{range .R.Promotions}}<tr><td>{{.Repository}}</td><td>{{.Digest}}</td><td>{{.From}}</td><td>{{.To}}</td><td>{{.Key}}</td><td>{{.Time}}</td></tr>{{end}}
+{{range .R.Promotions}}<tr><td>{{.Repository}}</td><td>{{.Digest}}</td><td>{{.From}}</td><td>{{.To}}</td><td>{{.Key}}</td><td>{{.Time}}</td></tr>{{else}}<tr><td colspan="6" class="none">none</td></tr>{{end}}
 </table>
 </body></html>
 `))

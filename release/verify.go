@@ -27,7 +27,28 @@ type Policy struct {
 	URLs []string `yaml:"urls" json:"urls"`
 	// Fingerprints, when set, are the OpenPGP keys a package may be signed by.
 	Fingerprints []string `yaml:"fingerprints" json:"fingerprints"`
+	// Licenses, when set, are what the audit accepts of each package's
+	// license (verify does not read it).
+	Licenses *LicensePolicy `yaml:"licenses,omitempty" json:"licenses,omitempty"`
+	// ForeignBranch is what the audit makes of a package whose disttag
+	// names another branch than the release's (a Sisyphus build in a p11
+	// release): FindingCaveat (the default) or FindingFail.
+	ForeignBranch string `yaml:"foreign-branch,omitempty" json:"foreignBranch,omitempty"`
 }
+
+// LicensePolicy lists the license expressions allowed.
+type LicensePolicy struct {
+	Allowed []string `yaml:"allowed" json:"allowed"`
+	// Otherwise is what a package under another license is: FindingFail
+	// (the default) or FindingCaveat.
+	Otherwise string `yaml:"otherwise,omitempty" json:"otherwise,omitempty"`
+}
+
+// What the audit makes of a finding the policy names.
+const (
+	FindingFail   = "fail"
+	FindingCaveat = "caveat"
+)
 
 // LoadPolicy reads a policy file (YAML or JSON).
 func LoadPolicy(path string) (*Policy, error) {
@@ -44,7 +65,19 @@ func LoadPolicy(path string) (*Policy, error) {
 	if err := dec.Decode(&p); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", path, err)
 	}
+	for what, v := range map[string]string{"foreign-branch": p.ForeignBranch, "licenses.otherwise": licensesOtherwise(&p)} {
+		if v != "" && v != FindingFail && v != FindingCaveat {
+			return nil, fmt.Errorf("policy %s: %s %q: want %s or %s", path, what, v, FindingFail, FindingCaveat)
+		}
+	}
 	return &p, nil
+}
+
+func licensesOtherwise(p *Policy) string {
+	if p.Licenses == nil {
+		return ""
+	}
+	return p.Licenses.Otherwise
 }
 
 // Verification is the outcome of verifying one reference.

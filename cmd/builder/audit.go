@@ -202,9 +202,12 @@ func newAuditCmd() *cobra.Command {
 			s := rep.Summary()
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%s  audit of %s %s: %d artifacts, %d packages, %d files (%d unowned) -> %s\n",
-				strings.ToUpper(rep.Verdict), rep.Identity.Name, rep.Identity.Version, s.Artifacts, s.Packages, s.Files, s.Unowned, out)
+				rep.VerdictText(), rep.Identity.Name, rep.Identity.Version, s.Artifacts, s.Packages, s.Files, s.Unowned, out)
 			for _, r := range rep.Reasons {
 				fmt.Fprintf(w, "    - %s\n", r)
+			}
+			for _, c := range rep.Caveats {
+				fmt.Fprintf(w, "    caveat: %s\n", c)
 			}
 			if rep.Verdict != "pass" {
 				return &exitError{code: 1, err: errors.New("audit failed")}

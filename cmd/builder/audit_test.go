@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,6 +131,7 @@ func TestAuditDemo(t *testing.T) {
 	}
 
 	checkHTMLInChromium(t, filepath.Join(out, "audit.html"), "pass")
+	checkCaveats(t, d, layout, rep)
 }
 
 // checkHTMLInChromium renders the page headless: no console message, the
@@ -175,6 +177,48 @@ func checkHTMLInChromium(t *testing.T, page, verdict string) {
 	}
 	if verdictPixels < 500 || barPixels < 100 {
 		t.Errorf("screenshot: %d pixels of the %s verdict's colour, %d of the chart's bars", verdictPixels, verdict, barPixels)
+	}
+}
+
+// checkCaveats: the demo's pass comes with what a certifier must know (no
+// second build compared; cni-plugins is a Sisyphus build in a p11
+// release); a policy that allows only some licenses adds each package
+// under another as a caveat or, by default, a failure, and one that makes
+// foreign branches failures fails on cni-plugins.
+func checkCaveats(t *testing.T, d *demoRelease, layout string, rep *certification.Report) {
+	t.Helper()
+	has := func(list []string, sub string) bool {
+		return slices.ContainsFunc(list, func(s string) bool { return strings.Contains(s, sub) })
+	}
+	const foreign = "cni-plugins-1.6.2-alt1.x86_64 was built for branch sisyphus (disttag sisyphus+385500.100.1.1), not the release's p11"
+	if !has(rep.Caveats, "no reproducibility evidence") || !has(rep.Caveats, foreign) || rep.VerdictText() != fmt.Sprintf("PASS with %d caveats", len(rep.Caveats)) {
+		t.Errorf("caveats of the demo: %q (%s)", rep.Caveats, rep.VerdictText())
+	}
+	var licensed string // a license some demo package is under
+	for _, p := range rep.Packages {
+		if p.Name == "containerd" {
+			licensed = p.License
+		}
+	}
+	policy := func(body string) string {
+		p := filepath.Join(t.TempDir(), "policy.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	caveat := policy("licenses:\n  allowed: [" + licensed + "]\n  otherwise: caveat\n")
+	got, _, _, err := runAudit(t, "--key", d.devPub, "--policy", caveat, layout)
+	if err != nil || got.Verdict != "pass" || !has(got.Caveats, "which the policy does not allow") || !has(got.Caveats, foreign) {
+		t.Errorf("licenses as caveats: %v, %s, %q", err, got.Verdict, got.Caveats)
+	}
+	strict := policy("licenses:\n  allowed: [" + licensed + "]\nforeign-branch: fail\n")
+	got, _, stdout, err := runAudit(t, "--key", d.devPub, "--policy", strict, layout)
+	if err == nil || got.Verdict != "fail" || !has(got.Reasons, "which the policy does not allow") || !has(got.Reasons, foreign) || has(got.Caveats, foreign) {
+		t.Errorf("licenses and branches as failures: %v, %s, reasons %q\n%s", err, got.Verdict, got.Reasons, stdout)
+	}
+	if _, err := runBuilder(t, "audit", "-o", t.TempDir(), "--key", d.devPub, "--policy", policy("foreign-branch: maybe\n"), layout); err == nil || !strings.Contains(err.Error(), `foreign-branch "maybe": want fail or caveat`) {
+		t.Errorf("a policy with a bad finding: %v", err)
 	}
 }
 
