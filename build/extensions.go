@@ -252,7 +252,7 @@ func (eb *extensionBuild) pack(tree *rootfs.Tree, owners rootfs.Owners, sde int6
 		}
 	}
 	if v := extensions.Validate(imageEntries(img), eb.manifest); len(v) > 0 {
-		return fmt.Errorf("the extension is not valid:\n  %s", strings.Join(v, "\n  "))
+		return fmt.Errorf("the extension is not valid:\n  %s", strings.Join(append(v, extensions.Hints(v)...), "\n  "))
 	}
 	var layer bytes.Buffer
 	if err := img.WriteTar(&layer, owners, sde); err != nil {

@@ -130,6 +130,8 @@ type Result struct {
 	Image      string    `json:"image"` // platform or directory
 	Manifest   *Manifest `json:"manifest,omitempty"`
 	Violations []string  `json:"violations"`
+	// Hints say how to mend them (not counted as violations).
+	Hints []string `json:"hints"`
 }
 
 // ValidatePath validates an extension directory (manifest.yaml and
@@ -183,6 +185,10 @@ func ValidatePath(p string) ([]Result, error) {
 
 func result(name string, es []Entry, man []byte) Result {
 	r := Result{Image: name, Violations: Validate(es, man)}
+	if r.Violations == nil {
+		r.Violations = []string{} // a list, never null
+	}
+	r.Hints = Hints(r.Violations)
 	if man != nil {
 		r.Manifest, _ = ParseManifest(man)
 	}

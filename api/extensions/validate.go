@@ -136,9 +136,16 @@ func Validate(entries []Entry, manifest []byte) []string {
 	if !hasRootfs {
 		bad("rootfs/ is missing")
 	}
-	if strings.Contains(strings.Join(v, "\n"), "outside the allowed paths") {
-		v = append(v, "(allowed: below "+strings.Join(AllowedPrefixes, ", ")+", or the glibc loader, ldconfig, /etc/ld.so.conf, /etc/ld.so.cache, NVIDIA's container helpers and nvme)")
-	}
 	sort.Strings(v)
 	return v
+}
+
+// Hints say how to mend the violations Validate found; they are not
+// violations themselves.
+func Hints(violations []string) []string {
+	out := []string{}
+	if strings.Contains(strings.Join(violations, "\n"), "outside the allowed paths") {
+		out = append(out, "allowed: below "+strings.Join(AllowedPrefixes, ", ")+", or the glibc loader, ldconfig, /etc/ld.so.conf, /etc/ld.so.cache, NVIDIA's container helpers and nvme")
+	}
+	return out
 }

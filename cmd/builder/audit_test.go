@@ -63,7 +63,7 @@ func auditWith(t *testing.T, run func(*testing.T, ...string) (string, error), ar
 // and headless Chromium renders the HTML with the verdict and the charts.
 func TestAuditDemo(t *testing.T) {
 	d := newDemoRelease(t)
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	layout := filepath.Join(d.dir, "release", "dev")
@@ -265,7 +265,7 @@ func TestAuditFails(t *testing.T) {
 	t.Run("foreign package", func(t *testing.T) {
 		d := newDemoRelease(t)
 		moveToForeignRepo(t, d, "ca-certificates")
-		if _, err := d.release(t); err != nil {
+		if _, err := d.publish(t); err != nil {
 			t.Fatal(err)
 		}
 		rep, out, stdout, err := runAudit(t, "--key", d.devPub, filepath.Join(d.dir, "release", "dev"))
@@ -277,7 +277,7 @@ func TestAuditFails(t *testing.T) {
 	})
 	t.Run("tampered signature", func(t *testing.T) {
 		d := newDemoRelease(t)
-		if _, err := d.release(t); err != nil {
+		if _, err := d.publish(t); err != nil {
 			t.Fatal(err)
 		}
 		layout := filepath.Join(d.dir, "release", "dev")
@@ -400,7 +400,7 @@ func moveToForeignRepo(t *testing.T, d *demoRelease, name string) {
 // the two locks.
 func TestAuditPrevious(t *testing.T) {
 	d := newDemoRelease(t)
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	// The next release is a new version without the nvidia extension, so
@@ -414,7 +414,7 @@ func TestAuditPrevious(t *testing.T) {
 	spec = bytes.Replace(spec, []byte(nvidia), nil, 1)
 	os.WriteFile(d.spec, bytes.Replace(spec, []byte("version: "+demoVersion), []byte("version: "+v2), 1), 0o644)
 	os.Remove(filepath.Join(d.dir, "demo.lock.json"))
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	layout := filepath.Join(d.dir, "release", "dev")
@@ -492,7 +492,7 @@ func TestAuditRegistryVSA(t *testing.T) {
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	target := reg.Host + "/nodeforge/p11"
-	if _, err := d.release(t, "--registry", target); err != nil {
+	if _, err := d.publish(t, "--registry", target); err != nil {
 		t.Fatal(err)
 	}
 	rep, _, stdout, err := runAudit(t, "--key", d.devPub, "--version", demoVersion, "--attest-key", d.devKey, "docker://"+target)

@@ -27,7 +27,7 @@ type buildFlags struct {
 	lockPath, out, cacheDir string
 	jobs                    int
 	sde                     int64
-	quiet                   bool
+	quiet, asJSON           bool
 	diskCompressions        []string // image: variants of the raw disk image
 	platform                string   // image: --platform
 	diskFormats             []string // image: the disk images asked for (nil: the platform's)
@@ -133,26 +133,65 @@ caches beside the downloads and recompresses only what changed.`,
 			if err != nil {
 				return err
 			}
-			printOutputs(cmd.OutOrStdout(), out, rep)
+			w := cmd.OutOrStdout()
+			if err := writeOutputs(w, b.asJSON, out, buildOutputs(out, rep)); err != nil {
+				return err
+			}
+			if !b.asJSON {
+				fmt.Fprintf(w, "%s\n", filepath.Join(out, "report.json"))
+			}
 			return nil
 		},
 	}
 	b.add(cmd)
+	b.addJSON(cmd)
 	return cmd
 }
 
-// printOutputs lists what a build wrote, with digests.
-func printOutputs(w io.Writer, out string, rep *report.Report) {
-	names := slices.Sorted(maps.Keys(rep.Artifacts))
-	for _, n := range names {
+// addJSON adds --json (build and image; release prints what it published).
+func (b *buildFlags) addJSON(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&b.asJSON, "json", false, "print the outputs as JSON (docs/schemas/outputs.schema.json)")
+}
+
+// output is one file or image layout a command wrote.
+type output struct {
+	Path   string `json:"path"`
+	Digest string `json:"digest"`         // sha256:HEX of a file; an OCI index digest of a layout
+	Size   int64  `json:"size,omitempty"` // a file's bytes
+}
+
+// outputsJSON is what build and image print with --json
+// (docs/schemas/outputs.schema.json).
+type outputsJSON struct {
+	Out     string   `json:"out"`
+	Outputs []output `json:"outputs"`
+}
+
+// writeOutputs prints what a command wrote: one line each, or JSON.
+func writeOutputs(w io.Writer, asJSON bool, out string, list []output) error {
+	if asJSON {
+		return printJSON(w, outputsJSON{Out: out, Outputs: list})
+	}
+	for _, o := range list {
+		if o.Size > 0 {
+			fmt.Fprintf(w, "%s  %s  %d bytes\n", o.Path, o.Digest, o.Size)
+		} else {
+			fmt.Fprintf(w, "%s  %s\n", o.Path, o.Digest)
+		}
+	}
+	return nil
+}
+
+// buildOutputs lists what a build wrote, with digests.
+func buildOutputs(out string, rep *report.Report) []output {
+	list := []output{}
+	for _, n := range slices.Sorted(maps.Keys(rep.Artifacts)) {
 		a := rep.Artifacts[n]
-		fmt.Fprintf(w, "%s  sha256:%s  %d bytes\n", filepath.Join(out, n), a.SHA256, a.Size)
+		list = append(list, output{Path: filepath.Join(out, n), Digest: "sha256:" + a.SHA256, Size: a.Size})
 	}
-	fmt.Fprintf(w, "%s  %s\n", filepath.Join(out, "oci"), rep.OCIIndex)
-	fmt.Fprintf(w, "%s  %s\n", filepath.Join(out, "installer"), rep.Installer)
-	ext := slices.Sorted(maps.Keys(rep.Extensions))
-	for _, n := range ext {
-		fmt.Fprintf(w, "%s  %s\n", filepath.Join(out, "extensions", n), rep.Extensions[n])
+	list = append(list, output{Path: filepath.Join(out, "oci"), Digest: rep.OCIIndex}, output{Path: filepath.Join(out, "installer"), Digest: rep.Installer})
+	for _, n := range slices.Sorted(maps.Keys(rep.Extensions)) {
+		list = append(list, output{Path: filepath.Join(out, "extensions", n), Digest: rep.Extensions[n]})
 	}
-	fmt.Fprintf(w, "%s\n", filepath.Join(out, "report.json"))
+	return list
 }

@@ -33,11 +33,12 @@ func TestDemoBuildAndRepro(t *testing.T) {
 	// extensions and the installer image are in every build.
 	sch := filepath.Join(t.TempDir(), "schematic.yaml")
 	os.WriteFile(sch, []byte("customization:\n  extraKernelArgs: [console=ttyS0]\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n"), 0o644)
-	out, err = runBuilder(t, "repro", "--spec", spec, "--cache", cacheDir, "--schematic", sch)
+	out, err = runBuilder(t, "repro", "--json", "--spec", spec, "--cache", cacheDir, "--schematic", sch)
 	if err != nil {
 		t.Fatalf("repro: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "reproducible: both builds identical") {
+	validateSchema(t, "repro.schema.json", []byte(out))
+	if !strings.Contains(out, `"reproducible": true`) || !strings.Contains(out, `"differences": []`) {
 		t.Errorf("repro: %s", out)
 	}
 	// What was compared: a build with the same schematic lists the media.

@@ -22,7 +22,7 @@ import (
 // checked against the two locks read independently here.
 func TestDiffDemo(t *testing.T) {
 	d := newDemoRelease(t)
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	oldLock := filepath.Join(t.TempDir(), "old.lock.json")
@@ -47,7 +47,7 @@ func TestDiffDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(d.dir, "demo.lock.json"))
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	layout := "oci:" + filepath.Join(d.dir, "release", "dev")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -42,7 +41,7 @@ violation. It exits 1 when any extension is invalid.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			invalid := 0
-			var all []extensions.Result
+			all := []extensions.Result{}
 			for _, a := range args {
 				rs, err := extensions.ValidatePath(a)
 				if err != nil {
@@ -60,11 +59,9 @@ violation. It exits 1 when any extension is invalid.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				b, err := json.MarshalIndent(all, "", "  ")
-				if err != nil {
+				if err := printJSON(out, validationJSON{Results: all, Invalid: invalid}); err != nil {
 					return err
 				}
-				fmt.Fprintln(out, string(b))
 			} else {
 				for _, r := range all {
 					if len(r.Violations) == 0 {
@@ -79,6 +76,9 @@ violation. It exits 1 when any extension is invalid.`,
 					for _, v := range r.Violations {
 						fmt.Fprintf(out, "  %s\n", v)
 					}
+					for _, h := range r.Hints {
+						fmt.Fprintf(out, "  (%s)\n", h)
+					}
 				}
 			}
 			if invalid > 0 {
@@ -90,4 +90,11 @@ violation. It exits 1 when any extension is invalid.`,
 	validate.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
 	cmd.AddCommand(validate)
 	return cmd
+}
+
+// validationJSON is extension validate --json
+// (docs/schemas/extension-validate.schema.json).
+type validationJSON struct {
+	Results []extensions.Result `json:"results"`
+	Invalid int                 `json:"invalid"` // images with a violation
 }

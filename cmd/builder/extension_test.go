@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,5 +31,15 @@ func TestExtensionValidate(t *testing.T) {
 		if !strings.Contains(out+err.Error(), want) {
 			t.Errorf("output lacks %q:\n%s\n%v", want, out, err)
 		}
+	}
+	js, _ := runBuilder(t, "extension", "validate", "--json", good, bad)
+	validateSchema(t, "extension-validate.schema.json", []byte(js))
+	var doc validationJSON
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatal(err)
+	}
+	// The hint is not a violation.
+	if doc.Invalid != 1 || len(doc.Results) != 2 || len(doc.Results[1].Hints) != 1 || slices.ContainsFunc(doc.Results[1].Violations, func(v string) bool { return strings.HasPrefix(v, "(allowed") || strings.HasPrefix(v, "allowed") }) {
+		t.Errorf("extension validate --json: %s", js)
 	}
 }

@@ -324,7 +324,7 @@ func curl(t *testing.T, args ...string) (string, string) {
 // nothing.
 func TestFactoryAccess(t *testing.T) {
 	d := newDemoRelease(t)
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	layout := filepath.Join(d.dir, "release", "dev")
@@ -514,7 +514,7 @@ func TestFactoryRegistryAccess(t *testing.T) {
 		testutil.NeedTool(t, tool)
 	}
 	d := newDemoRelease(t)
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

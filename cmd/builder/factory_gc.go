@@ -92,7 +92,7 @@ func runFactoryGC(cmd *cobra.Command, f *serveFlags, o factory.CollectOptions, a
 		return err
 	}
 	if asJSON {
-		return writeJSONReport(cmd.OutOrStdout(), rep)
+		return printJSON(cmd.OutOrStdout(), rep)
 	}
 	return writeCollectReport(cmd.OutOrStdout(), rep)
 }

@@ -41,14 +41,14 @@ func warmedEntries(rep *factory.WarmReport) []string {
 // everything from the cache, while the dropped version builds again.
 func TestFactoryGC(t *testing.T) {
 	d := newDemoRelease(t)
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	spec, _ := os.ReadFile(d.spec)
 	const v2 = "1.11.1-demo"
 	os.WriteFile(d.spec, bytes.Replace(spec, []byte("version: "+demoVersion), []byte("version: "+v2), 1), 0o644)
 	os.Remove(filepath.Join(d.dir, "demo.lock.json"))
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	layout := filepath.Join(d.dir, "release", "dev")

@@ -32,7 +32,7 @@ func TestFactoryLoad(t *testing.T) {
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	target := reg.Host + "/nodeforge/p11"
-	if _, err := d.release(t, "--registry", target); err != nil {
+	if _, err := d.publish(t, "--registry", target); err != nil {
 		t.Fatal(err)
 	}
 	warmBuilder(t)

@@ -35,7 +35,7 @@ type factoryFixture struct {
 func newFactoryFixture(t *testing.T) *factoryFixture {
 	t.Helper()
 	d := newDemoRelease(t)
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	f := &factoryFixture{d: d, layout: filepath.Join(d.dir, "release", "dev")}

@@ -70,7 +70,7 @@ func TestFactoryServe(t *testing.T) {
 	want := map[string][]byte{}
 	for _, p := range platform.Names() {
 		out := filepath.Join(t.TempDir(), p)
-		if o, err := runBuilder(t, "image", "--release", "oci:"+layout, "--version", "1.11.0-demo", "--key", d.devPub, "--schematic", schPath, "--platform", p, "--kind", "all", "--out", out); err != nil {
+		if o, err := builderProcess(t, "image", "-q", "--release", "oci:"+layout, "--version", "1.11.0-demo", "--key", d.devPub, "--schematic", schPath, "--platform", p, "--kind", "all", "--out", out); err != nil {
 			t.Fatalf("image --release: %v\n%s", err, o)
 		}
 		for n, data := range mediaFiles(t, out) {

@@ -70,7 +70,7 @@ func TestFactoryTransfer(t *testing.T) {
 	d := newDemoRelease(t)
 	internal, external := testutil.StartRegistry(t, testutil.RegistryOptions{}), testutil.StartRegistry(t, testutil.RegistryOptions{})
 	from := internal.Host + "/nodeforge/p11"
-	if _, err := d.release(t, "--registry", from); err != nil {
+	if _, err := d.publish(t, "--registry", from); err != nil {
 		t.Fatal(err)
 	}
 	in := startRegistryFactory(t, d, from)
@@ -128,7 +128,7 @@ func TestFactoryTransfer(t *testing.T) {
 	}
 	check("external", to, true)
 
-	// Killed (SIGKILL or SIGINT) at five points of its run, a transfer
+	// Killed (SIGKILL, then SIGINT) in the middle of its run, a transfer
 	// run again ends complete and verified.
 	warmBuilder(t)
 	transfer := func(prefix string) []string {
@@ -140,7 +140,7 @@ func TestFactoryTransfer(t *testing.T) {
 	}
 	full := time.Since(start)
 	points := killPoints(full)
-	for i, p := range []int{0, 3, 5, 7, 9} {
+	for i, p := range []int{2, 5} { // one SIGKILL, one SIGINT (the mirror's own test kills it at ten points)
 		prefix := "killed" + string(rune('a'+i))
 		out, err := signalProcess(t, points[p].at, points[p].sig, transfer(prefix)...)
 		t.Logf("%v at %v of %v: %v %s", points[p].sig, points[p].at, full, err, lastLine(out))

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 
@@ -40,13 +38,6 @@ func (f *serveFlags) offlineFactory(cmd *cobra.Command) (srv *factory.Server, do
 		return nil, nil, err
 	}
 	return srv, func() { os.RemoveAll(work) }, nil
-}
-
-// writeJSONReport prints a report as indented JSON.
-func writeJSONReport(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func newFactoryWarmCmd() *cobra.Command {
@@ -153,7 +144,7 @@ func runFactoryWarm(cmd *cobra.Command, f *serveFlags, o factory.WarmOptions, li
 		return err
 	}
 	if asJSON {
-		return writeJSONReport(cmd.OutOrStdout(), rep)
+		return printJSON(cmd.OutOrStdout(), rep)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "warmed %d artifacts of %d schematics for %s: %d built, %d already cached\n",
 		len(rep.Items), len(ids), rep.Version, rep.Built, rep.Cached)

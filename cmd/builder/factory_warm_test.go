@@ -34,11 +34,13 @@ func servedFactory(t *testing.T, args ...string) (*factory.Server, *httptest.Ser
 	return srv, hs
 }
 
-// builderJSON runs builder with args (a command printing --json) and
-// decodes what it prints into v.
+// builderJSON runs builder with args (a command printing --json) as a
+// child process and decodes what it prints into v. The child is built
+// without the race detector: here warm and gc are steps of end-to-end
+// tests; the factory package's own tests run them under it.
 func builderJSON(t *testing.T, v any, args ...string) {
 	t.Helper()
-	out, err := runBuilder(t, args...)
+	out, err := builderStdout(t, args...)
 	if err != nil {
 		t.Fatalf("builder %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -62,7 +64,7 @@ func warmCmd(t *testing.T, args ...string) *factory.WarmReport {
 // before any build, naming it.
 func TestFactoryWarm(t *testing.T) {
 	d := newDemoRelease(t)
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	layout := filepath.Join(d.dir, "release", "dev")
@@ -89,7 +91,7 @@ func TestFactoryWarm(t *testing.T) {
 	sch := filepath.Join(t.TempDir(), "s.yaml")
 	os.WriteFile(sch, []byte(schYAML), 0o644)
 	out := t.TempDir()
-	if o, err := runBuilder(t, "image", "--release", "oci:"+layout, "--version", demoVersion, "--key", d.devPub, "--schematic", sch, "--platform", "metal", "--kind", "all", "--out", out); err != nil {
+	if o, err := builderProcess(t, "image", "-q", "--release", "oci:"+layout, "--version", demoVersion, "--key", d.devPub, "--schematic", sch, "--platform", "metal", "--kind", "all", "--out", out); err != nil {
 		t.Fatalf("image --release: %v\n%s", err, o)
 	}
 	want := mediaFiles(t, out)

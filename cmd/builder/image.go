@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -122,22 +121,29 @@ at OUT/installer/.`,
 				if err != nil {
 					return err
 				}
-				return printMedia(cmd.OutOrStdout(), b.out, files, match, kind, formats, "the release has no EFI boot manager")
+				list, err := mediaOutputs(b.out, files, match, kind, formats, "the release has no EFI boot manager")
+				if err != nil {
+					return err
+				}
+				return writeOutputs(cmd.OutOrStdout(), b.asJSON, b.out, list)
 			}
 			b.diskCompressions, b.platform, b.diskFormats = compress, platformName, formats
 			rep, out, err := b.run(cmd, sch)
 			if err != nil {
 				return err
 			}
-			if kind == "installer" {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s\n", filepath.Join(out, "media", rep.Media.Schematic, "installer"), rep.Media.Installer)
-				return nil
+			list := []output{{Path: filepath.Join(out, "media", rep.Media.Schematic, "installer"), Digest: rep.Media.Installer}}
+			if kind != "installer" {
+				if list, err = mediaOutputs(out, rep.Media.Files, match, kind, formats, rep.Media.NoDiskImages); err != nil {
+					return err
+				}
 			}
-			return printMedia(cmd.OutOrStdout(), out, rep.Media.Files, match, kind, formats, rep.Media.NoDiskImages)
+			return writeOutputs(cmd.OutOrStdout(), b.asJSON, out, list)
 		},
 	}
 	rel.add(cmd)
 	b.add(cmd)
+	b.addJSON(cmd)
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "schematic file (YAML or JSON; builder schematic id explains)")
 	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, vhd, raw.tar.gz, installer or all")
 	cmd.Flags().StringVar(&platformName, "platform", platform.Default, "where the node runs: "+strings.Join(platform.Names(), ", "))
@@ -156,9 +162,9 @@ func platformHelp() string {
 	return b.String()
 }
 
-// printMedia lists the media files that match, or says why there are none
+// mediaOutputs lists the media files that match, or says why there are none
 // of the disk formats asked for.
-func printMedia(w io.Writer, out string, files map[string]report.ArtifactInfo, match *regexp.Regexp, kind string, formats []string, noDisks string) error {
+func mediaOutputs(out string, files map[string]report.ArtifactInfo, match *regexp.Regexp, kind string, formats []string, noDisks string) ([]output, error) {
 	var names []string
 	for n := range files {
 		if match.MatchString(filepath.Base(n)) {
@@ -166,14 +172,15 @@ func printMedia(w io.Writer, out string, files map[string]report.ArtifactInfo, m
 		}
 	}
 	if len(names) == 0 && len(formats) > 0 {
-		return fmt.Errorf("no %s image: %s", kind, noDisks)
+		return nil, fmt.Errorf("no %s image: %s", kind, noDisks)
 	}
 	sort.Strings(names)
+	list := []output{}
 	for _, n := range names {
 		a := files[n]
-		fmt.Fprintf(w, "%s  sha256:%s  %d bytes\n", filepath.Join(out, n), a.SHA256, a.Size)
+		list = append(list, output{Path: filepath.Join(out, n), Digest: "sha256:" + a.SHA256, Size: a.Size})
 	}
-	return nil
+	return list, nil
 }
 
 // releaseSource is image --release: the published release to compose

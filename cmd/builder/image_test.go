@@ -18,7 +18,7 @@ import (
 // is read.
 func TestImageFromRelease(t *testing.T) {
 	d := newDemoRelease(t)
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	layout := "oci:" + filepath.Join(d.dir, "release", "dev")
@@ -26,7 +26,7 @@ func TestImageFromRelease(t *testing.T) {
 	os.WriteFile(sch, []byte("customization:\n  extraKernelArgs: [console=ttyS0]\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n"), 0o644)
 	for _, platform := range []string{"metal", "azure"} {
 		fromSpec, fromRelease := filepath.Join(t.TempDir(), "spec"), filepath.Join(t.TempDir(), "release")
-		out, err := runBuilder(t, "image", "-q", "--spec", d.spec, "--cache", d.cache, "--schematic", sch, "--platform", platform, "--kind", "all", "--out", fromSpec)
+		out, err := builderProcess(t, "image", "-q", "--spec", d.spec, "--cache", d.cache, "--schematic", sch, "--platform", platform, "--kind", "all", "--out", fromSpec)
 		if err != nil {
 			t.Fatalf("image --spec: %v\n%s", err, out)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/locker"
@@ -73,7 +74,7 @@ func newLockCmd() *cobra.Command {
 	var sf specFlags
 	var out, cacheDir string
 	var jobs int
-	var quiet bool
+	var quiet, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "lock --spec FILE [-o FILE]",
 		Short: "Resolve a release spec against its package base and pin every package",
@@ -118,6 +119,9 @@ The lock is written beside the spec as <name>.lock.json unless -o is given.`,
 			for _, a := range l.Architectures {
 				n += len(a.Packages)
 			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), lockSummary(out, l))
+			}
 			if !quiet {
 				fmt.Fprintf(stderr, "locked %d packages for %d architecture(s) into %s\n", n, len(l.Architectures), out)
 			}
@@ -129,5 +133,31 @@ The lock is written beside the spec as <name>.lock.json unless -o is given.`,
 	cmd.Flags().StringVar(&cacheDir, "cache", defaultCacheDir(), "package cache directory ($NODEFORGE_CACHE)")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 4, "concurrent downloads")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was locked as JSON (docs/schemas/lock-summary.schema.json)")
 	return cmd
+}
+
+// lockJSON is lock --json: where the lock went and what it holds.
+type lockJSON struct {
+	Lock          string                  `json:"lock"`
+	Packages      int                     `json:"packages"`
+	Architectures map[string]lockArchJSON `json:"architectures"`
+}
+
+type lockArchJSON struct {
+	Packages   int            `json:"packages"`
+	Components map[string]int `json:"components"` // packages each installs
+}
+
+func lockSummary(path string, l *lock.Lock) lockJSON {
+	out := lockJSON{Lock: path, Architectures: map[string]lockArchJSON{}}
+	for arch, a := range l.Architectures {
+		la := lockArchJSON{Packages: len(a.Packages), Components: map[string]int{}}
+		for c, list := range a.Components {
+			la.Components[c] = len(list)
+		}
+		out.Packages += la.Packages
+		out.Architectures[arch] = la
+	}
+	return out
 }

@@ -147,9 +147,11 @@ func interruptible() (context.Context, func()) {
 // whose own parameters are named version.
 func buildVersion() string { return version }
 
-// printJSON writes v as indented JSON.
+// printJSON writes v as indented JSON (what --json prints: <, > and &
+// as they are).
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,4 +73,17 @@ func warmBuilder(t *testing.T) {
 	if out, err := builderCommand(t, "--version").CombinedOutput(); err != nil {
 		t.Fatalf("builder --version: %v\n%s", err, out)
 	}
+}
+
+// builderStdout runs the builder as a child process and returns what it
+// printed on stdout; a failure's error carries its stderr.
+func builderStdout(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := builderCommand(t, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("builder %s: %v: %s", args[0], err, stderr.String())
+	}
+	return stdout.String(), nil
 }

@@ -145,7 +145,7 @@ func TestMirrorRegistryToRegistry(t *testing.T) {
 	d := newDemoRelease(t)
 	src := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	dst := testutil.StartRegistry(t, testutil.RegistryOptions{})
-	if _, err := d.release(t, "--registry", src.Host+"/nodeforge/p11"); err != nil {
+	if _, err := d.publish(t, "--registry", src.Host+"/nodeforge/p11"); err != nil {
 		t.Fatal(err)
 	}
 	from, to := "docker://"+src.Host+"/nodeforge/p11", "docker://"+dst.Host+"/mirror/p11"
@@ -185,7 +185,7 @@ func TestMirrorThroughArchive(t *testing.T) {
 	d := newDemoRelease(t)
 	outside := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	inside := testutil.StartRegistry(t, testutil.RegistryOptions{})
-	if _, err := d.release(t, "--registry", outside.Host+"/nodeforge/p11"); err != nil {
+	if _, err := d.publish(t, "--registry", outside.Host+"/nodeforge/p11"); err != nil {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
@@ -341,12 +341,12 @@ func flipArchiveByte(t *testing.T, archive, which string) string {
 func TestMirrorKillResume(t *testing.T) {
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
-	if _, err := d.release(t, "--registry", reg.Host+"/nodeforge/p11"); err != nil {
+	if _, err := d.publish(t, "--registry", reg.Host+"/nodeforge/p11"); err != nil {
 		t.Fatal(err)
 	}
 	const v2 = "1.11.1-demo"
 	setVersion(t, d, v2)
-	if _, err := d.release(t, "--registry", reg.Host+"/nodeforge/p11"); err != nil {
+	if _, err := d.publish(t, "--registry", reg.Host+"/nodeforge/p11"); err != nil {
 		t.Fatal(err)
 	}
 	archive := filepath.Join(t.TempDir(), "p11.tar")
@@ -438,7 +438,7 @@ func TestMirrorIncremental(t *testing.T) {
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	src := "docker://" + reg.Host + "/nodeforge/p11"
-	if _, err := d.release(t, "--registry", reg.Host+"/nodeforge/p11"); err != nil {
+	if _, err := d.publish(t, "--registry", reg.Host+"/nodeforge/p11"); err != nil {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
@@ -459,7 +459,7 @@ func TestMirrorIncremental(t *testing.T) {
 	if err := os.Remove(filepath.Join(d.dir, "demo.lock.json")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.release(t, "--registry", reg.Host+"/nodeforge/p11"); err != nil {
+	if _, err := d.publish(t, "--registry", reg.Host+"/nodeforge/p11"); err != nil {
 		t.Fatal(err)
 	}
 	second := filepath.Join(work, "2.tar")

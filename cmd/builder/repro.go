@@ -17,6 +17,7 @@ func init() { register(newReproCmd) }
 func newReproCmd() *cobra.Command {
 	var sf specFlags
 	var lockPath, cacheDir, keep, schematicPath string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "repro --spec FILE [--lock FILE]",
 		Short: "Build twice under different conditions and compare every output",
@@ -75,24 +76,43 @@ exits 1.`,
 			}
 			outs, diffs := res.Outputs, res.Diffs
 			w := cmd.OutOrStdout()
-			if len(diffs) == 0 {
-				n := 0
-				filepath.WalkDir(outs[0], func(_ string, d fs.DirEntry, err error) error {
-					if err == nil && d.Type().IsRegular() {
-						n++
+			n := 0
+			filepath.WalkDir(outs[0], func(_ string, d fs.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() {
+					n++
+				}
+				return nil
+			})
+			if asJSON {
+				doc := reproJSON{Reproducible: len(diffs) == 0, FilesCompared: n, Differences: append([]build.Difference{}, diffs...)}
+				for i := range doc.Differences {
+					if doc.Differences[i].Inside == nil {
+						doc.Differences[i].Inside = []string{} // a list, never null
 					}
-					return nil
-				})
-				fmt.Fprintf(w, "reproducible: both builds identical (%d files compared)\n", n)
+				}
+				if keep != "" && len(diffs) > 0 {
+					doc.Kept = root
+				}
+				if err := printJSON(w, doc); err != nil {
+					return err
+				}
+			}
+			if len(diffs) == 0 {
+				if !asJSON {
+					fmt.Fprintf(w, "reproducible: both builds identical (%d files compared)\n", n)
+				}
 				return nil
 			}
 			for _, d := range diffs {
+				if asJSON {
+					break
+				}
 				fmt.Fprintf(w, "DIFFERS %s: %s\n", d.Artifact, d.Detail)
 				for _, f := range d.Inside {
 					fmt.Fprintf(w, "    %s\n", f)
 				}
 			}
-			if keep != "" {
+			if keep != "" && !asJSON {
 				fmt.Fprintf(w, "builds kept in %s\n", root)
 			}
 			return &exitError{code: 1, err: fmt.Errorf("%d output(s) differ between the two builds", len(diffs))}
@@ -103,5 +123,14 @@ exits 1.`,
 	cmd.Flags().StringVar(&cacheDir, "cache", defaultCacheDir(), "package cache directory")
 	cmd.Flags().StringVar(&keep, "keep", "", "keep the two builds (any value) for inspection")
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "also build and compare this schematic's boot media")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON (docs/schemas/repro.schema.json)")
 	return cmd
+}
+
+// reproJSON is repro --json.
+type reproJSON struct {
+	Reproducible  bool               `json:"reproducible"`
+	FilesCompared int                `json:"filesCompared"`
+	Differences   []build.Difference `json:"differences"`
+	Kept          string             `json:"kept,omitempty"` // where the two builds are, with --keep
 }

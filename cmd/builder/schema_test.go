@@ -55,6 +55,17 @@ func TestSchemaDemoBuild(t *testing.T) {
 	reportPath := filepath.Join(dir, "out", "report.json")
 	plain := read(reportPath)
 	checkSize(t, filepath.Join(dir, "out"))
+	// Every --json of the lock and build steps follows its schema.
+	for schema, args := range map[string][]string{
+		"lock-summary.schema.json": {"lock", "-q", "--json", "--spec", spec, "--cache", cacheDir, "-o", filepath.Join(t.TempDir(), "again.lock.json")},
+		"outputs.schema.json":      {"build", "-q", "--json", "--spec", spec, "--cache", cacheDir},
+	} {
+		js, err := runBuilder(t, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", args[0], err)
+		}
+		validateSchema(t, schema, []byte(js))
+	}
 	if err := validate(reportSchema, plain); err != nil {
 		t.Errorf("report.json does not validate: %v", err)
 	}
@@ -65,8 +76,10 @@ func TestSchemaDemoBuild(t *testing.T) {
 	if err := os.WriteFile(sch, []byte("customization:\n  extraKernelArgs: [console=ttyS0]\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := runBuilder(t, "image", "-q", "--spec", spec, "--cache", cacheDir, "--schematic", sch, "--kind", "iso"); err != nil {
+	if out, err := runBuilder(t, "image", "-q", "--json", "--spec", spec, "--cache", cacheDir, "--schematic", sch, "--kind", "iso"); err != nil {
 		t.Fatalf("image: %v\n%s", err, out)
+	} else {
+		validateSchema(t, "outputs.schema.json", []byte(out))
 	}
 	withMedia := read(reportPath)
 	var rep struct {

@@ -112,7 +112,7 @@ func layoutBlobs(t *testing.T, layout, repo, tag string) map[string]string {
 // audit, naming the blob; stock skopeo agrees.
 func TestTamperedLayoutRefused(t *testing.T) {
 	d := newDemoRelease(t)
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	layout := filepath.Join(d.dir, "release", "dev")
@@ -324,7 +324,7 @@ func setVersion(t *testing.T, d *demoRelease, version string) {
 // still verifies, the rerun completes, nothing temporary is left.
 func TestReleaseKilledAtTenPoints(t *testing.T) {
 	d := newDemoRelease(t)
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	layout := filepath.Join(d.dir, "release", "dev")
@@ -589,7 +589,7 @@ func TestFullDisk(t *testing.T) {
 		}
 		t.Logf("full disk: %v", err)
 		grow("16m")
-		if _, err := d.release(t, "--layout", layout); err != nil {
+		if _, err := d.publish(t, "--layout", layout); err != nil {
 			t.Fatalf("rerun with room: %v", err)
 		}
 		if out, err := runBuilder(t, "verify", "--key", d.devPub, "--version", demoVersion, "oci:"+layout); err != nil {
@@ -610,7 +610,7 @@ func TestFullDisk(t *testing.T) {
 		}
 		t.Logf("full cache: %v", err)
 		grow("16m")
-		if _, err := d.release(t); err != nil {
+		if _, err := d.publish(t); err != nil {
 			t.Fatalf("rerun with room: %v", err)
 		}
 		layout := filepath.Join(d.dir, "release", "dev")
@@ -625,7 +625,7 @@ func TestFullDisk(t *testing.T) {
 // that is not an earlier archive, nor a layout into a foreign directory.
 func TestMirrorTargetsRefuseForeign(t *testing.T) {
 	d := newDemoRelease(t)
-	if _, err := d.release(t); err != nil {
+	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
 	layout := "oci:" + filepath.Join(d.dir, "release", "dev")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -64,10 +63,7 @@ A package that is in no component asked about is an error (exit 1).`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				enc.SetEscapeHTML(false)
-				return enc.Encode(whyJSON{Query: args[0], Answers: ans})
+				return printJSON(cmd.OutOrStdout(), whyJSON{Query: args[0], Answers: ans})
 			}
 			printWhy(cmd.OutOrStdout(), ans)
 			return nil
