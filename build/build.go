@@ -28,6 +28,7 @@ import (
 	"github.com/nodeforge/builder/internal/blobcache"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/flock"
+	"github.com/nodeforge/builder/internal/progress"
 	"github.com/nodeforge/builder/internal/workdir"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/cpio"
@@ -72,6 +73,9 @@ type Options struct {
 	// to prove the output does not depend on it (builder repro).
 	Shuffle int64
 	Log     func(format string, args ...any)
+	// Progress hears how far the long steps are (laying packages, writing
+	// rootfs.sqsh).
+	Progress progress.Func
 }
 
 // Build builds every architecture of the lock into opts.Out:
@@ -335,6 +339,16 @@ func (b *archBuild) layRoot(ctx context.Context) error {
 	// core too: the operating system shares the cores among them, and
 	// none waits for the other.
 	var layOpts rootfs.LayOptions
+	stage := b.arch + ": laying packages"
+	var laid, total, bytes int64
+	layOpts.OnPackage = func(n, of int, r *rootfs.PackageResult) {
+		laid, total = int64(n), int64(of)
+		bytes += r.Bytes
+		b.opts.Progress.Send(progress.Update{Stage: stage, Unit: "packages", Done: laid, Total: total, Bytes: bytes})
+	}
+	defer func() {
+		b.opts.Progress.Send(progress.Update{Stage: stage, Unit: "packages", Done: laid, Total: total, Bytes: bytes, Finished: true})
+	}()
 	var pre *rootfs.Precompressor
 	if b.blocks != nil {
 		if pre, err = rootfs.NewPrecompressor(b.opts.Squashfs, b.blocks, b.opts.Squashfs.Jobs); err != nil {
@@ -357,6 +371,15 @@ func (b *archBuild) layRoot(ctx context.Context) error {
 func (b *archBuild) writeRootfs(ctx context.Context, dir string) ([]byte, []report.FileEntry, error) {
 	done := step(b.logf, "%s: writing rootfs.sqsh (%d paths)", b.arch, b.as.tree.Len())
 	sqPath := filepath.Join(dir, "rootfs.sqsh")
+	stage, paths := b.arch+": writing rootfs.sqsh", int64(b.as.tree.Len())
+	b.opts.Progress.Send(progress.Update{Stage: stage, Unit: "paths", Total: paths})
+	defer func() {
+		var size int64
+		if fi, err := os.Stat(sqPath); err == nil {
+			size = fi.Size()
+		}
+		b.opts.Progress.Send(progress.Update{Stage: stage, Unit: "paths", Done: paths, Total: paths, Bytes: size, Finished: true})
+	}()
 	var err error
 	if b.spec.Image.SquashfsWriter == "go" {
 		err = b.as.tree.WriteSquashfsGo(sqPath, b.owners, b.sde, b.opts.Squashfs, b.blockCache())

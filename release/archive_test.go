@@ -46,7 +46,7 @@ func testArchive(t testing.TB, partSize int64) (string, []Item, *ArchiveManifest
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Copy(ctx, src, stage, items, nil); err != nil {
+	if _, err := Copy(ctx, src, stage, items, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	m, err := SealArchive(stage, items, SealOptions{Version: "v1", Source: src.String(), Signer: signer})

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/sigstore/sigstore/pkg/signature"
 
+	"github.com/nodeforge/builder/internal/progress"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -145,7 +147,7 @@ const copyJobs = 8
 // Copy writes every item from src to dst by digest (so signatures stay
 // valid whatever the repository prefixes are), tags last. What dst has
 // already is not sent again, so an interrupted copy, run again, resumes.
-func Copy(ctx context.Context, src, dst oci.Store, items []Item, log func(string, ...any)) (CopyStats, error) {
+func Copy(ctx context.Context, src, dst oci.Store, items []Item, log func(string, ...any), prog progress.Func) (CopyStats, error) {
 	// The workers log one at a time: callers' loggers need not be safe
 	// for concurrent use.
 	var logMu sync.Mutex
@@ -175,11 +177,22 @@ func Copy(ctx context.Context, src, dst oci.Store, items []Item, log func(string
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make([]error, len(order))
+	var copied atomic.Int64
+	var progMu sync.Mutex
+	report := func(finished bool) {
+		progMu.Lock()
+		defer progMu.Unlock()
+		prog.Send(progress.Update{Stage: "copying", Unit: "groups", Done: copied.Load(), Total: int64(len(order)),
+			Bytes: dst.Stats().BlobBytes - before.BlobBytes, Finished: finished})
+	}
 	parallel(len(order), func(i int) {
 		if errs[i] = copyGroup(ctx, src, dst, groups[order[i]], logf); errs[i] != nil {
 			cancel()
 		}
+		copied.Add(1)
+		report(false)
 	})
+	report(true)
 	// The error that stopped the copy, not the cancellations it caused.
 	var first error
 	for _, err := range errs {
@@ -397,6 +410,8 @@ type MirrorOptions struct {
 	// destination under RepoBase before the copy and carried from then on.
 	Base v1.Image
 	Log  func(format string, args ...any)
+	// Progress hears how far the copy is.
+	Progress progress.Func
 }
 
 // MirrorReport is the parity report of a mirror.
@@ -478,7 +493,7 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorReport, error) {
 		}
 	}
 	var err error
-	rep.Copy, err = Copy(ctx, o.From, o.To, items, logf)
+	rep.Copy, err = Copy(ctx, o.From, o.To, items, logf, o.Progress)
 	if err != nil {
 		if oci.RerunHelps(err) {
 			return rep, fmt.Errorf("%w (run it again to resume)", err)

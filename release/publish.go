@@ -23,6 +23,7 @@ import (
 	"github.com/nodeforge/builder/attest/provenance"
 	"github.com/nodeforge/builder/attest/sbom"
 	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/internal/progress"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -58,7 +59,8 @@ type Release struct {
 	Channel         string
 	// BuilderID names the builder in the provenance (one per channel).
 	BuilderID, BuilderVersion, BuilderSHA256 string
-	Log                                      func(format string, args ...any)
+	Log                                      func(format string, args ...any) // Progress hears how far the push and the signing are.
+	Progress                                 progress.Func
 }
 
 // Published is what a release put in the store.
@@ -112,11 +114,13 @@ func Publish(ctx context.Context, st oci.Store, signer *signing.Signer, r Releas
 	}
 	out := &Published{Store: st.String(), Version: r.Spec.Version, Tag: tag, Channel: r.Channel, KeyID: signer.KeyID}
 	var all []pushed
-	for _, u := range units {
+	for i, u := range units {
 		p, err := push(ctx, st, u, tag, r.Spec.Version, logf)
 		if err != nil {
 			return nil, err
 		}
+		r.Progress.Send(progress.Update{Stage: "pushing", Unit: "images", Done: int64(i + 1), Total: int64(len(units)),
+			Bytes: st.Stats().BlobBytes, Finished: i == len(units)-1})
 		all = append(all, p)
 		img := Image{Repo: u.repo, Ref: st.Ref(u.repo, tag), Digest: p.desc.Digest.String()}
 		for _, c := range p.child {
@@ -140,7 +144,8 @@ func Publish(ctx context.Context, st oci.Store, signer *signing.Signer, r Releas
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range all {
+	for i, p := range all {
+		r.Progress.Send(progress.Update{Stage: "signing and attesting", Unit: "images", Done: int64(i), Total: int64(len(all))})
 		logf("signing and attesting %s", st.Ref(p.u.repo, tag))
 		for _, t := range append([]v1.Descriptor{p.desc}, p.child...) {
 			err := oci.Retry(ctx, func() error {
@@ -154,6 +159,7 @@ func Publish(ctx context.Context, st oci.Store, signer *signing.Signer, r Releas
 			}
 		}
 	}
+	r.Progress.Send(progress.Update{Stage: "signing and attesting", Unit: "images", Done: int64(len(all)), Total: int64(len(all)), Finished: true})
 	out.Stats = st.Stats()
 	return out, nil
 }

@@ -31,6 +31,9 @@ type LayOptions struct {
 	// and checked (a Precompressor uses it). Files laid from a LayCache are
 	// not given: their blocks were compressed before.
 	OnFile func(*Node)
+	// OnPackage, when set, hears of each package AddRPMs has laid: how
+	// many of how many, in order, from the goroutine that called it.
+	OnPackage func(laid, of int, r *PackageResult)
 }
 
 // PackageResult describes what one package contributed.

@@ -88,6 +88,9 @@ func (t *Tree) AddRPMs(ctx context.Context, pkgs []RPMToLay, opts LayOptions, c 
 			return nil, err
 		}
 		results[i], o.lp = o.lp.res, nil
+		if opts.OnPackage != nil {
+			opts.OnPackage(i+1, len(pkgs), results[i])
+		}
 	}
 	return results, nil
 }

@@ -28,9 +28,10 @@ type buildFlags struct {
 	jobs                    int
 	sde                     int64
 	quiet, asJSON           bool
-	diskCompressions        []string // image: variants of the raw disk image
-	platform                string   // image: --platform
-	diskFormats             []string // image: the disk images asked for (nil: the platform's)
+	view                    *progressView // made by options
+	diskCompressions        []string      // image: variants of the raw disk image
+	platform                string        // image: --platform
+	diskFormats             []string      // image: the disk images asked for (nil: the platform's)
 	// The reproducibility experiment's knobs (builder repro sets them).
 	shuffle      int64
 	noStepCaches bool
@@ -64,20 +65,11 @@ func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.S
 			}
 		}
 	}
-	stderr := cmd.ErrOrStderr()
-	c := &cache.Cache{Timeout: netTimeout, Dir: b.cacheDir, Workers: b.jobs, Progress: downloadProgress(stderr, b.quiet)}
+	b.view = newProgressView(cmd.ErrOrStderr(), b.quiet)
+	c := &cache.Cache{Timeout: netTimeout, Dir: b.cacheDir, Workers: b.jobs, Progress: b.view.cacheEvent}
 	return build.Options{Out: out, Cache: c, SourceDateEpoch: sde, Version: version, BuilderSHA256: selfDigest(),
-		Log: b.logf(stderr), Shuffle: b.shuffle, Schematic: sch, DiskCompressions: b.diskCompressions, Platform: b.platform, DiskFormats: b.diskFormats,
+		Log: b.view.logf, Progress: b.view.update, Shuffle: b.shuffle, Schematic: sch, DiskCompressions: b.diskCompressions, Platform: b.platform, DiskFormats: b.diskFormats,
 		NoStepCaches: b.noStepCaches, Source: repo.SourceOptions{Timeout: netTimeout}}, nil
-}
-
-// logf writes a line to w unless --quiet.
-func (b *buildFlags) logf(w io.Writer) func(string, ...any) {
-	return func(format string, a ...any) {
-		if !b.quiet {
-			fmt.Fprintf(w, format+"\n", a...)
-		}
-	}
 }
 
 // run builds the release (with the boot media of sch when not nil) and
@@ -98,7 +90,7 @@ func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*report.
 	o.Spec, o.Lock, o.LockBytes = s, in.Lock, in.LockBytes
 	collectOften()
 	rep, err := build.Build(cmd.Context(), o)
-	endProgress(cmd.ErrOrStderr())
+	b.view.end()
 	return rep, o.Out, err
 }
 

@@ -101,14 +101,10 @@ The lock is written beside the spec as <name>.lock.json unless -o is given.`,
 				out = s.LockPath()
 			}
 			stderr := cmd.ErrOrStderr()
-			c := &cache.Cache{Timeout: netTimeout, Dir: cacheDir, Workers: jobs, Progress: downloadProgress(stderr, quiet)}
-			logf := func(format string, a ...any) {
-				if !quiet {
-					fmt.Fprintf(stderr, format+"\n", a...)
-				}
-			}
-			l, err := locker.Create(cmd.Context(), s, locker.Options{Cache: c, Log: logf, Source: repo.SourceOptions{Timeout: netTimeout}})
-			endProgress(stderr)
+			view := newProgressView(stderr, quiet)
+			c := &cache.Cache{Timeout: netTimeout, Dir: cacheDir, Workers: jobs, Progress: view.cacheEvent}
+			l, err := locker.Create(cmd.Context(), s, locker.Options{Cache: c, Log: view.logf, Source: repo.SourceOptions{Timeout: netTimeout}})
+			view.end()
 			if err != nil {
 				return err
 			}

@@ -137,19 +137,26 @@ both digests. Any miss exits 1.`,
 	return cmd
 }
 
+// parseMirrorEnds parses the source and the destination.
+func parseMirrorEnds(srcArg, dstArg string) (src, dst oci.Location, err error) {
+	if src, err = parseMirrorEnd(srcArg); err != nil {
+		return src, dst, err
+	}
+	dst, err = parseMirrorEnd(dstArg)
+	return src, dst, err
+}
+
 func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, srcArg, dstArg string) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	src, err := parseMirrorEnd(srcArg)
+	src, dst, err := parseMirrorEnds(srcArg, dstArg)
 	if err != nil {
 		return err
 	}
-	dst, err := parseMirrorEnd(dstArg)
-	if err != nil {
-		return err
-	}
-	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
+	view := newProgressView(stderr, false)
+	defer view.end()
+	logf := view.logf
 	keys, err := loadVerifiers(f.keys)
 	if err != nil {
 		return err
@@ -185,7 +192,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		return err
 	}
 	defer source.Close()
-	o := release.MirrorOptions{From: source.Store, Version: f.version, Images: f.images, Keys: keys, Policy: pol, Log: logf}
+	o := release.MirrorOptions{From: source.Store, Version: f.version, Images: f.images, Keys: keys, Policy: pol, Log: logf, Progress: view.update}
 	srcArchive := source.Archive
 	if m := srcArchive; m != nil {
 		if f.version != "" && m.Predicate.Version != "" && f.version != m.Predicate.Version {
@@ -210,7 +217,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	}
 
 	if f.includeBase {
-		base, cleanup, err := buildBaseSubset(ctx, f, o.From, o.Version, stderr)
+		base, cleanup, err := buildBaseSubset(ctx, f, o.From, o.Version, view)
 		if err != nil {
 			return err
 		}
@@ -228,6 +235,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	}
 
 	rep, mirrorErr := release.Mirror(ctx, o)
+	view.end()
 	if srcArchive != nil {
 		rep.Archive = srcArchive.Info(src.String())
 	}
@@ -316,7 +324,7 @@ func itemsOf(rep *release.MirrorReport) []release.Item {
 
 // buildBaseSubset writes the package base subset of the release in st
 // into a temporary directory and returns it as a file artifact.
-func buildBaseSubset(ctx context.Context, f mirrorFlags, st oci.Store, version string, stderr io.Writer) (v1.Image, func(), error) {
+func buildBaseSubset(ctx context.Context, f mirrorFlags, st oci.Store, version string, view *progressView) (v1.Image, func(), error) {
 	s, err := f.sf.load()
 	if err != nil {
 		return nil, nil, fmt.Errorf("--include-base: %w", err)
@@ -339,8 +347,8 @@ func buildBaseSubset(ctx context.Context, f mirrorFlags, st oci.Store, version s
 		return nil, nil, err
 	}
 	cleanup := func() { os.RemoveAll(dir) }
-	c := &cache.Cache{Timeout: netTimeout, Dir: f.cacheDir, Progress: downloadProgress(stderr, false)}
-	fmt.Fprintf(stderr, "writing the package base subset of %s %s\n", s.Name, version)
+	c := &cache.Cache{Timeout: netTimeout, Dir: f.cacheDir, Progress: view.cacheEvent}
+	view.logf("writing the package base subset of %s %s", s.Name, version)
 	files, err := subset.Write(ctx, dir, subset.Options{Spec: s, Lock: l, LockBytes: lockBytes, Cache: c, Signer: signer})
 	if err != nil {
 		cleanup()

@@ -233,9 +233,9 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 			collectOften()
 			pub, err := pipeline.Release(cmd.Context(), pipeline.ReleaseOptions{Spec: s, LockPath: b.lockPath,
 				Locker: locker.Options{Cache: bo.Cache, Source: bo.Source}, Build: bo,
-				Store: st, Signer: signer, Channel: channel, BuilderID: ch.BuilderID, Log: b.logf(stderr),
-				Locked: func() { endProgress(stderr) }})
-			endProgress(stderr)
+				Store: st, Signer: signer, Channel: channel, BuilderID: ch.BuilderID, Log: b.view.logf,
+				Locked: func() { b.view.finish(stageDownloads) }})
+			b.view.end()
 			if err != nil {
 				return err
 			}
