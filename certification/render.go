@@ -91,6 +91,9 @@ func (r *Report) Markdown(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\n## File traceability\n\n%d files in all: %d from packages, %d from builder generators, **%d unowned**. %d paths of the published root filesystem images were unpacked and compared with the build report.\n\n", s.Files, s.FromPackages, s.FromGenerators, s.Unowned, s.Unpacked)
 	b.WriteString("| generator | what it writes |\n|---|---|\n")
+	if len(r.Files.Generators) == 0 {
+		b.WriteString("| none | |\n")
+	}
 	for _, g := range slices.Sorted(maps.Keys(r.Files.Generators)) {
 		fmt.Fprintf(&b, "| %s | %s |\n", g, mdEscape(r.Files.Generators[g]))
 	}
@@ -118,7 +121,9 @@ func (r *Report) Markdown(w io.Writer) error {
 	} else {
 		fmt.Fprintf(&b, "- reproducibility: %s: %d digests compared with %s\n", okText(p.Reproducibility.OK), p.Reproducibility.Compared, mdEscape(p.Reproducibility.Evidence))
 	}
-	if len(p.Scriptlets) > 0 {
+	if len(p.Scriptlets) == 0 {
+		b.WriteString("\nScriptlets: none.\n")
+	} else {
 		b.WriteString("\n| arch | package | scriptlet | handled | how / not handled |\n|---|---|---|---|---|\n")
 		for _, sc := range p.Scriptlets {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", sc.Arch, mdEscape(sc.Package), sc.Kind, yesNo(sc.Handled), mdEscape(strings.Join(append(sc.How, sc.Pending...), "; ")))
@@ -131,6 +136,9 @@ func (r *Report) Markdown(w io.Writer) error {
 	if c := r.Changes; c != nil {
 		fmt.Fprintf(&b, "\n## Changes since %s\n\n%d added, %d removed, %d updated; files: %d added, %d removed, %d changed.\n\n",
 			mdEscape(c.Previous), len(c.Added), len(c.Removed), len(c.Updated), c.FilesAdded, c.FilesRemoved, c.FilesChanged)
+		if len(c.Added)+len(c.Removed)+len(c.Updated) == 0 {
+			b.WriteString("No package changed.\n")
+		}
 		for _, n := range c.Added {
 			fmt.Fprintf(&b, "- added %s\n", mdEscape(n))
 		}
@@ -142,6 +150,9 @@ func (r *Report) Markdown(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(&b, "\n## Promotions (%d)\n\n", s.Promotions)
+	if len(r.Promotions) == 0 {
+		b.WriteString("None.\n")
+	}
 	for _, pr := range r.Promotions {
 		fmt.Fprintf(&b, "- %s@%s: %s -> %s, key %s, %s\n", mdEscape(pr.Repository), pr.Digest, pr.From, pr.To, pr.Key, pr.Time)
 	}

@@ -88,7 +88,8 @@ func (s *Server) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 		rels = append(rels, s.releases[v])
 	}
 	slices.SortFunc(rels, newestFirst)
-	rep := &CollectReport{Store: s.o.Cache.String(), DryRun: o.DryRun, Unverified: slices.Clone(s.unverified)}
+	rep := &CollectReport{Store: s.o.Cache.String(), DryRun: o.DryRun, Unverified: slices.Clone(s.unverified),
+		Kept: []string{}, Dropped: []string{}, Entries: []CollectedEntry{}}
 	for _, r := range rels[:min(o.KeepVersions, len(rels))] {
 		rep.Kept = append(rep.Kept, r.Version)
 	}

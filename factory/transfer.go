@@ -63,7 +63,7 @@ func Transfer(ctx context.Context, o TransferOptions) (*TransferReport, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	rep := &TransferReport{Version: o.Version}
+	rep := &TransferReport{Version: o.Version, Schematics: []string{}, Problems: []string{}}
 	relItems, cacheItems, err := o.items(ctx, rep)
 	if err != nil {
 		return rep, err

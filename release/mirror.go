@@ -459,7 +459,7 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorReport, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	rep := &MirrorReport{Version: o.Version, Source: o.From.String(), Destination: o.To.String()}
+	rep := &MirrorReport{Version: o.Version, Source: o.From.String(), Destination: o.To.String(), Items: []Parity{}, Problems: []string{}}
 	logf("listing %s", o.From)
 	items := o.Items
 	if items == nil {
@@ -515,6 +515,9 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorReport, error) {
 	}
 	logf("checking %d manifests at %s", len(items), o.To)
 	rep.Items, rep.Problems = CheckParity(ctx, o.To, items)
+	if rep.Problems == nil {
+		rep.Problems = []string{} // a list, never null
+	}
 	if len(o.Keys) > 0 {
 		logf("verifying signatures and attestations at %s", o.To)
 		rep.SignaturesChecked = true

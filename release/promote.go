@@ -94,7 +94,7 @@ func Promote(ctx context.Context, o PromoteOptions) (*Promotion, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Promotion{Version: o.Version, From: o.From.String(), To: o.To.String()}
+	res := &Promotion{Version: o.Version, From: o.From.String(), To: o.To.String(), Images: []Image{}}
 	var keyIDs []string
 	for _, k := range o.FromKeys {
 		if pub, err := k.PublicKey(); err == nil {

@@ -65,17 +65,16 @@ type Release struct {
 
 // Published is what a release put in the store.
 type Published struct {
-	Store     string    `json:"store"`
-	Version   string    `json:"version"`
-	Tag       string    `json:"tag"`
-	Channel   string    `json:"channel"`
-	Images    []Image   `json:"images"`
-	Signed    int       `json:"signaturesAdded"`
-	Attested  int       `json:"attestationsAdded"`
-	Stats     oci.Stats `json:"uploaded"`
-	Subjects  []string  `json:"subjects"`
-	KeyID     string    `json:"keyId"`
-	Reference []string  `json:"references"`
+	Store    string    `json:"store"`
+	Version  string    `json:"version"`
+	Tag      string    `json:"tag"`
+	Channel  string    `json:"channel"`
+	Images   []Image   `json:"images"`
+	Signed   int       `json:"signaturesAdded"`
+	Attested int       `json:"attestationsAdded"`
+	Stats    oci.Stats `json:"uploaded"`
+	Subjects []string  `json:"subjects"`
+	KeyID    string    `json:"keyId"`
 }
 
 // Image is one published repository.
@@ -112,7 +111,7 @@ func Publish(ctx context.Context, st oci.Store, signer *signing.Signer, r Releas
 	if err != nil {
 		return nil, err
 	}
-	out := &Published{Store: st.String(), Version: r.Spec.Version, Tag: tag, Channel: r.Channel, KeyID: signer.KeyID}
+	out := &Published{Store: st.String(), Version: r.Spec.Version, Tag: tag, Channel: r.Channel, KeyID: signer.KeyID, Images: []Image{}, Subjects: []string{}}
 	var all []pushed
 	for i, u := range units {
 		p, err := push(ctx, st, u, tag, r.Spec.Version, logf)

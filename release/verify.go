@@ -129,7 +129,7 @@ func Verify(ctx context.Context, st oci.Store, repo, ref string, keys []signatur
 // configs (the signatures, attestations and manifests are still read and
 // checked), for a source whose bytes are checked as they are copied.
 func verify(ctx context.Context, st oci.Store, repo, ref string, keys []signature.Verifier, pol *Policy, readBlobs bool) (*Verification, error) {
-	v := &Verification{Ref: st.Ref(repo, ref)}
+	v := &Verification{Ref: st.Ref(repo, ref), Manifests: []ManifestCheck{}, Problems: []string{}}
 	top, children, err := oci.Manifests(ctx, st, repo, ref)
 	if err != nil {
 		return nil, err

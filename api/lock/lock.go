@@ -11,8 +11,9 @@ import (
 	"sort"
 )
 
-// FormatVersion is the lock file format version.
-const FormatVersion = 1
+// FormatVersion is the lock file format version. 2: keys in camelCase
+// (sourceRpm, buildTime) and the resolution recorded.
+const FormatVersion = 2
 
 // Lock is the whole lock file.
 type Lock struct {
@@ -105,9 +106,9 @@ type Package struct {
 	Disttag    string `json:"disttag,omitempty"`
 	Arch       string `json:"arch"`
 	NEVRA      string `json:"nevra"`
-	SourceRPM  string `json:"sourcerpm"`
+	SourceRPM  string `json:"sourceRpm"`
 	License    string `json:"license"`
-	BuildTime  int64  `json:"buildtime"`
+	BuildTime  int64  `json:"buildTime"`
 	Repository string `json:"repository"` // spec repository name
 	URL        string `json:"url"`        // dist URL the location is relative to
 	Location   string `json:"location"`
@@ -170,6 +171,17 @@ func Read(path string) (*Lock, error) {
 // Parse checks a lock file's bytes; name is used in messages.
 func Parse(b []byte, name string) (*Lock, error) {
 	path := name
+	// The version first: a lock of another format fails on it, not on a
+	// field this builder does not know.
+	var v struct {
+		LockVersion int `json:"lockVersion"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%s: not a lock file: %w", path, err)
+	}
+	if v.LockVersion != FormatVersion {
+		return nil, fmt.Errorf("%s: lock format %d, this builder reads %d (lock again: builder lock)", path, v.LockVersion, FormatVersion)
+	}
 	var l Lock
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -66,8 +66,8 @@ func TestLockSchema(t *testing.T) {
 	// does not pin (TestReadRejects) are beyond a schema.
 	for name, body := range map[string][]byte{
 		"read rejects: lockVersion 9": []byte(`{"lockVersion": 9}`),
-		"read rejects: bogus field":   []byte(`{"lockVersion":1,"bogus":1}`),
-		"lockVersion 2":               edit(func(l, _ map[string]any) { l["lockVersion"] = 2 }),
+		"read rejects: bogus field":   []byte(`{"lockVersion":2,"bogus":1}`),
+		"lockVersion 1":               edit(func(l, _ map[string]any) { l["lockVersion"] = 1 }),
 		"unknown top-level field":     edit(func(l, _ map[string]any) { l["bogus"] = 1 }),
 		"unknown package field":       edit(func(_, p map[string]any) { p["mirror"] = "x" }),
 		"unknown spec field":          edit(func(l, _ map[string]any) { l["spec"].(map[string]any)["dir"] = "/tmp" }),

@@ -90,7 +90,7 @@ type Repository struct {
 	// every package signed, over its payload, by a key of the keyring.
 	Verify string `yaml:"verify,omitempty" json:"verify,omitempty"`
 	// InsecureSkipVerify accepts an unsigned repository (tests only).
-	InsecureSkipVerify bool `yaml:"insecure-skip-verify,omitempty" json:"insecure_skip_verify,omitempty"`
+	InsecureSkipVerify bool `yaml:"insecure-skip-verify,omitempty" json:"insecureSkipVerify,omitempty"`
 }
 
 // Trust modes of a repository (Repository.Verify).

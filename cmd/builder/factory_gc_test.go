@@ -17,7 +17,7 @@ import (
 func gcCmd(t *testing.T, args ...string) *factory.CollectReport {
 	t.Helper()
 	var rep factory.CollectReport
-	builderJSON(t, &rep, append([]string{"factory", "gc", "--json"}, args...)...)
+	validateSchema(t, "commands.schema.json#/$defs/collectReport", builderJSON(t, &rep, append([]string{"factory", "gc", "--json"}, args...)...))
 	return &rep
 }
 

@@ -126,6 +126,11 @@ func TestFactoryTransfer(t *testing.T) {
 		"docker://"+from, "docker://"+to); err != nil {
 		t.Fatalf("transfer: %v\n%s", err, out)
 	}
+	if b, err := os.ReadFile(report); err != nil {
+		t.Fatal(err)
+	} else {
+		validateSchema(t, "commands.schema.json#/$defs/transferReport", b)
+	}
 	check("external", to, true)
 
 	// Killed (SIGKILL, then SIGINT) in the middle of its run, a transfer

@@ -38,22 +38,31 @@ func servedFactory(t *testing.T, args ...string) (*factory.Server, *httptest.Ser
 // child process and decodes what it prints into v. The child is built
 // without the race detector: here warm and gc are steps of end-to-end
 // tests; the factory package's own tests run them under it.
-func builderJSON(t *testing.T, v any, args ...string) {
+func builderJSON(t *testing.T, v any, args ...string) []byte {
 	t.Helper()
-	out, err := builderStdout(t, args...)
+	return runJSON(t, builderStdout, v, args...)
+}
+
+// runJSON runs builder with run and decodes what it prints into v.
+func runJSON(t *testing.T, run func(*testing.T, ...string) (string, error), v any, args ...string) []byte {
+	t.Helper()
+	out, err := run(t, args...)
 	if err != nil {
 		t.Fatalf("builder %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	if err := json.Unmarshal([]byte(out), v); err != nil {
 		t.Fatalf("builder %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
+	return []byte(out)
 }
 
 // warmCmd runs builder factory warm --json and returns its report.
 func warmCmd(t *testing.T, args ...string) *factory.WarmReport {
 	t.Helper()
 	var rep factory.WarmReport
-	builderJSON(t, &rep, append([]string{"factory", "warm", "--json"}, args...)...)
+	// In this process: its cache entries name the builder by its
+	// executable's digest, and the factories of the tests run here too.
+	validateSchema(t, "commands.schema.json#/$defs/warmReport", runJSON(t, runBuilder, &rep, append([]string{"factory", "warm", "--json"}, args...)...))
 	return &rep
 }
 

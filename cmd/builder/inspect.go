@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -57,9 +56,7 @@ verifies. A corrupt package always exits non-zero, naming the failed check.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(res); err != nil {
+				if err := printJSON(out, res); err != nil {
 					return err
 				}
 			} else {
@@ -95,7 +92,25 @@ func inspectFile(name string, kr *keyring.Keyring) (*inspectResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Lists print as [], never null.
+	for _, l := range []*[]rpmfile.Dep{&info.Requires, &info.Provides, &info.Conflicts, &info.Obsoletes} {
+		if *l == nil {
+			*l = []rpmfile.Dep{}
+		}
+	}
+	if info.Files == nil {
+		info.Files = []rpmfile.File{}
+	}
+	if info.Scripts == nil {
+		info.Scripts = []rpmfile.Script{}
+	}
+	if info.Triggers == nil {
+		info.Triggers = []rpmfile.Trigger{}
+	}
 	res := &inspectResult{File: name, Info: info, Signatures: v.Signatures, Checks: v.Checks}
+	if res.Signatures == nil {
+		res.Signatures = []rpmfile.SigResult{}
+	}
 	res.Verified = v.Err(kr != nil) == nil
 	return res, nil
 }

@@ -40,7 +40,7 @@ type jsonFile struct {
 	Digest string `json:"digest"`
 	User   string `json:"user"`
 	Group  string `json:"group"`
-	LinkTo string `json:"linkto"`
+	LinkTo string `json:"linkTo"`
 }
 
 type jsonInspect struct {
@@ -50,17 +50,17 @@ type jsonInspect struct {
 	Release           string     `json:"release"`
 	Arch              string     `json:"arch"`
 	Disttag           string     `json:"disttag"`
-	BuildTime         int64      `json:"buildtime"`
-	SourceRPM         string     `json:"sourcerpm"`
+	BuildTime         int64      `json:"buildTime"`
+	SourceRPM         string     `json:"sourceRpm"`
 	License           string     `json:"license"`
-	PayloadCompressor string     `json:"payload_compressor"`
+	PayloadCompressor string     `json:"payloadCompressor"`
 	Requires          []jsonDep  `json:"requires"`
 	Provides          []jsonDep  `json:"provides"`
 	Conflicts         []jsonDep  `json:"conflicts"`
 	Obsoletes         []jsonDep  `json:"obsoletes"`
 	Files             []jsonFile `json:"files"`
 	Signatures        []struct {
-		KeyID     string `json:"keyid"`
+		KeyID     string `json:"keyId"`
 		Algorithm string `json:"algorithm"`
 		Verified  bool   `json:"verified"`
 	} `json:"signatures"`
@@ -100,6 +100,7 @@ func TestInspectMatchesRPM(t *testing.T) {
 			if err != nil {
 				t.Fatalf("inspect: %v", err)
 			}
+			validateSchema(t, "inspect.schema.json", []byte(out))
 			var got jsonInspect
 			if err := json.Unmarshal([]byte(out), &got); err != nil {
 				t.Fatal(err)

@@ -77,6 +77,7 @@ func mirrorWith(t *testing.T, run func(*testing.T, ...string) (string, error), a
 	if rerr != nil {
 		return nil, out, err
 	}
+	validateSchema(t, "commands.schema.json#/$defs/mirrorReport", b)
 	var rep release.MirrorReport
 	if jerr := json.Unmarshal(b, &rep); jerr != nil {
 		t.Fatalf("parity report: %v", jerr)

@@ -67,6 +67,7 @@ func (d *demoRelease) releaseWith(t *testing.T, run func(*testing.T, ...string) 
 	if err != nil {
 		return nil, err
 	}
+	validateSchema(t, "commands.schema.json#/$defs/published", []byte(out))
 	var p release.Published
 	if err := json.Unmarshal([]byte(out), &p); err != nil {
 		t.Fatalf("release --json: %v\n%s", err, out)
@@ -104,6 +105,11 @@ func TestReleaseToLayout(t *testing.T) {
 	if n := strings.Count(out, "OK "); n != 7 {
 		t.Errorf("%d images verified, want 7:\n%s", n, out)
 	}
+	js, err := runBuilder(t, "verify", "--json", "--key", d.devPub, "--version", "1.11.0-demo", "oci:"+layout)
+	if err != nil {
+		t.Fatalf("verify --json: %v\n%s", err, js)
+	}
+	validateSchema(t, "commands.schema.json#/$defs/verifyResults", []byte(js))
 	// The wrong key fails, naming the image.
 	out, err = runBuilder(t, "verify", "--key", d.prodPub, "oci:"+layout+"#installer:1.11.0-demo")
 	if err == nil || !strings.Contains(out, "no signature verifies with the key") || !strings.Contains(out, "installer") {
@@ -240,6 +246,7 @@ func TestReleaseToRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promote: %v\n%s", err, out)
 	}
+	validateSchema(t, "commands.schema.json#/$defs/promotion", []byte(out))
 	var pr release.Promotion
 	if err := json.Unmarshal([]byte(out), &pr); err != nil {
 		t.Fatal(err)

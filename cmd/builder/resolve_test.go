@@ -76,6 +76,7 @@ func TestResolveDemoBase(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"epoch": 2`) || !strings.Contains(out, `"epoch": null`) {
 		t.Errorf("json: %v %s", err, out)
 	}
+	validateSchema(t, "resolve.schema.json", []byte(out))
 	// A wrong keyring refuses the repository.
 	other := filepath.Join(testutil.Fixtures(t, "keys"), "RPM-GPG-KEY-CentOS-7")
 	if _, err := runBuilder(t, "resolve", "--repo", filepath.Join(dir, "alt", "x86_64"), "--keyring", other, "bash"); err == nil || !strings.Contains(err.Error(), "not in the keyring") {

@@ -15,6 +15,7 @@ import (
 // validateSchema checks a document against a schema of docs/schemas.
 func validateSchema(t *testing.T, schema string, doc []byte) {
 	t.Helper()
+	// A schema file, or one definition of it: "commands.schema.json#/$defs/published".
 	s, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "docs", "schemas", schema))
 	if err != nil {
 		t.Fatal(err)

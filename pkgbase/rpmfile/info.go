@@ -21,10 +21,10 @@ type File struct {
 	Mode       uint32 `json:"mode"`
 	Size       int64  `json:"size"`
 	Digest     string `json:"digest"` // hex, "" for non-regular files
-	DigestAlgo string `json:"digest_algo"`
+	DigestAlgo string `json:"digestAlgo"`
 	User       string `json:"user"`
 	Group      string `json:"group"`
-	LinkTo     string `json:"linkto"`
+	LinkTo     string `json:"linkTo"`
 	Flags      uint32 `json:"flags"` // RPMFILE_* bits
 	Config     bool   `json:"config,omitempty"`
 	Doc        bool   `json:"doc,omitempty"`
@@ -60,9 +60,9 @@ type Info struct {
 	Release           string    `json:"release"`
 	Arch              string    `json:"arch"`
 	Disttag           string    `json:"disttag"`
-	BuildTime         int64     `json:"buildtime"`
-	BuildHost         string    `json:"buildhost"`
-	SourceRPM         string    `json:"sourcerpm"`
+	BuildTime         int64     `json:"buildTime"`
+	BuildHost         string    `json:"buildHost"`
+	SourceRPM         string    `json:"sourceRpm"`
 	License           string    `json:"license"`
 	Summary           string    `json:"summary"`
 	URL               string    `json:"url,omitempty"`
@@ -71,8 +71,8 @@ type Info struct {
 	Group             string    `json:"group,omitempty"`
 	Size              int64     `json:"size"`
 	IsSource          bool      `json:"source"`
-	PayloadFormat     string    `json:"payload_format"`
-	PayloadCompressor string    `json:"payload_compressor"`
+	PayloadFormat     string    `json:"payloadFormat"`
+	PayloadCompressor string    `json:"payloadCompressor"`
 	Requires          []Dep     `json:"requires"`
 	Provides          []Dep     `json:"provides"`
 	Conflicts         []Dep     `json:"conflicts"`

@@ -28,7 +28,7 @@ type Check struct {
 // SigResult is the outcome of one OpenPGP signature.
 type SigResult struct {
 	Tag       uint32 `json:"tag"`
-	KeyID     string `json:"keyid"`
+	KeyID     string `json:"keyId"`
 	Algorithm string `json:"algorithm"` // e.g. "RSA/SHA256"
 	Covers    string `json:"covers"`    // "header" or "header+payload"
 	Verified  bool   `json:"verified"`
@@ -41,7 +41,7 @@ type Verification struct {
 	Checks     []Check     `json:"checks"`
 	Signatures []SigResult `json:"signatures"`
 	// PayloadSize is the number of compressed payload bytes read.
-	PayloadSize int64 `json:"payload_size"`
+	PayloadSize int64 `json:"payloadSize"`
 }
 
 // DigestsOK reports whether every digest and size check passed.
