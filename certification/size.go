@@ -3,16 +3,16 @@ package certification
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"os"
 	"path"
 	"slices"
 	"strings"
 
-	"github.com/CalebQ42/squashfs"
+	squashfslow "github.com/CalebQ42/squashfs/low"
 	"github.com/CalebQ42/squashfs/low/inode"
 
 	"github.com/nodeforge/builder/api/report"
@@ -189,11 +189,11 @@ func topRows(m map[string]*SizeRow, n int) []SizeRow {
 // first path in walk order. The data size is everything between the
 // superblock and the inode table, so the per-file bytes sum to it.
 func squashfsFileBytes(ctx context.Context, img io.ReaderAt) (map[string]int64, int64, error) {
-	sq, err := squashfs.NewReader(img)
+	sq, err := squashfslow.NewReader(img)
 	if err != nil {
 		return nil, 0, fmt.Errorf("not a squashfs image: %w", err)
 	}
-	sb := sq.Low.Superblock
+	sb := sq.Superblock
 	const superblockSize = 96
 	dataSize := int64(sb.InodeTableStart) - superblockSize
 	if dataSize < 0 {
@@ -208,42 +208,58 @@ func squashfsFileBytes(ctx context.Context, img io.ReaderAt) (map[string]int64, 
 	own, tails := map[string]int64{}, map[string]int64{}
 	seen := map[extent]bool{}
 	var blocks, tailTotal int64
-	err = fs.WalkDir(sq, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
+	// The directory tree through the low-level reader: each inode is read
+	// from its directory entry, not found again by its path.
+	var walk func(dir squashfslow.Directory, prefix string, depth int) error
+	walk = func(dir squashfslow.Directory, prefix string, depth int) error {
+		if depth > 256 {
+			return errors.New("directories nested deeper than 256")
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		f, err := sq.OpenFile(p)
-		if err != nil {
-			return err
-		}
-		var e extent
-		var sizes []uint32
-		switch in := f.Low.Inode.Data.(type) {
-		case inode.File:
-			e, sizes = extent{uint64(in.BlockStart), in.FragInd, in.FragOffset, uint64(in.Size)}, in.BlockSizes
-		case inode.EFile:
-			e, sizes = extent{in.BlockStart, in.FragInd, in.FragOffset, in.Size}, in.BlockSizes
-		default:
-			return nil
-		}
-		if seen[e] {
-			return nil // the same data as a file counted already
-		}
-		seen[e] = true
-		name := "/" + p
-		for _, s := range sizes {
-			own[name] += int64(s & 0xFFFFFF) // bit 24: stored uncompressed
-		}
-		blocks += own[name]
-		if e.frag != 0xFFFFFFFF {
-			tails[name] = int64(e.size % uint64(sb.BlockSize))
-			tailTotal += tails[name]
+		for _, ent := range dir.Entries {
+			b, err := sq.BaseFromEntry(ent)
+			if err != nil {
+				return fmt.Errorf("%s/%s: %w", prefix, ent.Name, err)
+			}
+			name := prefix + "/" + ent.Name
+			if b.IsDir() {
+				sub, err := b.ToDir(sq)
+				if err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				if err := walk(sub, name, depth+1); err != nil {
+					return err
+				}
+				continue
+			}
+			var e extent
+			var sizes []uint32
+			switch in := b.Inode.Data.(type) {
+			case inode.File:
+				e, sizes = extent{uint64(in.BlockStart), in.FragInd, in.FragOffset, uint64(in.Size)}, in.BlockSizes
+			case inode.EFile:
+				e, sizes = extent{in.BlockStart, in.FragInd, in.FragOffset, in.Size}, in.BlockSizes
+			default:
+				continue
+			}
+			if seen[e] {
+				continue // the same data as a file counted already
+			}
+			seen[e] = true
+			for _, s := range sizes {
+				own[name] += int64(s & 0xFFFFFF) // bit 24: stored uncompressed
+			}
+			blocks += own[name]
+			if e.frag != 0xFFFFFFFF {
+				tails[name] = int64(e.size % uint64(sb.BlockSize))
+				tailTotal += tails[name]
+			}
 		}
 		return nil
-	})
+	}
+	err = walk(sq.Root, "", 0)
 	if err != nil {
 		return nil, 0, err
 	}

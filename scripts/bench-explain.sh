@@ -68,8 +68,10 @@ mapfile -t reqs <"$repo/requests"
   echo "    packages: [$(printf '%s\n' "${reqs[@]}" | sed 's/.*/"&"/' | paste -sd, -)]"
 } >"$work/spec.yaml"
 "$B" resolve --repo "$repo" --insecure-skip-verify --arch x86_64 --cache "$work/cache" "${reqs[@]}" >"$work/closure.txt"
-# A package of the closure no request names: the one most chains lead to.
-target=$(awk -F- '{NF-=2; print}' OFS=- "$work/closure.txt" | grep -vxF -f "$repo/requests" | sed -n '100p')
+# A package of the closure no request names (only pulled in), else the
+# one every package needs.
+target=$(awk -F- '{NF-=2; print}' OFS=- "$work/closure.txt" | grep -vxF -f "$repo/requests" | head -1 || true)
+target=${target:-glibc-core}
 echo "why: $(wc -l <"$work/closure.txt") packages in the closure; asking about $target"
 timed why-warm "$B" why -q --spec "$work/spec.yaml" --cache "$work/cache" "$target"
 timed why-cold "$B" why -q --spec "$work/spec.yaml" --cache "" "$target"
