@@ -53,6 +53,7 @@ type mirrorFlags struct {
 	splitSize   string
 	work        string
 	asJSON      bool
+	quiet       bool
 	sf          specFlags
 	store       storeFlags
 }
@@ -131,6 +132,7 @@ both digests. Any miss exits 1.`,
 	fl.StringVar(&f.splitSize, "split-size", "", "cut an archive file into parts of this size (e.g. 700M, 4G)")
 	fl.StringVar(&f.work, "work", "", "directory for unpacking and staging archives (default: beside the archive, or the temp dir)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the parity report as JSON")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress on stderr, only the report and errors")
 	f.sf.add(cmd)
 	f.store.addRemote(fl)
 	fl.IntVar(&f.store.retries, "retries", 5, "retries of a failed registry request, with exponential backoff")
@@ -154,7 +156,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	if err != nil {
 		return err
 	}
-	view := newProgressView(stderr, false)
+	view := newProgressView(stderr, f.quiet)
 	defer view.end()
 	logf := view.logf
 	keys, err := loadVerifiers(f.keys)

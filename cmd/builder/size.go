@@ -17,9 +17,10 @@ func newSizeCmd() *cobra.Command {
 	var by, format, version string
 	var keys []string
 	var top, depth int
+	var asJSON bool
 	var sf storeFlags
 	cmd := &cobra.Command{
-		Use:   "size BUILD_DIR|REF [--by package|dir] [--top N] [--format text|json|html]",
+		Use:   "size BUILD_DIR|REF [--by package|dir] [--top N] [--json | --format html]",
 		Short: "Where a release's bytes go: each artifact's files by package and by directory, installed and in the squashfs",
 		Long: `size says where the bytes of a build or a published release go, to trim an
 image: for the root filesystem, the initramfs and each extension's tree, the
@@ -45,6 +46,9 @@ writes a self-contained page with bar charts.`,
 			if by != "package" && by != "dir" {
 				return fmt.Errorf("--by %q: want package or dir", by)
 			}
+			if asJSON {
+				format = "json"
+			}
 			if format != "text" && format != "json" && format != "html" {
 				return fmt.Errorf("--format %q: want text, json or html", format)
 			}
@@ -69,6 +73,7 @@ writes a self-contained page with bar charts.`,
 	f.IntVar(&top, "top", 15, "rows per list, the rest summed (0: all)")
 	f.IntVar(&depth, "depth", 2, "path components that name a directory")
 	f.StringVar(&format, "format", "text", "text, json or html")
+	f.BoolVar(&asJSON, "json", false, "the same as --format json")
 	f.StringArrayVar(&keys, "key", nil, "public key (cosign.pub) a published release is signed with (repeatable)")
 	f.StringVar(&version, "version", "", "the release version (optional for a store holding one release)")
 	sf.addRemote(f)
