@@ -67,7 +67,7 @@ func Why(pkgs []*repo.Package, requests []string, inSet func(*repo.Package) bool
 		return nil, err
 	}
 	r.buildClosure()
-	w := &why{r: r, chosen: make([]bool, len(r.pkgOf)), pairsOf: make([][]int32, len(r.pkgOf))}
+	w := &why{r: r, chosen: make([]bool, len(r.pkgOf)), pairsOf: make([][]int32, len(r.pkgOf)), outOf: map[depKey][]Candidate{}}
 	var targets []int32
 	for v := range r.pkgOf {
 		p := r.pkg(int32(v))
@@ -94,6 +94,7 @@ type why struct {
 	r       *resolver
 	chosen  []bool    // variable -> in the set
 	pairsOf [][]int32 // variable -> its not-both pairs
+	outOf   map[depKey][]Candidate
 }
 
 func (w *why) explain(target int32) Explanation {
@@ -264,6 +265,17 @@ func (w *why) excludedBy(u int32) string {
 // outside lists the packages of the input that meet d but were never
 // candidates: of another architecture, or excluded by name.
 func (w *why) outside(d *repo.Dep, sem evr.Semantics) []Candidate {
+	key := depKey{d.Name, d.Version, d.Flags & evr.FlagSense, sem}
+	if c, ok := w.outOf[key]; ok {
+		return c // every package that requires glibc asks the same
+	}
+	c := w.scanOutside(d, sem)
+	w.outOf[key] = c
+	return c
+}
+
+// scanOutside reads the whole input for outside.
+func (w *why) scanOutside(d *repo.Dep, sem evr.Semantics) []Candidate {
 	r := w.r
 	ver := versioned(d)
 	var want evr.EVR
