@@ -1,0 +1,192 @@
+// Package uki assembles unified kernel images: systemd-stub (an EFI PE
+// executable from the package base) with the kernel, the initramfs, the
+// command line and os-release added as PE sections, as systemd's ukify
+// lays them out, so that systemd-stub finds them. Nothing else is changed
+// in the stub: the result is the stub's bytes, its headers updated for the
+// new sections, then the sections' bytes.
+//
+// The image is reproducible by construction: the sections are added in a
+// fixed order, each at the next address aligned to the stub's section
+// alignment, the COFF time stamp is zero and the checksum is computed
+// over the result.
+package uki
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Section is one section added to the stub.
+type Section struct {
+	Name string // ".linux", at most 8 bytes
+	Data []byte
+}
+
+// Sections are the parts of a UKI in the order systemd's ukify writes
+// them: the small ones first, the kernel last.
+func Sections(osRelease, cmdline, uname, initrd, kernel []byte) []Section {
+	out := []Section{{".osrel", osRelease}, {".cmdline", cmdline}}
+	if len(uname) > 0 {
+		out = append(out, Section{".uname", uname})
+	}
+	return append(out, Section{".initrd", initrd}, Section{".linux", kernel})
+}
+
+const (
+	peSignature    = "PE\x00\x00"
+	coffHeaderSize = 20
+	sectionHdrSize = 40
+	magicPE32Plus  = 0x20b
+	// IMAGE_SCN_CNT_INITIALIZED_DATA | IMAGE_SCN_MEM_READ, as ukify marks
+	// the sections it adds.
+	dataReadOnly = 0x40000040
+)
+
+// Build returns the stub with the sections appended. The stub must be a
+// PE32+ image with room in its headers for the new section headers (the
+// systemd-stub of every distribution leaves it), and carry no section
+// of the names added.
+func Build(stub []byte, sections []Section) ([]byte, error) {
+	h, err := parseHeaders(stub)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sections {
+		if len(s.Name) == 0 || len(s.Name) > 8 {
+			return nil, fmt.Errorf("section name %q: want 1 to 8 bytes", s.Name)
+		}
+		if h.has(s.Name) {
+			return nil, fmt.Errorf("the stub already has a section %s", s.Name)
+		}
+	}
+	newCount := h.sections + len(sections)
+	if newCount > math.MaxUint16 {
+		return nil, errors.New("too many sections")
+	}
+	if end := h.tableOffset + newCount*sectionHdrSize; end > h.sizeOfHeaders {
+		return nil, fmt.Errorf("no room in the stub's headers for %d more section headers (%d bytes of headers, the table would end at %d)",
+			len(sections), h.sizeOfHeaders, end)
+	}
+	out := bytes.Clone(stub)
+	// The stub's raw data may be shorter than its last section says
+	// (trailing zeroes not stored): the new data starts after both.
+	fileEnd := alignUp(uint64(len(out)), h.fileAlign)
+	vaEnd := alignUp(h.imageEnd, h.sectionAlign)
+	for i, s := range sections {
+		rawSize := alignUp(uint64(len(s.Data)), h.fileAlign)
+		if fileEnd+rawSize > math.MaxUint32 || vaEnd+uint64(len(s.Data)) > math.MaxUint32 {
+			return nil, fmt.Errorf("section %s: the image would pass 4 GiB", s.Name)
+		}
+		hdr := make([]byte, sectionHdrSize)
+		copy(hdr[0:8], s.Name)
+		binary.LittleEndian.PutUint32(hdr[8:], uint32(len(s.Data))) // VirtualSize
+		binary.LittleEndian.PutUint32(hdr[12:], uint32(vaEnd))      // VirtualAddress
+		binary.LittleEndian.PutUint32(hdr[16:], uint32(rawSize))    // SizeOfRawData
+		binary.LittleEndian.PutUint32(hdr[20:], uint32(fileEnd))    // PointerToRawData
+		binary.LittleEndian.PutUint32(hdr[36:], dataReadOnly)
+		copy(out[h.tableOffset+(h.sections+i)*sectionHdrSize:], hdr)
+		out = append(out, make([]byte, int(fileEnd)-len(out))...)
+		out = append(out, s.Data...)
+		out = append(out, make([]byte, int(rawSize)-len(s.Data))...)
+		fileEnd += rawSize
+		vaEnd = alignUp(vaEnd+uint64(len(s.Data)), h.sectionAlign)
+	}
+	le := binary.LittleEndian
+	le.PutUint16(out[h.coff+2:], uint16(newCount))
+	le.PutUint32(out[h.coff+4:], 0)                  // TimeDateStamp: no clock in the image
+	le.PutUint32(out[h.optional+56:], uint32(vaEnd)) // SizeOfImage
+	le.PutUint32(out[h.optional+64:], 0)
+	le.PutUint32(out[h.optional+64:], checksum(out, h.optional+64))
+	return out, nil
+}
+
+// headers are what Build reads of the stub.
+type headers struct {
+	coff, optional, tableOffset int
+	sections                    int
+	sectionAlign, fileAlign     uint64
+	sizeOfHeaders               int
+	imageEnd                    uint64 // the end of the last section in memory
+	names                       []string
+}
+
+func (h *headers) has(name string) bool {
+	for _, n := range h.names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func parseHeaders(b []byte) (*headers, error) {
+	le := binary.LittleEndian
+	if len(b) < 0x40 || b[0] != 'M' || b[1] != 'Z' {
+		return nil, errors.New("the stub is not a PE image (no MZ header)")
+	}
+	pe := int(le.Uint32(b[0x3c:]))
+	if pe < 0x40 || pe+4+coffHeaderSize > len(b) || string(b[pe:pe+4]) != peSignature {
+		return nil, errors.New("the stub is not a PE image (no PE signature)")
+	}
+	h := &headers{coff: pe + 4}
+	h.sections = int(le.Uint16(b[h.coff+2:]))
+	optSize := int(le.Uint16(b[h.coff+16:]))
+	h.optional = h.coff + coffHeaderSize
+	h.tableOffset = h.optional + optSize
+	if optSize < 112 || h.tableOffset+h.sections*sectionHdrSize > len(b) {
+		return nil, errors.New("the stub's headers are truncated")
+	}
+	if le.Uint16(b[h.optional:]) != magicPE32Plus {
+		return nil, errors.New("the stub is not a PE32+ image")
+	}
+	h.sectionAlign = uint64(le.Uint32(b[h.optional+32:]))
+	h.fileAlign = uint64(le.Uint32(b[h.optional+36:]))
+	h.sizeOfHeaders = int(le.Uint32(b[h.optional+60:]))
+	if h.sectionAlign == 0 || h.fileAlign == 0 || h.sectionAlign&(h.sectionAlign-1) != 0 || h.fileAlign&(h.fileAlign-1) != 0 {
+		return nil, fmt.Errorf("the stub's alignments (section %d, file %d) are not powers of two", h.sectionAlign, h.fileAlign)
+	}
+	if h.sizeOfHeaders > len(b) {
+		return nil, errors.New("the stub's headers are larger than the stub")
+	}
+	// A signed stub carries its certificate table at its end, where the
+	// sections go: its signature would not cover them (the UKI is signed
+	// as a whole, once assembled).
+	const securityDir = 4
+	if n := int(le.Uint32(b[h.optional+108:])); n > securityDir && optSize >= 112+8*(securityDir+1) {
+		if le.Uint32(b[h.optional+112+8*securityDir+4:]) != 0 {
+			return nil, errors.New("the stub is signed (it has a certificate table): give the unsigned stub, the UKI is signed once assembled")
+		}
+	}
+	for i := range h.sections {
+		s := b[h.tableOffset+i*sectionHdrSize:]
+		h.names = append(h.names, string(bytes.TrimRight(s[:8], "\x00")))
+		end := uint64(le.Uint32(s[12:])) + max(uint64(le.Uint32(s[8:])), uint64(le.Uint32(s[16:])))
+		h.imageEnd = max(h.imageEnd, end)
+	}
+	return h, nil
+}
+
+func alignUp(n, a uint64) uint64 { return (n + a - 1) &^ (a - 1) }
+
+// checksum is the PE image checksum (as Windows' CheckSumMappedFile and
+// the kernel's EFI stub compute it): the 16-bit one's-complement sum of
+// the image as little-endian words, the checksum field taken as zero,
+// plus the image's length.
+func checksum(b []byte, field int) uint32 {
+	var sum uint64
+	for i := 0; i+1 < len(b); i += 2 {
+		if i == field || i == field+2 {
+			continue
+		}
+		sum += uint64(binary.LittleEndian.Uint16(b[i:]))
+		sum = (sum & 0xffff) + (sum >> 16)
+	}
+	if len(b)%2 == 1 {
+		sum += uint64(b[len(b)-1])
+		sum = (sum & 0xffff) + (sum >> 16)
+	}
+	return uint32(sum&0xffff) + uint32(len(b))
+}

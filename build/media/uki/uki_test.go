@@ -1,0 +1,157 @@
+package uki
+
+import (
+	"bytes"
+	"debug/pe"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/nodeforge/builder/internal/testutil"
+)
+
+// debianStub is systemd-stub from Debian's systemd-boot-efi, which
+// scripts/fetch-test-kernel.sh caches for the boot tests.
+func debianStub(t *testing.T) []byte {
+	t.Helper()
+	dir := os.Getenv("NODEFORGE_CACHE_DIR")
+	if dir == "" {
+		dir = "/var/cache/nodeforge"
+	}
+	debs, _ := filepath.Glob(filepath.Join(dir, "systemd-boot-efi_*_amd64.deb"))
+	sort.Strings(debs)
+	if len(debs) == 0 {
+		testutil.Missing(t, "Debian's systemd-boot-efi in "+dir+" (scripts/fetch-test-kernel.sh)")
+		return nil
+	}
+	out := t.TempDir()
+	if o, err := exec.Command(testutil.NeedTool(t, "dpkg-deb"), "-x", debs[len(debs)-1], out).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb: %v\n%s", err, o)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "usr/lib/systemd/boot/efi/linuxx64.efi.stub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestBuild: the UKI made from Debian's systemd-stub holds every section
+// at an aligned address after the stub's, with its bytes, as Go's
+// debug/pe and binutils' objdump read it; the stub's own bytes are
+// unchanged but for the header fields; two builds are identical; and the
+// checksum function gives what the stub's linker wrote.
+func TestBuild(t *testing.T) {
+	stub := debianStub(t)
+	if stub == nil {
+		return
+	}
+	// The checksum as the stub's linker computed it.
+	stubPE, err := pe.NewFile(bytes.NewReader(stub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := stubPE.OptionalHeader.(*pe.OptionalHeader64)
+	h, err := parseHeaders(stub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := checksum(stub, h.optional+64); got != opt.CheckSum {
+		t.Errorf("checksum of the stub: %#x, its header says %#x", got, opt.CheckSum)
+	}
+
+	kernel := bytes.Repeat([]byte("kernel"), 100000)
+	secs := Sections([]byte("ID=nodeforge\n"), []byte("console=ttyS0"), []byte("6.1.0-test"), []byte("initrd bytes"), kernel)
+	uki, err := Build(stub, secs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Build(stub, secs)
+	if !bytes.Equal(uki, again) {
+		t.Error("two builds differ")
+	}
+	f, err := pe.NewFile(bytes.NewReader(uki))
+	if err != nil {
+		t.Fatalf("debug/pe: %v", err)
+	}
+	o := f.OptionalHeader.(*pe.OptionalHeader64)
+	prevEnd := uint32(0)
+	for _, s := range f.Sections[:len(stubPE.Sections)] {
+		prevEnd = max(prevEnd, s.VirtualAddress+s.VirtualSize)
+	}
+	for i, want := range secs {
+		s := f.Sections[len(stubPE.Sections)+i]
+		data, err := s.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Name != want.Name || !bytes.Equal(data[:s.VirtualSize], want.Data) {
+			t.Errorf("section %d: %s, %d bytes; want %s", i, s.Name, s.VirtualSize, want.Name)
+		}
+		if s.VirtualAddress%o.SectionAlignment != 0 || s.VirtualAddress < prevEnd || s.Offset%o.FileAlignment != 0 {
+			t.Errorf("%s at %#x (file %#x), after %#x", s.Name, s.VirtualAddress, s.Offset, prevEnd)
+		}
+		prevEnd = s.VirtualAddress + s.VirtualSize
+	}
+	if o.SizeOfImage < prevEnd || f.FileHeader.TimeDateStamp != 0 {
+		t.Errorf("SizeOfImage %#x for sections up to %#x; time stamp %d", o.SizeOfImage, prevEnd, f.FileHeader.TimeDateStamp)
+	}
+	if got := checksum(uki, h.optional+64); got != o.CheckSum {
+		t.Errorf("the UKI's checksum field %#x, its bytes sum to %#x", o.CheckSum, got)
+	}
+	// Outside the header fields Build sets, the stub's bytes are kept.
+	kept := bytes.Clone(uki[:len(stub)])
+	for _, off := range []int{h.coff + 2, h.coff + 4, h.optional + 56, h.optional + 64} {
+		copy(kept[off:off+4], stub[off:off+4])
+	}
+	copy(kept[h.tableOffset+h.sections*sectionHdrSize:h.sizeOfHeaders], stub[h.tableOffset+h.sections*sectionHdrSize:h.sizeOfHeaders])
+	if !bytes.Equal(kept, stub) {
+		t.Error("the stub's bytes changed beyond its headers")
+	}
+
+	// binutils' judge: objdump lists the sections.
+	path := filepath.Join(t.TempDir(), "nodeforge.efi")
+	os.WriteFile(path, uki, 0o644)
+	out, err := exec.Command(testutil.NeedTool(t, "objdump"), "-h", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("objdump: %v\n%s", err, out)
+	}
+	for _, name := range []string{".text", ".sbat", ".sdmagic", ".osrel", ".cmdline", ".uname", ".initrd", ".linux"} {
+		if !strings.Contains(string(out), " "+name+" ") {
+			t.Errorf("objdump -h lists no %s:\n%s", name, out)
+		}
+	}
+}
+
+// TestBuildRefuses: what is not a stub to build on is refused, naming why.
+func TestBuildRefuses(t *testing.T) {
+	if _, err := Build([]byte("not a PE"), nil); err == nil || !strings.Contains(err.Error(), "not a PE image") {
+		t.Errorf("not a PE: %v", err)
+	}
+	stub := debianStub(t)
+	if stub == nil {
+		return
+	}
+	if _, err := Build(stub, []Section{{".sdmagic", []byte("x")}}); err == nil || !strings.Contains(err.Error(), "already has a section .sdmagic") {
+		t.Errorf("a section of the stub's name: %v", err)
+	}
+	if _, err := Build(stub, []Section{{".toolongname", nil}}); err == nil {
+		t.Error("a section name of 12 bytes was taken")
+	}
+	many := make([]Section, 30)
+	for i := range many {
+		many[i] = Section{Name: ".s" + string(rune('a'+i%26)) + string(rune('a'+i/26))}
+	}
+	if _, err := Build(stub, many); err == nil || !strings.Contains(err.Error(), "no room in the stub's headers") {
+		t.Errorf("30 sections: %v", err)
+	}
+	signed := bytes.Clone(stub)
+	h, _ := parseHeaders(stub)
+	binary.LittleEndian.PutUint32(signed[h.optional+112+8*4+4:], 16)
+	if _, err := Build(signed, nil); err == nil || !strings.Contains(err.Error(), "the stub is signed") {
+		t.Errorf("a signed stub: %v", err)
+	}
+}
