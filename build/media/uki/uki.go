@@ -2,8 +2,8 @@
 // executable from the package base) with the kernel, the initramfs, the
 // command line and os-release added as PE sections, as systemd's ukify
 // lays them out, so that systemd-stub finds them. Nothing else is changed
-// in the stub: the result is the stub's bytes, its headers updated for the
-// new sections, then the sections' bytes.
+// in the stub: the result is the stub's headers and sections, the headers
+// updated for the new sections, then the sections' bytes.
 //
 // The image is reproducible by construction: the sections are added in a
 // fixed order, each at the next address aligned to the stub's section
@@ -70,10 +70,14 @@ func Build(stub []byte, sections []Section) ([]byte, error) {
 		return nil, fmt.Errorf("no room in the stub's headers for %d more section headers (%d bytes of headers, the table would end at %d)",
 			len(sections), h.sizeOfHeaders, end)
 	}
-	out := bytes.Clone(stub)
-	// The stub's raw data may be shorter than its last section says
-	// (trailing zeroes not stored): the new data starts after both.
-	fileEnd := alignUp(uint64(len(out)), h.fileAlign)
+	// What follows the stub's last section in its file is no part of the
+	// image a firmware loads: a COFF symbol table, as Debian's stub
+	// carries. It is left out, with the header fields naming it, so that
+	// no gap lies between the sections: Authenticode hashes the sections
+	// in file order, and signing tools disagree on the bytes of a gap.
+	out := bytes.Clone(stub[:min(len(stub), int(h.rawEnd))])
+	binary.LittleEndian.PutUint64(out[h.coff+8:], 0) // PointerToSymbolTable, NumberOfSymbols
+	fileEnd := alignUp(h.rawEnd, h.fileAlign)
 	vaEnd := alignUp(h.imageEnd, h.sectionAlign)
 	for i, s := range sections {
 		rawSize := alignUp(uint64(len(s.Data)), h.fileAlign)
@@ -110,6 +114,7 @@ type headers struct {
 	sectionAlign, fileAlign     uint64
 	sizeOfHeaders               int
 	imageEnd                    uint64 // the end of the last section in memory
+	rawEnd                      uint64 // the end of the headers and the sections' raw data in the file
 	names                       []string
 }
 
@@ -160,11 +165,18 @@ func parseHeaders(b []byte) (*headers, error) {
 			return nil, errors.New("the stub is signed (it has a certificate table): give the unsigned stub, the UKI is signed once assembled")
 		}
 	}
+	h.rawEnd = uint64(h.sizeOfHeaders)
 	for i := range h.sections {
 		s := b[h.tableOffset+i*sectionHdrSize:]
 		h.names = append(h.names, string(bytes.TrimRight(s[:8], "\x00")))
 		end := uint64(le.Uint32(s[12:])) + max(uint64(le.Uint32(s[8:])), uint64(le.Uint32(s[16:])))
 		h.imageEnd = max(h.imageEnd, end)
+		if size := uint64(le.Uint32(s[16:])); size > 0 {
+			h.rawEnd = max(h.rawEnd, uint64(le.Uint32(s[20:]))+size)
+		}
+	}
+	if h.rawEnd > uint64(len(b)) {
+		return nil, errors.New("a section's raw data runs past the end of the stub")
 	}
 	return h, nil
 }

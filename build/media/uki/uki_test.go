@@ -102,14 +102,18 @@ func TestBuild(t *testing.T) {
 	if got := checksum(uki, h.optional+64); got != o.CheckSum {
 		t.Errorf("the UKI's checksum field %#x, its bytes sum to %#x", o.CheckSum, got)
 	}
-	// Outside the header fields Build sets, the stub's bytes are kept.
-	kept := bytes.Clone(uki[:len(stub)])
-	for _, off := range []int{h.coff + 2, h.coff + 4, h.optional + 56, h.optional + 64} {
+	// Outside the header fields Build sets, the stub's headers and
+	// sections are kept; its COFF symbol table is left out.
+	kept := bytes.Clone(uki[:h.rawEnd])
+	for _, off := range []int{h.coff + 2, h.coff + 4, h.coff + 8, h.coff + 12, h.optional + 56, h.optional + 64} {
 		copy(kept[off:off+4], stub[off:off+4])
 	}
 	copy(kept[h.tableOffset+h.sections*sectionHdrSize:h.sizeOfHeaders], stub[h.tableOffset+h.sections*sectionHdrSize:h.sizeOfHeaders])
-	if !bytes.Equal(kept, stub) {
+	if !bytes.Equal(kept, stub[:h.rawEnd]) {
 		t.Error("the stub's bytes changed beyond its headers")
+	}
+	if f.FileHeader.PointerToSymbolTable != 0 || f.FileHeader.NumberOfSymbols != 0 {
+		t.Errorf("the symbol table is still named: %+v", f.FileHeader)
 	}
 
 	// binutils' judge: objdump lists the sections.

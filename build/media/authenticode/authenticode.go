@@ -1,0 +1,392 @@
+// Package authenticode signs EFI executables (PE/COFF images) the way UEFI
+// Secure Boot checks them: an Authenticode signature, a PKCS#7 SignedData
+// over the image's Authenticode hash (SHA-256), in a WIN_CERTIFICATE
+// appended to the image and named by its certificate table.
+//
+// No sound Go library for this was at hand (go-uefi is not on the module
+// proxy here, and the PKCS#7 packages hash the whole encapsulated content
+// where Authenticode hashes its inner octets), so it is written here from
+// the specification (Microsoft's "Windows Authenticode Portable Executable
+// Signature Format"), judged by sbsigntool's sbverify and osslsigncode.
+//
+// Signing adds only the certificate table and the two header fields that
+// name it (and the checksum): Strip gives back the unsigned image.
+package authenticode
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/big"
+	"sort"
+)
+
+// Object identifiers of Authenticode and PKCS#7.
+var (
+	oidSignedData      = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 7, 2}
+	oidSPCIndirectData = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 311, 2, 1, 4}
+	oidSPCPEImageData  = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 311, 2, 1, 15}
+	oidSPCSpOpusInfo   = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 311, 2, 1, 12}
+	oidContentType     = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 3}
+	oidMessageDigest   = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 4}
+	oidSHA256          = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 1}
+	oidRSAEncryption   = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 1}
+	oidECDSAWithSHA256 = asn1.ObjectIdentifier{1, 2, 840, 10045, 4, 3, 2}
+)
+
+const (
+	winCertRevision2     = 0x0200
+	winCertTypePKCS      = 0x0002
+	certTableEntry       = 4 // IMAGE_DIRECTORY_ENTRY_SECURITY
+	optionalChecksumOff  = 64
+	optionalDataDirsOff  = 112 // PE32+
+	optionalNumRvaOff    = 108
+	peSignature          = "PE\x00\x00"
+	coffHeaderSize       = 20
+	sectionHeaderSize    = 40
+	magicPE32Plus        = 0x20b
+	maxCertificateLength = 1 << 20
+)
+
+// layout is where Authenticode's hash skips.
+type layout struct {
+	checksum      int // offset of the optional header's CheckSum
+	certDir       int // offset of the certificate table's data directory entry
+	sizeOfHeaders int
+	sections      [][2]int // raw data: offset, size; sorted by offset
+	certOffset    int      // the certificate table, 0 when none
+	certSize      int
+}
+
+func parse(b []byte) (*layout, error) {
+	le := binary.LittleEndian
+	if len(b) < 0x40 || b[0] != 'M' || b[1] != 'Z' {
+		return nil, errors.New("not a PE image (no MZ header)")
+	}
+	pe := int(le.Uint32(b[0x3c:]))
+	if pe < 0x40 || pe+4+coffHeaderSize > len(b) || string(b[pe:pe+4]) != peSignature {
+		return nil, errors.New("not a PE image (no PE signature)")
+	}
+	coff := pe + 4
+	n := int(le.Uint16(b[coff+2:]))
+	optSize := int(le.Uint16(b[coff+16:]))
+	opt := coff + coffHeaderSize
+	table := opt + optSize
+	if optSize < optionalDataDirsOff+8*(certTableEntry+1) || table+n*sectionHeaderSize > len(b) {
+		return nil, errors.New("the PE headers are truncated")
+	}
+	if le.Uint16(b[opt:]) != magicPE32Plus {
+		return nil, errors.New("not a PE32+ image")
+	}
+	if le.Uint32(b[opt+optionalNumRvaOff:]) <= certTableEntry {
+		return nil, errors.New("the image has no certificate table entry")
+	}
+	l := &layout{checksum: opt + optionalChecksumOff, certDir: opt + optionalDataDirsOff + 8*certTableEntry, sizeOfHeaders: int(le.Uint32(b[opt+60:]))}
+	if l.sizeOfHeaders > len(b) || l.sizeOfHeaders < table+n*sectionHeaderSize {
+		return nil, errors.New("the size of the PE headers is out of range")
+	}
+	l.certOffset, l.certSize = int(le.Uint32(b[l.certDir:])), int(le.Uint32(b[l.certDir+4:]))
+	if l.certSize != 0 && (l.certOffset < l.sizeOfHeaders || l.certOffset+l.certSize != len(b)) {
+		return nil, errors.New("the certificate table is not at the end of the image")
+	}
+	for i := range n {
+		s := b[table+i*sectionHeaderSize:]
+		size, off := int(le.Uint32(s[16:])), int(le.Uint32(s[20:]))
+		if size == 0 {
+			continue
+		}
+		if off < l.sizeOfHeaders || off+size > len(b) || (l.certSize != 0 && off+size > l.certOffset) {
+			return nil, fmt.Errorf("section %d's raw data (%d bytes at %d) is out of the image", i, size, off)
+		}
+		l.sections = append(l.sections, [2]int{off, size})
+	}
+	sort.Slice(l.sections, func(i, j int) bool { return l.sections[i][0] < l.sections[j][0] })
+	return l, nil
+}
+
+// Hash is the Authenticode SHA-256 of a PE image: the headers without the
+// checksum and the certificate table's entry, the sections' raw data in
+// file order, then whatever follows them but the certificate table.
+func Hash(img []byte) ([]byte, error) {
+	l, err := parse(img)
+	if err != nil {
+		return nil, err
+	}
+	return l.hash(img), nil
+}
+
+func (l *layout) hash(b []byte) []byte {
+	h := sha256.New()
+	h.Write(b[:l.checksum])
+	h.Write(b[l.checksum+4 : l.certDir])
+	h.Write(b[l.certDir+8 : l.sizeOfHeaders])
+	end := l.sizeOfHeaders
+	for _, s := range l.sections {
+		h.Write(b[s[0] : s[0]+s[1]])
+		end = max(end, s[0]+s[1])
+	}
+	last := len(b)
+	if l.certSize != 0 {
+		last = l.certOffset
+	}
+	if end < last {
+		h.Write(b[end:last])
+	}
+	return h.Sum(nil)
+}
+
+// Strip removes the certificate table (and the header fields naming it),
+// giving back the image as it was before it was signed.
+func Strip(img []byte) ([]byte, error) {
+	l, err := parse(img)
+	if err != nil {
+		return nil, err
+	}
+	if l.certSize == 0 {
+		return bytes.Clone(img), nil
+	}
+	out := bytes.Clone(img[:l.certOffset])
+	// Signing pads the image to 8 bytes before the table; that padding
+	// is the signer's, not the image's.
+	binary.LittleEndian.PutUint64(out[l.certDir:], 0)
+	setChecksum(out, l.checksum)
+	return out, nil
+}
+
+// Signer is a key and its certificate.
+type Signer struct {
+	Key  crypto.Signer // RSA (PKCS#1 v1.5) or ECDSA P-256
+	Cert *x509.Certificate
+}
+
+// Sign returns the image signed: an Authenticode signature appended in a
+// certificate table. An image already signed is refused (UEFI checks
+// every signature of a table; sign the unsigned image once).
+func Sign(img []byte, s Signer) ([]byte, error) {
+	l, err := parse(img)
+	if err != nil {
+		return nil, err
+	}
+	if l.certSize != 0 {
+		return nil, errors.New("the image is signed already")
+	}
+	// The table starts 8-byte aligned; the padding is hashed as data
+	// that follows the sections.
+	out := bytes.Clone(img)
+	out = append(out, make([]byte, (8-len(out)%8)%8)...)
+	digest := l.hash(out)
+	der, err := signedData(digest, s)
+	if err != nil {
+		return nil, err
+	}
+	if len(der) > maxCertificateLength {
+		return nil, errors.New("the signature is too large")
+	}
+	entry := make([]byte, 8, 8+len(der)+8)
+	entry = append(entry, der...)
+	entry = append(entry, make([]byte, (8-len(entry)%8)%8)...)
+	le := binary.LittleEndian
+	le.PutUint32(entry[0:], uint32(len(entry)))
+	le.PutUint16(entry[4:], winCertRevision2)
+	le.PutUint16(entry[6:], winCertTypePKCS)
+	le.PutUint32(out[l.certDir:], uint32(len(out)))
+	le.PutUint32(out[l.certDir+4:], uint32(len(entry)))
+	out = append(out, entry...)
+	setChecksum(out, l.checksum)
+	return out, nil
+}
+
+// setChecksum writes the PE checksum of b into its field.
+func setChecksum(b []byte, field int) {
+	binary.LittleEndian.PutUint32(b[field:], 0)
+	var sum uint64
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint64(binary.LittleEndian.Uint16(b[i:]))
+		sum = (sum & 0xffff) + (sum >> 16)
+	}
+	if len(b)%2 == 1 {
+		sum += uint64(b[len(b)-1])
+		sum = (sum & 0xffff) + (sum >> 16)
+	}
+	binary.LittleEndian.PutUint32(b[field:], uint32(sum&0xffff)+uint32(len(b)))
+}
+
+// The ASN.1 of Authenticode's content and PKCS#7's SignedData.
+type (
+	algorithmIdentifier = pkix.AlgorithmIdentifier
+	digestInfo          struct {
+		Algorithm algorithmIdentifier
+		Digest    []byte
+	}
+	spcAttributeValue struct {
+		Type  asn1.ObjectIdentifier
+		Value spcPEImageData `asn1:"optional"`
+	}
+	spcPEImageData struct {
+		Flags asn1.BitString
+		File  asn1.RawValue // [0] SpcLink, built by hand (a RawValue's own tag is what encodes)
+	}
+	spcIndirectDataContent struct {
+		Data          spcAttributeValue
+		MessageDigest digestInfo
+	}
+	attribute struct {
+		Type   asn1.ObjectIdentifier
+		Values asn1.RawValue // SET OF, made by setOf
+	}
+	issuerAndSerial struct {
+		Issuer asn1.RawValue
+		Serial *big.Int
+	}
+	signerInfo struct {
+		Version            int
+		IssuerAndSerial    issuerAndSerial
+		DigestAlgorithm    algorithmIdentifier
+		AuthenticatedAttrs asn1.RawValue `asn1:"tag:0"`
+		DigestEncryption   algorithmIdentifier
+		EncryptedDigest    []byte
+	}
+	contentInfo struct {
+		ContentType asn1.ObjectIdentifier
+		Content     asn1.RawValue // [0] EXPLICIT, built by hand
+	}
+	signedDataContent struct {
+		Version          int
+		DigestAlgorithms []algorithmIdentifier `asn1:"set"`
+		ContentInfo      contentInfo
+		Certificates     asn1.RawValue `asn1:"tag:0"`
+		SignerInfos      []signerInfo  `asn1:"set"`
+	}
+	outerContentInfo struct {
+		ContentType asn1.ObjectIdentifier
+		Content     signedDataContent `asn1:"tag:0,explicit"`
+	}
+)
+
+var sha256Alg = algorithmIdentifier{Algorithm: oidSHA256, Parameters: asn1.NullRawValue}
+
+// signedData is the PKCS#7 SignedData of an Authenticode signature over
+// an image digest.
+func signedData(imageDigest []byte, s Signer) ([]byte, error) {
+	if s.Key == nil || s.Cert == nil {
+		return nil, errors.New("no signing key or certificate")
+	}
+	// SpcLink's file: an SpcString, the UTF-16 "<<<Obsolete>>>" every
+	// signer writes ([2] IMPLICIT BMPString inside [0]).
+	obsolete := []byte{}
+	for _, r := range "<<<Obsolete>>>" {
+		obsolete = append(obsolete, 0, byte(r))
+	}
+	file, err := asn1.Marshal(asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 2, IsCompound: true,
+		Bytes: mustMarshal(asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, Bytes: obsolete})})
+	if err != nil {
+		return nil, err
+	}
+	content := spcIndirectDataContent{
+		Data: spcAttributeValue{Type: oidSPCPEImageData, Value: spcPEImageData{Flags: asn1.BitString{Bytes: []byte{}},
+			File: asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: file}}},
+		MessageDigest: digestInfo{Algorithm: sha256Alg, Digest: imageDigest},
+	}
+	contentDER, err := asn1.Marshal(content)
+	if err != nil {
+		return nil, err
+	}
+	// The message digest covers the content's value, without its own
+	// SEQUENCE tag and length (Authenticode's one departure from PKCS#7).
+	var seq asn1.RawValue
+	if _, err := asn1.Unmarshal(contentDER, &seq); err != nil {
+		return nil, err
+	}
+	contentDigest := sha256.Sum256(seq.Bytes)
+	attrs := []attribute{
+		{Type: oidContentType, Values: setOf(mustMarshal(oidSPCIndirectData))},
+		{Type: oidSPCSpOpusInfo, Values: setOf(mustMarshal(asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSequence, IsCompound: true}))},
+		{Type: oidMessageDigest, Values: setOf(mustMarshal(contentDigest[:]))},
+	}
+	attrsDER, err := marshalSet(attrs)
+	if err != nil {
+		return nil, err
+	}
+	// What is signed is the attributes as a SET; what is stored is the
+	// same bytes under [0] IMPLICIT.
+	attrsDigest := sha256.Sum256(attrsDER)
+	sig, encAlg, err := sign(s.Key, attrsDigest[:])
+	if err != nil {
+		return nil, err
+	}
+	var setRaw asn1.RawValue
+	if _, err := asn1.Unmarshal(attrsDER, &setRaw); err != nil {
+		return nil, err
+	}
+	sd := outerContentInfo{
+		ContentType: oidSignedData,
+		Content: signedDataContent{
+			Version:          1,
+			DigestAlgorithms: []algorithmIdentifier{sha256Alg},
+			ContentInfo: contentInfo{ContentType: oidSPCIndirectData,
+				Content: asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: contentDER}},
+			Certificates: asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: s.Cert.Raw},
+			SignerInfos: []signerInfo{{
+				Version:            1,
+				IssuerAndSerial:    issuerAndSerial{Issuer: asn1.RawValue{FullBytes: s.Cert.RawIssuer}, Serial: s.Cert.SerialNumber},
+				DigestAlgorithm:    sha256Alg,
+				AuthenticatedAttrs: asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: setRaw.Bytes},
+				DigestEncryption:   encAlg,
+				EncryptedDigest:    sig,
+			}},
+		},
+	}
+	return asn1.Marshal(sd)
+}
+
+// marshalSet encodes attributes as a DER SET OF: its members sorted by
+// their encodings.
+func marshalSet(attrs []attribute) ([]byte, error) {
+	var enc [][]byte
+	for _, a := range attrs {
+		b, err := asn1.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		enc = append(enc, b)
+	}
+	sort.Slice(enc, func(i, j int) bool { return bytes.Compare(enc[i], enc[j]) < 0 })
+	return asn1.Marshal(asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSet, IsCompound: true, Bytes: bytes.Join(enc, nil)})
+}
+
+// sign signs a SHA-256 digest: RSA PKCS#1 v1.5 or ECDSA.
+func sign(key crypto.Signer, digest []byte) ([]byte, algorithmIdentifier, error) {
+	switch key.Public().(type) {
+	case *rsa.PublicKey:
+		// PKCS#1 v1.5 takes no randomness (Go uses the reader for
+		// blinding only): the same image and key give the same signature.
+		sig, err := key.Sign(rand.Reader, digest, crypto.SHA256)
+		return sig, algorithmIdentifier{Algorithm: oidRSAEncryption, Parameters: asn1.NullRawValue}, err
+	case *ecdsa.PublicKey:
+		sig, err := key.Sign(rand.Reader, digest, crypto.SHA256)
+		return sig, algorithmIdentifier{Algorithm: oidECDSAWithSHA256}, err
+	}
+	return nil, algorithmIdentifier{}, fmt.Errorf("a %T key: want RSA or ECDSA", key.Public())
+}
+
+// setOf is a DER SET holding one encoded value.
+func setOf(der []byte) asn1.RawValue {
+	return asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSet, IsCompound: true, Bytes: der}
+}
+
+func mustMarshal(v any) []byte {
+	b, err := asn1.Marshal(v)
+	if err != nil {
+		panic(err) // fixed values only
+	}
+	return b
+}
