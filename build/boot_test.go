@@ -174,6 +174,10 @@ func TestBootDebianKernel(t *testing.T) {
 		"-drive", "if=pflash,format=raw,unit=1,file=" + vars,
 		"-drive", "if=virtio,format=raw,readonly=on,file=" + filepath.Join(media, "metal-x86_64.iso"),
 	}, extLines...)
+	// Secure Boot: the same kernel, initramfs and command line as a UKI,
+	// signed, under firmware that enforces it (issue 21).
+	bootUKISecure(t, qemu, filepath.Join(dir, "vmlinuz"), filepath.Join(media, "initramfs-x86_64.xz"), strings.TrimSpace(string(mcmd)), want, timeout)
+
 	fd, err := exec.Command(testutil.NeedTool(t, "fdisk"), "-l", filepath.Join(media, "metal-x86_64.iso")).CombinedOutput()
 	if err != nil || !strings.Contains(string(fd), "Disklabel type: gpt") || !strings.Contains(string(fd), "EFI System") {
 		t.Errorf("fdisk -l finds no EFI system partition on the ISO: %v\n%s", err, fd)

@@ -475,3 +475,23 @@ func copyFile(src, dst string, mode os.FileMode) error {
 	}
 	return out.Close()
 }
+
+// BootEFI reads an EFI binary of the base's systemd-boot-efi package
+// (name: systemd-bootx64.efi, linuxx64.efi.stub): what a Secure Boot test
+// signs or builds a UKI on.
+func BootEFI(opts Options, name string) ([]byte, error) {
+	opts = opts.withDefaults()
+	deb, err := findBootDeb(opts)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "nodeforge-bootefi-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if out, err := exec.Command("dpkg-deb", "-x", deb, dir).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("testbase: dpkg-deb -x %s: %v\n%s", deb, err, out)
+	}
+	return os.ReadFile(filepath.Join(dir, "usr/lib/systemd/boot/efi", name))
+}

@@ -142,6 +142,8 @@ func boot() error {
 		say("nodeforge-init: the root has no modules.dep: %v", err)
 	}
 
+	say("nodeforge-init: %s", secureBoot("/sysroot/root"+modDir))
+
 	checks, _ := filepath.Glob("/sysroot/root/usr/local/share/nodeforge-boot-check/*")
 	for _, c := range checks {
 		if b, err := os.ReadFile(c); err == nil {
@@ -159,6 +161,28 @@ func boot() error {
 	}
 	say("%s PRETTY_NAME=%s", okMarker, pretty)
 	return nil
+}
+
+// secureBoot reports the firmware's SecureBoot variable: booted by UEFI,
+// efivarfs (a module of the root's, Debian builds it so) is mounted and
+// the variable's value byte read; "SecureBoot=1" is Secure Boot enforcing.
+func secureBoot(rootModules string) string {
+	if _, err := os.Stat("/sys/firmware/efi"); err != nil {
+		return "not booted by UEFI"
+	}
+	// Loaded already, built in, or from the root (signed by the kernel's
+	// vendor: accepted under module.sig_enforce and lockdown).
+	_ = insmod(filepath.Join(rootModules, "kernel/fs/efivarfs/efivarfs.ko"))
+	dir := "/sys/firmware/efi/efivars"
+	if err := unix.Mount("efivarfs", dir, "efivarfs", unix.MS_NOSUID|unix.MS_NOEXEC|unix.MS_NODEV, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+		return fmt.Sprintf("SecureBoot unknown: mount efivarfs: %v", err)
+	}
+	// 4 bytes of attributes, then the value.
+	b, err := os.ReadFile(dir + "/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c")
+	if err != nil || len(b) < 5 {
+		return fmt.Sprintf("SecureBoot unknown: %v (%d bytes)", err, len(b))
+	}
+	return fmt.Sprintf("SecureBoot=%d", b[4])
 }
 
 // extensionLayers reads the image names of extensions.yaml ("- image:

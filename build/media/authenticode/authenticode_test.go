@@ -7,16 +7,17 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nodeforge/builder/build/media/uki"
+	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
 )
 
@@ -49,21 +50,11 @@ func testSigner(t *testing.T) (Signer, string) {
 // scripts/fetch-test-kernel.sh caches for the boot tests.
 func debianEFI(t *testing.T, name string) []byte {
 	t.Helper()
-	dir := os.Getenv("NODEFORGE_CACHE_DIR")
-	if dir == "" {
-		dir = "/var/cache/nodeforge"
-	}
-	debs, _ := filepath.Glob(filepath.Join(dir, "systemd-boot-efi_*_amd64.deb"))
-	sort.Strings(debs)
-	if len(debs) == 0 {
-		testutil.Missing(t, "Debian's systemd-boot-efi in "+dir+" (scripts/fetch-test-kernel.sh)")
+	b, err := testbase.BootEFI(testbase.Options{}, name)
+	if errors.Is(err, testbase.ErrNoKernel) {
+		testutil.Missing(t, err.Error())
 		return nil
 	}
-	out := t.TempDir()
-	if o, err := exec.Command(testutil.NeedTool(t, "dpkg-deb"), "-x", debs[len(debs)-1], out).CombinedOutput(); err != nil {
-		t.Fatalf("dpkg-deb: %v\n%s", err, o)
-	}
-	b, err := os.ReadFile(filepath.Join(out, "usr/lib/systemd/boot/efi", name))
 	if err != nil {
 		t.Fatal(err)
 	}

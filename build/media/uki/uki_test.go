@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"debug/pe"
 	"encoding/binary"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
+	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
 )
 
@@ -18,21 +19,11 @@ import (
 // scripts/fetch-test-kernel.sh caches for the boot tests.
 func debianStub(t *testing.T) []byte {
 	t.Helper()
-	dir := os.Getenv("NODEFORGE_CACHE_DIR")
-	if dir == "" {
-		dir = "/var/cache/nodeforge"
-	}
-	debs, _ := filepath.Glob(filepath.Join(dir, "systemd-boot-efi_*_amd64.deb"))
-	sort.Strings(debs)
-	if len(debs) == 0 {
-		testutil.Missing(t, "Debian's systemd-boot-efi in "+dir+" (scripts/fetch-test-kernel.sh)")
+	b, err := testbase.BootEFI(testbase.Options{}, "linuxx64.efi.stub")
+	if errors.Is(err, testbase.ErrNoKernel) {
+		testutil.Missing(t, err.Error())
 		return nil
 	}
-	out := t.TempDir()
-	if o, err := exec.Command(testutil.NeedTool(t, "dpkg-deb"), "-x", debs[len(debs)-1], out).CombinedOutput(); err != nil {
-		t.Fatalf("dpkg-deb: %v\n%s", err, o)
-	}
-	b, err := os.ReadFile(filepath.Join(out, "usr/lib/systemd/boot/efi/linuxx64.efi.stub"))
 	if err != nil {
 		t.Fatal(err)
 	}
