@@ -101,14 +101,20 @@ func Build(ctx context.Context, opts Options) (*report.Report, error) {
 		}
 		stampFile = stampPath(opts.Cache.Dir, out)
 	}
+	// The build works beside its output and swaps the result in at the
+	// end; a work directory a killed build left is swept here, also when
+	// the output is up to date (a build killed after its swap, before it
+	// removed the output it replaced, leaves one beside a current output).
+	workPrefix := "." + filepath.Base(out) + ".build-"
 	if key != "" {
+		if err := workdir.Sweep(filepath.Dir(out), workPrefix); err != nil {
+			r.logf("what a killed build left beside %s was not removed: %v", out, err)
+		}
 		if rep, err := unchanged(ctx, r.opts, stampFile, out, key, r.logf); rep != nil || err != nil {
 			return rep, err
 		}
 	}
-	// The build works beside its output and swaps the result in at the
-	// end; a work directory a killed build left is swept here.
-	wd, err := workdir.New(filepath.Dir(out), "."+filepath.Base(out)+".build-")
+	wd, err := workdir.New(filepath.Dir(out), workPrefix)
 	if err != nil {
 		return nil, err
 	}
