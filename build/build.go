@@ -22,6 +22,7 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/build/rootfs/sqfs"
 	"github.com/nodeforge/builder/internal/atomicfile"
@@ -69,6 +70,10 @@ type Options struct {
 	// DiskCompressions are the compressed variants of the ISO, raw and VHD
 	// images to write besides them: "zst", "xz".
 	DiskCompressions []string
+	// SecureBoot, when set, signs the schematic's ISO and disk images for
+	// UEFI Secure Boot with this key set (see compose.SecureBoot): they
+	// boot a signed UKI made with the base's systemd-stub (image.stub).
+	SecureBoot *secureboot.Signing
 	// Shuffle, when not 0, lays packages in a pseudo-random order (seeded)
 	// to prove the output does not depend on it (builder repro).
 	Shuffle int64
@@ -266,6 +271,10 @@ type archBuild struct {
 	bootloaderData []byte
 	bootloaderPkg  string
 	noBootloader   error
+	// The base's systemd-stub (image.stub) when the media are for Secure
+	// Boot.
+	stubData []byte
+	stubPkg  string
 }
 
 // buildArch builds one architecture: its root filesystem, extensions,
@@ -288,6 +297,14 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 	r.kernels[arch] = compose.KernelParams{Version: b.as.kernel.Version, ModulesDir: b.as.kernel.modDir}
 	if b.bootloaderData, b.bootloaderPkg, b.noBootloader = lockedFile(b.spec.Image.Bootloader, "image.bootloader", b.locked, b.paths, b.layCache); b.noBootloader != nil {
 		b.bootloaderData = nil
+	}
+	if b.opts.SecureBoot != nil && b.opts.Schematic != nil {
+		if b.bootloaderData == nil {
+			return fmt.Errorf("%s: Secure Boot media need the EFI boot manager: %w", arch, b.noBootloader)
+		}
+		if err := b.readStub(); err != nil {
+			return err
+		}
 	}
 	if b.exts, err = b.buildExtensions(); err != nil {
 		return fmt.Errorf("%s: %w", arch, err)
@@ -449,6 +466,9 @@ func (b *archBuild) schematicMedia(ctx context.Context, initramfs []byte) (*medi
 	}
 	for k, v := range mr.Files {
 		rep.Media.Files[k] = v
+	}
+	if b.stubData != nil {
+		b.recordSecureBoot(rep.Media)
 	}
 	return mr, nil
 }

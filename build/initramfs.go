@@ -21,6 +21,12 @@ func initFile(s *specs.Spec, a *lock.Arch, paths map[string]string, lc *rootfs.L
 
 // lockedFile reads an executable file of a locked package.
 func lockedFile(ref specs.FileRef, what string, a *lock.Arch, paths map[string]string, lc *rootfs.LayCache) ([]byte, string, error) {
+	return lockedData(ref, what, true, a, paths, lc)
+}
+
+// lockedData is lockedFile for files that need not be executable (an
+// EFI stub is data to the builder).
+func lockedData(ref specs.FileRef, what string, executable bool, a *lock.Arch, paths map[string]string, lc *rootfs.LayCache) ([]byte, string, error) {
 	p := lockedByName(a, ref.Package)
 	if p == nil {
 		return nil, "", fmt.Errorf("%s: package %s is not in the lock", what, ref.Package)
@@ -33,7 +39,7 @@ func lockedFile(ref specs.FileRef, what string, a *lock.Arch, paths map[string]s
 	if n == nil || n.Kind != rootfs.KindFile {
 		return nil, "", fmt.Errorf("%s: %s does not ship %s as a file", what, p.NEVRA, ref.Path)
 	}
-	if n.Mode&0o111 == 0 {
+	if executable && n.Mode&0o111 == 0 {
 		return nil, "", fmt.Errorf("%s: %s in %s is not executable", what, ref.Path, p.NEVRA)
 	}
 	return n.Data, p.NEVRA, nil

@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,5 +72,39 @@ func (b *archBuild) composeInputs(initramfs, bootloader []byte, work string) (co
 		DiskFormats: b.opts.DiskFormats, Compressions: b.opts.DiskCompressions, Squashfs: b.opts.Squashfs, Cache: b.blockCache(),
 		InitramfsCompression: b.spec.Image.InitramfsCompression, Owners: b.owners, PrettyName: b.spec.Image.OS.PrettyName,
 		SourceDate: b.sde, Work: work}
+	if b.stubData != nil {
+		o.SecureBoot = &compose.SecureBoot{Stub: b.stubData, Signing: b.opts.SecureBoot}
+		if osr := as.tree.Get("/etc/os-release"); osr != nil {
+			boot.OSRelease = osr.Data
+		}
+	}
 	return boot, exts, o
+}
+
+// readStub reads the base's systemd-stub for the Secure Boot media's UKI.
+func (b *archBuild) readStub() error {
+	ea, err := compose.EFIArch(b.arch)
+	if err != nil {
+		return fmt.Errorf("%s: Secure Boot: %w", b.arch, err)
+	}
+	b.stubData, b.stubPkg, err = lockedData(b.spec.Image.StubRef(ea), "image.stub", false, b.locked, b.paths, b.layCache)
+	if err != nil {
+		return fmt.Errorf("%s: Secure Boot needs the base's systemd-stub: %w", b.arch, err)
+	}
+	return nil
+}
+
+// recordSecureBoot notes in the media report what signed the Secure Boot
+// media of this architecture and what they boot.
+func (b *archBuild) recordSecureBoot(m *report.MediaReport) {
+	s := b.opts.SecureBoot
+	if m.SecureBoot == nil {
+		m.SecureBoot = &report.SecureBootReport{
+			SigningCert:       string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Signer.Cert.Raw})),
+			SigningCertSHA256: digest.SHA256Hex(s.Signer.Cert.Raw), Subject: s.Signer.Cert.Subject.String(),
+			Stub: map[string]string{}, Bootloader: map[string]string{}, EnrolsKeys: s.Auth != nil,
+		}
+	}
+	m.SecureBoot.Stub[b.arch] = b.stubPkg
+	m.SecureBoot.Bootloader[b.arch] = b.bootloaderPkg
 }

@@ -2,17 +2,21 @@ package build
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/x509"
 	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nodeforge/builder/build/media/authenticode"
+	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/build/media/uki"
+	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
 )
@@ -95,14 +99,8 @@ func bootUKISecure(t *testing.T, qemu, kernel, initrd, cmdline, want string, tim
 		if err := os.WriteFile(vars, varsTemplate, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		// The secure-boot build of OVMF runs its variable store in SMM.
-		return testutil.BootQEMU(t, qemu, limit, "-machine", "q35,smm=on", "-global", "driver=cfi.pflash01,property=secure,value=on",
-			"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1", "-nographic", "-serial", "stdio", "-monitor", "none",
-			"-no-reboot", "-nic", "none",
-			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+code,
-			"-drive", "if=pflash,format=raw,unit=1,file="+vars,
-			// The ESP as a read-only FAT disk of the directory (qemu's vvfat).
-			"-drive", "if=virtio,format=raw,readonly=on,file=fat:"+esp)
+		// The ESP as a read-only FAT disk of the directory (qemu's vvfat).
+		return bootSecure(t, qemu, limit, code, vars, "fat:"+esp)
 	}
 	res := run(signed, timeout)
 	if res.Marker != want || res.Find("nodeforge-init: SecureBoot=1") == "" {
@@ -120,5 +118,103 @@ func bootUKISecure(t *testing.T, qemu, kernel, initrd, cmdline, want string, tim
 		if denied := res.Find("Access Denied"); denied == "" {
 			t.Errorf("%s: the firmware did not refuse it with Access Denied:\n%s", what, res.Tail(20))
 		}
+	}
+}
+
+// bootSecure boots disk under the Secure Boot build of OVMF (code) with
+// the variable store vars, until the init powers off, the firmware resets
+// (-no-reboot makes qemu exit) or limit.
+func bootSecure(t *testing.T, qemu string, limit time.Duration, code, vars, disk string) *testutil.BootResult {
+	t.Helper()
+	// The secure-boot build of OVMF runs its variable store in SMM.
+	return testutil.BootQEMU(t, qemu, limit, "-machine", "q35,smm=on", "-global", "driver=cfi.pflash01,property=secure,value=on",
+		"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1", "-nographic", "-serial", "stdio", "-monitor", "none",
+		"-no-reboot", "-nic", "none",
+		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+code,
+		"-drive", "if=pflash,format=raw,unit=1,file="+vars,
+		"-drive", "if=virtio,format=raw,readonly=on,file="+disk)
+}
+
+// bootSecureBootMedia builds the Secure Boot media of o (a new key set)
+// and checks them with the judges: sbverify accepts the UKI and the
+// ISO's systemd-boot with the db certificate, objdump lists the UKI's
+// sections; then OVMF in setup mode (no keys: Debian's blank variable
+// store) boots the raw image, systemd-boot enrols the set from
+// loader/keys/auto/ and resets, and the next boot, with Secure Boot now
+// enforcing our keys, reaches the marker with the init reading
+// SecureBoot=1.
+func bootSecureBootMedia(t *testing.T, qemu string, o Options, want string, timeout time.Duration) {
+	t.Helper()
+	keys := t.TempDir()
+	ks, err := secureboot.Generate("Nodeforge boot test", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ks.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(keys, n), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.SecureBoot, err = secureboot.Load(keys); err != nil {
+		t.Fatal(err)
+	}
+	o.DiskFormats, o.DiskCompressions = []string{"iso", "raw"}, []string{}
+	t0 := time.Now()
+	rep, err := Build(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Secure Boot media built in %s", time.Since(t0).Round(time.Millisecond))
+	sb := rep.Media.SecureBoot
+	if sb == nil || sb.SigningCertSHA256 != digest.SHA256Hex(ks.DB.Cert.Raw) || sb.Stub["x86_64"] == "" || !sb.EnrolsKeys {
+		t.Errorf("the report's secureBoot says %+v", sb)
+	}
+	media := filepath.Join(o.Out, "media", rep.Media.Schematic)
+	ukiPath := filepath.Join(media, "metal-x86_64-secureboot-uki.efi")
+	sbverify := testutil.NeedTool(t, "sbverify")
+	loader := filepath.Join(t.TempDir(), "BOOTX64.EFI")
+	if out, err := exec.Command(testutil.NeedTool(t, "xorriso"), "-osirrox", "on", "-indev", filepath.Join(media, "metal-x86_64-secureboot.iso"),
+		"-extract", "/EFI/BOOT/BOOTX64.EFI", loader).CombinedOutput(); err != nil {
+		t.Fatalf("xorriso -extract: %v\n%s", err, out)
+	}
+	for _, f := range []string{ukiPath, loader} {
+		if out, err := exec.Command(sbverify, "--cert", filepath.Join(keys, "db.pem"), f).CombinedOutput(); err != nil {
+			t.Errorf("sbverify --cert db.pem %s: %v\n%s", filepath.Base(f), err, out)
+		}
+	}
+	hdr, err := exec.Command(testutil.NeedTool(t, "objdump"), "-h", ukiPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("objdump -h: %v\n%s", err, hdr)
+	}
+	for _, sec := range []string{".osrel", ".cmdline", ".uname", ".initrd", ".linux"} {
+		if !strings.Contains(string(hdr), " "+sec+" ") {
+			t.Errorf("objdump -h lists no %s in the UKI:\n%s", sec, hdr)
+		}
+	}
+
+	code := testutil.NeedFile(t, "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd", "ovmf")
+	blank, err := os.ReadFile(testutil.NeedFile(t, "/usr/share/OVMF/OVMF_VARS_4M.fd", "ovmf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := filepath.Join(t.TempDir(), "vars.fd")
+	if err := os.WriteFile(vars, blank, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw := filepath.Join(media, "metal-x86_64-secureboot.raw")
+	enrol := bootSecure(t, qemu, timeout, code, vars, raw)
+	if enrol.Find("Enrolling secure boot keys") == "" || enrol.Marker != "" {
+		t.Fatalf("setup mode: systemd-boot did not enrol the keys and reset (marker %q, qemu: %v):\n%s", enrol.Marker, enrol.Err, enrol.Tail(40))
+	}
+	t.Logf("setup mode: keys enrolled, firmware reset after %s", enrol.Total.Round(time.Millisecond))
+	res := bootSecure(t, qemu, timeout, code, vars, raw)
+	if res.Marker != want || res.Find("nodeforge-init: SecureBoot=1") == "" {
+		t.Errorf("after enrolment: marker %q (want %q), SecureBoot line %q; console:\n%s", res.Marker, want, res.Find("nodeforge-init: SecureBoot"), res.Tail(60))
+	} else {
+		t.Logf("after enrolment: the raw image boots to the marker in %s under Secure Boot with our keys (%s)", res.ToMarker.Round(time.Millisecond), res.Find("nodeforge-init: SecureBoot"))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/internal/atomicfile"
 	"github.com/nodeforge/builder/internal/flock"
 	"github.com/nodeforge/builder/pkgbase/cache"
@@ -53,7 +54,7 @@ func buildKey(opts Options, sde int64) (string, error) {
 	for _, part := range [][]byte{
 		[]byte(stampFormat), []byte(opts.BuilderSHA256), []byte(opts.Version), opts.Spec.Raw, exts, opts.LockBytes,
 		fmt.Appendf(nil, "%d %s %d %d %s %q %q %q %t", sde, opts.Squashfs.Compressor, opts.Squashfs.Level, opts.Squashfs.BlockSize, opts.Squashfs.Tool, opts.DiskCompressions, opts.Platform, opts.DiskFormats, opts.DiskFormats == nil),
-		sch,
+		sch, secureBootKey(opts.SecureBoot),
 	} {
 		fmt.Fprintf(h, "%d:", len(part))
 		h.Write(part)
@@ -206,4 +207,19 @@ func (st *stamp) write(stampFile string) error {
 		return err
 	}
 	return atomicfile.Write(stampFile, b, 0o644)
+}
+
+// secureBootKey names the Secure Boot keys of a build: the signing
+// certificate and the .auth files (nothing without Secure Boot).
+func secureBootKey(s *secureboot.Signing) []byte {
+	if s == nil {
+		return nil
+	}
+	h := sha256.New()
+	h.Write(s.Signer.Cert.Raw)
+	for _, n := range secureboot.Names {
+		fmt.Fprintf(h, "%d:", len(s.Auth[n]))
+		h.Write(s.Auth[n])
+	}
+	return h.Sum(nil)
 }

@@ -72,6 +72,26 @@ type MediaReport struct {
 	// NoDiskImages says why there is no ISO or raw image (no EFI boot
 	// manager in the lock).
 	NoDiskImages string `json:"noDiskImages,omitempty"`
+	// SecureBoot is set when the ISO and disk images are the Secure Boot
+	// ones: what signed them and what they boot.
+	SecureBoot *SecureBootReport `json:"secureBoot,omitempty"`
+}
+
+// SecureBootReport says how the Secure Boot media were signed: the
+// signatures are the only bytes they add to the base's.
+type SecureBootReport struct {
+	// SigningCert is the db certificate whose key signed systemd-boot and
+	// the UKIs (PEM), SigningCertSHA256 its fingerprint.
+	SigningCert       string `json:"signingCert"`
+	SigningCertSHA256 string `json:"signingCertSha256"`
+	Subject           string `json:"subject"`
+	// Stub and Bootloader are the base packages (NEVRA) of systemd-stub
+	// and systemd-boot, by architecture.
+	Stub       map[string]string `json:"stub"`
+	Bootloader map[string]string `json:"bootloader"`
+	// EnrolsKeys: the ESP carries PK.auth, KEK.auth and db.auth in
+	// loader/keys/auto/ for systemd-boot to enrol in setup mode.
+	EnrolsKeys bool `json:"enrolsKeys"`
 }
 
 // FileEntry is one path of an artifact with where it came from.

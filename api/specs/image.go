@@ -29,6 +29,11 @@ type Image struct {
 	// systemd-bootx64.efi); lock it through a component, the installer's
 	// say.
 	Bootloader FileRef `yaml:"bootloader,omitempty" json:"bootloader"`
+	// Stub is the EFI stub of the unified kernel images that Secure Boot
+	// media boot (systemd-stub): a file of a locked package. Unset, it is
+	// linux<efi arch>.efi.stub beside the bootloader, in its package
+	// (see StubRef).
+	Stub *FileRef `yaml:"stub,omitempty" json:"stub,omitempty"`
 	// BootModules are loaded by init before the root is mounted (with
 	// everything they depend on): a distribution kernel builds loop,
 	// squashfs and overlay as modules.
@@ -148,6 +153,9 @@ func (im *Image) normalize(s *Spec, bad func(string, ...any)) {
 	if !path.IsAbs(im.Bootloader.Path) {
 		bad("image.bootloader.path %q must be absolute", im.Bootloader.Path)
 	}
+	if im.Stub != nil && (im.Stub.Package == "" || !path.IsAbs(im.Stub.Path)) {
+		bad("image.stub needs a package and an absolute path")
+	}
 	if im.BootModules == nil {
 		im.BootModules = append([]string(nil), DefaultBootModules...)
 	}
@@ -238,4 +246,13 @@ func GlobRegexp(pattern string) (*regexp.Regexp, error) {
 	}
 	b.WriteString("$")
 	return regexp.Compile(b.String())
+}
+
+// StubRef is the image's EFI stub for an EFI architecture name ("x64",
+// "aa64"): image.stub, or linux<efiArch>.efi.stub beside the bootloader.
+func (im *Image) StubRef(efiArch string) FileRef {
+	if im.Stub != nil {
+		return *im.Stub
+	}
+	return FileRef{Package: im.Bootloader.Package, Path: path.Join(path.Dir(im.Bootloader.Path), "linux"+efiArch+".efi.stub")}
 }

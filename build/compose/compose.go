@@ -40,6 +40,9 @@ type Boot struct {
 	// makes no disk images.
 	Bootloader    []byte
 	KernelVersion string
+	// OSRelease is the root's /etc/os-release, the UKI's .osrel (nil: one
+	// made from the pretty name).
+	OSRelease []byte
 	// Modules returns the files of the kernel's module directory by path
 	// below it (modules, modules.order, modules.builtin...), for the module
 	// indexes of extensions that ship modules; called only then.
@@ -74,6 +77,9 @@ type Options struct {
 	PrettyName           string // the boot menu's title
 	SourceDate           int64
 	Work                 string // a scratch directory (the ISO tool's)
+	// SecureBoot, when set, makes the ISO and disk images the Secure Boot
+	// ones (named with SecureBootSuffix) and adds the signed UKI.
+	SecureBoot *SecureBoot
 }
 
 // File is one file of the media.
@@ -132,6 +138,20 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	}
 	// The disk images boot with the base's EFI boot manager.
 	bf := bootFiles(b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, args)
+	prefix := p.Name + "-" + arch
+	if o.SecureBoot != nil {
+		osr := b.OSRelease
+		if osr == nil {
+			osr = osRelease(o.PrettyName)
+		}
+		image, files, err := signedBoot(b, initramfs, args, osr, o.SecureBoot)
+		if err != nil {
+			return nil, err
+		}
+		prefix += SecureBootSuffix
+		bf = files
+		r.Files = append(r.Files, File{prefix + "-uki.efi", image})
+	}
 	meta := map[uint8][]byte{}
 	for _, m := range sch.Customization.Meta {
 		meta[m.Key] = []byte(m.Value)
@@ -142,7 +162,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	}
 	r.ISOTool = tool
 	for _, dk := range disks {
-		r.Files = append(r.Files, File{p.Name + "-" + arch + "." + dk.Name, dk.Data})
+		r.Files = append(r.Files, File{prefix + "." + dk.Name, dk.Data})
 	}
 	return r, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/build"
+	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/pipeline"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/repo"
@@ -32,6 +33,7 @@ type buildFlags struct {
 	diskCompressions        []string      // image: variants of the raw disk image
 	platform                string        // image: --platform
 	diskFormats             []string      // image: the disk images asked for (nil: the platform's)
+	secureBootKeys          string        // image: --secureboot, the Secure Boot key set's directory
 	// The reproducibility experiment's knobs (builder repro sets them).
 	shuffle      int64
 	noStepCaches bool
@@ -65,11 +67,18 @@ func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.S
 			}
 		}
 	}
+	var sb *secureboot.Signing
+	if b.secureBootKeys != "" {
+		var err error
+		if sb, err = secureboot.Load(b.secureBootKeys); err != nil {
+			return build.Options{}, fmt.Errorf("--secureboot: %w", err)
+		}
+	}
 	b.view = newProgressView(cmd.ErrOrStderr(), b.quiet)
 	c := &cache.Cache{Timeout: netTimeout, Dir: b.cacheDir, Workers: b.jobs, Progress: b.view.cacheEvent}
 	return build.Options{Out: out, Cache: c, SourceDateEpoch: sde, Version: version, BuilderSHA256: selfDigest(),
 		Log: b.view.logf, Progress: b.view.update, Shuffle: b.shuffle, Schematic: sch, DiskCompressions: b.diskCompressions, Platform: b.platform, DiskFormats: b.diskFormats,
-		NoStepCaches: b.noStepCaches, Source: repo.SourceOptions{Timeout: netTimeout}}, nil
+		NoStepCaches: b.noStepCaches, SecureBoot: sb, Source: repo.SourceOptions{Timeout: netTimeout}}, nil
 }
 
 // run builds the release (with the boot media of sch when not nil) and

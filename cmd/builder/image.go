@@ -28,6 +28,7 @@ var mediaKinds = map[string]*regexp.Regexp{
 	"cmdline":   regexp.MustCompile(`^cmdline-`),
 	"pxe":       regexp.MustCompile(`^(kernel|initramfs|cmdline|ipxe)-`),
 	"installer": regexp.MustCompile(`installer$`),
+	"uki":       regexp.MustCompile(`-uki\.efi$`),
 	"all":       regexp.MustCompile(``),
 }
 
@@ -46,15 +47,9 @@ func kindMatch(kind string) (*regexp.Regexp, []string, error) {
 	return regexp.MustCompile(`^[a-z]+-[^.]+\.` + regexp.QuoteMeta(kind) + `($|\.)`), []string{kind}, nil
 }
 
-func newImageCmd() *cobra.Command {
-	var b buildFlags
-	var schematicPath, kind, platformName string
-	var rel releaseSource
-	var compress []string
-	cmd := &cobra.Command{
-		Use:   "image (--spec FILE [--lock FILE] | --release STORE --version V --key PUB) --schematic FILE --kind KIND [--platform P] [--out DIR]",
-		Short: "Boot media for a schematic and a platform: kernel, initramfs with its extensions, cmdline, PXE, ISO, disk images, installer",
-		Long: `image builds the release as build does (reusing the step caches) and writes the
+// imageLong is builder image --help.
+func imageLong() string {
+	return `image builds the release as build does (reusing the step caches) and writes the
 boot media of a schematic for one platform to OUT/media/<schematic id>/. With
 --release it builds nothing: it verifies a published release (STORE is
 docker://HOST[:PORT]/PREFIX or oci:DIR, --key its public keys) and makes the
@@ -86,16 +81,43 @@ does:
                                (the factory's /v2/ serves both)
 The ISO, raw and VHD images are also written compressed (--compress).
 
+With --secureboot KEYDIR (a set from builder keys generate --secureboot) the
+ISO and disk images boot under UEFI Secure Boot, and are named so:
+  <platform>-<arch>-secureboot.<format>
+                               systemd-boot signed with KEYDIR/db.key, and a
+                               signed unified kernel image on the EFI system
+                               partition (EFI/Linux/nodeforge.efi); with
+                               KEYDIR's PK.auth, KEK.auth and db.auth in
+                               loader/keys/auto/, enrolled by systemd-boot when
+                               it finds the firmware in setup mode
+  <platform>-<arch>-secureboot-uki.efi
+                               that UKI: the base's systemd-stub (image.stub)
+                               with the kernel, the initramfs above, the
+                               command line and /etc/os-release, signed
+The command line is inside the signed UKI: it cannot be changed at boot.
+
 Platforms and the disk images --kind all makes for them:
 ` + platformHelp() + `
 --kind picks what to build and print: kernel, initramfs, cmdline, pxe (the
 first four), one disk format (iso, raw, qcow2, vhd, raw.tar.gz; any platform
-may have any), installer, or all (the platform's formats). Nothing needs root
-or loop devices. The release's own installer image is written by every build,
-at OUT/installer/.`,
+may have any), uki (with --secureboot), installer, or all (the platform's
+formats). Nothing needs root or loop devices. The release's own installer
+image is written by every build, at OUT/installer/.`
+}
+
+func newImageCmd() *cobra.Command {
+	var b buildFlags
+	var schematicPath, kind, platformName string
+	var rel releaseSource
+	var compress []string
+	cmd := &cobra.Command{
+		Use:   "image (--spec FILE [--lock FILE] | --release STORE --version V --key PUB) --schematic FILE --kind KIND [--platform P] [--out DIR]",
+		Short: "Boot media for a schematic and a platform: kernel, initramfs with its extensions, cmdline, PXE, ISO, disk images, installer",
+		Long:  imageLong(),
 		Example: `  printf 'customization:\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n' > zfs.yaml
   builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --kind pxe
   builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --platform azure --kind vhd
+  builder image --spec base/spec.yaml --schematic zfs.yaml --kind iso --secureboot keys/dev-secureboot
   builder image --release oci:out/demo/release/dev --version 1.11.0-demo --key out/demo/keys/dev/cosign.pub \
     --schematic zfs.yaml --kind iso --out /tmp/media`,
 		Args: cobra.NoArgs,
@@ -115,7 +137,13 @@ at OUT/installer/.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", schematicPath, err)
 			}
+			if kind == "uki" && b.secureBootKeys == "" {
+				return errors.New("--kind uki is the signed unified kernel image of the Secure Boot media: give --secureboot KEYDIR")
+			}
 			if rel.store != "" {
+				if b.secureBootKeys != "" {
+					return errors.New("--secureboot with --release is not supported yet: the release's installer does not carry systemd-stub; build the media from the spec")
+				}
 				files, err := rel.write(cmd, factory.ImageOptions{Schematic: sch, Platform: platformName, DiskFormats: formats, Compressions: compress, Out: b.out,
 					Installers: kind == "installer" || kind == "all"})
 				if err != nil {
@@ -128,6 +156,9 @@ at OUT/installer/.`,
 				return writeOutputs(cmd.OutOrStdout(), b.asJSON, b.out, list)
 			}
 			b.diskCompressions, b.platform, b.diskFormats = compress, platformName, formats
+			if b.secureBootKeys != "" && formats != nil && len(formats) == 0 && kind != "uki" {
+				return fmt.Errorf("--secureboot signs the UKI, the ISO and the disk images: --kind %s makes none of them", kind)
+			}
 			rep, out, err := b.run(cmd, sch)
 			if err != nil {
 				return err
@@ -145,9 +176,10 @@ at OUT/installer/.`,
 	b.add(cmd)
 	b.addJSON(cmd)
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "schematic file (YAML or JSON; builder schematic id explains)")
-	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, vhd, raw.tar.gz, installer or all")
+	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, vhd, raw.tar.gz, uki (with --secureboot), installer or all")
 	cmd.Flags().StringVar(&platformName, "platform", platform.Default, "where the node runs: "+strings.Join(platform.Names(), ", "))
 	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the ISO, raw and VHD images: zst, xz (none: --compress '')")
+	cmd.Flags().StringVar(&b.secureBootKeys, "secureboot", "", "make the ISO and disk images for UEFI Secure Boot, signed with the key set in this directory (builder keys generate --secureboot)")
 	cmd.MarkFlagRequired("schematic")
 	return cmd
 }

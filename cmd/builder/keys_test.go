@@ -2,11 +2,14 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/internal/testutil"
 )
 
 func TestKeysGenerate(t *testing.T) {
@@ -32,5 +35,38 @@ func TestKeysGenerate(t *testing.T) {
 	os.Unsetenv("COSIGN_PASSWORD")
 	if _, err := runBuilder(t, "keys", "generate", "--out", t.TempDir()); err == nil || !strings.Contains(err.Error(), "COSIGN_PASSWORD") {
 		t.Errorf("no password: %v", err)
+	}
+}
+
+// TestKeysGenerateSecureBoot: a Secure Boot set loads for signing, its
+// certificates name the channel, the private keys are the owner's only,
+// openssl reads the .pem files, and a second run refuses to overwrite.
+func TestKeysGenerateSecureBoot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sb")
+	out, err := runBuilder(t, "keys", "generate", "--secureboot", "--common-name", "Example dev", "--out", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Fields(out)); n != 12 {
+		t.Errorf("printed %d files, want 12 (PK, KEK, db × key, pem, esl, auth):\n%s", n, out)
+	}
+	s, err := secureboot.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Signer.Cert.Subject.CommonName != "Example dev db" || len(s.Auth) != 3 {
+		t.Errorf("loaded %q with %d .auth files", s.Signer.Cert.Subject.CommonName, len(s.Auth))
+	}
+	for _, k := range []string{"PK", "KEK", "db"} {
+		if fi, err := os.Stat(filepath.Join(dir, k+".key")); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s.key: %v %v", k, fi.Mode(), err)
+		}
+		o, err := exec.Command(testutil.NeedTool(t, "openssl"), "x509", "-in", filepath.Join(dir, k+".pem"), "-noout", "-subject").CombinedOutput()
+		if err != nil || !strings.Contains(string(o), "Example dev "+k) {
+			t.Errorf("openssl x509 %s.pem: %v %s", k, err, o)
+		}
+	}
+	if _, err := runBuilder(t, "keys", "generate", "--secureboot", "--out", dir); err == nil || !strings.Contains(err.Error(), "not overwriting") {
+		t.Errorf("overwrote a Secure Boot key: %v", err)
 	}
 }

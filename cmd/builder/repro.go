@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,7 +17,7 @@ func init() { register(newReproCmd) }
 
 func newReproCmd() *cobra.Command {
 	var sf specFlags
-	var lockPath, cacheDir, keep, schematicPath string
+	var lockPath, cacheDir, keep, schematicPath, secureBootKeys string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "repro --spec FILE [--lock FILE]",
@@ -66,6 +67,12 @@ exits 1.`,
 			if schematicPath != "" {
 				abs, _ := filepath.Abs(schematicPath)
 				buildArgs = []string{"image", "--schematic", abs, "--kind", "all", "--compress", "zst,xz"}
+				if secureBootKeys != "" {
+					keys, _ := filepath.Abs(secureBootKeys)
+					buildArgs = append(buildArgs, "--secureboot", keys)
+				}
+			} else if secureBootKeys != "" {
+				return errors.New("--secureboot signs a schematic's media: give --schematic too")
 			}
 			buildArgs = append(buildArgs, "-q", "--spec", specPath, "--lock", lockPath, "--cache", cacheDir)
 			stderr := cmd.ErrOrStderr()
@@ -123,6 +130,7 @@ exits 1.`,
 	cmd.Flags().StringVar(&cacheDir, "cache", defaultCacheDir(), "package cache directory")
 	cmd.Flags().StringVar(&keep, "keep", "", "keep the two builds (any value) for inspection")
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "also build and compare this schematic's boot media")
+	cmd.Flags().StringVar(&secureBootKeys, "secureboot", "", "with --schematic: make the Secure Boot media, signed with this key set (builder image --secureboot)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON (docs/schemas/repro.schema.json)")
 	return cmd
 }

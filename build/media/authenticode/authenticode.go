@@ -15,32 +15,23 @@ package authenticode
 
 import (
 	"bytes"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/rand"
-	"crypto/rsa"
+	"sort"
+
 	"crypto/sha256"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/big"
-	"sort"
+
+	"github.com/nodeforge/builder/build/media/pkcs7"
 )
 
 // Object identifiers of Authenticode and PKCS#7.
 var (
-	oidSignedData      = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 7, 2}
 	oidSPCIndirectData = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 311, 2, 1, 4}
 	oidSPCPEImageData  = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 311, 2, 1, 15}
 	oidSPCSpOpusInfo   = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 311, 2, 1, 12}
-	oidContentType     = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 3}
-	oidMessageDigest   = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 4}
-	oidSHA256          = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 1}
-	oidRSAEncryption   = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 1}
-	oidECDSAWithSHA256 = asn1.ObjectIdentifier{1, 2, 840, 10045, 4, 3, 2}
 )
 
 const (
@@ -163,10 +154,7 @@ func Strip(img []byte) ([]byte, error) {
 }
 
 // Signer is a key and its certificate.
-type Signer struct {
-	Key  crypto.Signer // RSA (PKCS#1 v1.5) or ECDSA P-256
-	Cert *x509.Certificate
-}
+type Signer = pkcs7.Signer
 
 // Sign returns the image signed: an Authenticode signature appended in a
 // certificate table. An image already signed is refused (UEFI checks
@@ -220,11 +208,10 @@ func setChecksum(b []byte, field int) {
 	binary.LittleEndian.PutUint32(b[field:], uint32(sum&0xffff)+uint32(len(b)))
 }
 
-// The ASN.1 of Authenticode's content and PKCS#7's SignedData.
+// The ASN.1 of Authenticode's content.
 type (
-	algorithmIdentifier = pkix.AlgorithmIdentifier
-	digestInfo          struct {
-		Algorithm algorithmIdentifier
+	digestInfo struct {
+		Algorithm pkix.AlgorithmIdentifier
 		Digest    []byte
 	}
 	spcAttributeValue struct {
@@ -239,47 +226,11 @@ type (
 		Data          spcAttributeValue
 		MessageDigest digestInfo
 	}
-	attribute struct {
-		Type   asn1.ObjectIdentifier
-		Values asn1.RawValue // SET OF, made by setOf
-	}
-	issuerAndSerial struct {
-		Issuer asn1.RawValue
-		Serial *big.Int
-	}
-	signerInfo struct {
-		Version            int
-		IssuerAndSerial    issuerAndSerial
-		DigestAlgorithm    algorithmIdentifier
-		AuthenticatedAttrs asn1.RawValue `asn1:"tag:0"`
-		DigestEncryption   algorithmIdentifier
-		EncryptedDigest    []byte
-	}
-	contentInfo struct {
-		ContentType asn1.ObjectIdentifier
-		Content     asn1.RawValue // [0] EXPLICIT, built by hand
-	}
-	signedDataContent struct {
-		Version          int
-		DigestAlgorithms []algorithmIdentifier `asn1:"set"`
-		ContentInfo      contentInfo
-		Certificates     asn1.RawValue `asn1:"tag:0"`
-		SignerInfos      []signerInfo  `asn1:"set"`
-	}
-	outerContentInfo struct {
-		ContentType asn1.ObjectIdentifier
-		Content     signedDataContent `asn1:"tag:0,explicit"`
-	}
 )
 
-var sha256Alg = algorithmIdentifier{Algorithm: oidSHA256, Parameters: asn1.NullRawValue}
-
 // signedData is the PKCS#7 SignedData of an Authenticode signature over
-// an image digest.
+// an image digest, in its ContentInfo.
 func signedData(imageDigest []byte, s Signer) ([]byte, error) {
-	if s.Key == nil || s.Cert == nil {
-		return nil, errors.New("no signing key or certificate")
-	}
 	// SpcLink's file: an SpcString, the UTF-16 "<<<Obsolete>>>" every
 	// signer writes ([2] IMPLICIT BMPString inside [0]).
 	obsolete := []byte{}
@@ -294,7 +245,7 @@ func signedData(imageDigest []byte, s Signer) ([]byte, error) {
 	content := spcIndirectDataContent{
 		Data: spcAttributeValue{Type: oidSPCPEImageData, Value: spcPEImageData{Flags: asn1.BitString{Bytes: []byte{}},
 			File: asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: file}}},
-		MessageDigest: digestInfo{Algorithm: sha256Alg, Digest: imageDigest},
+		MessageDigest: digestInfo{Algorithm: pkcs7.SHA256, Digest: imageDigest},
 	}
 	contentDER, err := asn1.Marshal(content)
 	if err != nil {
@@ -307,80 +258,16 @@ func signedData(imageDigest []byte, s Signer) ([]byte, error) {
 		return nil, err
 	}
 	contentDigest := sha256.Sum256(seq.Bytes)
-	attrs := []attribute{
-		{Type: oidContentType, Values: setOf(mustMarshal(oidSPCIndirectData))},
-		{Type: oidSPCSpOpusInfo, Values: setOf(mustMarshal(asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSequence, IsCompound: true}))},
-		{Type: oidMessageDigest, Values: setOf(mustMarshal(contentDigest[:]))},
+	attrs := []pkcs7.Attribute{
+		{Type: pkcs7.OIDContentType, Value: mustMarshal(oidSPCIndirectData)},
+		{Type: oidSPCSpOpusInfo, Value: mustMarshal(asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSequence, IsCompound: true})},
+		{Type: pkcs7.OIDMessageDigest, Value: mustMarshal(contentDigest[:])},
 	}
-	attrsDER, err := marshalSet(attrs)
+	sd, err := pkcs7.SignedData(s, pkcs7.Content{Type: oidSPCIndirectData, DER: contentDER}, attrs, contentDigest[:])
 	if err != nil {
 		return nil, err
 	}
-	// What is signed is the attributes as a SET; what is stored is the
-	// same bytes under [0] IMPLICIT.
-	attrsDigest := sha256.Sum256(attrsDER)
-	sig, encAlg, err := sign(s.Key, attrsDigest[:])
-	if err != nil {
-		return nil, err
-	}
-	var setRaw asn1.RawValue
-	if _, err := asn1.Unmarshal(attrsDER, &setRaw); err != nil {
-		return nil, err
-	}
-	sd := outerContentInfo{
-		ContentType: oidSignedData,
-		Content: signedDataContent{
-			Version:          1,
-			DigestAlgorithms: []algorithmIdentifier{sha256Alg},
-			ContentInfo: contentInfo{ContentType: oidSPCIndirectData,
-				Content: asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: contentDER}},
-			Certificates: asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: s.Cert.Raw},
-			SignerInfos: []signerInfo{{
-				Version:            1,
-				IssuerAndSerial:    issuerAndSerial{Issuer: asn1.RawValue{FullBytes: s.Cert.RawIssuer}, Serial: s.Cert.SerialNumber},
-				DigestAlgorithm:    sha256Alg,
-				AuthenticatedAttrs: asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: setRaw.Bytes},
-				DigestEncryption:   encAlg,
-				EncryptedDigest:    sig,
-			}},
-		},
-	}
-	return asn1.Marshal(sd)
-}
-
-// marshalSet encodes attributes as a DER SET OF: its members sorted by
-// their encodings.
-func marshalSet(attrs []attribute) ([]byte, error) {
-	var enc [][]byte
-	for _, a := range attrs {
-		b, err := asn1.Marshal(a)
-		if err != nil {
-			return nil, err
-		}
-		enc = append(enc, b)
-	}
-	sort.Slice(enc, func(i, j int) bool { return bytes.Compare(enc[i], enc[j]) < 0 })
-	return asn1.Marshal(asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSet, IsCompound: true, Bytes: bytes.Join(enc, nil)})
-}
-
-// sign signs a SHA-256 digest: RSA PKCS#1 v1.5 or ECDSA.
-func sign(key crypto.Signer, digest []byte) ([]byte, algorithmIdentifier, error) {
-	switch key.Public().(type) {
-	case *rsa.PublicKey:
-		// PKCS#1 v1.5 takes no randomness (Go uses the reader for
-		// blinding only): the same image and key give the same signature.
-		sig, err := key.Sign(rand.Reader, digest, crypto.SHA256)
-		return sig, algorithmIdentifier{Algorithm: oidRSAEncryption, Parameters: asn1.NullRawValue}, err
-	case *ecdsa.PublicKey:
-		sig, err := key.Sign(rand.Reader, digest, crypto.SHA256)
-		return sig, algorithmIdentifier{Algorithm: oidECDSAWithSHA256}, err
-	}
-	return nil, algorithmIdentifier{}, fmt.Errorf("a %T key: want RSA or ECDSA", key.Public())
-}
-
-// setOf is a DER SET holding one encoded value.
-func setOf(der []byte) asn1.RawValue {
-	return asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSet, IsCompound: true, Bytes: der}
+	return pkcs7.Wrap(sd)
 }
 
 func mustMarshal(v any) []byte {

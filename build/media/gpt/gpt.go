@@ -45,8 +45,9 @@ func (g GUID) String() string {
 	return fmt.Sprintf("%X-%X-%X-%X-%X", g[0:4], g[4:6], g[6:8], g[8:10], g[10:16])
 }
 
-// mixed is the on-disk form: the first three fields little-endian.
-func (g GUID) mixed() [16]byte {
+// Mixed is the on-disk form (GPT and UEFI alike): the first three fields
+// little-endian.
+func (g GUID) Mixed() [16]byte {
 	var b [16]byte
 	b[0], b[1], b[2], b[3] = g[3], g[2], g[1], g[0]
 	b[4], b[5] = g[5], g[4]
@@ -121,7 +122,7 @@ func Write(disk []byte, diskGUID GUID, parts []Partition) error {
 			}
 		}
 		e := entries[i*entrySize:]
-		t, g := p.Type.mixed(), p.GUID.mixed()
+		t, g := p.Type.Mixed(), p.GUID.Mixed()
 		copy(e[0:], t[:])
 		copy(e[16:], g[:])
 		binary.LittleEndian.PutUint64(e[32:], p.Start)
@@ -161,7 +162,7 @@ func Write(disk []byte, diskGUID GUID, parts []Partition) error {
 		binary.LittleEndian.PutUint64(h[32:], alt)
 		binary.LittleEndian.PutUint64(h[40:], firstUsable)
 		binary.LittleEndian.PutUint64(h[48:], lastUsable)
-		dg := diskGUID.mixed()
+		dg := diskGUID.Mixed()
 		copy(h[56:], dg[:])
 		binary.LittleEndian.PutUint64(h[72:], entriesLBA)
 		binary.LittleEndian.PutUint32(h[80:], entryCount)

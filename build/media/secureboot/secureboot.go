@@ -1,0 +1,326 @@
+// Package secureboot makes and reads the key sets of UEFI Secure Boot: a
+// platform key (PK), a key exchange key (KEK) and a signature database
+// key (db, which signs the boot loader and the unified kernel images), as
+// PEM files, and the EFI signature lists and time-based authenticated
+// variables (PK.auth, KEK.auth, db.auth) that enrol them: systemd-boot
+// writes the .auth files of loader/keys/auto/ into the firmware when it
+// finds the firmware in setup mode.
+//
+// The formats are UEFI 2.10's (sections 8.2.2 and 32.4), judged by
+// efitools' cert-to-efi-sig-list and sign-efi-sig-list, which write the
+// same bytes for the same keys and time stamp.
+package secureboot
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/binary"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+	"path/filepath"
+	"time"
+	"unicode/utf16"
+
+	"github.com/nodeforge/builder/build/media/gpt"
+	"github.com/nodeforge/builder/build/media/pkcs7"
+)
+
+// GUIDs of UEFI 2.10.
+var (
+	globalVariable = gpt.MustParse("8be4df61-93ca-11d2-aa0d-00e098032b8c") // PK, KEK
+	imageSecurity  = gpt.MustParse("d719b2cb-3d3a-4596-a3bc-dad00e67656f") // db, dbx
+	certX509       = gpt.MustParse("a5c059a1-94e4-4aa7-87b5-ab155c2bf072")
+	certPKCS7      = gpt.MustParse("4aafd29d-68df-49ee-8aa9-347d375665a7")
+	// ownerNamespace names the owner GUIDs of a key set's signature lists.
+	ownerNamespace = gpt.MustParse("6e6f6465-666f-5267-8573-6563626f6f74")
+)
+
+// Attributes of the enrolled variables: non-volatile, boot and run time,
+// time-based authenticated writes.
+const (
+	attrs             = 0x01 | 0x02 | 0x04 | 0x20
+	winCertRevision2  = 0x0200
+	winCertTypeGUID   = 0x0EF1
+	rsaBits           = 2048 // what every UEFI implementation must verify
+	validity          = 20   // years
+	maxKeyFile        = 1 << 20
+	efiTimeSize       = 16
+	signatureListHead = 28
+)
+
+// Names of the variables, in the order systemd-boot enrols them (PK last:
+// writing it leaves setup mode).
+var Names = []string{"db", "KEK", "PK"}
+
+// Keys is a Secure Boot key set: each key with its self-signed
+// certificate.
+type Keys struct {
+	PK, KEK, DB pkcs7.Signer
+	// Owner is the owner GUID of the signature lists.
+	Owner gpt.GUID
+}
+
+// Generate makes a new key set: RSA-2048 keys with self-signed
+// certificates named "<commonName> PK" and so on, valid from now for 20
+// years.
+func Generate(commonName string, now time.Time) (*Keys, error) {
+	ks := &Keys{}
+	for i, k := range []*pkcs7.Signer{&ks.PK, &ks.KEK, &ks.DB} {
+		key, err := rsa.GenerateKey(rand.Reader, rsaBits)
+		if err != nil {
+			return nil, err
+		}
+		serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+		if err != nil {
+			return nil, err
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: serial, Subject: pkix.Name{CommonName: commonName + " " + []string{"PK", "KEK", "db"}[i]},
+			NotBefore: now.UTC().Truncate(time.Second), NotAfter: now.UTC().AddDate(validity, 0, 0),
+			KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
+		}
+		if i == 2 {
+			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			return nil, err
+		}
+		cert, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, err
+		}
+		*k = pkcs7.Signer{Key: key, Cert: cert}
+	}
+	ks.Owner = ownerOf(ks.PK.Cert)
+	return ks, nil
+}
+
+// ownerOf is the owner GUID of a key set: named by its PK certificate.
+func ownerOf(pk *x509.Certificate) gpt.GUID {
+	sum := sha256.Sum256(pk.Raw)
+	return gpt.NameGUID(ownerNamespace, fmt.Sprintf("%x", sum))
+}
+
+// SignatureList is an EFI_SIGNATURE_LIST holding one X.509 certificate
+// owned by owner.
+func SignatureList(owner gpt.GUID, cert *x509.Certificate) []byte {
+	le := binary.LittleEndian
+	t := certX509.Mixed()
+	o := owner.Mixed()
+	b := make([]byte, 0, signatureListHead+16+len(cert.Raw))
+	b = append(b, t[:]...)
+	b = le.AppendUint32(b, uint32(signatureListHead+16+len(cert.Raw)))
+	b = le.AppendUint32(b, 0) // no signature header
+	b = le.AppendUint32(b, uint32(16+len(cert.Raw)))
+	b = append(b, o[:]...)
+	return append(b, cert.Raw...)
+}
+
+// Auth is the content of a NAME.auth file: an
+// EFI_VARIABLE_AUTHENTICATION_2 descriptor (the time stamp and a PKCS#7
+// signature by signer over the variable's name, vendor GUID, attributes,
+// time stamp and data) followed by the data, as SetVariable takes it.
+func Auth(name string, data []byte, stamp time.Time, signer pkcs7.Signer) ([]byte, error) {
+	vendor := imageSecurity
+	switch name {
+	case "PK", "KEK":
+		vendor = globalVariable
+	case "db", "dbx":
+	default:
+		return nil, fmt.Errorf("%q is not a Secure Boot variable (PK, KEK, db, dbx)", name)
+	}
+	ts := efiTime(stamp)
+	var signed bytes.Buffer
+	for _, u := range utf16.Encode([]rune(name)) {
+		binary.Write(&signed, binary.LittleEndian, u)
+	}
+	v := vendor.Mixed()
+	signed.Write(v[:])
+	binary.Write(&signed, binary.LittleEndian, uint32(attrs))
+	signed.Write(ts)
+	signed.Write(data)
+	sum := sha256.Sum256(signed.Bytes())
+	sd, err := pkcs7.SignedData(signer, pkcs7.Content{Type: pkcs7.OIDData}, nil, sum[:])
+	if err != nil {
+		return nil, fmt.Errorf("%s.auth: %w", name, err)
+	}
+	le := binary.LittleEndian
+	ct := certPKCS7.Mixed()
+	out := append([]byte{}, ts...)
+	out = le.AppendUint32(out, uint32(4+2+2+16+len(sd)))
+	out = le.AppendUint16(out, winCertRevision2)
+	out = le.AppendUint16(out, winCertTypeGUID)
+	out = append(out, ct[:]...)
+	out = append(out, sd...)
+	return append(out, data...), nil
+}
+
+// efiTime is an EFI_TIME of t in UTC, whole seconds (the descriptor's
+// nanoseconds, time zone and daylight fields must be zero).
+func efiTime(t time.Time) []byte {
+	t = t.UTC()
+	b := make([]byte, efiTimeSize)
+	binary.LittleEndian.PutUint16(b, uint16(t.Year()))
+	b[2], b[3], b[4], b[5], b[6] = byte(t.Month()), byte(t.Day()), byte(t.Hour()), byte(t.Minute()), byte(t.Second())
+	return b
+}
+
+// AuthFiles are the .auth files that enrol the set, by variable name: db
+// signed by KEK, KEK by PK, PK by itself; stamp is their time stamp (the
+// firmware refuses an update older than what it holds).
+func (ks *Keys) AuthFiles(stamp time.Time) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	for _, v := range []struct {
+		name   string
+		cert   *x509.Certificate
+		signer pkcs7.Signer
+	}{{"db", ks.DB.Cert, ks.KEK}, {"KEK", ks.KEK.Cert, ks.PK}, {"PK", ks.PK.Cert, ks.PK}} {
+		a, err := Auth(v.name, SignatureList(ks.Owner, v.cert), stamp, v.signer)
+		if err != nil {
+			return nil, err
+		}
+		files[v.name] = a
+	}
+	return files, nil
+}
+
+// File names of a key set's directory.
+const (
+	SigningKeyFile  = "db.key" // the db key signs boot loaders and UKIs
+	SigningCertFile = "db.pem"
+)
+
+// Files are the files of a key set's directory: NAME.key (PKCS#8 PEM,
+// for the owner only), NAME.pem (the certificate), NAME.esl and
+// NAME.auth for PK, KEK and db. The .auth files carry the time stamp of
+// the PK certificate's start.
+func (ks *Keys) Files() (map[string][]byte, error) {
+	auth, err := ks.AuthFiles(ks.PK.Cert.NotBefore)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for name, k := range map[string]pkcs7.Signer{"PK": ks.PK, "KEK": ks.KEK, "db": ks.DB} {
+		der, err := x509.MarshalPKCS8PrivateKey(k.Key)
+		if err != nil {
+			return nil, err
+		}
+		files[name+".key"] = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+		files[name+".pem"] = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: k.Cert.Raw})
+		files[name+".esl"] = SignatureList(ks.Owner, k.Cert)
+		files[name+".auth"] = auth[name]
+	}
+	return files, nil
+}
+
+// Signing is what media need of a key set: the db key that signs, and the
+// .auth files for the ESP's loader/keys/auto/ (none when the directory
+// has no .auth files: keys enrolled by other means).
+type Signing struct {
+	Signer pkcs7.Signer
+	Auth   map[string][]byte // "PK", "KEK", "db"
+}
+
+// Load reads a key set's directory for signing: db.key and db.pem, and
+// PK.auth, KEK.auth and db.auth when all three are there.
+func Load(dir string) (*Signing, error) {
+	read := func(name string) ([]byte, error) {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		var b bytes.Buffer
+		if _, err := b.ReadFrom(io.LimitReader(f, maxKeyFile+1)); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Name(), err)
+		}
+		if b.Len() > maxKeyFile {
+			return nil, fmt.Errorf("%s: larger than %d bytes: not a key file", f.Name(), maxKeyFile)
+		}
+		return b.Bytes(), nil
+	}
+	keyPEM, err := read(SigningKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("Secure Boot keys: %w (builder keys generate --secureboot makes a set)", err)
+	}
+	certPEM, err := read(SigningCertFile)
+	if err != nil {
+		return nil, fmt.Errorf("Secure Boot keys: %w", err)
+	}
+	signer, err := ParseSigner(keyPEM, certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("Secure Boot keys in %s: %w", dir, err)
+	}
+	s := &Signing{Signer: signer}
+	auth := map[string][]byte{}
+	for _, n := range Names {
+		b, err := read(n + ".auth")
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		auth[n] = b
+	}
+	switch len(auth) {
+	case 0:
+	case len(Names):
+		s.Auth = auth
+	default:
+		return nil, fmt.Errorf("Secure Boot keys in %s: PK.auth, KEK.auth and db.auth go together (found %d of them)", dir, len(auth))
+	}
+	return s, nil
+}
+
+// ParseSigner reads a PEM private key (PKCS#8, PKCS#1 or EC) and its PEM
+// certificate, and checks that they belong together.
+func ParseSigner(keyPEM, certPEM []byte) (pkcs7.Signer, error) {
+	kb, _ := pem.Decode(keyPEM)
+	if kb == nil {
+		return pkcs7.Signer{}, errors.New("the key file holds no PEM block")
+	}
+	if _, encrypted := kb.Headers["Proc-Type"]; encrypted || kb.Type == "ENCRYPTED PRIVATE KEY" {
+		return pkcs7.Signer{}, errors.New("the key is encrypted: give it decrypted (openssl pkey -in KEY -out PLAIN)")
+	}
+	var key any
+	var err error
+	switch kb.Type {
+	case "PRIVATE KEY":
+		key, err = x509.ParsePKCS8PrivateKey(kb.Bytes)
+	case "RSA PRIVATE KEY":
+		key, err = x509.ParsePKCS1PrivateKey(kb.Bytes)
+	case "EC PRIVATE KEY":
+		key, err = x509.ParseECPrivateKey(kb.Bytes)
+	default:
+		return pkcs7.Signer{}, fmt.Errorf("a PEM %q is not a private key", kb.Type)
+	}
+	if err != nil {
+		return pkcs7.Signer{}, err
+	}
+	cb, _ := pem.Decode(certPEM)
+	if cb == nil || cb.Type != "CERTIFICATE" {
+		return pkcs7.Signer{}, errors.New("the certificate file holds no PEM CERTIFICATE")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return pkcs7.Signer{}, err
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return pkcs7.Signer{}, fmt.Errorf("a %T cannot sign", key)
+	}
+	if pub, ok := signer.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) {
+		return pkcs7.Signer{}, errors.New("the key does not belong to the certificate")
+	}
+	return pkcs7.Signer{Key: signer, Cert: cert}, nil
+}

@@ -1,0 +1,122 @@
+package secureboot
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeforge/builder/internal/testutil"
+)
+
+// TestAgainstEfitools: efitools' cert-to-efi-sig-list and
+// sign-efi-sig-list, given our keys, owner and time stamp, write the same
+// signature lists and .auth files byte for byte.
+func TestAgainstEfitools(t *testing.T) {
+	toESL := testutil.NeedTool(t, "cert-to-efi-sig-list")
+	signESL := testutil.NeedTool(t, "sign-efi-sig-list")
+	stamp := time.Date(2026, 11, 30, 21, 7, 5, 0, time.UTC)
+	ks, err := Generate("Nodeforge test", stamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ks.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owner := strings.ToLower(ks.Owner.String())
+	signers := map[string]string{"db": "KEK", "KEK": "PK", "PK": "PK"}
+	for _, n := range Names {
+		esl := filepath.Join(dir, "efitools-"+n+".esl")
+		if out, err := exec.Command(toESL, "-g", owner, filepath.Join(dir, n+".pem"), esl).CombinedOutput(); err != nil {
+			t.Fatalf("cert-to-efi-sig-list %s: %v\n%s", n, err, out)
+		}
+		sameFile(t, esl, files[n+".esl"])
+		auth := filepath.Join(dir, "efitools-"+n+".auth")
+		s := signers[n]
+		cmd := exec.Command(signESL, "-g", owner, "-t", stamp.Format("2006-01-02 15:04:05"), "-k", filepath.Join(dir, s+".key"), "-c", filepath.Join(dir, s+".pem"), n, esl, auth)
+		cmd.Env = append(os.Environ(), "TZ=UTC", "LC_ALL=C")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("sign-efi-sig-list %s: %v\n%s", n, err, out)
+		}
+		sameFile(t, auth, files[n+".auth"])
+	}
+}
+
+func sameFile(t *testing.T, path string, ours []byte) {
+	t.Helper()
+	theirs, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(theirs, ours) {
+		i := 0
+		for i < len(theirs) && i < len(ours) && theirs[i] == ours[i] {
+			i++
+		}
+		t.Errorf("%s: efitools wrote %d bytes, we %d; first difference at %d\n theirs % x\n ours   % x", filepath.Base(path), len(theirs), len(ours), i,
+			theirs[max(0, i-8):min(len(theirs), i+24)], ours[max(0, i-8):min(len(ours), i+24)])
+	}
+}
+
+// TestLoad reads a generated set back for signing and refuses what
+// cannot sign: a missing key, a key of another certificate, an
+// incomplete set of .auth files, an encrypted key.
+func TestLoad(t *testing.T) {
+	ks, err := Generate("Nodeforge test", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ks.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(skip string, replace map[string][]byte) string {
+		dir := t.TempDir()
+		for n, b := range files {
+			if r, ok := replace[n]; ok {
+				b = r
+			}
+			if n != skip {
+				if err := os.WriteFile(filepath.Join(dir, n), b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return dir
+	}
+	s, err := Load(write("", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Signer.Cert.Equal(ks.DB.Cert) || len(s.Auth) != 3 || !bytes.Equal(s.Auth["PK"], files["PK.auth"]) {
+		t.Errorf("Load gave another signer or .auth files: %v, %d files", s.Signer.Cert.Subject, len(s.Auth))
+	}
+	for what, c := range map[string]struct {
+		dir  string
+		want string
+	}{
+		"no db.key":          {write("db.key", nil), "db.key"},
+		"another key":        {write("", map[string][]byte{"db.key": files["KEK.key"]}), "does not belong"},
+		"PK.auth missing":    {write("PK.auth", nil), "go together"},
+		"not PEM":            {write("", map[string][]byte{"db.key": []byte("hello")}), "no PEM"},
+		"encrypted":          {write("", map[string][]byte{"db.key": []byte("-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n")}), "encrypted"},
+		"certificate as key": {write("", map[string][]byte{"db.key": files["db.pem"]}), "not a private key"},
+	} {
+		if _, err := Load(c.dir); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Load said %v, want an error with %q", what, err, c.want)
+		}
+	}
+	if _, err := Auth("Boot0001", nil, time.Time{}, ks.PK); err == nil {
+		t.Error("Auth signed a variable that is not a Secure Boot one")
+	}
+}
