@@ -468,7 +468,9 @@ func (b *archBuild) schematicMedia(ctx context.Context, initramfs []byte) (*medi
 		rep.Media.Files[k] = v
 	}
 	if b.stubData != nil {
-		b.recordSecureBoot(rep.Media)
+		if err := b.recordSecureBoot(rep.Media, mr.PCR11); err != nil {
+			return nil, err
+		}
 	}
 	return mr, nil
 }

@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/build/media/pcr"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/internal/digest"
 )
@@ -22,6 +24,7 @@ type mediaResult struct {
 	Platform  string
 	Files     map[string]report.ArtifactInfo
 	Layers    []report.FileEntry
+	PCR11     []byte // see compose.Result
 }
 
 // writeMedia writes the boot media of the options' schematic and platform
@@ -37,7 +40,7 @@ func (b *archBuild) writeMedia(ctx context.Context, dir string, initramfs, bootl
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return nil, err
 	}
-	r := &mediaResult{Schematic: res.Schematic, Platform: res.Platform, ISOTool: res.ISOTool, Initramfs: res.Initramfs, Files: map[string]report.ArtifactInfo{}}
+	r := &mediaResult{Schematic: res.Schematic, Platform: res.Platform, ISOTool: res.ISOTool, Initramfs: res.Initramfs, Files: map[string]report.ArtifactInfo{}, PCR11: res.PCR11}
 	for _, f := range res.Files {
 		if err := os.WriteFile(filepath.Join(d, f.Name), f.Data, 0o644); err != nil {
 			return nil, err
@@ -96,7 +99,7 @@ func (b *archBuild) readStub() error {
 
 // recordSecureBoot notes in the media report what signed the Secure Boot
 // media of this architecture and what they boot.
-func (b *archBuild) recordSecureBoot(m *report.MediaReport) {
+func (b *archBuild) recordSecureBoot(m *report.MediaReport, pcr11 []byte) error {
 	s := b.opts.SecureBoot
 	if m.SecureBoot == nil {
 		m.SecureBoot = &report.SecureBootReport{
@@ -104,7 +107,18 @@ func (b *archBuild) recordSecureBoot(m *report.MediaReport) {
 			SigningCertSHA256: digest.SHA256Hex(s.Signer.Cert.Raw), Subject: s.Signer.Cert.Subject.String(),
 			Stub: map[string]string{}, Bootloader: map[string]string{}, EnrolsKeys: s.Auth != nil,
 		}
+		if s.PCR != nil {
+			pub, err := pcr.PublicKey(s.PCR)
+			if err != nil {
+				return err
+			}
+			m.SecureBoot.PCRPublicKey, m.SecureBoot.PCR11 = string(pub), map[string]string{}
+		}
 	}
 	m.SecureBoot.Stub[b.arch] = b.stubPkg
 	m.SecureBoot.Bootloader[b.arch] = b.bootloaderPkg
+	if pcr11 != nil {
+		m.SecureBoot.PCR11[b.arch] = hex.EncodeToString(pcr11)
+	}
+	return nil
 }

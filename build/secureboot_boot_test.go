@@ -124,15 +124,16 @@ func bootUKISecure(t *testing.T, qemu, kernel, initrd, cmdline, want string, tim
 // bootSecure boots disk under the Secure Boot build of OVMF (code) with
 // the variable store vars, until the init powers off, the firmware resets
 // (-no-reboot makes qemu exit) or limit.
-func bootSecure(t *testing.T, qemu string, limit time.Duration, code, vars, disk string) *testutil.BootResult {
+func bootSecure(t *testing.T, qemu string, limit time.Duration, code, vars, disk string, more ...string) *testutil.BootResult {
 	t.Helper()
 	// The secure-boot build of OVMF runs its variable store in SMM.
-	return testutil.BootQEMU(t, qemu, limit, "-machine", "q35,smm=on", "-global", "driver=cfi.pflash01,property=secure,value=on",
+	args := append([]string{"-machine", "q35,smm=on", "-global", "driver=cfi.pflash01,property=secure,value=on",
 		"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1", "-nographic", "-serial", "stdio", "-monitor", "none",
 		"-no-reboot", "-nic", "none",
-		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+code,
-		"-drive", "if=pflash,format=raw,unit=1,file="+vars,
-		"-drive", "if=virtio,format=raw,readonly=on,file="+disk)
+		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + code,
+		"-drive", "if=pflash,format=raw,unit=1,file=" + vars,
+		"-drive", "if=virtio,format=raw,readonly=on,file=" + disk}, more...)
+	return testutil.BootQEMU(t, qemu, limit, args...)
 }
 
 // bootSecureBootMedia builds the Secure Boot media of o (a new key set)
@@ -190,7 +191,7 @@ func bootSecureBootMedia(t *testing.T, qemu string, o Options, want string, time
 	if err != nil {
 		t.Fatalf("objdump -h: %v\n%s", err, hdr)
 	}
-	for _, sec := range []string{".osrel", ".cmdline", ".uname", ".initrd", ".linux"} {
+	for _, sec := range []string{".osrel", ".cmdline", ".uname", ".pcrsig", ".pcrpkey", ".initrd", ".linux"} {
 		if !strings.Contains(string(hdr), " "+sec+" ") {
 			t.Errorf("objdump -h lists no %s in the UKI:\n%s", sec, hdr)
 		}
@@ -211,10 +212,20 @@ func bootSecureBootMedia(t *testing.T, qemu string, o Options, want string, time
 		t.Fatalf("setup mode: systemd-boot did not enrol the keys and reset (marker %q, qemu: %v):\n%s", enrol.Marker, enrol.Err, enrol.Tail(40))
 	}
 	t.Logf("setup mode: keys enrolled, firmware reset after %s", enrol.Total.Round(time.Millisecond))
-	res := bootSecure(t, qemu, timeout, code, vars, raw)
+	// A TPM (swtpm) measures this boot: systemd-stub extends PCR 11 with
+	// the UKI's sections, and the value must be the one whose policies
+	// the UKI's .pcrsig signs.
+	tpm := testutil.StartSWTPM(t, true)
+	res := bootSecure(t, qemu, timeout, code, vars, raw, "-chardev", "socket,id=chrtpm,path="+tpm,
+		"-tpmdev", "emulator,id=tpm0,chardev=chrtpm", "-device", "tpm-tis,tpmdev=tpm0")
 	if res.Marker != want || res.Find("nodeforge-init: SecureBoot=1") == "" {
 		t.Errorf("after enrolment: marker %q (want %q), SecureBoot line %q; console:\n%s", res.Marker, want, res.Find("nodeforge-init: SecureBoot"), res.Tail(60))
 	} else {
 		t.Logf("after enrolment: the raw image boots to the marker in %s under Secure Boot with our keys (%s)", res.ToMarker.Round(time.Millisecond), res.Find("nodeforge-init: SecureBoot"))
+	}
+	if got := res.Find("nodeforge-init: PCR11 sha256"); !strings.HasSuffix(got, " "+sb.PCR11["x86_64"]) || sb.PCR11["x86_64"] == "" {
+		t.Errorf("the TPM's PCR 11 after the boot: %q; the report (and .pcrsig) say %q", got, sb.PCR11["x86_64"])
+	} else {
+		t.Logf("PCR 11 in the TPM equals the value the UKI's .pcrsig signs: %s", sb.PCR11["x86_64"])
 	}
 }

@@ -92,6 +92,12 @@ type SecureBootReport struct {
 	// EnrolsKeys: the ESP carries PK.auth, KEK.auth and db.auth in
 	// loader/keys/auto/ for systemd-boot to enrol in setup mode.
 	EnrolsKeys bool `json:"enrolsKeys"`
+	// PCRPublicKey is the key of the UKIs' signed PCR 11 policies (their
+	// .pcrpkey, PEM) and PCR11, by architecture, the value systemd-stub
+	// leaves in PCR 11 booting the UKI (before the boot phases); both
+	// only when the key set has a PCR key.
+	PCRPublicKey string            `json:"pcrPublicKey,omitempty"`
+	PCR11        map[string]string `json:"pcr11,omitempty"`
 }
 
 // FileEntry is one path of an artifact with where it came from.

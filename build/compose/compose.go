@@ -100,6 +100,9 @@ type Result struct {
 	Initramfs           []byte             // with the extensions appended
 	Segment             []rootfs.CpioEntry // what the appended segment holds
 	ISOTool             string             // what made the ISO, when there is one
+	// PCR11 is what systemd-stub leaves in PCR 11 booting the Secure Boot
+	// media's UKI, when it carries signed PCR policies.
+	PCR11 []byte
 }
 
 // Media makes the boot media of o.Schematic for one architecture and
@@ -144,13 +147,13 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		if osr == nil {
 			osr = osRelease(o.PrettyName)
 		}
-		image, files, err := signedBoot(b, initramfs, args, osr, o.SecureBoot)
+		su, err := signedBoot(b, initramfs, args, osr, o.SecureBoot)
 		if err != nil {
 			return nil, err
 		}
 		prefix += SecureBootSuffix
-		bf = files
-		r.Files = append(r.Files, File{prefix + "-uki.efi", image})
+		bf, r.PCR11 = su.files, su.pcr11
+		r.Files = append(r.Files, File{prefix + "-uki.efi", su.image})
 	}
 	meta := map[uint8][]byte{}
 	for _, m := range sch.Customization.Meta {

@@ -2,10 +2,12 @@ package compose
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nodeforge/builder/build/media/authenticode"
 	"github.com/nodeforge/builder/build/media/fat"
+	"github.com/nodeforge/builder/build/media/pcr"
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/build/media/uki"
 )
@@ -41,24 +43,32 @@ func EFIArch(arch string) (string, error) {
 // EFI/Linux/*.efi as an entry (the Boot Loader Specification's type #2).
 const ukiName = "EFI/Linux/nodeforge.efi"
 
+// signedUKI is a signed UKI, the ESP's files around it and, when it
+// carries signed PCR policies, the PCR 11 value they are for.
+type signedUKI struct {
+	image []byte
+	files []fat.File
+	pcr11 []byte
+}
+
 // signedBoot returns the signed UKI of the boot and the ESP's files
 // around it.
-func signedBoot(b Boot, initramfs []byte, args []string, osRelease []byte, sb *SecureBoot) ([]byte, []fat.File, error) {
+func signedBoot(b Boot, initramfs []byte, args []string, osRelease []byte, sb *SecureBoot) (*signedUKI, error) {
 	ea, err := EFIArch(b.Arch)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	unsigned, err := uki.Build(sb.Stub, uki.Sections(osRelease, []byte(strings.Join(args, " ")), []byte(b.KernelVersion), initramfs, b.Vmlinuz))
+	unsigned, value, err := assembleUKI(sb, uki.Sections(osRelease, []byte(strings.Join(args, " ")), []byte(b.KernelVersion), initramfs, b.Vmlinuz))
 	if err != nil {
-		return nil, nil, fmt.Errorf("unified kernel image: %w", err)
+		return nil, fmt.Errorf("unified kernel image: %w", err)
 	}
 	image, err := authenticode.Sign(unsigned, sb.Signing.Signer)
 	if err != nil {
-		return nil, nil, fmt.Errorf("signing the unified kernel image: %w", err)
+		return nil, fmt.Errorf("signing the unified kernel image: %w", err)
 	}
 	loader, err := authenticode.Sign(b.Bootloader, sb.Signing.Signer)
 	if err != nil {
-		return nil, nil, fmt.Errorf("signing the EFI boot manager: %w", err)
+		return nil, fmt.Errorf("signing the EFI boot manager: %w", err)
 	}
 	// "force" enrols the keys only when the firmware is in setup mode,
 	// at once in a virtual machine and after a 15 second countdown (any
@@ -72,11 +82,46 @@ func signedBoot(b Boot, initramfs []byte, args []string, osRelease []byte, sb *S
 		}
 	}
 	files = append(files, fat.File{Path: "loader/loader.conf", Data: []byte(conf)})
-	return image, files, nil
+	return &signedUKI{image, files, value}, nil
 }
 
 // osRelease is the UKI's .osrel when the boot has none: systemd-boot's
 // menu shows PRETTY_NAME.
 func osRelease(prettyName string) []byte {
 	return []byte(fmt.Sprintf("NAME=%q\nID=nodeforge\nPRETTY_NAME=%q\n", prettyName, prettyName))
+}
+
+// assembleUKI builds the unsigned UKI. With a PCR key it carries
+// .pcrpkey and .pcrsig: the policies of the PCR 11 values the stub will
+// measure of this very image (.pcrsig itself is not measured, so it is
+// added last), signed for each boot phase; it returns the value the stub
+// leaves in PCR 11 then.
+func assembleUKI(sb *SecureBoot, secs []uki.Section) ([]byte, []byte, error) {
+	if sb.Signing.PCR == nil {
+		img, err := uki.Build(sb.Stub, secs)
+		return img, nil, err
+	}
+	pub, err := pcr.PublicKey(sb.Signing.PCR)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Before the initrd and the kernel, where ukify puts them.
+	at := len(secs) - 2
+	with := slices.Insert(slices.Clone(secs), at, uki.Section{Name: ".pcrpkey", Data: pub})
+	img, err := uki.Build(sb.Stub, with)
+	if err != nil {
+		return nil, nil, err
+	}
+	known := pcr.Known(sb.Stub)
+	measured, err := pcr.Sections(img, known)
+	if err != nil {
+		return nil, nil, err
+	}
+	value := pcr.Measure(measured, known)
+	sig, err := pcr.Signature(value, sb.Signing.PCR)
+	if err != nil {
+		return nil, nil, fmt.Errorf("signing the PCR 11 policies: %w", err)
+	}
+	img, err = uki.Build(sb.Stub, slices.Insert(with, at, uki.Section{Name: ".pcrsig", Data: sig}))
+	return img, value, err
 }

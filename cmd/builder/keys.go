@@ -43,10 +43,16 @@ certificates "NAME PK", "NAME KEK", "NAME db", valid 20 years), each as
 DIR/<K>.key (PKCS#8 PEM, mode 0600, not encrypted: keep the directory on
 an encrypted volume or a token), DIR/<K>.pem (the certificate), DIR/<K>.esl
 (an EFI signature list) and DIR/<K>.auth (the signed update that enrols it:
-db signed by KEK, KEK by PK, PK by itself). The db key signs systemd-boot and
-the unified kernel images of builder image --secureboot-keys DIR, whose media
-carry the .auth files in loader/keys/auto/: systemd-boot enrols them when it
-finds the firmware in setup mode (PK last, which ends setup mode).
+db signed by KEK, KEK by PK, PK by itself), and DIR/pcr.key with DIR/pcr.pub:
+an RSA key that signs the PCR 11 policies of the UKIs. The db key signs
+systemd-boot and the unified kernel images of builder image --secureboot DIR,
+whose media carry the .auth files in loader/keys/auto/: systemd-boot enrols
+them when it finds the firmware in setup mode (PK last, which ends setup
+mode). Each UKI carries pcr.pub as .pcrpkey and, as .pcrsig, the policies of
+the PCR 11 values systemd-stub will measure of it, signed for each boot phase
+as systemd-measure signs them: a node binds its disk encryption to "any UKI
+signed by this key" (systemd-cryptenroll --tpm2-public-key) and survives
+updates.
 
 Existing keys are never overwritten unless --force is given.`,
 		Example: `  COSIGN_PASSWORD=$(pass show nodeforge/dev) builder keys generate --out keys/dev

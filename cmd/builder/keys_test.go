@@ -47,19 +47,22 @@ func TestKeysGenerateSecureBoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(strings.Fields(out)); n != 12 {
-		t.Errorf("printed %d files, want 12 (PK, KEK, db × key, pem, esl, auth):\n%s", n, out)
+	if n := len(strings.Fields(out)); n != 14 {
+		t.Errorf("printed %d files, want 14 (PK, KEK, db × key, pem, esl, auth; pcr.key, pcr.pub):\n%s", n, out)
 	}
 	s, err := secureboot.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Signer.Cert.Subject.CommonName != "Example dev db" || len(s.Auth) != 3 {
+	if s.Signer.Cert.Subject.CommonName != "Example dev db" || len(s.Auth) != 3 || s.PCR == nil {
 		t.Errorf("loaded %q with %d .auth files", s.Signer.Cert.Subject.CommonName, len(s.Auth))
 	}
-	for _, k := range []string{"PK", "KEK", "db"} {
+	for _, k := range []string{"PK", "KEK", "db", "pcr"} {
 		if fi, err := os.Stat(filepath.Join(dir, k+".key")); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s.key: %v %v", k, fi.Mode(), err)
+		}
+		if k == "pcr" {
+			continue
 		}
 		o, err := exec.Command(testutil.NeedTool(t, "openssl"), "x509", "-in", filepath.Join(dir, k+".pem"), "-noout", "-subject").CombinedOutput()
 		if err != nil || !strings.Contains(string(o), "Example dev "+k) {

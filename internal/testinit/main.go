@@ -143,6 +143,10 @@ func boot() error {
 	}
 
 	say("nodeforge-init: %s", secureBoot("/sysroot/root"+modDir))
+	if pcr, err := os.ReadFile("/sys/class/tpm/tpm0/pcr-sha256/11"); err == nil {
+		// What systemd-stub measured of the UKI, as the TPM holds it.
+		say("nodeforge-init: PCR11 sha256 %s", strings.ToLower(strings.TrimSpace(string(pcr))))
+	}
 
 	checks, _ := filepath.Glob("/sysroot/root/usr/local/share/nodeforge-boot-check/*")
 	for _, c := range checks {

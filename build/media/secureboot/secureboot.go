@@ -62,9 +62,10 @@ const (
 var Names = []string{"db", "KEK", "PK"}
 
 // Keys is a Secure Boot key set: each key with its self-signed
-// certificate.
+// certificate, and the key that signs the UKIs' PCR 11 policies.
 type Keys struct {
 	PK, KEK, DB pkcs7.Signer
+	PCR         *rsa.PrivateKey
 	// Owner is the owner GUID of the signature lists.
 	Owner gpt.GUID
 }
@@ -102,6 +103,12 @@ func Generate(commonName string, now time.Time) (*Keys, error) {
 		*k = pkcs7.Signer{Key: key, Cert: cert}
 	}
 	ks.Owner = ownerOf(ks.PK.Cert)
+	// TPM2_VerifySignature of every TPM takes RSA-2048.
+	key, err := rsa.GenerateKey(rand.Reader, rsaBits)
+	if err != nil {
+		return nil, err
+	}
+	ks.PCR = key
 	return ks, nil
 }
 
@@ -198,12 +205,14 @@ func (ks *Keys) AuthFiles(stamp time.Time) (map[string][]byte, error) {
 const (
 	SigningKeyFile  = "db.key" // the db key signs boot loaders and UKIs
 	SigningCertFile = "db.pem"
+	PCRKeyFile      = "pcr.key" // signs the UKIs' PCR 11 policies
+	PCRPublicFile   = "pcr.pub" // its public half, the UKIs' .pcrpkey
 )
 
 // Files are the files of a key set's directory: NAME.key (PKCS#8 PEM,
 // for the owner only), NAME.pem (the certificate), NAME.esl and
-// NAME.auth for PK, KEK and db. The .auth files carry the time stamp of
-// the PK certificate's start.
+// NAME.auth for PK, KEK and db; pcr.key and pcr.pub. The .auth files
+// carry the time stamp of the PK certificate's start.
 func (ks *Keys) Files() (map[string][]byte, error) {
 	auth, err := ks.AuthFiles(ks.PK.Cert.NotBefore)
 	if err != nil {
@@ -220,6 +229,16 @@ func (ks *Keys) Files() (map[string][]byte, error) {
 		files[name+".esl"] = SignatureList(ks.Owner, k.Cert)
 		files[name+".auth"] = auth[name]
 	}
+	der, err := x509.MarshalPKCS8PrivateKey(ks.PCR)
+	if err != nil {
+		return nil, err
+	}
+	files[PCRKeyFile] = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	pub, err := x509.MarshalPKIXPublicKey(&ks.PCR.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	files[PCRPublicFile] = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
 	return files, nil
 }
 
@@ -229,10 +248,14 @@ func (ks *Keys) Files() (map[string][]byte, error) {
 type Signing struct {
 	Signer pkcs7.Signer
 	Auth   map[string][]byte // "PK", "KEK", "db"
+	// PCR signs the UKIs' PCR 11 policies (.pcrsig); nil: the set has no
+	// pcr.key and the UKIs carry no .pcrsig or .pcrpkey.
+	PCR *rsa.PrivateKey
 }
 
-// Load reads a key set's directory for signing: db.key and db.pem, and
-// PK.auth, KEK.auth and db.auth when all three are there.
+// Load reads a key set's directory for signing: db.key and db.pem;
+// PK.auth, KEK.auth and db.auth when all three are there; pcr.key when
+// it is.
 func Load(dir string) (*Signing, error) {
 	read := func(name string) ([]byte, error) {
 		f, err := os.Open(filepath.Join(dir, name))
@@ -279,31 +302,35 @@ func Load(dir string) (*Signing, error) {
 	default:
 		return nil, fmt.Errorf("Secure Boot keys in %s: PK.auth, KEK.auth and db.auth go together (found %d of them)", dir, len(auth))
 	}
+	b, err := read(PCRKeyFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if s.PCR, err = parsePCRKey(b); err != nil {
+		return nil, fmt.Errorf("Secure Boot keys: %s: %w", filepath.Join(dir, PCRKeyFile), err)
+	}
 	return s, nil
+}
+
+// parsePCRKey reads the PCR policy key: RSA, in PEM.
+func parsePCRKey(b []byte) (*rsa.PrivateKey, error) {
+	key, err := parseKey(b)
+	if err != nil {
+		return nil, err
+	}
+	rk, ok := key.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("a %T: the PCR policy key must be RSA (what a TPM verifies)", key)
+	}
+	return rk, nil
 }
 
 // ParseSigner reads a PEM private key (PKCS#8, PKCS#1 or EC) and its PEM
 // certificate, and checks that they belong together.
 func ParseSigner(keyPEM, certPEM []byte) (pkcs7.Signer, error) {
-	kb, _ := pem.Decode(keyPEM)
-	if kb == nil {
-		return pkcs7.Signer{}, errors.New("the key file holds no PEM block")
-	}
-	if _, encrypted := kb.Headers["Proc-Type"]; encrypted || kb.Type == "ENCRYPTED PRIVATE KEY" {
-		return pkcs7.Signer{}, errors.New("the key is encrypted: give it decrypted (openssl pkey -in KEY -out PLAIN)")
-	}
-	var key any
-	var err error
-	switch kb.Type {
-	case "PRIVATE KEY":
-		key, err = x509.ParsePKCS8PrivateKey(kb.Bytes)
-	case "RSA PRIVATE KEY":
-		key, err = x509.ParsePKCS1PrivateKey(kb.Bytes)
-	case "EC PRIVATE KEY":
-		key, err = x509.ParseECPrivateKey(kb.Bytes)
-	default:
-		return pkcs7.Signer{}, fmt.Errorf("a PEM %q is not a private key", kb.Type)
-	}
+	key, err := parseKey(keyPEM)
 	if err != nil {
 		return pkcs7.Signer{}, err
 	}
@@ -323,4 +350,24 @@ func ParseSigner(keyPEM, certPEM []byte) (pkcs7.Signer, error) {
 		return pkcs7.Signer{}, errors.New("the key does not belong to the certificate")
 	}
 	return pkcs7.Signer{Key: signer, Cert: cert}, nil
+}
+
+// parseKey reads a PEM private key: PKCS#8, PKCS#1 or EC.
+func parseKey(keyPEM []byte) (any, error) {
+	kb, _ := pem.Decode(keyPEM)
+	if kb == nil {
+		return nil, errors.New("the key file holds no PEM block")
+	}
+	if _, encrypted := kb.Headers["Proc-Type"]; encrypted || kb.Type == "ENCRYPTED PRIVATE KEY" {
+		return nil, errors.New("the key is encrypted: give it decrypted (openssl pkey -in KEY -out PLAIN)")
+	}
+	switch kb.Type {
+	case "PRIVATE KEY":
+		return x509.ParsePKCS8PrivateKey(kb.Bytes)
+	case "RSA PRIVATE KEY":
+		return x509.ParsePKCS1PrivateKey(kb.Bytes)
+	case "EC PRIVATE KEY":
+		return x509.ParseECPrivateKey(kb.Bytes)
+	}
+	return nil, fmt.Errorf("a PEM %q is not a private key", kb.Type)
 }

@@ -2,6 +2,11 @@ package secureboot
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,7 +103,7 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.Signer.Cert.Equal(ks.DB.Cert) || len(s.Auth) != 3 || !bytes.Equal(s.Auth["PK"], files["PK.auth"]) {
+	if !s.Signer.Cert.Equal(ks.DB.Cert) || len(s.Auth) != 3 || !bytes.Equal(s.Auth["PK"], files["PK.auth"]) || s.PCR == nil || !s.PCR.Equal(ks.PCR) {
 		t.Errorf("Load gave another signer or .auth files: %v, %d files", s.Signer.Cert.Subject, len(s.Auth))
 	}
 	for what, c := range map[string]struct {
@@ -111,6 +116,7 @@ func TestLoad(t *testing.T) {
 		"not PEM":            {write("", map[string][]byte{"db.key": []byte("hello")}), "no PEM"},
 		"encrypted":          {write("", map[string][]byte{"db.key": []byte("-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n")}), "encrypted"},
 		"certificate as key": {write("", map[string][]byte{"db.key": files["db.pem"]}), "not a private key"},
+		"PCR key not RSA":    {write("", map[string][]byte{"pcr.key": ecKey(t)}), "must be RSA"},
 	} {
 		if _, err := Load(c.dir); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Load said %v, want an error with %q", what, err, c.want)
@@ -119,4 +125,17 @@ func TestLoad(t *testing.T) {
 	if _, err := Auth("Boot0001", nil, time.Time{}, ks.PK); err == nil {
 		t.Error("Auth signed a variable that is not a Secure Boot one")
 	}
+}
+
+func ecKey(t *testing.T) []byte {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
 }
