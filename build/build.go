@@ -271,8 +271,8 @@ type archBuild struct {
 	bootloaderData []byte
 	bootloaderPkg  string
 	noBootloader   error
-	// The base's systemd-stub (image.stub) when the media are for Secure
-	// Boot.
+	// The base's systemd-stub (image.stub), when it has one: the
+	// installer carries it for Secure Boot media.
 	stubData []byte
 	stubPkg  string
 }
@@ -298,13 +298,8 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 	if b.bootloaderData, b.bootloaderPkg, b.noBootloader = lockedFile(b.spec.Image.Bootloader, "image.bootloader", b.locked, b.paths, b.layCache); b.noBootloader != nil {
 		b.bootloaderData = nil
 	}
-	if b.opts.SecureBoot != nil && b.opts.Schematic != nil {
-		if b.bootloaderData == nil {
-			return fmt.Errorf("%s: Secure Boot media need the EFI boot manager: %w", arch, b.noBootloader)
-		}
-		if err := b.readStub(); err != nil {
-			return err
-		}
+	if err := b.readStub(); err != nil {
+		return err
 	}
 	if b.exts, err = b.buildExtensions(); err != nil {
 		return fmt.Errorf("%s: %w", arch, err)
@@ -467,7 +462,7 @@ func (b *archBuild) schematicMedia(ctx context.Context, initramfs []byte) (*medi
 	for k, v := range mr.Files {
 		rep.Media.Files[k] = v
 	}
-	if b.stubData != nil {
+	if b.opts.SecureBoot != nil {
 		if err := b.recordSecureBoot(rep.Media, mr.PCR11); err != nil {
 			return nil, err
 		}
@@ -516,7 +511,7 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.arch, err)
 	}
-	base := installerFiles{bin: instBin, binPkg: instPkg, bootloader: b.bootloaderData, bootloaderPkg: b.bootloaderPkg}
+	base := installerFiles{bin: instBin, binPkg: instPkg, bootloader: b.bootloaderData, bootloaderPkg: b.bootloaderPkg, stub: b.stubData, stubPkg: b.stubPkg}
 	il, err := installerLayer(b.arch, b.spec.Name, b.as.kernel.vmlinuz, initramfs, spdx, base, b.sde)
 	if err != nil {
 		return err

@@ -30,12 +30,13 @@ func nodeSBOM(s *specs.Spec, l *lock.Lock, arch string, packages []string, lockS
 // installer binary and the EFI boot manager it puts on the disk (nil when
 // the lock has none), with their packages.
 type installerFiles struct {
-	bin, bootloader       []byte
-	binPkg, bootloaderPkg string
+	bin, bootloader, stub          []byte
+	binPkg, bootloaderPkg, stubPkg string
 }
 
 // installerLayer is the installer image's layer for one architecture:
-// usr/install/<arch>/{vmlinuz,initramfs.xz,<name>.spdx.json,bootloader.efi}
+// usr/install/<arch>/{vmlinuz,initramfs.xz,<name>.spdx.json,bootloader.efi,
+// systemd-stub.efi}
 // and the installer binary of the base at usr/bin/installer.
 func installerLayer(arch, name string, vmlinuz, initramfs, spdx []byte, base installerFiles, sde int64) ([]byte, error) {
 	t := rootfs.New()
@@ -55,6 +56,9 @@ func installerLayer(arch, name string, vmlinuz, initramfs, spdx []byte, base ins
 	if base.bootloader != nil {
 		files = append(files, file{dir + compose.BootloaderName, base.bootloader, 0o644, report.Origin{Package: base.bootloaderPkg}})
 	}
+	if base.stub != nil {
+		files = append(files, file{dir + compose.StubName, base.stub, 0o644, report.Origin{Package: base.stubPkg}})
+	}
 	for _, f := range files {
 		if err := t.Add(&rootfs.Node{Path: f.path, Kind: rootfs.KindFile, Mode: f.mode, User: "root", Group: "root", Data: f.data, Digest: digest.SHA256Hex(f.data), Origin: f.o}); err != nil {
 			return nil, err
@@ -63,7 +67,7 @@ func installerLayer(arch, name string, vmlinuz, initramfs, spdx []byte, base ins
 	// Sized once: the files and a few KiB of tar headers (growing the
 	// buffer by doubling costs more than writing it).
 	var b bytes.Buffer
-	b.Grow(len(vmlinuz) + len(initramfs) + len(spdx) + len(base.bin) + len(base.bootloader) + 64<<10)
+	b.Grow(len(vmlinuz) + len(initramfs) + len(spdx) + len(base.bin) + len(base.bootloader) + len(base.stub) + 64<<10)
 	if err := t.WriteTar(&b, rootfs.Owners{Users: map[string]int{"root": 0}, Groups: map[string]int{"root": 0}}, sde); err != nil {
 		return nil, err
 	}

@@ -75,24 +75,33 @@ func (b *archBuild) composeInputs(initramfs, bootloader []byte, work string) (co
 		DiskFormats: b.opts.DiskFormats, Compressions: b.opts.DiskCompressions, Squashfs: b.opts.Squashfs, Cache: b.blockCache(),
 		InitramfsCompression: b.spec.Image.InitramfsCompression, Owners: b.owners, PrettyName: b.spec.Image.OS.PrettyName,
 		SourceDate: b.sde, Work: work}
-	if b.stubData != nil {
-		o.SecureBoot = &compose.SecureBoot{Stub: b.stubData, Signing: b.opts.SecureBoot}
-		if osr := as.tree.Get("/etc/os-release"); osr != nil {
-			boot.OSRelease = osr.Data
-		}
+	boot.Stub = b.stubData
+	if b.opts.SecureBoot != nil {
+		o.SecureBoot = &compose.SecureBoot{Signing: b.opts.SecureBoot}
 	}
 	return boot, exts, o
 }
 
-// readStub reads the base's systemd-stub for the Secure Boot media's UKI.
+// readStub reads the base's systemd-stub, for the installer and the
+// Secure Boot media's UKI: beside the EFI boot manager. A base without
+// one makes no Secure Boot media: an error only when they are asked for.
 func (b *archBuild) readStub() error {
-	ea, err := compose.EFIArch(b.arch)
-	if err != nil {
-		return fmt.Errorf("%s: Secure Boot: %w", b.arch, err)
+	wanted := b.opts.SecureBoot != nil && b.opts.Schematic != nil
+	if b.bootloaderData == nil {
+		if wanted {
+			return fmt.Errorf("%s: Secure Boot media need the EFI boot manager: %w", b.arch, b.noBootloader)
+		}
+		return nil
 	}
-	b.stubData, b.stubPkg, err = lockedData(b.spec.Image.StubRef(ea), "image.stub", false, b.locked, b.paths, b.layCache)
-	if err != nil {
+	ea, err := compose.EFIArch(b.arch)
+	if err == nil {
+		b.stubData, b.stubPkg, err = lockedData(b.spec.Image.StubRef(ea), "image.stub", false, b.locked, b.paths, b.layCache)
+	}
+	if err != nil && wanted {
 		return fmt.Errorf("%s: Secure Boot needs the base's systemd-stub: %w", b.arch, err)
+	}
+	if err != nil {
+		b.stubData = nil
 	}
 	return nil
 }

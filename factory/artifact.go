@@ -7,6 +7,7 @@ import (
 
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/build/compose"
 )
 
 // artifact is one downloadable file of a schematic's media, as its URL
@@ -18,13 +19,15 @@ type artifact struct {
 	arch        string // as requested: amd64 or x86_64
 	format      string // disk: iso, raw, qcow2, vhd, raw.tar.gz
 	compression string // disk: "", xz or zst
+	secureBoot  bool   // disk and uki: the Secure Boot media
 }
 
 var (
 	kernelRE    = regexp.MustCompile(`^kernel-([a-z0-9_]+)$`)
 	initramfsRE = regexp.MustCompile(`^initramfs-([a-z0-9_]+)\.xz$`)
 	cmdlineRE   = regexp.MustCompile(`^cmdline-([a-z]+)-([a-z0-9_]+)$`)
-	diskRE      = regexp.MustCompile(`^([a-z]+)-([a-z0-9_]+)\.(raw\.tar\.gz|iso|raw|qcow2|vhd)(?:\.(xz|zst))?$`)
+	diskRE      = regexp.MustCompile(`^([a-z]+)-([a-z0-9_]+)(-secureboot)?\.(raw\.tar\.gz|iso|raw|qcow2|vhd)(?:\.(xz|zst))?$`)
+	ukiRE       = regexp.MustCompile(`^([a-z]+)-([a-z0-9_]+)-secureboot-uki\.efi$`)
 )
 
 // parseArtifact reads an artifact name strictly: nothing else reaches the
@@ -41,12 +44,15 @@ func parseArtifact(name string) (artifact, error) {
 		a.kind, a.platform, a.arch = "cmdline", m[1], m[2]
 	case diskRE.MatchString(name):
 		m := diskRE.FindStringSubmatch(name)
-		a.kind, a.platform, a.arch, a.format, a.compression = "disk", m[1], m[2], m[3], m[4]
+		a.kind, a.platform, a.arch, a.secureBoot, a.format, a.compression = "disk", m[1], m[2], m[3] != "", m[4], m[5]
 		if a.compression != "" && !slices.Contains([]string{"iso", "raw", "vhd"}, a.format) {
 			return a, fmt.Errorf("%s: %s images are not compressed further", name, a.format)
 		}
+	case ukiRE.MatchString(name):
+		m := ukiRE.FindStringSubmatch(name)
+		a.kind, a.platform, a.arch, a.secureBoot = "uki", m[1], m[2], true
 	default:
-		return a, fmt.Errorf("%q is not an artifact: kernel-ARCH, initramfs-ARCH.xz, cmdline-PLATFORM-ARCH, PLATFORM-ARCH.{iso,raw,qcow2,vhd,raw.tar.gz}[.xz|.zst]", name)
+		return a, fmt.Errorf("%q is not an artifact: kernel-ARCH, initramfs-ARCH.xz, cmdline-PLATFORM-ARCH, PLATFORM-ARCH[-secureboot].{iso,raw,qcow2,vhd,raw.tar.gz}[.xz|.zst], PLATFORM-ARCH-secureboot-uki.efi", name)
 	}
 	if a.platform != "" {
 		if _, err := platform.Lookup(a.platform); err != nil {
@@ -77,8 +83,14 @@ func (a artifact) composedName(arch string) string {
 		return "initramfs-" + arch + ".xz"
 	case "cmdline":
 		return "cmdline-" + a.platform + "-" + arch
+	case "uki":
+		return a.platform + "-" + arch + compose.SecureBootSuffix + "-uki.efi"
 	}
-	n := a.platform + "-" + arch + "." + a.format
+	n := a.platform + "-" + arch
+	if a.secureBoot {
+		n += compose.SecureBootSuffix
+	}
+	n += "." + a.format
 	if a.compression != "" {
 		n += "." + a.compression
 	}

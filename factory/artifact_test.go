@@ -7,14 +7,17 @@ import (
 
 func TestParseArtifact(t *testing.T) {
 	for name, want := range map[string]artifact{
-		"kernel-amd64":          {kind: "kernel", arch: "amd64"},
-		"initramfs-x86_64.xz":   {kind: "initramfs", arch: "x86_64"},
-		"cmdline-nocloud-arm64": {kind: "cmdline", platform: "nocloud", arch: "arm64"},
-		"metal-amd64.iso":       {kind: "disk", platform: "metal", arch: "amd64", format: "iso"},
-		"aws-amd64.raw.xz":      {kind: "disk", platform: "aws", arch: "amd64", format: "raw", compression: "xz"},
-		"gcp-amd64.raw.tar.gz":  {kind: "disk", platform: "gcp", arch: "amd64", format: "raw.tar.gz"},
-		"azure-x86_64.vhd.zst":  {kind: "disk", platform: "azure", arch: "x86_64", format: "vhd", compression: "zst"},
-		"yandex-aarch64.qcow2":  {kind: "disk", platform: "yandex", arch: "aarch64", format: "qcow2"},
+		"kernel-amd64":                    {kind: "kernel", arch: "amd64"},
+		"initramfs-x86_64.xz":             {kind: "initramfs", arch: "x86_64"},
+		"cmdline-nocloud-arm64":           {kind: "cmdline", platform: "nocloud", arch: "arm64"},
+		"metal-amd64.iso":                 {kind: "disk", platform: "metal", arch: "amd64", format: "iso"},
+		"aws-amd64.raw.xz":                {kind: "disk", platform: "aws", arch: "amd64", format: "raw", compression: "xz"},
+		"gcp-amd64.raw.tar.gz":            {kind: "disk", platform: "gcp", arch: "amd64", format: "raw.tar.gz"},
+		"azure-x86_64.vhd.zst":            {kind: "disk", platform: "azure", arch: "x86_64", format: "vhd", compression: "zst"},
+		"yandex-aarch64.qcow2":            {kind: "disk", platform: "yandex", arch: "aarch64", format: "qcow2"},
+		"metal-amd64-secureboot.iso":      {kind: "disk", platform: "metal", arch: "amd64", format: "iso", secureBoot: true},
+		"nocloud-amd64-secureboot.raw.xz": {kind: "disk", platform: "nocloud", arch: "amd64", format: "raw", compression: "xz", secureBoot: true},
+		"metal-x86_64-secureboot-uki.efi": {kind: "uki", platform: "metal", arch: "x86_64", secureBoot: true},
 	} {
 		got, err := parseArtifact(name)
 		want.name = name
@@ -23,7 +26,8 @@ func TestParseArtifact(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "kernel", "kernel-", "../kernel-amd64", "kernel-amd64/..", "metal-amd64.iso.gz", "metal-amd64.qcow2.xz",
-		"vmware-amd64.iso", "metal-amd64.raw.tar.gz.xz", "Metal-amd64.iso", "initramfs-amd64", "cmdline-metal"} {
+		"vmware-amd64.iso", "metal-amd64.raw.tar.gz.xz", "Metal-amd64.iso", "initramfs-amd64", "cmdline-metal",
+		"metal-amd64-uki.efi", "metal-amd64-secureboot-uki.efi.xz", "metal-amd64-secureboot"} {
 		if a, err := parseArtifact(bad); err == nil {
 			t.Errorf("%q accepted: %+v", bad, a)
 		}

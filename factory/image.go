@@ -10,6 +10,7 @@ import (
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/internal/atomicfile"
 	"github.com/nodeforge/builder/internal/digest"
 	ocilayout "github.com/nodeforge/builder/internal/ocilayout"
@@ -28,6 +29,9 @@ type ImageOptions struct {
 	// Installers adds the schematic's installer images, OCI layouts:
 	// installer/ and <platform>-installer/ beside the media.
 	Installers bool
+	// SecureBoot makes the ISO and disk images the Secure Boot ones,
+	// signed with this key set, and adds the signed UKI.
+	SecureBoot *secureboot.Signing
 }
 
 // WriteImage makes the media of o.Schematic for every architecture of rel
@@ -54,6 +58,9 @@ func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]r
 			return nil, err
 		}
 		co.Schematic, co.Platform, co.DiskFormats, co.Compressions, co.Work = o.Schematic, o.Platform, o.DiskFormats, o.Compressions, work
+		if o.SecureBoot != nil {
+			co.SecureBoot = &compose.SecureBoot{Signing: o.SecureBoot}
+		}
 		res, err := compose.Media(ctx, boot, exts, co)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", arch, err)

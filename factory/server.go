@@ -6,6 +6,7 @@ import (
 	"crypto/sha512"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,8 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/release"
 )
@@ -61,7 +64,10 @@ type ServerOptions struct {
 	Access Access
 	// BuildTimeout bounds one build (0: 10 minutes).
 	BuildTimeout time.Duration
-	Log          *slog.Logger
+	// SecureBoot signs the -secureboot media (systemd-boot and the UKIs
+	// made from the release's systemd-stub); nil: the factory serves none.
+	SecureBoot *secureboot.Signing
+	Log        *slog.Logger
 }
 
 // maxSchematicBody bounds a POSTed schematic.
@@ -156,6 +162,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /image/{id}/{version}/{artifact}", s.getImage)
 	mux.HandleFunc("GET /pxe/{id}/{version}/{target}", s.getPXE)
 	mux.HandleFunc("GET /oci/cosign/signing-key.pub", s.getSigningKey)
+	mux.HandleFunc("GET /secureboot/signing-cert.pem", s.getSecureBootCert)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", s.getReady)
 	s.uiRoutes(mux)
@@ -378,6 +385,10 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	if a.secureBoot && s.o.SecureBoot == nil {
+		fail(w, http.StatusNotFound, "this factory has no Secure Boot key: no -secureboot media")
+		return
+	}
 	sch, rel, arch, ok := s.target(w, r, a.arch)
 	if !ok {
 		return
@@ -507,7 +518,12 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 		return nil, err
 	}
 	name := a.composedName(arch)
-	ckey := cacheKey(rel, id, name, s.o.BuilderVersion)
+	keyName := name
+	if a.secureBoot {
+		// Signed with this factory's key: another key, another entry.
+		keyName += "\x00" + digest.SHA256Hex(s.o.SecureBoot.Signer.Cert.Raw)
+	}
+	ckey := cacheKey(rel, id, keyName, s.o.BuilderVersion)
 	v, err := s.flight(ctx, flightJob{
 		key:    strings.Join([]string{id, rel.Version, arch, name}, "\x00"),
 		labels: []string{rel.Version, a.kind, arch},
@@ -596,6 +612,9 @@ func (s *Server) build(ctx context.Context, rel *Release, sch *schematic.Schemat
 	defer os.RemoveAll(work)
 	o.Schematic, o.Platform, o.Work = sch, a.platform, work
 	o.DiskFormats, o.Compressions = []string{}, nil
+	if a.secureBoot {
+		o.SecureBoot = &compose.SecureBoot{Signing: s.o.SecureBoot}
+	}
 	if a.kind == "disk" {
 		o.DiskFormats = []string{a.format}
 		if a.compression != "" {
@@ -649,6 +668,18 @@ func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
 	base = strings.TrimSuffix(base, "/") + "/image/" + r.PathValue("id") + "/" + rel.Version + "/"
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	fmt.Fprintf(w, "#!ipxe\nkernel %skernel-%s %s\ninitrd %sinitramfs-%s.xz\nboot\n", base, arch, strings.TrimSpace(string(cmdline)), base, arch)
+}
+
+// getSecureBootCert serves the certificate whose key signs the
+// -secureboot media (the db certificate to enrol), PEM, as upstream's
+// factory serves its own.
+func (s *Server) getSecureBootCert(w http.ResponseWriter, _ *http.Request) {
+	if s.o.SecureBoot == nil {
+		fail(w, http.StatusNotFound, "this factory has no Secure Boot key")
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-pem-file")
+	w.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.o.SecureBoot.Signer.Cert.Raw}))
 }
 
 // getSigningKey serves the public key of the factory's signatures (cache

@@ -42,9 +42,9 @@ type Release struct {
 	Extensions []string
 	digests    map[string]string // repository -> verified digest
 
-	mu          sync.Mutex
-	meta        map[string]extensions.Metadata // extension -> its manifest's
-	bootloaders map[string][]byte              // arch -> the installer's EFI boot manager
+	mu    sync.Mutex
+	meta  map[string]extensions.Metadata // extension -> its manifest's
+	boots map[string]installerBoot       // arch -> the installer's EFI files
 }
 
 // maxAsset bounds one boot asset or layer read into memory.
@@ -163,9 +163,11 @@ func (r *Release) Inputs(ctx context.Context, arch string, names []string) (comp
 	if b.Vmlinuz == nil || b.Initramfs == nil {
 		return fail(fmt.Errorf("the boot image lacks the kernel or the initramfs"))
 	}
-	if b.Bootloader, err = r.bootloader(ctx, arch); err != nil {
+	ib, err := r.bootFiles(ctx, arch)
+	if err != nil {
 		return fail(err)
 	}
+	b.Bootloader, b.Stub = ib.bootloader, ib.stub
 	var exts []*compose.Extension
 	var trees []*rootfs.Tree
 	for _, name := range names {
@@ -185,26 +187,33 @@ func (r *Release) Inputs(ctx context.Context, arch string, names []string) (comp
 	return b, exts, o, nil
 }
 
-// bootloader reads the EFI boot manager from the installer image (once
-// per architecture: the layer also holds a kernel and an initramfs); nil
-// when the release has none (no disk images then).
-func (r *Release) bootloader(ctx context.Context, arch string) ([]byte, error) {
+// installerBoot are the EFI files of a release's installer image.
+type installerBoot struct {
+	bootloader, stub []byte // nil when the release has none
+}
+
+// bootFiles reads the EFI boot manager and systemd-stub from the
+// installer image (once per architecture: the layer also holds a kernel
+// and an initramfs); nil when the release has none (no disk images, no
+// Secure Boot media then).
+func (r *Release) bootFiles(ctx context.Context, arch string) (installerBoot, error) {
 	r.mu.Lock()
-	b, ok := r.bootloaders[arch]
+	b, ok := r.boots[arch]
 	r.mu.Unlock()
 	if ok {
 		return b, nil
 	}
 	img, err := r.child(ctx, release.RepoInstaller, arch)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	rc, err := onlyLayerReader(img, false)
 	if err != nil {
-		return nil, fmt.Errorf("installer image: %w", err)
+		return b, fmt.Errorf("installer image: %w", err)
 	}
 	defer rc.Close()
-	want := "usr/install/" + arch + "/" + compose.BootloaderName
+	dir := "usr/install/" + arch + "/"
+	want := map[string]*[]byte{dir + compose.BootloaderName: &b.bootloader, dir + compose.StubName: &b.stub}
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
@@ -212,25 +221,25 @@ func (r *Release) bootloader(ctx context.Context, arch string) ([]byte, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("installer image: %w", err)
+			return b, fmt.Errorf("installer image: %w", err)
 		}
-		if h.Typeflag != tar.TypeReg || path.Clean(h.Name) != want {
+		dst := want[path.Clean(h.Name)]
+		if h.Typeflag != tar.TypeReg || dst == nil {
 			continue
 		}
 		if h.Size > maxAsset {
-			return nil, fmt.Errorf("installer image: %s: %d bytes", want, h.Size)
+			return b, fmt.Errorf("installer image: %s: %d bytes", h.Name, h.Size)
 		}
-		b = make([]byte, h.Size)
-		if _, err := io.ReadFull(tr, b); err != nil {
-			return nil, fmt.Errorf("installer image: %s: %w", want, err)
+		*dst = make([]byte, h.Size)
+		if _, err := io.ReadFull(tr, *dst); err != nil {
+			return b, fmt.Errorf("installer image: %s: %w", h.Name, err)
 		}
-		break
 	}
 	r.mu.Lock()
-	if r.bootloaders == nil {
-		r.bootloaders = map[string][]byte{}
+	if r.boots == nil {
+		r.boots = map[string]installerBoot{}
 	}
-	r.bootloaders[arch] = b
+	r.boots[arch] = b
 	r.mu.Unlock()
 	return b, nil
 }

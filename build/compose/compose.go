@@ -40,9 +40,9 @@ type Boot struct {
 	// makes no disk images.
 	Bootloader    []byte
 	KernelVersion string
-	// OSRelease is the root's /etc/os-release, the UKI's .osrel (nil: one
-	// made from the pretty name).
-	OSRelease []byte
+	// Stub is the base's systemd-stub, for the Secure Boot media's UKI
+	// (nil: the base has none, no Secure Boot media).
+	Stub []byte
 	// Modules returns the files of the kernel's module directory by path
 	// below it (modules, modules.order, modules.builtin...), for the module
 	// indexes of extensions that ship modules; called only then.
@@ -143,11 +143,10 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	bf := bootFiles(b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, args)
 	prefix := p.Name + "-" + arch
 	if o.SecureBoot != nil {
-		osr := b.OSRelease
-		if osr == nil {
-			osr = osRelease(o.PrettyName)
-		}
-		su, err := signedBoot(b, initramfs, args, osr, o.SecureBoot)
+		// The UKI's .osrel is made from the release's pretty name, which
+		// a release records (its /etc/os-release is inside the root):
+		// media from a build and from its release are the same bytes.
+		su, err := signedBoot(b, initramfs, args, osRelease(o.PrettyName), o.SecureBoot)
 		if err != nil {
 			return nil, err
 		}

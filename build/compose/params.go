@@ -24,6 +24,11 @@ const (
 // disk, and media made from the release boot with it.
 const BootloaderName = "bootloader.efi"
 
+// StubName is the base's systemd-stub in the installer image,
+// usr/install/<arch>/StubName, when the base has one: Secure Boot media
+// made from a release build their UKIs on it.
+const StubName = "systemd-stub.efi"
+
 // AnnotationParams is the annotation of a release's boot image index that
 // holds its Params as JSON.
 const AnnotationParams = "dev.nodeforge.media"

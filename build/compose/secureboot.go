@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,7 +19,6 @@ import (
 // db key; the key set's .auth files go to loader/keys/auto/ for
 // systemd-boot to enrol in setup mode.
 type SecureBoot struct {
-	Stub    []byte // the base's systemd-stub
 	Signing *secureboot.Signing
 }
 
@@ -58,7 +58,10 @@ func signedBoot(b Boot, initramfs []byte, args []string, osRelease []byte, sb *S
 	if err != nil {
 		return nil, err
 	}
-	unsigned, value, err := assembleUKI(sb, uki.Sections(osRelease, []byte(strings.Join(args, " ")), []byte(b.KernelVersion), initramfs, b.Vmlinuz))
+	if b.Stub == nil {
+		return nil, errors.New("Secure Boot media need the base's systemd-stub, and the release has none (image.stub)")
+	}
+	unsigned, value, err := assembleUKI(b.Stub, sb, uki.Sections(osRelease, []byte(strings.Join(args, " ")), []byte(b.KernelVersion), initramfs, b.Vmlinuz))
 	if err != nil {
 		return nil, fmt.Errorf("unified kernel image: %w", err)
 	}
@@ -85,7 +88,7 @@ func signedBoot(b Boot, initramfs []byte, args []string, osRelease []byte, sb *S
 	return &signedUKI{image, files, value}, nil
 }
 
-// osRelease is the UKI's .osrel when the boot has none: systemd-boot's
+// osRelease is the UKI's .osrel: systemd-boot's
 // menu shows PRETTY_NAME.
 func osRelease(prettyName string) []byte {
 	return []byte(fmt.Sprintf("NAME=%q\nID=nodeforge\nPRETTY_NAME=%q\n", prettyName, prettyName))
@@ -96,9 +99,9 @@ func osRelease(prettyName string) []byte {
 // measure of this very image (.pcrsig itself is not measured, so it is
 // added last), signed for each boot phase; it returns the value the stub
 // leaves in PCR 11 then.
-func assembleUKI(sb *SecureBoot, secs []uki.Section) ([]byte, []byte, error) {
+func assembleUKI(stub []byte, sb *SecureBoot, secs []uki.Section) ([]byte, []byte, error) {
 	if sb.Signing.PCR == nil {
-		img, err := uki.Build(sb.Stub, secs)
+		img, err := uki.Build(stub, secs)
 		return img, nil, err
 	}
 	pub, err := pcr.PublicKey(sb.Signing.PCR)
@@ -108,11 +111,11 @@ func assembleUKI(sb *SecureBoot, secs []uki.Section) ([]byte, []byte, error) {
 	// Before the initrd and the kernel, where ukify puts them.
 	at := len(secs) - 2
 	with := slices.Insert(slices.Clone(secs), at, uki.Section{Name: ".pcrpkey", Data: pub})
-	img, err := uki.Build(sb.Stub, with)
+	img, err := uki.Build(stub, with)
 	if err != nil {
 		return nil, nil, err
 	}
-	known := pcr.Known(sb.Stub)
+	known := pcr.Known(stub)
 	measured, err := pcr.Sections(img, known)
 	if err != nil {
 		return nil, nil, err
@@ -122,6 +125,6 @@ func assembleUKI(sb *SecureBoot, secs []uki.Section) ([]byte, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("signing the PCR 11 policies: %w", err)
 	}
-	img, err = uki.Build(sb.Stub, slices.Insert(with, at, uki.Section{Name: ".pcrsig", Data: sig}))
+	img, err = uki.Build(stub, slices.Insert(with, at, uki.Section{Name: ".pcrsig", Data: sig}))
 	return img, value, err
 }

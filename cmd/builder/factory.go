@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/oci"
 )
@@ -39,16 +40,16 @@ func newFactoryCmd() *cobra.Command {
 // serveFlags are factory serve's flags; a --config file says the same
 // under the same names.
 type serveFlags struct {
-	config                                             string
-	stores, keys, login                                []string
-	cache, listen, metricsListen, external, signingKey string
-	tlsCert, tlsKey, htpasswd, tokens                  string
-	maxBuilds, maxQueue, buildBurst                    int
-	buildRate                                          float64
-	buildTimeout                                       time.Duration
-	insecureListen                                     bool
-	sf                                                 storeFlags
-	releases                                           []factoryRelease // settled: stores with their keys
+	config                                                             string
+	stores, keys, login                                                []string
+	cache, listen, metricsListen, external, signingKey, secureBootKeys string
+	tlsCert, tlsKey, htpasswd, tokens                                  string
+	maxBuilds, maxQueue, buildBurst                                    int
+	buildRate                                                          float64
+	buildTimeout                                                       time.Duration
+	insecureListen                                                     bool
+	sf                                                                 storeFlags
+	releases                                                           []factoryRelease // settled: stores with their keys
 }
 
 func newFactoryServeCmd() *cobra.Command {
@@ -98,6 +99,7 @@ func factoryServeCommand() (*cobra.Command, *serveFlags) {
 	fl.IntVar(&f.maxQueue, "max-queue", 0, "builds waiting for one of --max-builds; past it 503 with Retry-After (default: 4 × --max-builds)")
 	fl.DurationVar(&f.buildTimeout, "build-timeout", 10*time.Minute, "time limit of one build")
 	fl.StringVar(&f.signingKey, "signing-key", "", "cosign.key signing the cache's entries and .sig files (COSIGN_PASSWORD); without it nothing built is cached")
+	fl.StringVar(&f.secureBootKeys, "secureboot", "", "serve -secureboot media signed with the Secure Boot key set in this directory (builder keys generate --secureboot)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM, with its chain)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	fl.BoolVar(&f.insecureListen, "insecure-listen", false, "permit plain HTTP on an address that is not loopback (logins and downloads travel in clear)")
@@ -123,8 +125,13 @@ curl recipes and talosctl work) from releases published by builder release:
                                             PLATFORM-ARCH.{iso,raw,qcow2,vhd,
                                             raw.tar.gz}[.xz|.zst]; Range, ETag
                                             (.sig: cosign sign-blob's, by the
-                                            factory's key)
+                                            factory's key); with --secureboot
+                                            also PLATFORM-ARCH-secureboot.FORMAT
+                                            and PLATFORM-ARCH-secureboot-uki.efi
+                                            (builder image --secureboot's)
   GET  /oci/cosign/signing-key.pub          that key
+  GET  /secureboot/signing-cert.pem         the certificate of --secureboot's
+                                            db key, which signs those media
   GET  /pxe/ID/V/PLATFORM-ARCH              an iPXE script pointing back here
   GET  /healthz, /readyz                    liveness; readiness names every
                                             release that did not verify
@@ -368,6 +375,11 @@ func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) 
 	if f.signingKey != "" {
 		if o.Signer, err = loadSigner(f.signingKey); err != nil {
 			return nil, err
+		}
+	}
+	if f.secureBootKeys != "" {
+		if o.SecureBoot, err = secureboot.Load(f.secureBootKeys); err != nil {
+			return nil, fmt.Errorf("--secureboot: %w", err)
 		}
 	}
 	return factory.NewServer(ctx, o)

@@ -1,16 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
@@ -49,8 +52,16 @@ func TestFactoryBoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sbKeys := filepath.Join(t.TempDir(), "sb")
+	if out, err := runBuilder(t, "keys", "generate", "--secureboot", "--out", sbKeys); err != nil {
+		t.Fatalf("keys generate --secureboot: %v\n%s", err, out)
+	}
+	sb, err := secureboot.Load(sbKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
-		Cache: cache, BuilderVersion: "test", Work: t.TempDir()})
+		Cache: cache, BuilderVersion: "test", Work: t.TempDir(), SecureBoot: sb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +83,7 @@ func TestFactoryBoot(t *testing.T) {
 	if err := os.WriteFile(iso, []byte(getBody(t, hs.URL+"/image/"+id+"/"+version+"/metal-amd64.iso")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	checkFactorySecureBoot(t, hs.URL, id, version, sbKeys, filepath.Join(filepath.Dir(specPath), "release", "dev"), filepath.Join(keys, "cosign.pub"))
 	spec, _ := os.ReadFile(specPath)
 	pretty := ""
 	for _, l := range strings.Split(string(spec), "\n") {
@@ -117,4 +129,40 @@ func getBody(t *testing.T, url string) string {
 		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
 	}
 	return string(b)
+}
+
+// checkFactorySecureBoot: the factory serves its Secure Boot certificate,
+// and a -secureboot UKI that sbverify accepts with it, byte for byte
+// what builder image --release --secureboot writes from the same release
+// (one code path: the release's installer carries the base's
+// systemd-stub); the Secure Boot ISO comes whole.
+func checkFactorySecureBoot(t *testing.T, url, id, version, sbKeys, layout, pub string) {
+	t.Helper()
+	cert := getBody(t, url+"/secureboot/signing-cert.pem")
+	if want, _ := os.ReadFile(filepath.Join(sbKeys, "db.pem")); cert != string(want) {
+		t.Errorf("/secureboot/signing-cert.pem is not db.pem:\n%s", cert)
+	}
+	served := filepath.Join(t.TempDir(), "metal-x86_64-secureboot-uki.efi")
+	if err := os.WriteFile(served, []byte(getBody(t, url+"/image/"+id+"/"+version+"/metal-amd64-secureboot-uki.efi")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := exec.Command(testutil.NeedTool(t, "sbverify"), "--cert", filepath.Join(sbKeys, "db.pem"), served).CombinedOutput(); err != nil {
+		t.Errorf("sbverify the factory's UKI: %v\n%s", err, o)
+	}
+	sch := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(sch, []byte("customization:\n  systemExtensions:\n    officialExtensions: [testext]\n"), 0o644)
+	out := t.TempDir()
+	if o, err := builderStdout(t, "image", "-q", "--release", "oci:"+layout, "--version", version, "--key", pub, "--schematic", sch,
+		"--kind", "uki", "--secureboot", sbKeys, "--out", out); err != nil {
+		t.Fatalf("image --release --secureboot: %v\n%s", err, o)
+	}
+	a, _ := os.ReadFile(served)
+	b, _ := os.ReadFile(filepath.Join(out, "media", id, "metal-x86_64-secureboot-uki.efi"))
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Errorf("the factory's UKI (%d bytes) is not builder image --release --secureboot's (%d bytes)", len(a), len(b))
+	}
+	iso := getBody(t, url+"/image/"+id+"/"+version+"/metal-amd64-secureboot.iso")
+	if len(iso) < 1<<20 || iso[0x8001:0x8006] != "CD001" {
+		t.Errorf("the Secure Boot ISO: %d bytes, no ISO 9660 descriptor", len(iso))
+	}
 }

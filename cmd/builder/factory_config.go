@@ -21,6 +21,7 @@ type factoryConfig struct {
 	Key            stringList       `yaml:"key"`
 	Cache          string           `yaml:"cache"`
 	SigningKey     string           `yaml:"signing-key"`
+	SecureBoot     string           `yaml:"secureboot"`
 	Listen         string           `yaml:"listen"`
 	MetricsListen  string           `yaml:"metrics-listen"`
 	ExternalURL    string           `yaml:"external-url"`
@@ -122,7 +123,7 @@ func (c *factoryConfig) resolve(dir string) {
 		file(&c.Key[i])
 	}
 	store(&c.Cache)
-	for _, p := range []*string{&c.SigningKey, &c.TLSCert, &c.TLSKey, &c.Htpasswd, &c.Tokens, &c.CAFile} {
+	for _, p := range []*string{&c.SigningKey, &c.SecureBoot, &c.TLSCert, &c.TLSKey, &c.Htpasswd, &c.Tokens, &c.CAFile} {
 		file(p)
 	}
 }
@@ -134,7 +135,7 @@ func (c *factoryConfig) apply(fl *pflag.FlagSet) error {
 		flag string
 		vals []string
 	}{
-		{"key", c.Key}, {"cache", one(c.Cache)}, {"signing-key", one(c.SigningKey)}, {"listen", one(c.Listen)},
+		{"key", c.Key}, {"cache", one(c.Cache)}, {"signing-key", one(c.SigningKey)}, {"secureboot", one(c.SecureBoot)}, {"listen", one(c.Listen)},
 		{"metrics-listen", one(c.MetricsListen)}, {"external-url", one(c.ExternalURL)},
 		{"max-builds", ptr(c.MaxBuilds)}, {"max-queue", ptr(c.MaxQueue)}, {"build-timeout", ptr(c.BuildTimeout)},
 		{"build-rate", ptr(c.BuildRate)}, {"build-burst", ptr(c.BuildBurst)},

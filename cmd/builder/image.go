@@ -14,6 +14,7 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/factory"
 )
 
@@ -93,7 +94,7 @@ ISO and disk images boot under UEFI Secure Boot, and are named so:
   <platform>-<arch>-secureboot-uki.efi
                                that UKI: the base's systemd-stub (image.stub)
                                with the kernel, the initramfs above, the
-                               command line and /etc/os-release, signed
+                               command line and an os-release, signed
 The command line is inside the signed UKI: it cannot be changed at boot.
 
 Platforms and the disk images --kind all makes for them:
@@ -137,15 +138,21 @@ func newImageCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%s: %w", schematicPath, err)
 			}
+			if b.secureBootKeys != "" && formats != nil && len(formats) == 0 && kind != "uki" {
+				return fmt.Errorf("--secureboot signs the UKI, the ISO and the disk images: --kind %s makes none of them", kind)
+			}
 			if kind == "uki" && b.secureBootKeys == "" {
 				return errors.New("--kind uki is the signed unified kernel image of the Secure Boot media: give --secureboot KEYDIR")
 			}
 			if rel.store != "" {
+				var sb *secureboot.Signing
 				if b.secureBootKeys != "" {
-					return errors.New("--secureboot with --release is not supported yet: the release's installer does not carry systemd-stub; build the media from the spec")
+					if sb, err = secureboot.Load(b.secureBootKeys); err != nil {
+						return fmt.Errorf("--secureboot: %w", err)
+					}
 				}
 				files, err := rel.write(cmd, factory.ImageOptions{Schematic: sch, Platform: platformName, DiskFormats: formats, Compressions: compress, Out: b.out,
-					Installers: kind == "installer" || kind == "all"})
+					Installers: kind == "installer" || kind == "all", SecureBoot: sb})
 				if err != nil {
 					return err
 				}
@@ -156,9 +163,6 @@ func newImageCmd() *cobra.Command {
 				return writeOutputs(cmd.OutOrStdout(), b.asJSON, b.out, list)
 			}
 			b.diskCompressions, b.platform, b.diskFormats = compress, platformName, formats
-			if b.secureBootKeys != "" && formats != nil && len(formats) == 0 && kind != "uki" {
-				return fmt.Errorf("--secureboot signs the UKI, the ISO and the disk images: --kind %s makes none of them", kind)
-			}
 			rep, out, err := b.run(cmd, sch)
 			if err != nil {
 				return err

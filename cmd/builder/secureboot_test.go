@@ -59,7 +59,6 @@ func TestSecureBootImage(t *testing.T) {
 		"uki without keys":   {[]string{"--kind", "uki"}, "give --secureboot"},
 		"pxe with keys":      {[]string{"--kind", "pxe", "--secureboot", keys}, "makes none of them"},
 		"no key set":         {[]string{"--kind", "iso", "--secureboot", t.TempDir()}, "db.key"},
-		"release and keys":   {[]string{"--kind", "iso", "--secureboot", keys, "--release", "oci:" + t.TempDir(), "--version", "1", "--key", "k"}, "not supported yet"},
 		"repro keys, no sch": {nil, ""},
 	} {
 		if c.args == nil {
