@@ -275,6 +275,7 @@ type archBuild struct {
 	// installer carries it for Secure Boot media.
 	stubData []byte
 	stubPkg  string
+	uki      *report.UKIReport // the release's signed UKI, with Secure Boot
 }
 
 // buildArch builds one architecture: its root filesystem, extensions,
@@ -486,6 +487,13 @@ func (b *archBuild) bootAssets(dir string, sqsh, initramfs []byte) (spdx []byte,
 		{name: "rootfs.sqsh", mediaType: compose.MediaTypeRootfs, data: sqsh},
 		{name: "cmdline", mediaType: compose.MediaTypeCmdline, data: []byte(b.cmdline())},
 	}
+	if b.opts.SecureBoot != nil {
+		u, err := b.releaseUKI(initramfs)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, ociAsset{name: compose.UKIName, mediaType: compose.MediaTypeUKI, data: u})
+	}
 	for i := range files {
 		f := &files[i]
 		f.digest = sha256.Sum256(f.data)
@@ -542,6 +550,7 @@ func (b *archBuild) archReport(initPkg string, rootfsEntries []report.FileEntry,
 	if media != nil {
 		ar.Media = media.Layers
 	}
+	ar.UKI = b.uki
 	for _, sc := range as.scriptlets {
 		if !sc.Handled {
 			ar.Unhandled++

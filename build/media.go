@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/attest/pcr"
 	"github.com/nodeforge/builder/build/compose"
-	"github.com/nodeforge/builder/build/media/pcr"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/internal/digest"
 )
@@ -83,10 +83,10 @@ func (b *archBuild) composeInputs(initramfs, bootloader []byte, work string) (co
 }
 
 // readStub reads the base's systemd-stub, for the installer and the
-// Secure Boot media's UKI: beside the EFI boot manager. A base without
-// one makes no Secure Boot media: an error only when they are asked for.
+// Secure Boot UKIs: beside the EFI boot manager. A base without one makes
+// no Secure Boot UKI: an error only when one is asked for.
 func (b *archBuild) readStub() error {
-	wanted := b.opts.SecureBoot != nil && b.opts.Schematic != nil
+	wanted := b.opts.SecureBoot != nil
 	if b.bootloaderData == nil {
 		if wanted {
 			return fmt.Errorf("%s: Secure Boot media need the EFI boot manager: %w", b.arch, b.noBootloader)
@@ -130,4 +130,24 @@ func (b *archBuild) recordSecureBoot(m *report.MediaReport, pcr11 []byte) error 
 		m.SecureBoot.PCR11[b.arch] = hex.EncodeToString(pcr11)
 	}
 	return nil
+}
+
+// releaseUKI is the release's signed UKI of the architecture: the base's
+// systemd-stub with the kernel, the release's initramfs and command
+// line, signed with the Secure Boot key set; recorded in the report.
+func (b *archBuild) releaseUKI(initramfs []byte) ([]byte, error) {
+	s := b.opts.SecureBoot
+	boot := compose.Boot{Arch: b.arch, Vmlinuz: b.as.kernel.vmlinuz, Stub: b.stubData, KernelVersion: b.as.kernel.Version}
+	u, err := compose.UKI(boot, initramfs, b.spec.Image.Cmdline, b.spec.Image.OS.PrettyName, &compose.SecureBoot{Signing: s})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.arch, err)
+	}
+	ur := &report.UKIReport{File: b.arch + "/" + compose.UKIName, UnsignedSHA256: digest.SHA256Hex(u.Unsigned),
+		SigningCertSHA256: digest.SHA256Hex(s.Signer.Cert.Raw), Subject: s.Signer.Cert.Subject.String(),
+		Stub: b.stubPkg, Kernel: b.as.kernel.Package, Initramfs: b.arch + "/initramfs.xz"}
+	if u.PCR11 != nil {
+		ur.PCR11 = hex.EncodeToString(u.PCR11)
+	}
+	b.uki = ur
+	return u.Image, nil
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeforge/builder/build/media/authenticode"
+	"github.com/nodeforge/builder/attest/authenticode"
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/build/media/uki"
 	"github.com/nodeforge/builder/internal/digest"

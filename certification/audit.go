@@ -64,6 +64,8 @@ type Report struct {
 	Licenses   []License    `json:"licenses"`
 	Changes    *Changes     `json:"changes,omitempty"`
 	Promotions []Promotion  `json:"promotions"`
+	// UKIs are the release's signed unified kernel images (Secure Boot).
+	UKIs []UKI `json:"ukis"`
 }
 
 // Identity says what the release is.
@@ -259,7 +261,7 @@ func Audit(ctx context.Context, o Options) (*Report, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	r := &Report{SchemaVersion: SchemaVersion, Reasons: []string{}, Caveats: []string{}, Promotions: []Promotion{}}
+	r := &Report{SchemaVersion: SchemaVersion, Reasons: []string{}, Caveats: []string{}, Promotions: []Promotion{}, UKIs: []UKI{}}
 	fail := func(format string, a ...any) { r.Reasons = append(r.Reasons, fmt.Sprintf(format, a...)) }
 
 	logf("verifying %s %s", o.Store, o.Version)
@@ -271,6 +273,7 @@ func Audit(ctx context.Context, o Options) (*Report, error) {
 	packages(r, rel, o.Policy, fail)
 	files(r, rel, fail)
 	r.Files.Unpacked = unpacked(ctx, o.Store, r, rel, fail)
+	ukis(ctx, o.Store, r, rel, fail)
 	policy(r, rel, fail)
 	reproducibility(r, rel, o, fail)
 	licenses(r)

@@ -133,6 +133,13 @@ func (r *Report) Markdown(w io.Writer) error {
 	for _, l := range r.Licenses {
 		fmt.Fprintf(&b, "| %s | %d |\n", mdEscape(l.License), l.Packages)
 	}
+	if len(r.UKIs) > 0 {
+		fmt.Fprintf(&b, "\n## Secure Boot: signed UKIs (%d)\n\n| arch | UKI | stub | kernel | initramfs | signed by | unsigned sha256 | checks |\n|---|---|---|---|---|---|---|---|\n", len(r.UKIs))
+		for _, u := range r.UKIs {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s (sha256 %s) | %s | %s |\n", u.Arch, u.Digest, mdEscape(u.Stub), mdEscape(u.Kernel), u.Initramfs,
+				mdEscape(u.SigningCert), u.SigningCertSHA256, u.UnsignedSHA256, mdEscape(strings.Join(u.Checks, "; ")))
+		}
+	}
 	if c := r.Changes; c != nil {
 		fmt.Fprintf(&b, "\n## Changes since %s\n\n%d added, %d removed, %d updated; files: %d added, %d removed, %d changed.\n\n",
 			mdEscape(c.Previous), len(c.Added), len(c.Removed), len(c.Updated), c.FilesAdded, c.FilesRemoved, c.FilesChanged)
@@ -421,7 +428,12 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 <table><tr><th>license</th><th>packages</th></tr>
 {{range .R.Licenses}}<tr><td>{{.License}}</td><td>{{.Packages}}</td></tr>{{else}}<tr><td colspan="2" class="none">none</td></tr>{{end}}
 </table>
-{{with .R.Changes}}
+{{if .R.UKIs}}
+<h2>Secure Boot: signed UKIs</h2>
+<table><tr><th>arch</th><th>UKI</th><th>stub</th><th>kernel</th><th>initramfs</th><th>signed by</th><th>unsigned sha256</th><th>checks</th></tr>
+{{range .R.UKIs}}<tr><td>{{.Arch}}</td><td>{{.Digest}}</td><td>{{.Stub}}</td><td>{{.Kernel}}</td><td>{{.Initramfs}}</td><td>{{.SigningCert}}<br><span>sha256 {{.SigningCertSHA256}}</span></td><td>{{.UnsignedSHA256}}</td><td>{{join .Checks "; "}}</td></tr>{{end}}
+</table>
+{{end}}{{with .R.Changes}}
 <h2>Changes since {{.Previous}}</h2>
 <p>{{len .Added}} added, {{len .Removed}} removed, {{len .Updated}} updated; files: {{.FilesAdded}} added, {{.FilesRemoved}} removed, {{.FilesChanged}} changed.</p>
 <table><tr><th>change</th><th>package</th><th>from</th><th>to</th><th>size change (bytes)</th></tr>

@@ -77,19 +77,7 @@ func readSquashfs(ctx context.Context, st oci.Store, repo, manifest, digest stri
 // fetchSquashfs copies a squashfs layer into a temporary file, checking
 // its digest; the caller removes it.
 func fetchSquashfs(ctx context.Context, st oci.Store, repo, manifest, digest string) (*os.File, error) {
-	img, err := st.Image(ctx, repo, manifest)
-	if err != nil {
-		return nil, err
-	}
-	h, err := v1.NewHash(digest)
-	if err != nil {
-		return nil, err
-	}
-	l, err := img.LayerByDigest(h)
-	if err != nil {
-		return nil, err
-	}
-	rc, err := l.Compressed()
+	rc, err := openLayer(ctx, st, repo, manifest, digest)
 	if err != nil {
 		return nil, err
 	}
@@ -231,4 +219,21 @@ func compareTree(got map[string]sqEntry, want []report.FileEntry) []string {
 	}
 	sort.Strings(extra)
 	return append(diffs, extra...)
+}
+
+// openLayer opens a layer of a manifest by digest, as stored.
+func openLayer(ctx context.Context, st oci.Store, repo, manifest, digest string) (io.ReadCloser, error) {
+	img, err := st.Image(ctx, repo, manifest)
+	if err != nil {
+		return nil, err
+	}
+	h, err := v1.NewHash(digest)
+	if err != nil {
+		return nil, err
+	}
+	l, err := img.LayerByDigest(h)
+	if err != nil {
+		return nil, err
+	}
+	return l.Compressed()
 }

@@ -56,6 +56,27 @@ type ArchReport struct {
 	Extensions map[string]*ExtensionReport `json:"extensions,omitempty"`
 	// Media lists the initramfs segment appended for the schematic.
 	Media []FileEntry `json:"media,omitempty"`
+	// UKI is the release's signed unified kernel image, with Secure Boot.
+	UKI *UKIReport `json:"uki,omitempty"`
+}
+
+// UKIReport says what a release's signed UKI is made of and who signed
+// it: the signature is the only thing added to the base's bytes.
+type UKIReport struct {
+	File string `json:"file"` // the boot asset, "<arch>/uki.efi"
+	// UnsignedSHA256 is the digest of the UKI without its signature
+	// (what stripping the signature gives back).
+	UnsignedSHA256    string `json:"unsignedSha256"`
+	SigningCertSHA256 string `json:"signingCertSha256"`
+	Subject           string `json:"subject"`
+	// Stub and Kernel are the base packages (NEVRA) of systemd-stub and
+	// of the kernel; Initramfs is the boot asset the UKI carries.
+	Stub      string `json:"stub"`
+	Kernel    string `json:"kernel"`
+	Initramfs string `json:"initramfs"`
+	// PCR11 is the value systemd-stub leaves in PCR 11 booting it, when
+	// it carries signed PCR policies.
+	PCR11 string `json:"pcr11,omitempty"`
 }
 
 // MediaReport describes the boot media of a schematic.

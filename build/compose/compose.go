@@ -146,13 +146,13 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		// The UKI's .osrel is made from the release's pretty name, which
 		// a release records (its /etc/os-release is inside the root):
 		// media from a build and from its release are the same bytes.
-		su, err := signedBoot(b, initramfs, args, osRelease(o.PrettyName), o.SecureBoot)
+		su, files, err := signedBoot(b, initramfs, args, o.PrettyName, o.SecureBoot)
 		if err != nil {
 			return nil, err
 		}
 		prefix += SecureBootSuffix
-		bf, r.PCR11 = su.files, su.pcr11
-		r.Files = append(r.Files, File{prefix + "-uki.efi", su.image})
+		bf, r.PCR11 = files, su.PCR11
+		r.Files = append(r.Files, File{prefix + "-uki.efi", su.Image})
 	}
 	meta := map[uint8][]byte{}
 	for _, m := range sch.Customization.Meta {

@@ -15,6 +15,9 @@ const (
 	MediaTypeInitramfs = "application/vnd.nodeforge.node-os.initramfs.v1"
 	MediaTypeRootfs    = "application/vnd.nodeforge.node-os.rootfs.squashfs.v1"
 	MediaTypeCmdline   = "application/vnd.nodeforge.node-os.cmdline.v1"
+	// MediaTypeUKI is a release's signed unified kernel image (with
+	// builder release --secureboot).
+	MediaTypeUKI       = "application/vnd.nodeforge.node-os.uki.v1"
 	MediaTypeSPDX      = "application/spdx+json"
 	MediaTypeCycloneDX = "application/vnd.cyclonedx+json"
 )
@@ -28,6 +31,9 @@ const BootloaderName = "bootloader.efi"
 // usr/install/<arch>/StubName, when the base has one: Secure Boot media
 // made from a release build their UKIs on it.
 const StubName = "systemd-stub.efi"
+
+// UKIName is a release's signed UKI among its boot assets.
+const UKIName = "uki.efi"
 
 // AnnotationParams is the annotation of a release's boot image index that
 // holds its Params as JSON.

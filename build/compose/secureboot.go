@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nodeforge/builder/build/media/authenticode"
+	"github.com/nodeforge/builder/attest/authenticode"
+	"github.com/nodeforge/builder/attest/pcr"
 	"github.com/nodeforge/builder/build/media/fat"
-	"github.com/nodeforge/builder/build/media/pcr"
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/build/media/uki"
 )
@@ -43,25 +43,23 @@ func EFIArch(arch string) (string, error) {
 // EFI/Linux/*.efi as an entry (the Boot Loader Specification's type #2).
 const ukiName = "EFI/Linux/nodeforge.efi"
 
-// signedUKI is a signed UKI, the ESP's files around it and, when it
-// carries signed PCR policies, the PCR 11 value they are for.
-type signedUKI struct {
-	image []byte
-	files []fat.File
-	pcr11 []byte
+// SignedUKI is a signed UKI and what it was made of.
+type SignedUKI struct {
+	Image    []byte
+	Unsigned []byte // the same before signing: Image stripped of its signature
+	// PCR11 is what systemd-stub leaves in PCR 11 booting it, when it
+	// carries signed PCR policies (nil otherwise).
+	PCR11 []byte
 }
 
-// signedBoot returns the signed UKI of the boot and the ESP's files
-// around it.
-func signedBoot(b Boot, initramfs []byte, args []string, osRelease []byte, sb *SecureBoot) (*signedUKI, error) {
-	ea, err := EFIArch(b.Arch)
-	if err != nil {
-		return nil, err
-	}
+// UKI makes the signed UKI of a boot: the base's systemd-stub with the
+// kernel, initramfs, the command line args, an os-release of prettyName
+// and the kernel's version.
+func UKI(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureBoot) (*SignedUKI, error) {
 	if b.Stub == nil {
-		return nil, errors.New("Secure Boot media need the base's systemd-stub, and the release has none (image.stub)")
+		return nil, errors.New("Secure Boot needs the base's systemd-stub, and the release has none (image.stub)")
 	}
-	unsigned, value, err := assembleUKI(b.Stub, sb, uki.Sections(osRelease, []byte(strings.Join(args, " ")), []byte(b.KernelVersion), initramfs, b.Vmlinuz))
+	unsigned, value, err := assembleUKI(b.Stub, sb, uki.Sections(osRelease(prettyName), []byte(strings.Join(args, " ")), []byte(b.KernelVersion), initramfs, b.Vmlinuz))
 	if err != nil {
 		return nil, fmt.Errorf("unified kernel image: %w", err)
 	}
@@ -69,15 +67,29 @@ func signedBoot(b Boot, initramfs []byte, args []string, osRelease []byte, sb *S
 	if err != nil {
 		return nil, fmt.Errorf("signing the unified kernel image: %w", err)
 	}
+	return &SignedUKI{Image: image, Unsigned: unsigned, PCR11: value}, nil
+}
+
+// signedBoot returns the signed UKI of the boot and the ESP's files
+// around it.
+func signedBoot(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureBoot) (*SignedUKI, []fat.File, error) {
+	ea, err := EFIArch(b.Arch)
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := UKI(b, initramfs, args, prettyName, sb)
+	if err != nil {
+		return nil, nil, err
+	}
 	loader, err := authenticode.Sign(b.Bootloader, sb.Signing.Signer)
 	if err != nil {
-		return nil, fmt.Errorf("signing the EFI boot manager: %w", err)
+		return nil, nil, fmt.Errorf("signing the EFI boot manager: %w", err)
 	}
 	// "force" enrols the keys only when the firmware is in setup mode,
 	// at once in a virtual machine and after a 15 second countdown (any
 	// key aborts) on hardware; PK goes last and ends setup mode.
 	conf := "timeout 0\n"
-	files := []fat.File{{Path: "EFI/BOOT/BOOT" + strings.ToUpper(ea) + ".EFI", Data: loader}, {Path: ukiName, Data: image}}
+	files := []fat.File{{Path: "EFI/BOOT/BOOT" + strings.ToUpper(ea) + ".EFI", Data: loader}, {Path: ukiName, Data: u.Image}}
 	if sb.Signing.Auth != nil {
 		conf += "secure-boot-enroll force\n"
 		for _, n := range secureboot.Names {
@@ -85,7 +97,7 @@ func signedBoot(b Boot, initramfs []byte, args []string, osRelease []byte, sb *S
 		}
 	}
 	files = append(files, fat.File{Path: "loader/loader.conf", Data: []byte(conf)})
-	return &signedUKI{image, files, value}, nil
+	return u, files, nil
 }
 
 // osRelease is the UKI's .osrel: systemd-boot's

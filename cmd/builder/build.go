@@ -33,7 +33,7 @@ type buildFlags struct {
 	diskCompressions        []string      // image: variants of the raw disk image
 	platform                string        // image: --platform
 	diskFormats             []string      // image: the disk images asked for (nil: the platform's)
-	secureBootKeys          string        // image: --secureboot, the Secure Boot key set's directory
+	secureBootKeys          string        // --secureboot, the Secure Boot key set's directory
 	// The reproducibility experiment's knobs (builder repro sets them).
 	shuffle      int64
 	noStepCaches bool
@@ -47,6 +47,7 @@ func (b *buildFlags) add(cmd *cobra.Command) {
 	cmd.Flags().IntVarP(&b.jobs, "jobs", "j", 4, "concurrent downloads")
 	cmd.Flags().Int64Var(&b.sde, "source-date-epoch", 0, "timestamp of every output (default: $SOURCE_DATE_EPOCH, else the lock's newest BUILDTIME)")
 	cmd.Flags().BoolVarP(&b.quiet, "quiet", "q", false, "print nothing but the outputs and errors")
+	cmd.Flags().StringVar(&b.secureBootKeys, "secureboot", "", "sign for UEFI Secure Boot with the key set in this directory (builder keys generate --secureboot): a signed UKI per architecture among the boot assets (<arch>/uki.efi); image: the Secure Boot ISO and disk images")
 	cmd.Flags().Int64Var(&b.shuffle, "shuffle", 0, "lay packages in an order seeded by N (builder repro: the output must not depend on it)")
 	cmd.Flags().BoolVar(&b.noStepCaches, "no-step-caches", false, "build without the step caches (builder repro builds from scratch)")
 	cmd.Flags().MarkHidden("shuffle")

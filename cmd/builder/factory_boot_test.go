@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
@@ -37,9 +39,17 @@ func TestFactoryBoot(t *testing.T) {
 	if out, err := runBuilder(t, "keys", "generate", "--out", keys); err != nil {
 		t.Fatalf("keys generate: %v\n%s", err, out)
 	}
-	if out, err := runBuilder(t, "release", "-q", "--branch", "boottest", "--spec", specPath, "--cache", t.TempDir(), "--key", filepath.Join(keys, "cosign.key")); err != nil {
+	// Released with Secure Boot: a signed UKI per architecture among the
+	// boot assets, which the audit checks.
+	sbKeys := filepath.Join(t.TempDir(), "sb")
+	if out, err := runBuilder(t, "keys", "generate", "--secureboot", "--out", sbKeys); err != nil {
+		t.Fatalf("keys generate --secureboot: %v\n%s", err, out)
+	}
+	if out, err := runBuilder(t, "release", "-q", "--branch", "boottest", "--spec", specPath, "--cache", t.TempDir(), "--key", filepath.Join(keys, "cosign.key"),
+		"--secureboot", sbKeys); err != nil {
 		t.Fatalf("release: %v\n%s", err, out)
 	}
+	auditSecureBoot(t, filepath.Join(filepath.Dir(specPath), "release", "dev"), filepath.Join(keys, "cosign.pub"), sbKeys)
 	st, err := oci.OpenLayout(filepath.Join(filepath.Dir(specPath), "release", "dev"))
 	if err != nil {
 		t.Fatal(err)
@@ -51,10 +61,6 @@ func TestFactoryBoot(t *testing.T) {
 	vs, err := loadVerifiers([]string{filepath.Join(keys, "cosign.pub")})
 	if err != nil {
 		t.Fatal(err)
-	}
-	sbKeys := filepath.Join(t.TempDir(), "sb")
-	if out, err := runBuilder(t, "keys", "generate", "--secureboot", "--out", sbKeys); err != nil {
-		t.Fatalf("keys generate --secureboot: %v\n%s", err, out)
 	}
 	sb, err := secureboot.Load(sbKeys)
 	if err != nil {
@@ -165,4 +171,38 @@ func checkFactorySecureBoot(t *testing.T, url, id, version, sbKeys, layout, pub 
 	if len(iso) < 1<<20 || iso[0x8001:0x8006] != "CD001" {
 		t.Errorf("the Secure Boot ISO: %d bytes, no ISO 9660 descriptor", len(iso))
 	}
+}
+
+// auditSecureBoot: builder audit lists the release's signed UKI with the
+// packages of its stub and kernel, its initramfs and its signing
+// certificate (the set's db certificate), every check holding (its
+// signature verified, stripped it is the unsigned UKI, its kernel and
+// initramfs the release's, its PCR 11 value what its sections measure).
+func auditSecureBoot(t *testing.T, layout, pub, sbKeys string) {
+	t.Helper()
+	// The test base is not signed (the audit fails it for that): no
+	// reason may concern the UKI.
+	rep, out, _, _ := auditChild(t, "--key", pub, layout)
+	for _, r := range rep.Reasons {
+		if strings.Contains(r, "uki") || strings.Contains(r, "UKI") {
+			t.Errorf("the audit refuses the UKI: %s", r)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "audit.json"))
+	validateSchema(t, "../audit.schema.json", b)
+	dbPEM, _ := os.ReadFile(filepath.Join(sbKeys, "db.pem"))
+	block, _ := pem.Decode(dbPEM)
+	if len(rep.UKIs) != 1 {
+		t.Fatalf("the audit lists %d UKIs: %+v", len(rep.UKIs), rep.UKIs)
+	}
+	u := rep.UKIs[0]
+	if u.Arch != "x86_64" || !strings.HasPrefix(u.Stub, "systemd-boot-efi-") || !strings.HasPrefix(u.Kernel, "kernel-image-") ||
+		u.SigningCertSHA256 != digest.SHA256Hex(block.Bytes) || u.PCR11 == "" || len(u.Checks) < 5 {
+		t.Errorf("the audit's UKI: %+v", u)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "audit.md"))
+	if !strings.Contains(string(md), "Secure Boot: signed UKIs (1)") {
+		t.Errorf("audit.md has no Secure Boot section")
+	}
+	t.Logf("audit: UKI %s, stub %s, kernel %s, signed by %s; %s", u.Digest, u.Stub, u.Kernel, u.SigningCert, strings.Join(u.Checks, "; "))
 }

@@ -183,7 +183,6 @@ func newImageCmd() *cobra.Command {
 	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, vhd, raw.tar.gz, uki (with --secureboot), installer or all")
 	cmd.Flags().StringVar(&platformName, "platform", platform.Default, "where the node runs: "+strings.Join(platform.Names(), ", "))
 	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the ISO, raw and VHD images: zst, xz (none: --compress '')")
-	cmd.Flags().StringVar(&b.secureBootKeys, "secureboot", "", "make the ISO and disk images for UEFI Secure Boot, signed with the key set in this directory (builder keys generate --secureboot)")
 	cmd.MarkFlagRequired("schematic")
 	return cmd
 }

@@ -32,3 +32,20 @@ func ForTest(t testing.TB, opts Options) string {
 	}
 	return specPath
 }
+
+// EFIForTest reads an EFI binary of Debian's systemd-boot-efi (the
+// package scripts/fetch-test-kernel.sh caches for the boot tests):
+// systemd-bootx64.efi, linuxx64.efi.stub. Where it is missing the test
+// is skipped on a workstation (nil) and fails under CI=true.
+func EFIForTest(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := BootEFI(Options{}, name)
+	if errors.Is(err, ErrNoKernel) {
+		testutil.Missing(t, err.Error())
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -30,8 +30,8 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/nodeforge/builder/attest/pkcs7"
 	"github.com/nodeforge/builder/build/media/gpt"
-	"github.com/nodeforge/builder/build/media/pkcs7"
 )
 
 // GUIDs of UEFI 2.10.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"debug/pe"
 	"encoding/binary"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,28 +14,13 @@ import (
 	"github.com/nodeforge/builder/internal/testutil"
 )
 
-// debianStub is systemd-stub from Debian's systemd-boot-efi, which
-// scripts/fetch-test-kernel.sh caches for the boot tests.
-func debianStub(t *testing.T) []byte {
-	t.Helper()
-	b, err := testbase.BootEFI(testbase.Options{}, "linuxx64.efi.stub")
-	if errors.Is(err, testbase.ErrNoKernel) {
-		testutil.Missing(t, err.Error())
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestBuild: the UKI made from Debian's systemd-stub holds every section
 // at an aligned address after the stub's, with its bytes, as Go's
 // debug/pe and binutils' objdump read it; the stub's own bytes are
 // unchanged but for the header fields; two builds are identical; and the
 // checksum function gives what the stub's linker wrote.
 func TestBuild(t *testing.T) {
-	stub := debianStub(t)
+	stub := testbase.EFIForTest(t, "linuxx64.efi.stub")
 	if stub == nil {
 		return
 	}
@@ -126,7 +110,7 @@ func TestBuildRefuses(t *testing.T) {
 	if _, err := Build([]byte("not a PE"), nil); err == nil || !strings.Contains(err.Error(), "not a PE image") {
 		t.Errorf("not a PE: %v", err)
 	}
-	stub := debianStub(t)
+	stub := testbase.EFIForTest(t, "linuxx64.efi.stub")
 	if stub == nil {
 		return
 	}

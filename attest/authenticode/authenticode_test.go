@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"math/big"
 	"os"
 	"os/exec"
@@ -46,21 +45,6 @@ func testSigner(t *testing.T) (Signer, string) {
 	return Signer{Key: key, Cert: cert}, path
 }
 
-// debianEFI reads an EFI binary of Debian's systemd-boot-efi, which
-// scripts/fetch-test-kernel.sh caches for the boot tests.
-func debianEFI(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := testbase.BootEFI(testbase.Options{}, name)
-	if errors.Is(err, testbase.ErrNoKernel) {
-		testutil.Missing(t, err.Error())
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestSign: systemd-boot and a UKI signed here are accepted by
 // sbsigntool's sbverify and osslsigncode with the certificate; the same
 // image and key sign to the same bytes; stripped of its signature the
@@ -68,8 +52,8 @@ func debianEFI(t *testing.T, name string) []byte {
 // wrong certificate fails it.
 func TestSign(t *testing.T) {
 	s, certPath := testSigner(t)
-	boot := debianEFI(t, "systemd-bootx64.efi")
-	stub := debianEFI(t, "linuxx64.efi.stub")
+	boot := testbase.EFIForTest(t, "systemd-bootx64.efi")
+	stub := testbase.EFIForTest(t, "linuxx64.efi.stub")
 	if boot == nil || stub == nil {
 		return
 	}
@@ -106,6 +90,9 @@ func TestSign(t *testing.T) {
 		if _, err := Sign(signed, s); err == nil || !strings.Contains(err.Error(), "signed already") {
 			t.Errorf("%s signed twice: %v", name, err)
 		}
+		if cert, err := Verify(signed); err != nil || !cert.Equal(s.Cert) {
+			t.Errorf("Verify %s: %v", name, err)
+		}
 		flipped := bytes.Clone(signed)
 		flipped[len(flipped)/3] ^= 1
 		fpath := filepath.Join(dir, "flipped-"+name)
@@ -113,11 +100,44 @@ func TestSign(t *testing.T) {
 		if out, err := exec.Command(sbverify, "--cert", certPath, fpath).CombinedOutput(); err == nil {
 			t.Errorf("sbverify accepted %s with a flipped byte:\n%s", name, out)
 		}
+		if _, err := Verify(flipped); err == nil {
+			t.Errorf("Verify accepted %s with a flipped byte", name)
+		}
+		if _, err := Verify(img); err == nil || !strings.Contains(err.Error(), "not signed") {
+			t.Errorf("Verify of the unsigned %s: %v", name, err)
+		}
 	}
 	// The certificate of another key: sbverify refuses.
 	_, otherPath := testSigner(t)
 	if out, err := exec.Command(sbverify, "--cert", otherPath, filepath.Join(dir, "nodeforge-uki.efi")).CombinedOutput(); err == nil {
 		t.Errorf("sbverify accepted another certificate:\n%s", out)
+	}
+}
+
+// TestVerifySbsign: Verify accepts what sbsigntool's sbsign signs (an
+// independent signer) and names its certificate.
+func TestVerifySbsign(t *testing.T) {
+	sbsign := testutil.NeedTool(t, "sbsign")
+	s, certPath := testSigner(t)
+	boot := testbase.EFIForTest(t, "systemd-bootx64.efi")
+	if boot == nil {
+		return
+	}
+	dir := t.TempDir()
+	der, err := x509.MarshalPKCS8PrivateKey(s.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath := filepath.Join(dir, "db.key")
+	os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
+	in, out := filepath.Join(dir, "in.efi"), filepath.Join(dir, "out.efi")
+	os.WriteFile(in, boot, 0o644)
+	if o, err := exec.Command(sbsign, "--key", keyPath, "--cert", certPath, "--output", out, in).CombinedOutput(); err != nil {
+		t.Fatalf("sbsign: %v\n%s", err, o)
+	}
+	signed, _ := os.ReadFile(out)
+	if cert, err := Verify(signed); err != nil || !cert.Equal(s.Cert) {
+		t.Errorf("Verify of sbsign's signature: %v", err)
 	}
 }
 

@@ -18,13 +18,14 @@ import (
 	"sort"
 
 	"crypto/sha256"
+	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/binary"
 	"errors"
 	"fmt"
 
-	"github.com/nodeforge/builder/build/media/pkcs7"
+	"github.com/nodeforge/builder/attest/pkcs7"
 )
 
 // Object identifiers of Authenticode and PKCS#7.
@@ -274,6 +275,62 @@ func mustMarshal(v any) []byte {
 	b, err := asn1.Marshal(v)
 	if err != nil {
 		panic(err) // fixed values only
+	}
+	return b
+}
+
+// Verify checks an image's Authenticode signature, the one a firmware
+// would check, and returns its signer's certificate: the digest it signs
+// is the image's, the signed attributes carry the content's digest, and
+// the signature over them holds with the certificate's key. Whether the
+// certificate is trusted is the caller's question.
+func Verify(img []byte) (*x509.Certificate, error) {
+	l, err := parse(img)
+	if err != nil {
+		return nil, err
+	}
+	if l.certSize == 0 {
+		return nil, errors.New("the image is not signed")
+	}
+	entry := img[l.certOffset:]
+	le := binary.LittleEndian
+	n := int(le.Uint32(entry))
+	if len(entry) < 8 || n < 8 || n > len(entry) || le.Uint16(entry[4:]) != winCertRevision2 || le.Uint16(entry[6:]) != winCertTypePKCS {
+		return nil, errors.New("the certificate table holds no PKCS#7 WIN_CERTIFICATE")
+	}
+	p, err := pkcs7.Parse(trimDER(entry[8:n]))
+	if err != nil {
+		return nil, err
+	}
+	if !p.ContentType.Equal(oidSPCIndirectData) || p.Content == nil {
+		return nil, errors.New("the signature's content is not Authenticode's")
+	}
+	var content spcIndirectDataContent
+	if _, err := asn1.Unmarshal(p.Content, &content); err != nil {
+		return nil, fmt.Errorf("the signature's content: %w", err)
+	}
+	if !bytes.Equal(content.MessageDigest.Digest, l.hash(img)) {
+		return nil, errors.New("the image's digest is not the one signed: the image changed after signing")
+	}
+	var seq asn1.RawValue
+	if _, err := asn1.Unmarshal(p.Content, &seq); err != nil {
+		return nil, err
+	}
+	if sum := sha256.Sum256(seq.Bytes); !bytes.Equal(p.MessageDigest, sum[:]) {
+		return nil, errors.New("the signed attributes do not name the signed content")
+	}
+	if err := p.Verify(nil); err != nil {
+		return nil, fmt.Errorf("the signature does not hold: %w", err)
+	}
+	return p.Signer, nil
+}
+
+// trimDER cuts the padding after a DER value (the table pads entries to
+// 8 bytes).
+func trimDER(b []byte) []byte {
+	var v asn1.RawValue
+	if rest, err := asn1.Unmarshal(b, &v); err == nil {
+		return b[:len(b)-len(rest)]
 	}
 	return b
 }

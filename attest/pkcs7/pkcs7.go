@@ -1,6 +1,6 @@
 // Package pkcs7 writes the PKCS#7 (RFC 2315) SignedData that UEFI reads:
 // Authenticode signatures of EFI executables (with signed attributes, see
-// build/media/authenticode) and the detached, attribute-less signatures of
+// attest/authenticode) and the detached, attribute-less signatures of
 // time-based authenticated variables (see build/media/secureboot).
 //
 // Written here because the Go PKCS#7 packages at hand hash the whole
@@ -174,4 +174,94 @@ func sign(key crypto.Signer, digest []byte) ([]byte, pkix.AlgorithmIdentifier, e
 		return sig, pkix.AlgorithmIdentifier{Algorithm: oidECDSAWithSHA256}, err
 	}
 	return nil, pkix.AlgorithmIdentifier{}, fmt.Errorf("a %T key: want RSA or ECDSA", key.Public())
+}
+
+// Parsed is what Verify reads of a SignedData with one signer.
+type Parsed struct {
+	ContentType asn1.ObjectIdentifier
+	// Content is the carried content's DER (nil: detached).
+	Content []byte
+	// Signer is the certificate of the one signer, found among the
+	// certificates carried by issuer and serial number.
+	Signer *x509.Certificate
+	// MessageDigest is the signed attribute, when there are attributes.
+	MessageDigest []byte
+	attrs         []byte // the signed attributes as a SET, as signed
+	sig           []byte
+}
+
+// Parse reads a SignedData, in its ContentInfo or not, with exactly one
+// signer whose certificate it carries.
+func Parse(der []byte) (*Parsed, error) {
+	var outer outerContentInfo
+	if rest, err := asn1.Unmarshal(der, &outer); err == nil && len(rest) == 0 && outer.ContentType.Equal(OIDSignedData) {
+		der = outer.Content.Bytes
+	}
+	var sd signedData
+	if rest, err := asn1.Unmarshal(der, &sd); err != nil || len(rest) != 0 {
+		return nil, fmt.Errorf("not a PKCS#7 SignedData: %v", err)
+	}
+	if len(sd.SignerInfos) != 1 {
+		return nil, fmt.Errorf("%d signers: want one", len(sd.SignerInfos))
+	}
+	si := sd.SignerInfos[0]
+	p := &Parsed{ContentType: sd.ContentInfo.ContentType, sig: si.EncryptedDigest}
+	if len(sd.ContentInfo.Content.Bytes) > 0 {
+		p.Content = sd.ContentInfo.Content.Bytes
+	}
+	certs, err := x509.ParseCertificates(sd.Certificates.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("the certificates: %w", err)
+	}
+	for _, c := range certs {
+		if bytes.Equal(c.RawIssuer, si.IssuerAndSerial.Issuer.FullBytes) && c.SerialNumber.Cmp(si.IssuerAndSerial.Serial) == 0 {
+			p.Signer = c
+		}
+	}
+	if p.Signer == nil {
+		return nil, errors.New("the signer's certificate is not carried")
+	}
+	if len(si.AuthenticatedAttrs.Bytes) > 0 {
+		set := asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSet, IsCompound: true, Bytes: si.AuthenticatedAttrs.Bytes}
+		if p.attrs, err = asn1.Marshal(set); err != nil {
+			return nil, err
+		}
+		rest := si.AuthenticatedAttrs.Bytes
+		for len(rest) > 0 {
+			var a attribute
+			if rest, err = asn1.Unmarshal(rest, &a); err != nil {
+				return nil, fmt.Errorf("a signed attribute: %w", err)
+			}
+			if a.Type.Equal(OIDMessageDigest) {
+				if _, err := asn1.Unmarshal(a.Values.Bytes, &p.MessageDigest); err != nil {
+					return nil, fmt.Errorf("the message digest: %w", err)
+				}
+			}
+		}
+		if p.MessageDigest == nil {
+			return nil, errors.New("signed attributes without a message digest")
+		}
+	}
+	return p, nil
+}
+
+// Verify checks the signer's signature: over the signed attributes when
+// there are some (the caller compares MessageDigest with its content's),
+// else over digest, the SHA-256 of the detached content.
+func (p *Parsed) Verify(digest []byte) error {
+	signed := digest
+	if p.attrs != nil {
+		sum := sha256.Sum256(p.attrs)
+		signed = sum[:]
+	}
+	switch pub := p.Signer.PublicKey.(type) {
+	case *rsa.PublicKey:
+		return rsa.VerifyPKCS1v15(pub, crypto.SHA256, signed, p.sig)
+	case *ecdsa.PublicKey:
+		if !ecdsa.VerifyASN1(pub, signed, p.sig) {
+			return errors.New("ECDSA signature does not verify")
+		}
+		return nil
+	}
+	return fmt.Errorf("a %T signer: want RSA or ECDSA", p.Signer.PublicKey)
 }
