@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ func newReproCmd() *cobra.Command {
 	var sf specFlags
 	var lockPath, cacheDir, keep, schematicPath, secureBootKeys string
 	var asJSON bool
+	var compress []string
 	cmd := &cobra.Command{
 		Use:   "repro --spec FILE [--lock FILE]",
 		Short: "Build twice under different conditions and compare every output",
@@ -66,7 +68,7 @@ exits 1.`,
 			buildArgs := []string{"build"}
 			if schematicPath != "" {
 				abs, _ := filepath.Abs(schematicPath)
-				buildArgs = []string{"image", "--schematic", abs, "--kind", "all", "--compress", "zst,xz"}
+				buildArgs = []string{"image", "--schematic", abs, "--kind", "all", "--compress", strings.Join(compress, ",")}
 				if secureBootKeys != "" {
 					keys, _ := filepath.Abs(secureBootKeys)
 					buildArgs = append(buildArgs, "--secureboot", keys)
@@ -131,6 +133,7 @@ exits 1.`,
 	cmd.Flags().StringVar(&keep, "keep", "", "keep the two builds (any value) for inspection")
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "also build and compare this schematic's boot media")
 	cmd.Flags().StringVar(&secureBootKeys, "secureboot", "", "with --schematic: make the Secure Boot media, signed with this key set (builder image --secureboot)")
+	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "with --schematic: the compressed variants of the ISO, raw and VHD images to build and compare (none: --compress '')")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON (docs/schemas/repro.schema.json)")
 	return cmd
 }
