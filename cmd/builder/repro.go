@@ -69,8 +69,7 @@ exits 1.`,
 			if schematicPath != "" {
 				abs, _ := filepath.Abs(schematicPath)
 				buildArgs = []string{"image", "--schematic", abs, "--kind", "all", "--compress", strings.Join(compress, ",")}
-				if secureBootKeys != "" {
-					keys, _ := filepath.Abs(secureBootKeys)
+				if keys, _ := filepath.Abs(secureBootKeys); secureBootKeys != "" {
 					buildArgs = append(buildArgs, "--secureboot", keys)
 				}
 			} else if secureBootKeys != "" {
