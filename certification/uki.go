@@ -3,7 +3,6 @@ package certification
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"debug/pe"
 	"encoding/hex"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/nodeforge/builder/attest/authenticode"
 	"github.com/nodeforge/builder/attest/pcr"
+	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -92,7 +92,7 @@ func auditUKI(ctx context.Context, st oci.Store, a Artifact, arch string, rel *a
 	if err != nil {
 		return u, fmt.Errorf("its Authenticode signature: %w", err)
 	}
-	u.SigningCert, u.SigningCertSHA256 = cert.Subject.String(), sha(cert.Raw)
+	u.SigningCert, u.SigningCertSHA256 = cert.Subject.String(), digest.SHA256Hex(cert.Raw)
 	if u.SigningCertSHA256 != rep.SigningCertSHA256 {
 		return u, fmt.Errorf("signed by %s (sha256 %s), the build report says %s", u.SigningCert, u.SigningCertSHA256, rep.SigningCertSHA256)
 	}
@@ -101,7 +101,7 @@ func auditUKI(ctx context.Context, st oci.Store, a Artifact, arch string, rel *a
 	if err != nil {
 		return u, err
 	}
-	if u.UnsignedSHA256 = sha(unsigned); u.UnsignedSHA256 != rep.UnsignedSHA256 {
+	if u.UnsignedSHA256 = digest.SHA256Hex(unsigned); u.UnsignedSHA256 != rep.UnsignedSHA256 {
 		return u, fmt.Errorf("stripped of its signature it hashes to %s, the build report says %s", u.UnsignedSHA256, rep.UnsignedSHA256)
 	}
 	u.Checks = append(u.Checks, "stripped of its signature it is the unsigned UKI of the build report")
@@ -119,7 +119,7 @@ func auditUKI(ctx context.Context, st oci.Store, a Artifact, arch string, rel *a
 		if err != nil {
 			return u, err
 		}
-		if got := sha(d[:min(len(d), int(s.VirtualSize))]); got != want.SHA256 {
+		if got := digest.SHA256Hex(d[:min(len(d), int(s.VirtualSize))]); got != want.SHA256 {
 			return u, fmt.Errorf("its %s is not the release's %s (%s, want %s)", part.section, part.asset, got, want.SHA256)
 		}
 		if part.asset == "initramfs.xz" {
@@ -153,8 +153,8 @@ func auditUKI(ctx context.Context, st oci.Store, a Artifact, arch string, rel *a
 }
 
 // readLayer reads a layer whole, checking its digest.
-func readLayer(ctx context.Context, st oci.Store, repo, manifest, digest string) ([]byte, error) {
-	rc, err := openLayer(ctx, st, repo, manifest, digest)
+func readLayer(ctx context.Context, st oci.Store, repo, manifest, want string) ([]byte, error) {
+	rc, err := openLayer(ctx, st, repo, manifest, want)
 	if err != nil {
 		return nil, err
 	}
@@ -166,13 +166,8 @@ func readLayer(ctx context.Context, st oci.Store, repo, manifest, digest string)
 	if len(b) > maxUKI {
 		return nil, fmt.Errorf("larger than %d bytes", maxUKI)
 	}
-	if got := "sha256:" + sha(b); got != digest {
+	if got := "sha256:" + digest.SHA256Hex(b); got != want {
 		return nil, fmt.Errorf("read %s (damaged or tampered)", got)
 	}
 	return b, nil
-}
-
-func sha(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }

@@ -30,6 +30,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/nodeforge/builder/attest/pcr"
 	"github.com/nodeforge/builder/attest/pkcs7"
 	"github.com/nodeforge/builder/build/media/gpt"
 )
@@ -234,11 +235,10 @@ func (ks *Keys) Files() (map[string][]byte, error) {
 		return nil, err
 	}
 	files[PCRKeyFile] = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-	pub, err := x509.MarshalPKIXPublicKey(&ks.PCR.PublicKey)
-	if err != nil {
+	// The same bytes the UKIs carry as .pcrpkey.
+	if files[PCRPublicFile], err = pcr.PublicKey(ks.PCR); err != nil {
 		return nil, err
 	}
-	files[PCRPublicFile] = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
 	return files, nil
 }
 
