@@ -160,7 +160,7 @@ func bootSecureBootMedia(t *testing.T, qemu string, o Options, want string, time
 			t.Fatal(err)
 		}
 	}
-	if o.SecureBoot, err = secureboot.Load(keys); err != nil {
+	if o.SecureBoot, err = secureboot.Load(keys, ""); err != nil {
 		t.Fatal(err)
 	}
 	o.DiskFormats, o.DiskCompressions = []string{"iso", "raw"}, []string{}

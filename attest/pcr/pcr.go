@@ -144,15 +144,20 @@ type entry struct {
 
 // Signature is the content of .pcrsig: for each phase, the policy of PCR
 // 11's expected value signed with key ({"sha256": [...]}).
-func Signature(measured []byte, key *rsa.PrivateKey) ([]byte, error) {
+func Signature(measured []byte, key crypto.Signer) ([]byte, error) {
+	pub, ok := key.Public().(*rsa.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("the PCR policy key is a %T, not RSA", key.Public())
+	}
 	// systemd names the key by the SHA-256 of its PKCS#1 DER
 	// (OpenSSL's i2d_PublicKey).
-	fp := sha256.Sum256(x509.MarshalPKCS1PublicKey(&key.PublicKey))
+	fp := sha256.Sum256(x509.MarshalPKCS1PublicKey(pub))
 	var entries []entry
 	for _, ph := range Phases {
 		pol := PolicyDigest(Phase(measured, ph))
 		sum := sha256.Sum256(pol)
-		sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
+		// PKCS#1 v1.5: deterministic, in a file or on a token.
+		sig, err := key.Sign(rand.Reader, sum[:], crypto.SHA256)
 		if err != nil {
 			return nil, err
 		}
@@ -162,8 +167,8 @@ func Signature(measured []byte, key *rsa.PrivateKey) ([]byte, error) {
 }
 
 // PublicKey is the content of .pcrpkey: the key's public half in PEM.
-func PublicKey(key *rsa.PrivateKey) ([]byte, error) {
-	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+func PublicKey(key crypto.Signer) ([]byte, error) {
+	der, err := x509.MarshalPKIXPublicKey(key.Public())
 	if err != nil {
 		return nil, err
 	}

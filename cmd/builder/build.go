@@ -71,7 +71,7 @@ func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.S
 	var sb *secureboot.Signing
 	if b.secureBootKeys != "" {
 		var err error
-		if sb, err = secureboot.Load(b.secureBootKeys); err != nil {
+		if sb, err = loadSecureBoot(b.secureBootKeys); err != nil {
 			return build.Options{}, fmt.Errorf("--secureboot: %w", err)
 		}
 	}
@@ -97,6 +97,7 @@ func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*report.
 	if err != nil {
 		return nil, "", err
 	}
+	defer o.SecureBoot.Close()
 	o.Spec, o.Lock, o.LockBytes = s, in.Lock, in.LockBytes
 	collectOften()
 	rep, err := build.Build(cmd.Context(), o)

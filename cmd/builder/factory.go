@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/oci"
 )
@@ -378,7 +377,7 @@ func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) 
 		}
 	}
 	if f.secureBootKeys != "" {
-		if o.SecureBoot, err = secureboot.Load(f.secureBootKeys); err != nil {
+		if o.SecureBoot, err = loadSecureBoot(f.secureBootKeys); err != nil {
 			return nil, fmt.Errorf("--secureboot: %w", err)
 		}
 	}

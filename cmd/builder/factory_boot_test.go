@@ -62,7 +62,7 @@ func TestFactoryBoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := secureboot.Load(sbKeys)
+	sb, err := secureboot.Load(sbKeys, "")
 	if err != nil {
 		t.Fatal(err)
 	}

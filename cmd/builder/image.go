@@ -147,9 +147,10 @@ func newImageCmd() *cobra.Command {
 			if rel.store != "" {
 				var sb *secureboot.Signing
 				if b.secureBootKeys != "" {
-					if sb, err = secureboot.Load(b.secureBootKeys); err != nil {
+					if sb, err = loadSecureBoot(b.secureBootKeys); err != nil {
 						return fmt.Errorf("--secureboot: %w", err)
 					}
+					defer sb.Close()
 				}
 				files, err := rel.write(cmd, factory.ImageOptions{Schematic: sch, Platform: platformName, DiskFormats: formats, Compressions: compress, Out: b.out,
 					Installers: kind == "installer" || kind == "all", SecureBoot: sb})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeforge/builder/attest/pkcs11key"
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/internal/atomicfile"
@@ -53,6 +54,13 @@ the PCR 11 values systemd-stub will measure of it, signed for each boot phase
 as systemd-measure signs them: a node binds its disk encryption to "any UKI
 signed by this key" (systemd-cryptenroll --tpm2-public-key) and survives
 updates.
+
+Keys on a PKCS#11 token (an HSM, a smart card): import db.key and pcr.key
+into the token, delete the files and write, in their place, db.pkcs11 and
+pcr.pkcs11 holding each key's RFC 7512 URI, for instance
+  pkcs11:token=nodeforge;object=db?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/etc/nodeforge/pin
+(the PIN from pin-source, pin-value or $NODEFORGE_PKCS11_PIN). The token
+signs; the signatures are the bytes the key files would have made.
 
 Existing keys are never overwritten unless --force is given.`,
 		Example: `  COSIGN_PASSWORD=$(pass show nodeforge/dev) builder keys generate --out keys/dev
@@ -142,4 +150,10 @@ func writeSecureBootKeys(cmd *cobra.Command, out, commonName string, force bool)
 		fmt.Fprintln(cmd.OutOrStdout(), filepath.Join(out, n))
 	}
 	return nil
+}
+
+// loadSecureBoot reads a Secure Boot key set for signing; keys on tokens
+// whose URIs give no PIN take $NODEFORGE_PKCS11_PIN's.
+func loadSecureBoot(dir string) (*secureboot.Signing, error) {
+	return secureboot.Load(dir, os.Getenv(pkcs11key.PINEnv))
 }

@@ -50,7 +50,7 @@ func TestKeysGenerateSecureBoot(t *testing.T) {
 	if n := len(strings.Fields(out)); n != 14 {
 		t.Errorf("printed %d files, want 14 (PK, KEK, db × key, pem, esl, auth; pcr.key, pcr.pub):\n%s", n, out)
 	}
-	s, err := secureboot.Load(dir)
+	s, err := secureboot.Load(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}

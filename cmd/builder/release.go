@@ -230,6 +230,7 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 			if err != nil {
 				return err
 			}
+			defer bo.SecureBoot.Close()
 			collectOften()
 			pub, err := pipeline.Release(cmd.Context(), pipeline.ReleaseOptions{Spec: s, LockPath: b.lockPath,
 				Locker: locker.Options{Cache: bo.Cache, Source: bo.Source}, Build: bo,

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nodeforge/builder/attest/pkcs11key"
 	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
 )
@@ -41,6 +43,7 @@ func TestSecureBootImage(t *testing.T) {
 	if o, err := exec.Command(sbverify, "--cert", filepath.Join(keys, "db.pem"), outs[0]).CombinedOutput(); err != nil {
 		t.Errorf("sbverify --cert db.pem: %v\n%s", err, o)
 	}
+	signWithToken(t, keys, outs[0], "image", "-q", "--json", "--spec", specPath, "--cache", cacheDir, "--schematic", sch, "--kind", "uki")
 
 	t.Setenv("NODEFORGE_TEST_AS_MAIN", "1") // repro's builds run main()
 	// The compressed variants are left out: the demo's repro compares
@@ -60,7 +63,7 @@ func TestSecureBootImage(t *testing.T) {
 	}{
 		"uki without keys":   {[]string{"--kind", "uki"}, "give --secureboot"},
 		"pxe with keys":      {[]string{"--kind", "pxe", "--secureboot", keys}, "makes none of them"},
-		"no key set":         {[]string{"--kind", "iso", "--secureboot", t.TempDir()}, "db.key"},
+		"no key set":         {[]string{"--kind", "iso", "--secureboot", t.TempDir()}, "db.pem"},
 		"repro keys, no sch": {nil, ""},
 	} {
 		if c.args == nil {
@@ -82,4 +85,52 @@ func pathsOf(o outputsJSON) []string {
 		p = append(p, x.Path)
 	}
 	return p
+}
+
+// signWithToken moves the db and PCR keys of the set in keys onto a
+// SoftHSM token (db.pkcs11 and pcr.pkcs11 name them, the key files are
+// left out) and runs builder args with --secureboot on that set: the UKI
+// it writes is the one signed with the files, byte for byte.
+func signWithToken(t *testing.T, keys, want string, args ...string) {
+	h := testutil.StartSoftHSM(t)
+	h.Import(filepath.Join(keys, "db.key"), "db", 1)
+	h.Import(filepath.Join(keys, "pcr.key"), "pcr", 2)
+	onToken := t.TempDir()
+	entries, err := os.ReadDir(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".key") {
+			b, err := os.ReadFile(filepath.Join(keys, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(onToken, e.Name()), b, 0o600)
+		}
+	}
+	// The PIN as an operator would keep it: db's in a file, pcr's in
+	// the environment.
+	pin := filepath.Join(t.TempDir(), "pin")
+	os.WriteFile(pin, []byte(h.PIN+"\n"), 0o600)
+	t.Setenv(pkcs11key.PINEnv, h.PIN)
+	uris := map[string]string{
+		"db":  strings.Replace(h.URI("db"), "pin-value="+h.PIN, "pin-source=file:"+pin, 1),
+		"pcr": strings.Replace(h.URI("pcr"), "&pin-value="+h.PIN, "", 1),
+	}
+	for k, uri := range uris {
+		os.WriteFile(filepath.Join(onToken, k+".pkcs11"), []byte(uri+"\n"), 0o600)
+	}
+	out := t.TempDir()
+	var o outputsJSON
+	builderJSON(t, &o, append(args, "--out", out, "--secureboot", onToken)...)
+	got := pathsOf(o)
+	if len(got) != 1 {
+		t.Fatalf("signing on the token wrote %v", got)
+	}
+	a, errA := os.ReadFile(got[0])
+	b, errB := os.ReadFile(want)
+	if errA != nil || errB != nil || !bytes.Equal(a, b) {
+		t.Errorf("the UKI signed on the token differs from the one signed with the key files (%v, %v)", errA, errB)
+	}
 }

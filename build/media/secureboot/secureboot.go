@@ -27,10 +27,12 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 	"unicode/utf16"
 
 	"github.com/nodeforge/builder/attest/pcr"
+	"github.com/nodeforge/builder/attest/pkcs11key"
 	"github.com/nodeforge/builder/attest/pkcs7"
 	"github.com/nodeforge/builder/build/media/gpt"
 )
@@ -244,50 +246,62 @@ func (ks *Keys) Files() (map[string][]byte, error) {
 
 // Signing is what media need of a key set: the db key that signs, and the
 // .auth files for the ESP's loader/keys/auto/ (none when the directory
-// has no .auth files: keys enrolled by other means).
+// has no .auth files: keys enrolled by other means). Close releases the
+// tokens of keys held on PKCS#11 tokens.
 type Signing struct {
 	Signer pkcs7.Signer
 	Auth   map[string][]byte // "PK", "KEK", "db"
-	// PCR signs the UKIs' PCR 11 policies (.pcrsig); nil: the set has no
-	// pcr.key and the UKIs carry no .pcrsig or .pcrpkey.
-	PCR *rsa.PrivateKey
+	// PCR signs the UKIs' PCR 11 policies (.pcrsig): an RSA key, in a
+	// file or on a token; nil: the set has no PCR key and the UKIs carry
+	// no .pcrsig or .pcrpkey.
+	PCR     crypto.Signer
+	pin     string
+	closers []func() error
 }
 
-// Load reads a key set's directory for signing: db.key and db.pem;
-// PK.auth, KEK.auth and db.auth when all three are there; pcr.key when
-// it is.
-func Load(dir string) (*Signing, error) {
-	read := func(name string) ([]byte, error) {
-		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		var b bytes.Buffer
-		if _, err := b.ReadFrom(io.LimitReader(f, maxKeyFile+1)); err != nil {
-			return nil, fmt.Errorf("%s: %w", f.Name(), err)
-		}
-		if b.Len() > maxKeyFile {
-			return nil, fmt.Errorf("%s: larger than %d bytes: not a key file", f.Name(), maxKeyFile)
-		}
-		return b.Bytes(), nil
+// Close releases the tokens the keys are on (nothing for key files, or
+// for no key set).
+func (s *Signing) Close() error {
+	if s == nil {
+		return nil
 	}
-	keyPEM, err := read(SigningKeyFile)
+	var errs []error
+	for _, c := range s.closers {
+		errs = append(errs, c())
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
+
+// Token files: a key on a PKCS#11 token is named, instead of by db.key or
+// pcr.key, by db.pkcs11 or pcr.pkcs11 holding its RFC 7512 URI.
+const (
+	SigningTokenFile = "db.pkcs11"
+	PCRTokenFile     = "pcr.pkcs11"
+)
+
+// Load reads a key set's directory for signing: db.pem and the db key
+// (db.key, or db.pkcs11 naming it on a token); PK.auth, KEK.auth and
+// db.auth when all three are there; the PCR policy key (pcr.key or
+// pcr.pkcs11) when there is one. pin is the tokens' PIN when their URIs
+// give none.
+func Load(dir, pin string) (_ *Signing, err error) {
+	s := &Signing{pin: pin}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	certPEM, err := readKeyFile(dir, SigningCertFile)
 	if err != nil {
 		return nil, fmt.Errorf("Secure Boot keys: %w (builder keys generate --secureboot makes a set)", err)
 	}
-	certPEM, err := read(SigningCertFile)
-	if err != nil {
-		return nil, fmt.Errorf("Secure Boot keys: %w", err)
+	if s.Signer, err = s.loadSigner(dir, certPEM); err != nil {
+		return nil, err
 	}
-	signer, err := ParseSigner(keyPEM, certPEM)
-	if err != nil {
-		return nil, fmt.Errorf("Secure Boot keys in %s: %w", dir, err)
-	}
-	s := &Signing{Signer: signer}
 	auth := map[string][]byte{}
 	for _, n := range Names {
-		b, err := read(n + ".auth")
+		b, err := readKeyFile(dir, n+".auth")
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		} else if err != nil {
@@ -302,16 +316,102 @@ func Load(dir string) (*Signing, error) {
 	default:
 		return nil, fmt.Errorf("Secure Boot keys in %s: PK.auth, KEK.auth and db.auth go together (found %d of them)", dir, len(auth))
 	}
-	b, err := read(PCRKeyFile)
+	if s.PCR, err = s.loadPCR(dir); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// loadSigner reads the db key, from its file or its token, and checks it
+// against the certificate.
+func (s *Signing) loadSigner(dir string, certPEM []byte) (pkcs7.Signer, error) {
+	uri, err := readKeyFile(dir, SigningTokenFile)
 	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
+		keyPEM, err := readKeyFile(dir, SigningKeyFile)
+		if err != nil {
+			return pkcs7.Signer{}, fmt.Errorf("Secure Boot keys: %w (or %s naming the key on a PKCS#11 token)", err, SigningTokenFile)
+		}
+		signer, err := ParseSigner(keyPEM, certPEM)
+		if err != nil {
+			return pkcs7.Signer{}, fmt.Errorf("Secure Boot keys in %s: %w", dir, err)
+		}
+		return signer, nil
+	} else if err != nil {
+		return pkcs7.Signer{}, err
+	}
+	key, err := s.openToken(dir, SigningTokenFile, uri)
+	if err != nil {
+		return pkcs7.Signer{}, err
+	}
+	cert, err := parseCert(certPEM)
+	if err != nil {
+		return pkcs7.Signer{}, fmt.Errorf("Secure Boot keys in %s: %w", dir, err)
+	}
+	if !publicKeysEqual(key.Public(), cert.PublicKey) {
+		return pkcs7.Signer{}, fmt.Errorf("Secure Boot keys in %s: the key %s names does not belong to %s", dir, SigningTokenFile, SigningCertFile)
+	}
+	return pkcs7.Signer{Key: key, Cert: cert}, nil
+}
+
+// loadPCR reads the PCR policy key from its file or its token; nil when
+// the set has none.
+func (s *Signing) loadPCR(dir string) (crypto.Signer, error) {
+	uri, err := readKeyFile(dir, PCRTokenFile)
+	if err == nil {
+		key, err := s.openToken(dir, PCRTokenFile, uri)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := key.Public().(*rsa.PublicKey); !ok {
+			return nil, fmt.Errorf("Secure Boot keys: the key %s names is a %T: the PCR policy key must be RSA (what a TPM verifies)", filepath.Join(dir, PCRTokenFile), key.Public())
+		}
+		return key, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	b, err := readKeyFile(dir, PCRKeyFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
 	} else if err != nil {
 		return nil, err
 	}
-	if s.PCR, err = parsePCRKey(b); err != nil {
+	key, err := parsePCRKey(b)
+	if err != nil {
 		return nil, fmt.Errorf("Secure Boot keys: %s: %w", filepath.Join(dir, PCRKeyFile), err)
 	}
-	return s, nil
+	return key, nil
+}
+
+// openToken opens the key a token file's URI names, to be closed with s.
+func (s *Signing) openToken(dir, name string, uri []byte) (crypto.Signer, error) {
+	text := strings.TrimSpace(string(uri))
+	if !pkcs11key.IsURI(text) {
+		return nil, fmt.Errorf("Secure Boot keys: %s: not a PKCS#11 URI (pkcs11:token=...;object=...?module-path=...)", filepath.Join(dir, name))
+	}
+	key, err := pkcs11key.Open(text, s.pin)
+	if err != nil {
+		return nil, fmt.Errorf("Secure Boot keys: %s: %w", filepath.Join(dir, name), err)
+	}
+	s.closers = append(s.closers, key.Close)
+	return key, nil
+}
+
+// readKeyFile reads one file of a key set, refusing what is too large to
+// be a key.
+func readKeyFile(dir, name string) ([]byte, error) {
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(io.LimitReader(f, maxKeyFile+1)); err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	if b.Len() > maxKeyFile {
+		return nil, fmt.Errorf("%s: larger than %d bytes: not a key file", f.Name(), maxKeyFile)
+	}
+	return b.Bytes(), nil
 }
 
 // parsePCRKey reads the PCR policy key: RSA, in PEM.
@@ -334,11 +434,7 @@ func ParseSigner(keyPEM, certPEM []byte) (pkcs7.Signer, error) {
 	if err != nil {
 		return pkcs7.Signer{}, err
 	}
-	cb, _ := pem.Decode(certPEM)
-	if cb == nil || cb.Type != "CERTIFICATE" {
-		return pkcs7.Signer{}, errors.New("the certificate file holds no PEM CERTIFICATE")
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
+	cert, err := parseCert(certPEM)
 	if err != nil {
 		return pkcs7.Signer{}, err
 	}
@@ -346,10 +442,25 @@ func ParseSigner(keyPEM, certPEM []byte) (pkcs7.Signer, error) {
 	if !ok {
 		return pkcs7.Signer{}, fmt.Errorf("a %T cannot sign", key)
 	}
-	if pub, ok := signer.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) {
+	if !publicKeysEqual(signer.Public(), cert.PublicKey) {
 		return pkcs7.Signer{}, errors.New("the key does not belong to the certificate")
 	}
 	return pkcs7.Signer{Key: signer, Cert: cert}, nil
+}
+
+// parseCert reads a PEM certificate.
+func parseCert(certPEM []byte) (*x509.Certificate, error) {
+	cb, _ := pem.Decode(certPEM)
+	if cb == nil || cb.Type != "CERTIFICATE" {
+		return nil, errors.New("the certificate file holds no PEM CERTIFICATE")
+	}
+	return x509.ParseCertificate(cb.Bytes)
+}
+
+// publicKeysEqual compares public keys of the standard library's types.
+func publicKeysEqual(a, b crypto.PublicKey) bool {
+	pub, ok := a.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && pub.Equal(b)
 }
 
 // parseKey reads a PEM private key: PKCS#8, PKCS#1 or EC.

@@ -2,9 +2,11 @@ package secureboot
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/pem"
 	"os"
@@ -24,14 +26,7 @@ func TestAgainstEfitools(t *testing.T) {
 	toESL := testutil.NeedTool(t, "cert-to-efi-sig-list")
 	signESL := testutil.NeedTool(t, "sign-efi-sig-list")
 	stamp := time.Date(2026, 11, 30, 21, 7, 5, 0, time.UTC)
-	ks, err := Generate("Nodeforge test", stamp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := ks.Files()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks, files := generate(t, stamp)
 	dir := t.TempDir()
 	for n, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, n), b, 0o600); err != nil {
@@ -77,14 +72,7 @@ func sameFile(t *testing.T, path string, ours []byte) {
 // cannot sign: a missing key, a key of another certificate, an
 // incomplete set of .auth files, an encrypted key.
 func TestLoad(t *testing.T) {
-	ks, err := Generate("Nodeforge test", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := ks.Files()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks, files := generate(t, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	write := func(skip string, replace map[string][]byte) string {
 		dir := t.TempDir()
 		for n, b := range files {
@@ -99,11 +87,11 @@ func TestLoad(t *testing.T) {
 		}
 		return dir
 	}
-	s, err := Load(write("", nil))
+	s, err := Load(write("", nil), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.Signer.Cert.Equal(ks.DB.Cert) || len(s.Auth) != 3 || !bytes.Equal(s.Auth["PK"], files["PK.auth"]) || s.PCR == nil || !s.PCR.Equal(ks.PCR) {
+	if !s.Signer.Cert.Equal(ks.DB.Cert) || len(s.Auth) != 3 || !bytes.Equal(s.Auth["PK"], files["PK.auth"]) || s.PCR == nil || !ks.PCR.Equal(s.PCR) {
 		t.Errorf("Load gave another signer or .auth files: %v, %d files", s.Signer.Cert.Subject, len(s.Auth))
 	}
 	for what, c := range map[string]struct {
@@ -118,7 +106,7 @@ func TestLoad(t *testing.T) {
 		"certificate as key": {write("", map[string][]byte{"db.key": files["db.pem"]}), "not a private key"},
 		"PCR key not RSA":    {write("", map[string][]byte{"pcr.key": ecKey(t)}), "must be RSA"},
 	} {
-		if _, err := Load(c.dir); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := Load(c.dir, ""); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Load said %v, want an error with %q", what, err, c.want)
 		}
 	}
@@ -138,4 +126,71 @@ func ecKey(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+}
+
+// TestLoadFromToken: with db.pkcs11 and pcr.pkcs11 naming the set's keys
+// imported into SoftHSM, and the key files gone, Load signs as it did
+// from the files (PKCS#1 v1.5 is deterministic: the same bytes), and
+// refuses a token key that is not the certificate's.
+func TestLoadFromToken(t *testing.T) {
+	h := testutil.StartSoftHSM(t)
+	ks, files := generate(t, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	keys := t.TempDir()
+	for _, n := range []string{"db.key", "pcr.key", "KEK.key"} {
+		if err := os.WriteFile(filepath.Join(keys, n), files[n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.Import(filepath.Join(keys, "db.key"), "db", 1)
+	h.Import(filepath.Join(keys, "pcr.key"), "pcr", 2)
+	h.Import(filepath.Join(keys, "KEK.key"), "kek", 3)
+	dir := t.TempDir()
+	for n, b := range files {
+		if !strings.HasSuffix(n, ".key") {
+			os.WriteFile(filepath.Join(dir, n), b, 0o600)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, SigningTokenFile), []byte(h.URI("db")+"\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, PCRTokenFile), []byte(h.URI("pcr")), 0o600)
+	s, err := Load(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	digest := sha256.Sum256([]byte("a UKI"))
+	for what, k := range map[string][2]crypto.Signer{"db": {s.Signer.Key, ks.DB.Key}, "pcr": {s.PCR, ks.PCR}} {
+		got, err := k[0].Sign(rand.Reader, digest[:], crypto.SHA256)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		want, _ := k[1].Sign(rand.Reader, digest[:], crypto.SHA256)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: the token signs otherwise than the key file", what)
+		}
+	}
+	if !s.Signer.Cert.Equal(ks.DB.Cert) || len(s.Auth) != 3 {
+		t.Error("Load from the token gave another certificate or .auth files")
+	}
+	os.WriteFile(filepath.Join(dir, SigningTokenFile), []byte(h.URI("kek")), 0o600)
+	if _, err := Load(dir, ""); err == nil || !strings.Contains(err.Error(), "does not belong to db.pem") {
+		t.Errorf("the KEK on the token signed for db.pem: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, SigningTokenFile), []byte("/etc/db.key"), 0o600)
+	if _, err := Load(dir, ""); err == nil || !strings.Contains(err.Error(), "not a PKCS#11 URI") {
+		t.Errorf("a path as URI: %v", err)
+	}
+}
+
+// generate makes a key set and its files.
+func generate(t *testing.T, stamp time.Time) (*Keys, map[string][]byte) {
+	t.Helper()
+	ks, err := Generate("Nodeforge test", stamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ks.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks, files
 }
