@@ -201,6 +201,7 @@ type buildRun struct {
 	installer      map[string]*compose.ImageLayer  // arch -> installer layer
 	kernels        map[string]compose.KernelParams // arch -> its kernel, for the media
 	mediaInstaller map[string]*compose.ImageLayer  // arch -> the schematic's installer layer
+	sbInstaller    map[string]*compose.ImageLayer  // arch -> the schematic's Secure Boot installer layer
 }
 
 // newRun checks that the spec and the lock belong together and settles
@@ -215,7 +216,7 @@ func newRun(opts Options) (*buildRun, error) {
 	}
 	r := &buildRun{opts: opts, spec: s, lock: l, sde: opts.SourceDateEpoch, logf: opts.Log,
 		assets: map[string][]ociAsset{}, extLayers: map[string]map[string]*compose.ImageLayer{}, extVersions: map[string]string{},
-		installer: map[string]*compose.ImageLayer{}, mediaInstaller: map[string]*compose.ImageLayer{}, kernels: map[string]compose.KernelParams{}}
+		installer: map[string]*compose.ImageLayer{}, mediaInstaller: map[string]*compose.ImageLayer{}, sbInstaller: map[string]*compose.ImageLayer{}, kernels: map[string]compose.KernelParams{}}
 	if r.logf == nil {
 		r.logf = func(string, ...any) {}
 	}
@@ -530,11 +531,21 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 	if media != nil && media.Initramfs != nil {
 		// The schematic's installer: the same, with its initramfs, made as
 		// the Image Factory makes it from the release's.
-		ml, err := compose.SchematicInstaller(il, b.arch, media.Initramfs, nil, b.sde)
+		ml, err := compose.SchematicInstaller(il, b.arch, media.Initramfs, nil, nil, b.sde)
 		if err != nil {
 			return err
 		}
 		if b.mediaInstaller[b.arch], err = compose.NewImageLayer(ml); err != nil {
+			return err
+		}
+	}
+	if media != nil && media.ESP != nil {
+		// The Secure Boot installer: the signed ESP for the unsigned boot code.
+		sl, err := compose.SchematicInstaller(il, b.arch, media.Initramfs, nil, media.ESP, b.sde)
+		if err != nil {
+			return err
+		}
+		if b.sbInstaller[b.arch], err = compose.NewImageLayer(sl); err != nil {
 			return err
 		}
 	}
@@ -630,6 +641,14 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 			return fmt.Errorf("installer for the schematic: %w", err)
 		}
 		rep.Media.Installer = mi.String()
+		if sb := rep.Media.SecureBoot; sb != nil && len(r.sbInstaller) > 0 {
+			ma[compose.AnnotationSecureBoot] = sb.SigningCertSHA256
+			si, err := writeImageLayout(ctx, filepath.Join(r.work, "media", rep.Media.Schematic, "installer"+compose.SecureBootSuffix), sde, ma, arches, r.sbInstaller, compose.InstallerEntrypoint)
+			if err != nil {
+				return fmt.Errorf("Secure Boot installer for the schematic: %w", err)
+			}
+			sb.Installer = si.String()
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.extLayers)) {
 		ea := map[string]string{

@@ -12,6 +12,7 @@ import (
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/attest/pcr"
 	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/build/media/fat"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/internal/digest"
 )
@@ -24,7 +25,8 @@ type mediaResult struct {
 	Platform  string
 	Files     map[string]report.ArtifactInfo
 	Layers    []report.FileEntry
-	PCR11     []byte // see compose.Result
+	PCR11     []byte     // see compose.Result
+	ESP       []fat.File // the Secure Boot media's ESP, for the Secure Boot installer
 }
 
 // writeMedia writes the boot media of the options' schematic and platform
@@ -40,7 +42,7 @@ func (b *archBuild) writeMedia(ctx context.Context, dir string, initramfs, bootl
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return nil, err
 	}
-	r := &mediaResult{Schematic: res.Schematic, Platform: res.Platform, ISOTool: res.ISOTool, Initramfs: res.Initramfs, Files: map[string]report.ArtifactInfo{}, PCR11: res.PCR11}
+	r := &mediaResult{Schematic: res.Schematic, Platform: res.Platform, ISOTool: res.ISOTool, Initramfs: res.Initramfs, Files: map[string]report.ArtifactInfo{}, PCR11: res.PCR11, ESP: res.ESP}
 	for _, f := range res.Files {
 		if err := os.WriteFile(filepath.Join(d, f.Name), f.Data, 0o644); err != nil {
 			return nil, err

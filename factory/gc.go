@@ -13,6 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/pkgbase/evr"
 )
@@ -275,7 +276,7 @@ func readEntry(ctx context.Context, st oci.Store, repo, ref string) (*CollectedE
 	if repo == RepoInstallers {
 		// An index carries the release's annotations: its version (as
 		// its tag says it), and the platform.
-		e.Artifact, e.Version = InstallerRepo(ann[AnnotationPlatform]), ""
+		e.Artifact, e.Version = installerKind{platform: ann[AnnotationPlatform], secureBoot: ann[compose.AnnotationSecureBoot] != ""}.repo(), ""
 		if v, err := oci.ValidTag(ann[annImageVersion]); err == nil {
 			e.Version = v
 		}

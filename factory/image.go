@@ -27,7 +27,8 @@ type ImageOptions struct {
 	// image writes them.
 	Out string
 	// Installers adds the schematic's installer images, OCI layouts:
-	// installer/ and <platform>-installer/ beside the media.
+	// installer/ and <platform>-installer/ beside the media (with
+	// SecureBoot installer-secureboot/ and <platform>-installer-secureboot/).
 	Installers bool
 	// SecureBoot makes the ISO and disk images the Secure Boot ones,
 	// signed with this key set, and adds the signed UKI.
@@ -81,19 +82,21 @@ func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]r
 }
 
 // writeInstallers writes the schematic's installer and its platform's
-// installer as OCI layouts in dir, each replacing what was there only
-// once whole, and lists each by its index digest and manifest size.
+// installer (with o.SecureBoot the Secure Boot ones, installer-secureboot
+// and <platform>-installer-secureboot) as OCI layouts in dir, each
+// replacing what was there only once whole, and lists each by its index
+// digest and manifest size.
 func writeInstallers(ctx context.Context, rel *Release, o ImageOptions, work, dir string, files map[string]report.ArtifactInfo) error {
 	p, err := platform.Lookup(o.Platform)
 	if err != nil {
 		return err
 	}
 	for _, pl := range []string{"", p.Name} {
-		idx, err := rel.Installer(ctx, InstallerOptions{Schematic: o.Schematic, Platform: pl, Work: work})
+		idx, err := rel.Installer(ctx, InstallerOptions{Schematic: o.Schematic, Platform: pl, Work: work, SecureBoot: o.SecureBoot})
 		if err != nil {
 			return err
 		}
-		name := InstallerRepo(pl)
+		name := installerKind{platform: pl, secureBoot: o.SecureBoot != nil}.repo()
 		tmp := filepath.Join(work, name)
 		if err := ocilayout.WriteRoot(ctx, tmp, idx); err != nil {
 			return fmt.Errorf("%s: %w", name, err)

@@ -2,6 +2,7 @@ package factory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -12,6 +13,8 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/release"
 )
 
@@ -31,6 +34,22 @@ func InstallerRepo(platform string) string {
 	return platform + "-installer"
 }
 
+// installerKind names one of a schematic's installer images: the plain
+// or a platform's, and whether it is the Secure Boot one.
+type installerKind struct {
+	platform   string
+	secureBoot bool
+}
+
+// repo is the kind's repository name: [PLATFORM-]installer[-secureboot]
+// (the upstream factory's names).
+func (k installerKind) repo() string {
+	if k.secureBoot {
+		return InstallerRepo(k.platform) + compose.SecureBootSuffix
+	}
+	return InstallerRepo(k.platform)
+}
+
 // InstallerOptions say which installer image to make.
 type InstallerOptions struct {
 	Schematic *schematic.Schematic
@@ -39,6 +58,10 @@ type InstallerOptions struct {
 	// carries the platform's command line.
 	Platform string
 	Work     string // a scratch directory
+	// SecureBoot makes the Secure Boot installer (installer-secureboot):
+	// its boot code is the signed ESP of the Secure Boot media
+	// (compose.SchematicInstaller), signed with this key set.
+	SecureBoot *secureboot.Signing
 }
 
 // Installer makes the installer image of a schematic: the release's
@@ -72,6 +95,9 @@ func (r *Release) Installer(ctx context.Context, o InstallerOptions) (v1.ImageIn
 	if o.Platform != "" {
 		ann[AnnotationPlatform] = o.Platform
 	}
+	if o.SecureBoot != nil {
+		ann[compose.AnnotationSecureBoot] = digest.SHA256Hex(o.SecureBoot.Signer.Cert.Raw)
+	}
 	layers := map[string]*compose.ImageLayer{}
 	for _, arch := range r.Params.Architectures {
 		if layers[arch], err = r.installerLayer(ctx, arch, o); err != nil {
@@ -93,9 +119,15 @@ func (r *Release) installerLayer(ctx context.Context, arch string, o InstallerOp
 	}
 	defer os.RemoveAll(work)
 	co.Schematic, co.Platform, co.DiskFormats, co.Work = o.Schematic, o.Platform, []string{}, work
+	if o.SecureBoot != nil {
+		co.SecureBoot = &compose.SecureBoot{Signing: o.SecureBoot}
+	}
 	res, err := compose.Media(ctx, boot, exts, co)
 	if err != nil {
 		return nil, err
+	}
+	if o.SecureBoot != nil && res.ESP == nil {
+		return nil, errors.New("a Secure Boot installer needs the release's EFI boot manager, and it has none (image.bootloader)")
 	}
 	var cmdline []byte
 	if o.Platform != "" {
@@ -119,7 +151,7 @@ func (r *Release) installerLayer(ctx context.Context, arch string, o InstallerOp
 	if err != nil {
 		return nil, err
 	}
-	l, err := compose.SchematicInstaller(base, arch, res.Initramfs, cmdline, r.SourceDate)
+	l, err := compose.SchematicInstaller(base, arch, res.Initramfs, cmdline, res.ESP, r.SourceDate)
 	if err != nil {
 		return nil, err
 	}

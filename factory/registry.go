@@ -20,6 +20,7 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/oci"
 )
@@ -45,8 +46,9 @@ func registryError(w http.ResponseWriter, status int, code, format string, a ...
 
 // registryRequest is a parsed /v2/ path.
 type registryRequest struct {
-	platform, id string // the repository: [PLATFORM-]installer/ID
-	op, ref      string // manifests, blobs, tags or referrers; the tag or digest
+	kind    installerKind // the repository: [PLATFORM-]installer[-secureboot]/ID
+	id      string
+	op, ref string // manifests, blobs, tags or referrers; the tag or digest
 }
 
 // parseRegistryPath reads /v2/NAME/(manifests|blobs|referrers)/REF and
@@ -64,13 +66,15 @@ func parseRegistryPath(p string) (registryRequest, bool) {
 	if len(rr.id) != 64 || strings.Trim(rr.id, "0123456789abcdef") != "" {
 		return registryRequest{}, false
 	}
-	switch pl, ok := strings.CutSuffix(parts[0], "-installer"); {
-	case parts[0] == "installer":
+	name, sb := strings.CutSuffix(parts[0], compose.SecureBootSuffix)
+	rr.kind.secureBoot = sb
+	switch pl, ok := strings.CutSuffix(name, "-installer"); {
+	case name == "installer":
 	case ok:
 		if _, err := platform.Lookup(pl); err != nil || pl == "" {
 			return registryRequest{}, false
 		}
-		rr.platform = pl
+		rr.kind.platform = pl
 	default:
 		return registryRequest{}, false
 	}
@@ -91,7 +95,11 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	}
 	rr, ok := parseRegistryPath(r.URL.Path)
 	if !ok {
-		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "no such repository: this registry serves installer/SCHEMATIC_ID and PLATFORM-installer/SCHEMATIC_ID")
+		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "no such repository: this registry serves installer/SCHEMATIC_ID and PLATFORM-installer/SCHEMATIC_ID (-secureboot after either for the Secure Boot installers)")
+		return
+	}
+	if rr.kind.secureBoot && s.o.SecureBoot == nil {
+		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "this factory has no Secure Boot key: no %s", rr.kind.repo())
 		return
 	}
 	sch, err := s.schematics.get(r.Context(), rr.id)
@@ -106,7 +114,7 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	}
 	switch rr.op {
 	case "tags":
-		writeJSONAs(w, "application/json", map[string]any{"name": InstallerRepo(rr.platform) + "/" + rr.id, "tags": append([]string{}, s.versions...)})
+		writeJSONAs(w, "application/json", map[string]any{"name": rr.kind.repo() + "/" + rr.id, "tags": append([]string{}, s.versions...)})
 	case "referrers":
 		registryError(w, http.StatusNotFound, "UNSUPPORTED", "no referrers API: signatures are at the sha256-DIGEST.sig tags")
 	case "manifests":
@@ -127,7 +135,7 @@ func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr regist
 	var e *installerEntry
 	if rel := s.releases[rr.ref]; rel != nil {
 		var err error
-		if e, err = s.installer(r.Context(), rel, sch, rr.platform); s.refused(w, r, err) {
+		if e, err = s.installer(r.Context(), rel, sch, rr.kind); s.refused(w, r, err) {
 			return
 		} else if err != nil {
 			s.o.Log.Error("making an installer", "schematic", rr.id, "version", rel.Version, "err", err)
@@ -141,11 +149,11 @@ func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr regist
 		registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "%q is neither a served version (see tags/list) nor a digest", rr.ref)
 		return
 	}
-	if e := s.cachedEntry(r.Context(), sch, rr.platform, func(e *installerEntry) bool { _, ok := e.manifests[rr.ref]; return ok }); e != nil {
+	if e := s.cachedEntry(r.Context(), sch, rr.kind, func(e *installerEntry) bool { _, ok := e.manifests[rr.ref]; return ok }); e != nil {
 		s.writeManifest(w, r, e.manifests[rr.ref])
 		return
 	}
-	registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found in %s", rr.ref, InstallerRepo(rr.platform)+"/"+rr.id)
+	registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found in %s", rr.ref, rr.kind.repo()+"/"+rr.id)
 }
 
 // isSigTag says whether ref is cosign's tag of a signature.
@@ -174,9 +182,9 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, rr registryRe
 		registryError(w, http.StatusBadRequest, "DIGEST_INVALID", "%q is not a digest", rr.ref)
 		return
 	}
-	e := s.cachedEntry(r.Context(), sch, rr.platform, func(e *installerEntry) bool { _, ok := e.blobs[h]; return ok })
+	e := s.cachedEntry(r.Context(), sch, rr.kind, func(e *installerEntry) bool { _, ok := e.blobs[h]; return ok })
 	if e == nil {
-		registryError(w, http.StatusNotFound, "BLOB_UNKNOWN", "blob %s not found in %s", h, InstallerRepo(rr.platform)+"/"+rr.id)
+		registryError(w, http.StatusNotFound, "BLOB_UNKNOWN", "blob %s not found in %s", h, rr.kind.repo()+"/"+rr.id)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -245,14 +253,14 @@ func (s *Server) rememberedInstaller(key string) *installerEntry {
 // looks for: first among the entries this process has checked, then
 // (after a restart, say) among the others, checked one at a time until one
 // has it; nothing is built.
-func (s *Server) cachedEntry(ctx context.Context, sch *schematic.Schematic, pl string, has func(*installerEntry) bool) *installerEntry {
+func (s *Server) cachedEntry(ctx context.Context, sch *schematic.Schematic, k installerKind, has func(*installerEntry) bool) *installerEntry {
 	id, err := sch.ID()
 	if err != nil {
 		return nil
 	}
 	var unchecked []string
 	for _, v := range s.versions {
-		key := cacheKey(s.releases[v], id, InstallerRepo(pl), s.o.BuilderVersion)
+		key := s.installerKey(s.releases[v], id, k)
 		if e := s.rememberedInstaller(key); e == nil {
 			unchecked = append(unchecked, key)
 		} else if has(e) {
@@ -269,12 +277,12 @@ func (s *Server) cachedEntry(ctx context.Context, sch *schematic.Schematic, pl s
 
 // installer returns the checked entry of a schematic's installer for a
 // release, building it on a miss (see flight).
-func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Schematic, pl string) (*installerEntry, error) {
+func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Schematic, k installerKind) (*installerEntry, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
 	}
-	key := cacheKey(rel, id, InstallerRepo(pl), s.o.BuilderVersion)
+	key := s.installerKey(rel, id, k)
 	if e := s.rememberedInstaller(key); e != nil {
 		return e, nil
 	}
@@ -295,7 +303,11 @@ func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Sch
 			return nil, false, true
 		},
 		build: func(bctx context.Context) (any, error) {
-			idx, err := rel.Installer(bctx, InstallerOptions{Schematic: sch, Platform: pl, Work: s.o.Work})
+			o := InstallerOptions{Schematic: sch, Platform: k.platform, Work: s.o.Work}
+			if k.secureBoot {
+				o.SecureBoot = s.o.SecureBoot
+			}
+			idx, err := rel.Installer(bctx, o)
 			if err != nil {
 				return nil, err
 			}
@@ -310,6 +322,17 @@ func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Sch
 		return nil, err
 	}
 	return v.(*installerEntry), nil
+}
+
+// installerKey is the cache key of an installer image; a Secure Boot
+// installer's names the certificate that signs it: another key set,
+// another entry.
+func (s *Server) installerKey(rel *Release, id string, k installerKind) string {
+	name := k.repo()
+	if k.secureBoot {
+		name += "\x00" + digest.SHA256Hex(s.o.SecureBoot.Signer.Cert.Raw)
+	}
+	return cacheKey(rel, id, name, s.o.BuilderVersion)
 }
 
 // putInstaller stores an installer index: untagged, then signed (the

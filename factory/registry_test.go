@@ -11,9 +11,11 @@ func TestParseRegistryPath(t *testing.T) {
 	id := strings.Repeat("ab", 32)
 	for p, want := range map[string]registryRequest{
 		"/v2/installer/" + id + "/manifests/1.0":             {id: id, op: "manifests", ref: "1.0"},
-		"/v2/aws-installer/" + id + "/blobs/sha256:00":       {platform: "aws", id: id, op: "blobs", ref: "sha256:00"},
+		"/v2/aws-installer/" + id + "/blobs/sha256:00":       {kind: installerKind{platform: "aws"}, id: id, op: "blobs", ref: "sha256:00"},
 		"/v2/installer/" + id + "/tags/list":                 {id: id, op: "tags", ref: "list"},
-		"/v2/metal-installer/" + id + "/referrers/sha256:aa": {platform: "metal", id: id, op: "referrers", ref: "sha256:aa"},
+		"/v2/metal-installer/" + id + "/referrers/sha256:aa": {kind: installerKind{platform: "metal"}, id: id, op: "referrers", ref: "sha256:aa"},
+		"/v2/installer-secureboot/" + id + "/manifests/1.0":  {kind: installerKind{secureBoot: true}, id: id, op: "manifests", ref: "1.0"},
+		"/v2/aws-installer-secureboot/" + id + "/tags/list":  {kind: installerKind{platform: "aws", secureBoot: true}, id: id, op: "tags", ref: "list"},
 	} {
 		got, ok := parseRegistryPath(p)
 		if !ok || got != want {
@@ -26,6 +28,9 @@ func TestParseRegistryPath(t *testing.T) {
 		"/v2/installer/" + strings.ToUpper(id) + "/manifests/1.0",
 		"/v2/mars-installer/" + id + "/manifests/1.0",
 		"/v2/-installer/" + id + "/manifests/1.0",
+		"/v2/installer-secureboot-secureboot/" + id + "/manifests/1.0",
+		"/v2/secureboot-installer/" + id + "/manifests/1.0",
+		"/v2/-secureboot/" + id + "/manifests/1.0",
 		"/v2/boot/" + id + "/manifests/1.0",
 		"/v2/installer/" + id + "/uploads/x",
 		"/v2/installer/" + id + "/manifests/1.0/extra",

@@ -20,6 +20,7 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/build/compose"
 )
 
 // The web UI: a wizard of plain HTML forms whose whole state is in the
@@ -285,6 +286,15 @@ type uiFinal struct {
 	// PlatformInstaller is the platform's installer (its command line in).
 	PlatformInstaller string
 	Edit, SigningKey  string
+	// SecureBoot is set when the factory signs Secure Boot media.
+	SecureBoot *uiSecureBoot
+}
+
+// uiSecureBoot is the final page's Secure Boot section: the signed
+// media, the Secure Boot installer and the certificate to enrol.
+type uiSecureBoot struct {
+	Files           []uiFile
+	Installer, Cert string
 }
 
 // uiFile is one download: Key says what it is.
@@ -630,6 +640,15 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 	f.Edit = p.link(edit, "extensions")
 	if s.o.Signer != nil {
 		f.SigningKey = base + "/oci/cosign/signing-key.pub"
+	}
+	if s.o.SecureBoot != nil {
+		sb := &uiSecureBoot{Installer: host + "/" + installerKind{secureBoot: true}.repo() + "/" + st.SchematicID + ":" + rel.Version,
+			Cert: base + "/secureboot/signing-cert.pem"}
+		for _, d := range uiDownloads(plat) {
+			sb.Files = append(sb.Files, file(plat.Name+"-"+arch+compose.SecureBootSuffix+"."+d, "format."+d))
+		}
+		sb.Files = append(sb.Files, file(plat.Name+"-"+arch+compose.SecureBootSuffix+"-uki.efi", "final.secureboot.uki"))
+		f.SecureBoot = sb
 	}
 	p.Final = f
 }

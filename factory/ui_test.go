@@ -20,6 +20,7 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -472,5 +473,28 @@ func TestUIReload(t *testing.T) {
 	}
 	if strings.Contains(body, ".iso") {
 		t.Errorf("aws offers an ISO")
+	}
+}
+
+// TestUISecureBoot: a factory with a Secure Boot key set offers, on the
+// final page, the platform's Secure Boot media, the signed UKI, the Secure
+// Boot installer and the certificate to enrol; without one, nothing of it.
+func TestUISecureBoot(t *testing.T) {
+	s, h := uiTestServer(t, "")
+	const def = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
+	final := "/?arch=amd64&lang=en&platform=metal&schematic-id=" + def + "&version=1.11.0"
+	uiDo(t, h, "POST", "/ui/schematic", url.Values{"version": {"1.11.0"}, "arch": {"x86_64"}, "platform": {"metal"}})
+	if _, body := uiDo(t, h, "GET", final, nil); uiH1(body) != "Your image" || strings.Contains(body, "secureboot") {
+		t.Fatalf("without a key set:\n%s", body)
+	}
+	s.o.SecureBoot = &secureboot.Signing{}
+	_, body := uiDo(t, h, "GET", final, nil, "Host", "factory.test:8080")
+	img := `href="/image/` + def + `/1.11.0/`
+	for _, w := range []string{"<h2>Secure Boot</h2>", img + `metal-amd64-secureboot.iso"`, img + `metal-amd64-secureboot.raw.zst.sha256"`,
+		img + `metal-amd64-secureboot-uki.efi"`, `<a href="/secureboot/signing-cert.pem" id="secureboot-cert">`,
+		`<code id="secureboot-installer">factory.test:8080/installer-secureboot/` + def + `:1.11.0</code>`} {
+		if !strings.Contains(body, w) {
+			t.Errorf("the final page lacks %s:\n%s", w, body)
+		}
 	}
 }

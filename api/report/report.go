@@ -113,6 +113,10 @@ type SecureBootReport struct {
 	// EnrolsKeys: the ESP carries PK.auth, KEK.auth and db.auth in
 	// loader/keys/auto/ for systemd-boot to enrol in setup mode.
 	EnrolsKeys bool `json:"enrolsKeys"`
+	// Installer is the index digest of the schematic's Secure Boot
+	// installer, OUT/media/<id>/installer-secureboot: the installer with
+	// the signed ESP in place of the unsigned boot code.
+	Installer string `json:"installer,omitempty"`
 	// PCRPublicKey is the key of the UKIs' signed PCR 11 policies (their
 	// .pcrpkey, PEM) and PCR11, by architecture, the value systemd-stub
 	// leaves in PCR 11 booting the UKI (before the boot phases); both

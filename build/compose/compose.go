@@ -103,6 +103,9 @@ type Result struct {
 	// PCR11 is what systemd-stub leaves in PCR 11 booting the Secure Boot
 	// media's UKI, when it carries signed PCR policies.
 	PCR11 []byte
+	// ESP is the Secure Boot media's EFI System Partition (nil without
+	// Secure Boot): what the Secure Boot installer carries.
+	ESP []fat.File
 }
 
 // Media makes the boot media of o.Schematic for one architecture and
@@ -151,7 +154,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 			return nil, err
 		}
 		prefix += SecureBootSuffix
-		bf, r.PCR11 = files, su.PCR11
+		bf, r.PCR11, r.ESP = files, su.PCR11, files
 		r.Files = append(r.Files, File{prefix + "-uki.efi", su.Image})
 	}
 	meta := map[uint8][]byte{}

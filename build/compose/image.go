@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/build/media/fat"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/internal/digest"
 )
@@ -165,7 +166,12 @@ const maxInstallerFile = 4 << 30
 // in place of the release's and, when cmdline is not nil (a platform's
 // installer), the platform's command line at usr/install/<arch>/cmdline.
 // Everything else, headers included, is the release's.
-func SchematicInstaller(base []byte, arch string, initramfs, cmdline []byte, sde int64) ([]byte, error) {
+//
+// With esp (the Secure Boot media's ESP files), it is the Secure Boot
+// installer: the unsigned boot code (vmlinuz, initramfs.xz,
+// bootloader.efi, systemd-stub.efi) gives way to the signed ESP an
+// installer copies to a node's disk, under usr/install/<arch>/esp/.
+func SchematicInstaller(base []byte, arch string, initramfs, cmdline []byte, esp []fat.File, sde int64) ([]byte, error) {
 	t, err := rootfs.ReadTar(bytes.NewReader(base), maxInstallerFile)
 	if err != nil {
 		return nil, fmt.Errorf("installer layer: %w", err)
@@ -176,11 +182,27 @@ func SchematicInstaller(base []byte, arch string, initramfs, cmdline []byte, sde
 		return nil, fmt.Errorf("installer layer: no %sinitramfs.xz", dir[1:])
 	}
 	n.Data, n.Digest = initramfs, digest.SHA256Hex(initramfs)
-	if cmdline != nil {
-		c := &rootfs.Node{Path: dir + "cmdline", Kind: rootfs.KindFile, Mode: n.Mode, User: n.User, Group: n.Group,
-			Data: cmdline, Digest: digest.SHA256Hex(cmdline), Origin: report.Origin{Generator: "cmdline"}}
+	add := func(name, generator string, data []byte) error {
+		c := &rootfs.Node{Path: dir + name, Kind: rootfs.KindFile, Mode: n.Mode, User: n.User, Group: n.Group,
+			Data: data, Digest: digest.SHA256Hex(data), Origin: report.Origin{Generator: generator}}
 		if err := t.Add(c); err != nil {
-			return nil, fmt.Errorf("installer layer: %w", err)
+			return fmt.Errorf("installer layer: %w", err)
+		}
+		return nil
+	}
+	if cmdline != nil {
+		if err := add("cmdline", "cmdline", cmdline); err != nil {
+			return nil, err
+		}
+	}
+	if esp != nil {
+		for _, name := range []string{"vmlinuz", "initramfs.xz", BootloaderName, StubName} {
+			t.Remove(dir + name)
+		}
+		for _, f := range esp {
+			if err := add(ESPDir+"/"+f.Path, "secureboot", f.Data); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var b bytes.Buffer

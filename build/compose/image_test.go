@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
+	"github.com/nodeforge/builder/build/media/fat"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/internal/digest"
 )
@@ -41,11 +42,11 @@ func installerTar(t *testing.T, initramfs []byte, extra ...*rootfs.Node) []byte 
 // for byte; the release's own initramfs gives the release's layer back.
 func TestSchematicInstaller(t *testing.T) {
 	base := installerTar(t, []byte("release initramfs"))
-	same, err := SchematicInstaller(base, "x86_64", []byte("release initramfs"), nil, 1700000000)
+	same, err := SchematicInstaller(base, "x86_64", []byte("release initramfs"), nil, nil, 1700000000)
 	if err != nil || !bytes.Equal(same, base) {
 		t.Fatalf("round trip: %v, equal %t", err, bytes.Equal(same, base))
 	}
-	got, err := SchematicInstaller(base, "x86_64", []byte("schematic initramfs"), []byte("console=ttyS0\n"), 1700000000)
+	got, err := SchematicInstaller(base, "x86_64", []byte("schematic initramfs"), []byte("console=ttyS0\n"), nil, 1700000000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,10 +54,31 @@ func TestSchematicInstaller(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Error("the schematic's installer differs from the layer a build writes")
 	}
-	if _, err := SchematicInstaller(base, "aarch64", nil, nil, 1); err == nil {
+	esp := []fat.File{{Path: "EFI/BOOT/BOOTX64.EFI", Data: []byte("signed boot")}, {Path: "EFI/Linux/nodeforge.efi", Data: []byte("signed UKI")}}
+	withBoot := installerTar(t, []byte("release initramfs"), &rootfs.Node{Path: "/usr/install/x86_64/" + BootloaderName, Data: []byte("boot")})
+	sb, err := SchematicInstaller(withBoot, "x86_64", []byte("schematic initramfs"), nil, esp, 1700000000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = installerTar(t, nil)
+	wantTree, _ := rootfs.ReadTar(bytes.NewReader(want), 1<<20)
+	for _, p := range []string{"/usr/install/x86_64/vmlinuz", "/usr/install/x86_64/initramfs.xz"} {
+		wantTree.Remove(p)
+	}
+	for _, f := range esp {
+		wantTree.Add(&rootfs.Node{Path: "/usr/install/x86_64/esp/" + f.Path, Kind: rootfs.KindFile, Mode: 0o644, User: "root", Group: "root", Data: f.Data, Digest: digest.SHA256Hex(f.Data)})
+	}
+	var wb bytes.Buffer
+	if err := wantTree.WriteTar(&wb, rootfs.NumericOwners(wantTree), 1700000000); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sb, wb.Bytes()) {
+		t.Error("the Secure Boot installer is not the installer with the signed ESP in place of the unsigned boot code")
+	}
+	if _, err := SchematicInstaller(base, "aarch64", nil, nil, nil, 1); err == nil {
 		t.Error("an installer without the architecture's initramfs was accepted")
 	}
-	if _, err := SchematicInstaller([]byte("not a tar at all, but long enough to be read as one...."), "x86_64", nil, nil, 1); err == nil {
+	if _, err := SchematicInstaller([]byte("not a tar at all, but long enough to be read as one...."), "x86_64", nil, nil, nil, 1); err == nil {
 		t.Error("a layer that is not a tar was accepted")
 	}
 }

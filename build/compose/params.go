@@ -32,6 +32,16 @@ const BootloaderName = "bootloader.efi"
 // made from a release build their UKIs on it.
 const StubName = "systemd-stub.efi"
 
+// ESPDir holds, in a Secure Boot installer image (usr/install/<arch>/ESPDir),
+// the files of the EFI System Partition the installer writes to a node's
+// disk: signed systemd-boot, the signed UKI, loader.conf and the key set's
+// .auth files, as the Secure Boot media's ESP holds them.
+const ESPDir = "esp"
+
+// AnnotationSecureBoot marks a Secure Boot installer image's index: the
+// SHA-256 of the certificate whose key signed its boot code.
+const AnnotationSecureBoot = "dev.nodeforge.secureboot"
+
 // UKIName is a release's signed UKI among its boot assets.
 const UKIName = "uki.efi"
 

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/pem"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +173,84 @@ func checkFactorySecureBoot(t *testing.T, url, id, version, sbKeys, layout, pub 
 	iso := getBody(t, url+"/image/"+id+"/"+version+"/metal-amd64-secureboot.iso")
 	if len(iso) < 1<<20 || iso[0x8001:0x8006] != "CD001" {
 		t.Errorf("the Secure Boot ISO: %d bytes, no ISO 9660 descriptor", len(iso))
+	}
+	checkSecureBootInstaller(t, strings.TrimPrefix(url, "http://")+"/installer-secureboot/"+id+":"+version, a, sbKeys,
+		"image", "-q", "--release", "oci:"+layout, "--version", version, "--key", pub, "--schematic", sch, "--secureboot", sbKeys)
+}
+
+// checkSecureBootInstaller: the factory's installer-secureboot (ref) is
+// the index builder image (args) --kind installer writes, by digest; in
+// it, as crane exports it, the signed ESP replaces the unsigned boot code:
+// the UKI is the Secure Boot media's (uki), sbverify accepts it and
+// systemd-boot with db.pem, the key set's .auth files are there.
+func checkSecureBootInstaller(t *testing.T, ref string, uki []byte, sbKeys string, args ...string) {
+	t.Helper()
+	out := t.TempDir()
+	o, err := builderStdout(t, append(args, "--kind", "installer", "--out", out)...)
+	if err != nil {
+		t.Fatalf("image --kind installer --secureboot: %v\n%s", err, o)
+	}
+	var wrote string
+	for _, line := range strings.Split(strings.TrimSpace(o), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && filepath.Base(f[0]) == "installer-secureboot" {
+			wrote = "sha256:" + strings.TrimPrefix(f[1], "sha256:")
+		}
+	}
+	if got := strings.TrimSpace(judge(t, "crane", "digest", "--insecure", ref)); wrote == "" || got != wrote {
+		t.Errorf("crane digest %s = %s, builder image --kind installer --secureboot wrote %q:\n%s", ref, got, wrote, o)
+	}
+	exported := filepath.Join(t.TempDir(), "fs.tar")
+	judge(t, "crane", "export", "--insecure", "--platform", "linux/amd64", ref, exported)
+	files := tarFiles(t, exported)
+	dir := "usr/install/x86_64/"
+	if !bytes.Equal(files[dir+"esp/EFI/Linux/nodeforge.efi"], uki) {
+		t.Errorf("the Secure Boot installer's UKI (%d bytes) is not the Secure Boot media's", len(files[dir+"esp/EFI/Linux/nodeforge.efi"]))
+	}
+	for _, name := range []string{"vmlinuz", "initramfs.xz", "bootloader.efi", "systemd-stub.efi"} {
+		if _, ok := files[dir+name]; ok {
+			t.Errorf("the Secure Boot installer still carries the unsigned %s", name)
+		}
+	}
+	for _, name := range []string{"esp/loader/loader.conf", "esp/loader/keys/auto/PK.auth", "esp/loader/keys/auto/db.auth"} {
+		if len(files[dir+name]) == 0 {
+			t.Errorf("the Secure Boot installer has no %s", name)
+		}
+	}
+	t.Logf("%s: %s, %d files (%d under esp/)", ref, wrote, len(files), len(slices.DeleteFunc(slices.Collect(maps.Keys(files)), func(n string) bool { return !strings.Contains(n, "/esp/") })))
+	for _, name := range []string{"esp/EFI/BOOT/BOOTX64.EFI", "esp/EFI/Linux/nodeforge.efi"} {
+		p := filepath.Join(t.TempDir(), filepath.Base(name))
+		os.WriteFile(p, files[dir+name], 0o644)
+		if o, err := exec.Command(testutil.NeedTool(t, "sbverify"), "--cert", filepath.Join(sbKeys, "db.pem"), p).CombinedOutput(); err != nil {
+			t.Errorf("sbverify the Secure Boot installer's %s: %v\n%s", name, err, o)
+		}
+	}
+}
+
+// tarFiles reads the regular files of a tar by name.
+func tarFiles(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	files := map[string][]byte{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[strings.TrimPrefix(h.Name, "./")] = b
+		}
 	}
 }
 

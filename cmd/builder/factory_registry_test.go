@@ -165,6 +165,7 @@ func TestFactoryRegistry(t *testing.T) {
 		{"GET", "/v2/installer/" + strings.Repeat("0", 64) + "/manifests/1.11.0-demo", 404, "NAME_UNKNOWN"},
 		{"GET", "/v2/installer/" + id + "/manifests/9.9.9", 404, "MANIFEST_UNKNOWN"},
 		{"GET", "/v2/nosuch-installer/" + id + "/manifests/1.11.0-demo", 404, "NAME_UNKNOWN"},
+		{"GET", "/v2/installer-secureboot/" + id + "/manifests/1.11.0-demo", 404, "no Secure Boot key"},
 		{"GET", "/v2/boot/manifests/1.11.0-demo", 404, "NAME_UNKNOWN"},
 		{"GET", "/v2/installer/" + id + "/blobs/sha256:" + strings.Repeat("a", 64), 404, "BLOB_UNKNOWN"},
 		{"GET", "/v2/installer/" + id + "/blobs/../../etc/passwd", 404, "NAME_UNKNOWN"},

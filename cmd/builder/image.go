@@ -14,6 +14,7 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/factory"
 )
@@ -28,7 +29,7 @@ var mediaKinds = map[string]*regexp.Regexp{
 	"initramfs": regexp.MustCompile(`^initramfs-`),
 	"cmdline":   regexp.MustCompile(`^cmdline-`),
 	"pxe":       regexp.MustCompile(`^(kernel|initramfs|cmdline|ipxe)-`),
-	"installer": regexp.MustCompile(`installer$`),
+	"installer": regexp.MustCompile(`installer(-secureboot)?$`),
 	"uki":       regexp.MustCompile(`-uki\.efi$`),
 	"all":       regexp.MustCompile(``),
 }
@@ -95,6 +96,13 @@ ISO and disk images boot under UEFI Secure Boot, and are named so:
                                that UKI: the base's systemd-stub (image.stub)
                                with the kernel, the initramfs above, the
                                command line and an os-release, signed
+  installer-secureboot/        the Secure Boot installer: the installer image
+  <platform>-installer-secureboot/
+                               with, in place of the unsigned kernel,
+                               initramfs and boot manager, the ESP above
+                               at usr/install/<arch>/esp/ (signed
+                               systemd-boot, the signed UKI, loader.conf,
+                               the .auth files) for the installer to copy
 The command line is inside the signed UKI: it cannot be changed at boot.
 
 Platforms and the disk images --kind all makes for them:
@@ -138,7 +146,7 @@ func newImageCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%s: %w", schematicPath, err)
 			}
-			if b.secureBootKeys != "" && formats != nil && len(formats) == 0 && kind != "uki" {
+			if b.secureBootKeys != "" && formats != nil && len(formats) == 0 && kind != "uki" && kind != "installer" {
 				return fmt.Errorf("--secureboot signs the UKI, the ISO and the disk images: --kind %s makes none of them", kind)
 			}
 			if kind == "uki" && b.secureBootKeys == "" {
@@ -169,6 +177,9 @@ func newImageCmd() *cobra.Command {
 				return err
 			}
 			list := []output{{Path: filepath.Join(out, "media", rep.Media.Schematic, "installer"), Digest: rep.Media.Installer}}
+			if sb := rep.Media.SecureBoot; sb != nil && sb.Installer != "" {
+				list = []output{{Path: filepath.Join(out, "media", rep.Media.Schematic, "installer"+compose.SecureBootSuffix), Digest: sb.Installer}}
+			}
 			if kind != "installer" {
 				if list, err = mediaOutputs(out, rep.Media.Files, match, kind, formats, rep.Media.NoDiskImages); err != nil {
 					return err

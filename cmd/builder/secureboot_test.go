@@ -44,6 +44,11 @@ func TestSecureBootImage(t *testing.T) {
 		t.Errorf("sbverify --cert db.pem: %v\n%s", err, o)
 	}
 	signWithToken(t, keys, outs[0], "image", "-q", "--json", "--spec", specPath, "--cache", cacheDir, "--schematic", sch, "--kind", "uki")
+	var inst outputsJSON
+	builderJSON(t, &inst, "image", "-q", "--json", "--spec", specPath, "--cache", cacheDir, "--out", out, "--schematic", sch, "--kind", "installer", "--secureboot", keys)
+	if p := pathsOf(inst); len(p) != 1 || filepath.Base(p[0]) != "installer-secureboot" || !strings.HasPrefix(inst.Outputs[0].Digest, "sha256:") {
+		t.Errorf("--kind installer --secureboot printed %+v", inst)
+	}
 
 	t.Setenv("NODEFORGE_TEST_AS_MAIN", "1") // repro's builds run main()
 	// The compressed variants are left out: the demo's repro compares
