@@ -26,6 +26,7 @@ import (
 	"fmt"
 
 	"github.com/nodeforge/builder/attest/pkcs7"
+	"github.com/nodeforge/builder/internal/pechecksum"
 )
 
 // Object identifiers of Authenticode and PKCS#7.
@@ -196,17 +197,7 @@ func Sign(img []byte, s Signer) ([]byte, error) {
 
 // setChecksum writes the PE checksum of b into its field.
 func setChecksum(b []byte, field int) {
-	binary.LittleEndian.PutUint32(b[field:], 0)
-	var sum uint64
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint64(binary.LittleEndian.Uint16(b[i:]))
-		sum = (sum & 0xffff) + (sum >> 16)
-	}
-	if len(b)%2 == 1 {
-		sum += uint64(b[len(b)-1])
-		sum = (sum & 0xffff) + (sum >> 16)
-	}
-	binary.LittleEndian.PutUint32(b[field:], uint32(sum&0xffff)+uint32(len(b)))
+	binary.LittleEndian.PutUint32(b[field:], pechecksum.Of(b, field))
 }
 
 // The ASN.1 of Authenticode's content.

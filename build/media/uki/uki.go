@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/nodeforge/builder/internal/pechecksum"
 )
 
 // Section is one section added to the stub.
@@ -103,7 +105,7 @@ func Build(stub []byte, sections []Section) ([]byte, error) {
 	le.PutUint32(out[h.coff+4:], 0)                  // TimeDateStamp: no clock in the image
 	le.PutUint32(out[h.optional+56:], uint32(vaEnd)) // SizeOfImage
 	le.PutUint32(out[h.optional+64:], 0)
-	le.PutUint32(out[h.optional+64:], checksum(out, h.optional+64))
+	le.PutUint32(out[h.optional+64:], pechecksum.Of(out, h.optional+64))
 	return out, nil
 }
 
@@ -182,23 +184,3 @@ func parseHeaders(b []byte) (*headers, error) {
 }
 
 func alignUp(n, a uint64) uint64 { return (n + a - 1) &^ (a - 1) }
-
-// checksum is the PE image checksum (as Windows' CheckSumMappedFile and
-// the kernel's EFI stub compute it): the 16-bit one's-complement sum of
-// the image as little-endian words, the checksum field taken as zero,
-// plus the image's length.
-func checksum(b []byte, field int) uint32 {
-	var sum uint64
-	for i := 0; i+1 < len(b); i += 2 {
-		if i == field || i == field+2 {
-			continue
-		}
-		sum += uint64(binary.LittleEndian.Uint16(b[i:]))
-		sum = (sum & 0xffff) + (sum >> 16)
-	}
-	if len(b)%2 == 1 {
-		sum += uint64(b[len(b)-1])
-		sum = (sum & 0xffff) + (sum >> 16)
-	}
-	return uint32(sum&0xffff) + uint32(len(b))
-}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodeforge/builder/internal/pechecksum"
 	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
 )
@@ -34,7 +35,7 @@ func TestBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := checksum(stub, h.optional+64); got != opt.CheckSum {
+	if got := pechecksum.Of(stub, h.optional+64); got != opt.CheckSum {
 		t.Errorf("checksum of the stub: %#x, its header says %#x", got, opt.CheckSum)
 	}
 
@@ -74,7 +75,7 @@ func TestBuild(t *testing.T) {
 	if o.SizeOfImage < prevEnd || f.FileHeader.TimeDateStamp != 0 {
 		t.Errorf("SizeOfImage %#x for sections up to %#x; time stamp %d", o.SizeOfImage, prevEnd, f.FileHeader.TimeDateStamp)
 	}
-	if got := checksum(uki, h.optional+64); got != o.CheckSum {
+	if got := pechecksum.Of(uki, h.optional+64); got != o.CheckSum {
 		t.Errorf("the UKI's checksum field %#x, its bytes sum to %#x", o.CheckSum, got)
 	}
 	// Outside the header fields Build sets, the stub's headers and
