@@ -21,6 +21,7 @@ import (
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/build/rootfs"
@@ -297,7 +298,11 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 	}
 	b.owners = b.as.accounts.Owners()
 	r.kernels[arch] = compose.KernelParams{Version: b.as.kernel.Version, ModulesDir: b.as.kernel.modDir}
-	if b.bootloaderData, b.bootloaderPkg, b.noBootloader = lockedFile(b.spec.Image.Bootloader, "image.bootloader", b.locked, b.paths, b.layCache); b.noBootloader != nil {
+	ta, err := target.Lookup(arch)
+	if err != nil {
+		return err
+	}
+	if b.bootloaderData, b.bootloaderPkg, b.noBootloader = lockedFile(b.spec.Image.Bootloader.ForEFIArch(ta.EFI), "image.bootloader", b.locked, b.paths, b.layCache); b.noBootloader != nil {
 		b.bootloaderData = nil
 	}
 	if err := b.readStub(); err != nil {

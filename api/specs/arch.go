@@ -1,14 +1,6 @@
 package specs
 
-// GoArch maps rpm architecture names to OCI's.
-func GoArch(arch string) string {
-	switch arch {
-	case "x86_64":
-		return "amd64"
-	case "aarch64":
-		return "arm64"
-	case "i586", "i686":
-		return "386"
-	}
-	return arch
-}
+import "github.com/nodeforge/builder/api/target"
+
+// GoArch maps rpm architecture names to OCI's (see api/arch).
+func GoArch(a string) string { return target.OCIName(a) }

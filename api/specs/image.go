@@ -26,8 +26,8 @@ type Image struct {
 	Installer FileRef `yaml:"installer,omitempty" json:"installer"`
 	// Bootloader is the EFI boot manager of the ISO and disk images: a
 	// file of a locked package (default systemd-boot-efi's
-	// systemd-bootx64.efi); lock it through a component, the installer's
-	// say.
+	// systemd-boot{efiarch}.efi: systemd-bootx64.efi, systemd-bootaa64.efi);
+	// lock it through a component, the installer's say.
 	Bootloader FileRef `yaml:"bootloader,omitempty" json:"bootloader"`
 	// Stub is the EFI stub of the unified kernel images that Secure Boot
 	// media boot (systemd-stub): a file of a locked package. Unset, it is
@@ -81,6 +81,16 @@ type OSRelease struct {
 type FileRef struct {
 	Package string `yaml:"package" json:"package"`
 	Path    string `yaml:"path" json:"path"`
+}
+
+// EFIArchPlaceholder in a FileRef's path stands for the architecture's
+// UEFI name (x64, aa64): one spec names the file of every architecture.
+const EFIArchPlaceholder = "{efiarch}"
+
+// ForEFIArch is the reference with EFIArchPlaceholder replaced by efiArch.
+func (r FileRef) ForEFIArch(efiArch string) FileRef {
+	r.Path = strings.ReplaceAll(r.Path, EFIArchPlaceholder, efiArch)
+	return r
 }
 
 // DropRule removes the paths matching its patterns ("**" matches any
@@ -148,7 +158,7 @@ func (im *Image) normalize(s *Spec, bad func(string, ...any)) {
 		bad("image.installer.path %q must be absolute", im.Installer.Path)
 	}
 	if im.Bootloader.Package == "" {
-		im.Bootloader = FileRef{Package: "systemd-boot-efi", Path: "/usr/lib/systemd/boot/efi/systemd-bootx64.efi"}
+		im.Bootloader = FileRef{Package: "systemd-boot-efi", Path: "/usr/lib/systemd/boot/efi/systemd-boot" + EFIArchPlaceholder + ".efi"}
 	}
 	if !path.IsAbs(im.Bootloader.Path) {
 		bad("image.bootloader.path %q must be absolute", im.Bootloader.Path)
@@ -254,5 +264,5 @@ func (im *Image) StubRef(efiArch string) FileRef {
 	if im.Stub != nil {
 		return *im.Stub
 	}
-	return FileRef{Package: im.Bootloader.Package, Path: path.Join(path.Dir(im.Bootloader.Path), "linux"+efiArch+".efi.stub")}
+	return FileRef{Package: im.Bootloader.Package, Path: path.Join(path.Dir(im.Bootloader.ForEFIArch(efiArch).Path), "linux"+efiArch+".efi.stub")}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/build/kernel"
 	"github.com/nodeforge/builder/build/media/disktar"
 	"github.com/nodeforge/builder/build/media/fat"
@@ -143,7 +144,11 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		formats = p.Formats
 	}
 	// The disk images boot with the base's EFI boot manager.
-	bf := bootFiles(b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, args)
+	ta, err := target.Lookup(arch)
+	if err != nil {
+		return nil, err
+	}
+	bf := bootFiles(ta, b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, args)
 	prefix := p.Name + "-" + arch
 	if o.SecureBoot != nil {
 		// The UKI's .osrel is made from the release's pretty name, which

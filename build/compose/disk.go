@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/build/media/fat"
 	"github.com/nodeforge/builder/build/media/gpt"
 	"github.com/nodeforge/builder/build/media/meta"
@@ -22,10 +23,10 @@ import (
 // bootFiles are what an EFI system partition holds: systemd-boot as the
 // removable-media boot path, its configuration with one entry, the kernel
 // and the initramfs.
-func bootFiles(bootloader, vmlinuz, initramfs []byte, title string, args []string) []fat.File {
+func bootFiles(a target.Arch, bootloader, vmlinuz, initramfs []byte, title string, args []string) []fat.File {
 	entry := fmt.Sprintf("title %s\nlinux /nodeforge/vmlinuz\ninitrd /nodeforge/initramfs.xz\noptions %s\n", title, strings.Join(args, " "))
 	return []fat.File{
-		{Path: "EFI/BOOT/BOOTX64.EFI", Data: bootloader},
+		{Path: a.EFIBootFile(), Data: bootloader},
 		{Path: "loader/loader.conf", Data: []byte("timeout 0\ndefault nodeforge.conf\n")},
 		{Path: "loader/entries/nodeforge.conf", Data: []byte(entry)},
 		{Path: "nodeforge/vmlinuz", Data: vmlinuz},

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/build/media/gpt"
 	"github.com/nodeforge/builder/build/media/meta"
 	"github.com/nodeforge/builder/internal/testutil"
@@ -26,7 +27,7 @@ func TestRawImage(t *testing.T) {
 	sfdisk := testutil.NeedTool(t, "sfdisk")
 	mtype := testutil.NeedTool(t, "mtype")
 	bl, initrd := testBootFiles()
-	files := bootFiles(bl, []byte("vmlinuz"), initrd, "Nodeforge test", []string{"console=ttyS0"})
+	files := bootFiles(x86, bl, []byte("vmlinuz"), initrd, "Nodeforge test", []string{"console=ttyS0"})
 	const id = "0123456789abcdef"
 	mv := map[uint8][]byte{0x0a: []byte(`{"externalIPs": []}`)}
 	a, err := rawImage(files, 1700000000, id, mv)
@@ -76,7 +77,7 @@ func TestRawImage(t *testing.T) {
 func TestISOImage(t *testing.T) {
 	xorriso := testutil.NeedTool(t, "xorriso")
 	bl, initrd := testBootFiles()
-	files := bootFiles(bl, []byte("vmlinuz"), initrd, "Nodeforge test", nil)
+	files := bootFiles(x86, bl, []byte("vmlinuz"), initrd, "Nodeforge test", nil)
 	esp, err := espImage(files, 1700000000, "0123456789abcdef", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -130,3 +131,6 @@ func TestCompressVariant(t *testing.T) {
 		t.Error("accepted bz2")
 	}
 }
+
+// x86 is the architecture of the disk tests' boot files.
+var x86, _ = target.Lookup("x86_64")

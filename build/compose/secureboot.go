@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/attest/authenticode"
 	"github.com/nodeforge/builder/attest/pcr"
 	"github.com/nodeforge/builder/build/media/fat"
@@ -26,17 +27,14 @@ type SecureBoot struct {
 // <platform>-<arch>-secureboot.<format>, <platform>-<arch>-secureboot-uki.efi.
 const SecureBootSuffix = "-secureboot"
 
-// efiArch is the UEFI name of an architecture, as in BOOT<efiArch>.EFI and
-// linux<efiArch>.efi.stub.
-var efiArch = map[string]string{"x86_64": "x64", "aarch64": "aa64"}
-
-// EFIArch is the UEFI name of arch ("x64", "aa64").
-func EFIArch(arch string) (string, error) {
-	a, ok := efiArch[arch]
-	if !ok {
-		return "", fmt.Errorf("no UEFI boot for architecture %q", arch)
+// EFIArch is the UEFI name of an architecture ("x64", "aa64"), as in
+// BOOT<name>.EFI and linux<name>.efi.stub.
+func EFIArch(name string) (string, error) {
+	a, err := target.Lookup(name)
+	if err != nil {
+		return "", fmt.Errorf("no UEFI boot: %w", err)
 	}
-	return a, nil
+	return a.EFI, nil
 }
 
 // ukiName is where the UKI lies on the ESP: systemd-boot lists every
@@ -73,7 +71,7 @@ func UKI(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureB
 // signedBoot returns the signed UKI of the boot and the ESP's files
 // around it.
 func signedBoot(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureBoot) (*SignedUKI, []fat.File, error) {
-	ea, err := EFIArch(b.Arch)
+	a, err := target.Lookup(b.Arch)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -89,7 +87,7 @@ func signedBoot(b Boot, initramfs []byte, args []string, prettyName string, sb *
 	// at once in a virtual machine and after a 15 second countdown (any
 	// key aborts) on hardware; PK goes last and ends setup mode.
 	conf := "timeout 0\n"
-	files := []fat.File{{Path: "EFI/BOOT/BOOT" + strings.ToUpper(ea) + ".EFI", Data: loader}, {Path: ukiName, Data: u.Image}}
+	files := []fat.File{{Path: a.EFIBootFile(), Data: loader}, {Path: ukiName, Data: u.Image}}
 	if sb.Signing.Auth != nil {
 		conf += "secure-boot-enroll force\n"
 		for _, n := range secureboot.Names {
