@@ -87,38 +87,10 @@ func TestBootDebianKernel(t *testing.T) {
 	}
 	boot := func(what string, media []string, lines ...string) {
 		t.Helper()
-		args := append([]string{"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1",
-			"-nographic", "-serial", "stdio", "-monitor", "none", "-no-reboot", "-nic", "none"}, media...)
-		res := testutil.BootQEMU(t, qemu, timeout, args...)
+		res := bootAndCheck(t, qemu, what, want, timeout, append([]string{"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1"}, media...), lines...)
 		t.Logf("%s: timings: base %s, lock %s, build %s, boot to marker %s (qemu ran %s)", what,
 			baseTime.Round(time.Millisecond), lockTime.Round(time.Millisecond), buildTime.Round(time.Millisecond),
 			res.ToMarker.Round(time.Millisecond), res.Total.Round(time.Millisecond))
-		failed := false
-		switch {
-		case res.Marker == "":
-			t.Errorf("%s: no %q on the console (qemu: %v)", what, want, res.Err)
-			failed = true
-		case res.Marker != want:
-			t.Errorf("%s: console says %q, want %q", what, res.Marker, want)
-			failed = true
-		}
-		if fail := res.Find("NODEFORGE-BOOT-FAIL"); fail != "" {
-			t.Errorf("%s: init reported: %s", what, fail)
-			failed = true
-		}
-		for _, l := range lines {
-			if res.Find(l) == "" {
-				t.Errorf("%s: no %q on the console", what, l)
-				failed = true
-			}
-		}
-		if res.Marker != "" && res.Err != nil {
-			t.Errorf("%s: qemu did not power off cleanly: %v", what, res.Err)
-			failed = true
-		}
-		if failed || testing.Verbose() {
-			t.Logf("%s: console (last 60 lines):\n%s", what, res.Tail(60))
-		}
 	}
 	boot("initramfs.xz", direct(filepath.Join(dir, "initramfs.xz"), strings.TrimSpace(string(cmdline))))
 
@@ -171,4 +143,41 @@ func TestBootDebianKernel(t *testing.T) {
 	if err != nil || !strings.Contains(string(fd), "Disklabel type: gpt") || !strings.Contains(string(fd), "EFI System") {
 		t.Errorf("fdisk -l finds no EFI system partition on the ISO: %v\n%s", err, fd)
 	}
+}
+
+// bootAndCheck runs qemu (args: the machine and its media) with the
+// console on stdio until the init's marker or the timeout, and fails the
+// test unless the console shows want, no failure from the init, every
+// one of lines, and a clean power-off.
+func bootAndCheck(t *testing.T, qemu, what, want string, timeout time.Duration, args []string, lines ...string) *testutil.BootResult {
+	t.Helper()
+	args = append(append([]string{}, args...), "-nographic", "-serial", "stdio", "-monitor", "none", "-no-reboot", "-nic", "none")
+	res := testutil.BootQEMU(t, qemu, timeout, args...)
+	failed := false
+	switch {
+	case res.Marker == "":
+		t.Errorf("%s: no %q on the console (qemu: %v)", what, want, res.Err)
+		failed = true
+	case res.Marker != want:
+		t.Errorf("%s: console says %q, want %q", what, res.Marker, want)
+		failed = true
+	}
+	if fail := res.Find("NODEFORGE-BOOT-FAIL"); fail != "" {
+		t.Errorf("%s: init reported: %s", what, fail)
+		failed = true
+	}
+	for _, l := range lines {
+		if res.Find(l) == "" {
+			t.Errorf("%s: no %q on the console", what, l)
+			failed = true
+		}
+	}
+	if res.Marker != "" && res.Err != nil {
+		t.Errorf("%s: qemu did not power off cleanly: %v", what, res.Err)
+		failed = true
+	}
+	if failed || testing.Verbose() {
+		t.Logf("%s: console (last 60 lines):\n%s", what, res.Tail(60))
+	}
+	return res
 }

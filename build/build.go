@@ -302,7 +302,9 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 	if err != nil {
 		return err
 	}
-	if b.bootloaderData, b.bootloaderPkg, b.noBootloader = lockedFile(b.spec.Image.Bootloader.ForEFIArch(ta.EFI), "image.bootloader", b.locked, b.paths, b.layCache); b.noBootloader != nil {
+	// An EFI binary is data to Linux: Debian ships systemd-bootaa64.efi
+	// mode 0644.
+	if b.bootloaderData, b.bootloaderPkg, b.noBootloader = lockedData(b.spec.Image.Bootloader.ForEFIArch(ta.EFI), "image.bootloader", false, b.locked, b.paths, b.layCache); b.noBootloader != nil {
 		b.bootloaderData = nil
 	}
 	if err := b.readStub(); err != nil {

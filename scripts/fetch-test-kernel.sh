@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Puts a Debian 12 kernel package (linux-image-6.1.0-N-amd64) and Debian's
-# systemd-boot EFI binaries (systemd-boot-efi) into the cache directory the
-# kernel tests (kernel/debian_test.go) and the boot tests
-# (builder/boot_test.go via internal/testbase) read. Idempotent: downloads
-# only what is not cached. Usage: scripts/fetch-test-kernel.sh [DIR]
+# Puts Debian 12 kernel packages (linux-image-6.1.0-N-amd64 and -arm64) and
+# Debian's systemd-boot EFI binaries (systemd-boot-efi, amd64 and arm64)
+# into the cache directory the kernel tests (kernel/debian_test.go) and the
+# boot tests (builder/boot_test.go via internal/testbase) read. The arm64
+# packages come through apt's multiarch (dpkg --add-architecture arm64);
+# nothing of them is installed. Idempotent: downloads only what is not
+# cached. Usage: scripts/fetch-test-kernel.sh [DIR]
 # (default $NODEFORGE_CACHE_DIR or /var/cache/nodeforge).
 set -euo pipefail
 
@@ -32,6 +34,28 @@ else
   (cd "$tmp" && { apt-get download -q systemd-boot-efi || { apt-get update -qq && apt-get download -q systemd-boot-efi; }; }) >&2
   mv "$tmp"/systemd-boot-efi_*.deb "$dir/"
   echo "systemd-boot-efi downloaded"
+fi
+
+# The aarch64 test base: Debian's arm64 kernel and systemd-boot-efi,
+# downloaded (never installed) through apt's multiarch.
+arm64_pinned=linux-image-6.1.0-57-arm64
+if ls "$dir"/linux-image-6.1.0-*-arm64_*_arm64.deb >/dev/null 2>&1 && ls "$dir"/systemd-boot-efi_*_arm64.deb >/dev/null 2>&1; then
+  echo "arm64 kernel and systemd-boot-efi cached"
+else
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64
+  fi
+  apt-get update -qq
+  current_arm64=$(apt-cache depends linux-image-arm64:arm64 2>/dev/null |
+    awk '$1 == "Depends:" && $2 ~ /^linux-image-6\.1\.0-[0-9]+-arm64/ { sub(/:arm64$/, "", $2); print $2; exit }')
+  got=
+  for pkg in "$arm64_pinned" $current_arm64; do
+    if (cd "$tmp" && apt-get download -q "$pkg:arm64") >&2; then got=$pkg; break; fi
+  done
+  [ -n "$got" ] || { echo "could not download an arm64 Debian kernel package into $dir" >&2; exit 1; }
+  (cd "$tmp" && apt-get download -q systemd-boot-efi:arm64) >&2
+  mv "$tmp"/*_arm64.deb "$dir/"
+  echo "arm64 kernel ($got) and systemd-boot-efi downloaded"
 fi
 
 if f=$(cached); then

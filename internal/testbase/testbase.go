@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/pkgbase/cache"
 )
 
@@ -47,9 +48,9 @@ const (
 	ExtCheckDir     = "/usr/local/share/nodeforge-boot-check"
 	ExtCheckContent = "hello from the testext extension"
 	// BootPackage wraps Debian's systemd-boot-efi: the EFI boot manager of
-	// the boot media, at BootPath.
+	// the boot media, at BootPath ({efiarch}: x64, aa64).
 	BootPackage = "systemd-boot-efi"
-	BootPath    = "/usr/lib/systemd/boot/efi/systemd-bootx64.efi"
+	BootPath    = "/usr/lib/systemd/boot/efi/systemd-boot{efiarch}.efi"
 	// SpecFile is the release spec's name in the base directory.
 	SpecFile = "spec.yaml"
 	// InfoFile describes the base (see Info).
@@ -98,8 +99,13 @@ var ErrNoKernel = errors.New("no Debian kernel package")
 
 // Options of Build. The zero value is the boot test's base.
 type Options struct {
-	bootDeb string // the systemd-boot-efi package found (set by Build)
-	// KernelDeb is the Debian kernel package to wrap. Default:
+	inputs []archInput // per architecture, what Build found
+	// Arches are the architectures of the base (default x86_64 alone):
+	// a kernel, an init and systemd-boot for each, from Debian's
+	// packages of that architecture (scripts/fetch-test-kernel.sh caches
+	// the arm64 ones for aarch64).
+	Arches []string
+	// KernelDeb is the Debian x86_64 kernel package to wrap. Default:
 	// $NODEFORGE_TEST_KERNEL_DEB, else the newest
 	// CacheDir/linux-image-6.1.0-*-amd64_*.deb (not cloud or rt), else
 	// DebianKernelPackage downloaded there with apt-get download.
@@ -125,6 +131,9 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	if o.Arches == nil {
+		o.Arches = []string{"x86_64"}
+	}
 	if o.CacheDir == "" {
 		o.CacheDir = DefaultCacheDir
 	}
@@ -149,22 +158,37 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Info describes a built base (InfoFile beside the spec).
+// Info describes a built base (InfoFile beside the spec): its first
+// architecture's kernel at the top, every architecture's in Kernels.
 type Info struct {
-	Key           string           `json:"key"`
-	KernelDeb     string           `json:"kernelDeb"` // base name
-	DebPackage    string           `json:"debPackage"`
-	DebVersion    string           `json:"debVersion"`
-	DebSize       int64            `json:"debSize"`
-	KernelVersion string           `json:"kernelVersion"` // the modules directory, e.g. 6.1.0-57-amd64
-	Modules       []string         `json:"modules"`       // names of the modules in the kernel RPM
-	Builtin       []string         `json:"builtin"`       // names in the kernel's modules.builtin
-	InitSHA256    string           `json:"initSHA256"`
-	PrettyName    string           `json:"prettyName"`
-	RPMs          map[string]int64 `json:"rpms"` // file name -> size
+	Key string `json:"key"`
+	KernelInfo
+	Kernels    map[string]KernelInfo `json:"kernels"` // by architecture
+	InitSHA256 string                `json:"initSHA256"`
+	PrettyName string                `json:"prettyName"`
+	RPMs       map[string]int64      `json:"rpms"` // file name -> size
 	// BuildSeconds is the only field (and testbase.json the only file)
 	// that differs between two builds of the same key.
 	BuildSeconds float64 `json:"buildSeconds"`
+}
+
+// KernelInfo describes the kernel of one architecture.
+type KernelInfo struct {
+	KernelDeb     string   `json:"kernelDeb"` // base name
+	DebPackage    string   `json:"debPackage"`
+	DebVersion    string   `json:"debVersion"`
+	DebSize       int64    `json:"debSize"`
+	KernelVersion string   `json:"kernelVersion"` // the modules directory, e.g. 6.1.0-57-amd64
+	Modules       []string `json:"modules"`       // names of the modules in the kernel RPM
+	Builtin       []string `json:"builtin"`       // names in the kernel's modules.builtin
+}
+
+// archInput is what a base is built from for one architecture.
+type archInput struct {
+	arch                target.Arch
+	kernelDeb, bootDeb  string
+	initBin             string
+	kernelSize, initSum string
 }
 
 // ReadInfo reads the Info beside a spec Build returned.
@@ -186,33 +210,19 @@ func ReadInfo(specPath string) (*Info, error) {
 // kernel when it is not cached).
 func Build(dir string, opts Options) (string, error) {
 	opts = opts.withDefaults()
-	deb, err := findKernelDeb(opts)
-	if err != nil {
-		return "", err
-	}
-	bootDeb, err := findBootDeb(opts)
-	if err != nil {
-		return "", err
-	}
-	opts.bootDeb = bootDeb
-	st, err := os.Stat(deb)
-	if err != nil {
-		return "", err
-	}
 	stage, err := os.MkdirTemp("", "nodeforge-testbase-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(stage)
-	initBin := filepath.Join(stage, "init")
-	if err := buildInit(initBin); err != nil {
-		return "", err
+	for _, name := range opts.Arches {
+		in, err := findInputs(name, stage, opts)
+		if err != nil {
+			return "", err
+		}
+		opts.inputs = append(opts.inputs, in)
 	}
-	initSum, err := cache.SHA256File(initBin)
-	if err != nil {
-		return "", err
-	}
-	key := cacheKey(filepath.Base(deb), st.Size(), initSum, opts)
+	key := cacheKey(opts)
 
 	if !opts.NoCache {
 		entry := filepath.Join(opts.CacheDir, "testbase-"+key)
@@ -225,7 +235,7 @@ func Build(dir string, opts Options) (string, error) {
 		os.MkdirAll(opts.CacheDir, 0o755)
 		work, err := os.MkdirTemp(opts.CacheDir, ".testbase-"+key+".tmp-")
 		if err == nil {
-			err = write(work, deb, initBin, key, opts)
+			err = write(work, key, opts)
 			if err == nil {
 				os.Chmod(work, 0o755)
 				if err = os.Rename(work, entry); err != nil {
@@ -246,7 +256,7 @@ func Build(dir string, opts Options) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	if err := write(dir, deb, initBin, key, opts); err != nil {
+	if err := write(dir, key, opts); err != nil {
 		return "", err
 	}
 	return finish(dir, dir, opts)
@@ -275,13 +285,47 @@ func finish(src, dir string, opts Options) (string, error) {
 	return p, os.WriteFile(p, spec, 0o644)
 }
 
-// findBootDeb finds Debian's systemd-boot-efi package in the cache
-// directory (scripts/fetch-test-kernel.sh puts it there).
-func findBootDeb(opts Options) (string, error) {
-	m, _ := filepath.Glob(filepath.Join(opts.CacheDir, "systemd-boot-efi_*_amd64.deb"))
+// findInputs finds the Debian packages of an architecture and builds its
+// init.
+func findInputs(name, stage string, opts Options) (archInput, error) {
+	a, err := target.Lookup(name)
+	if err != nil {
+		return archInput{}, err
+	}
+	in := archInput{arch: a, initBin: filepath.Join(stage, "init-"+a.RPM)}
+	if a.RPM == "x86_64" {
+		in.kernelDeb, err = findKernelDeb(opts)
+	} else if in.kernelDeb = newestCachedDeb(opts.CacheDir, a.OCI); in.kernelDeb == "" {
+		err = fmt.Errorf("%w for %s: no linux-image-6.1.0-*-%s_*.deb in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoKernel, a.RPM, a.OCI, opts.CacheDir)
+	}
+	if err != nil {
+		return archInput{}, err
+	}
+	if in.bootDeb, err = findBootDeb(opts, a.OCI); err != nil {
+		return archInput{}, err
+	}
+	st, err := os.Stat(in.kernelDeb)
+	if err != nil {
+		return archInput{}, err
+	}
+	in.kernelSize = fmt.Sprint(st.Size())
+	if err := buildInit(in.initBin, a.OCI); err != nil {
+		return archInput{}, err
+	}
+	if in.initSum, err = cache.SHA256File(in.initBin); err != nil {
+		return archInput{}, err
+	}
+	return in, nil
+}
+
+// findBootDeb finds Debian's systemd-boot-efi package of a Debian
+// architecture (amd64, arm64) in the cache directory
+// (scripts/fetch-test-kernel.sh puts it there).
+func findBootDeb(opts Options, debArch string) (string, error) {
+	m, _ := filepath.Glob(filepath.Join(opts.CacheDir, "systemd-boot-efi_*_"+debArch+".deb"))
 	sort.Strings(m)
 	if len(m) == 0 {
-		return "", fmt.Errorf("%w: no systemd-boot-efi_*_amd64.deb in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoKernel, opts.CacheDir)
+		return "", fmt.Errorf("%w: no systemd-boot-efi_*_%s.deb in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoKernel, debArch, opts.CacheDir)
 	}
 	return m[len(m)-1], nil
 }
@@ -306,7 +350,7 @@ func findKernelDeb(opts Options) (string, error) {
 			return p, nil
 		}
 	}
-	if p := newestCachedDeb(opts.CacheDir); p != "" {
+	if p := newestCachedDeb(opts.CacheDir, "amd64"); p != "" {
 		return p, nil
 	}
 	apt, err := exec.LookPath("apt-get")
@@ -352,16 +396,16 @@ func findKernelDeb(opts Options) (string, error) {
 	return "", fmt.Errorf("%w in %s: %s", ErrNoKernel, opts.CacheDir, strings.Join(msgs, "; "))
 }
 
-// newestCachedDeb picks the cached linux-image-6.1.0-N-amd64 with the
+// newestCachedDeb picks the cached linux-image-6.1.0-N-<debArch> with the
 // highest ABI number N (the generic flavour, not cloud or rt).
-func newestCachedDeb(dir string) string {
-	m, _ := filepath.Glob(filepath.Join(dir, "linux-image-6.1.0-*-amd64_*.deb"))
+func newestCachedDeb(dir, debArch string) string {
+	m, _ := filepath.Glob(filepath.Join(dir, "linux-image-6.1.0-*-"+debArch+"_*.deb"))
 	best, bestABI := "", -1
 	for _, p := range m {
 		b := filepath.Base(p)
 		var abi int
 		var rest string
-		if n, _ := fmt.Sscanf(b, "linux-image-6.1.0-%d-%s", &abi, &rest); n != 2 || !strings.HasPrefix(rest, "amd64_") {
+		if n, _ := fmt.Sscanf(b, "linux-image-6.1.0-%d-%s", &abi, &rest); n != 2 || !strings.HasPrefix(rest, debArch+"_") {
 			continue
 		}
 		if abi > bestABI || abi == bestABI && p > best {
@@ -396,8 +440,8 @@ func srcDir() string {
 	return filepath.Dir(file)
 }
 
-// buildInit builds internal/testinit as a static linux/amd64 binary.
-func buildInit(out string) error {
+// buildInit builds internal/testinit as a static binary for linux/goarch.
+func buildInit(out, goarch string) error {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("testbase: the go tool builds the test init: %w", err)
@@ -405,7 +449,7 @@ func buildInit(out string) error {
 	src := filepath.Join(srcDir(), "..", "testinit")
 	cmd := exec.Command(gobin, "build", "-o", out, "-trimpath", "-buildvcs=false", "-ldflags=-s -w", ".")
 	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOFLAGS=")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch, "GOFLAGS=")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("testbase: go build %s: %v\n%s", src, err, b)
 	}
@@ -413,9 +457,12 @@ func buildInit(out string) error {
 }
 
 // cacheKey names a base by everything that shapes it.
-func cacheKey(debName string, debSize int64, initSum string, opts Options) string {
+func cacheKey(opts Options) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "testbase 3\ndeb %s %d\ninit %s\nboot %s\n", debName, debSize, initSum, filepath.Base(opts.bootDeb))
+	fmt.Fprintf(h, "testbase 4\n")
+	for _, in := range opts.inputs {
+		fmt.Fprintf(h, "arch %s\ndeb %s %s\ninit %s\nboot %s\n", in.arch.RPM, filepath.Base(in.kernelDeb), in.kernelSize, in.initSum, filepath.Base(in.bootDeb))
+	}
 	fmt.Fprintf(h, "trees %q\npayload %s\n", opts.ModuleTrees, opts.Payload)
 	// The recipe itself: this package's source.
 	srcs, _ := filepath.Glob(filepath.Join(srcDir(), "*.go"))
@@ -481,7 +528,7 @@ func copyFile(src, dst string, mode os.FileMode) error {
 // signs or builds a UKI on.
 func BootEFI(opts Options, name string) ([]byte, error) {
 	opts = opts.withDefaults()
-	deb, err := findBootDeb(opts)
+	deb, err := findBootDeb(opts, "amd64")
 	if err != nil {
 		return nil, err
 	}

@@ -36,18 +36,18 @@ func TestNewestCachedDeb(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
 	}
 	// 57 beats 9 (numerically), the cloud, rt and dbg packages never count.
-	if got, want := filepath.Base(newestCachedDeb(dir)), "linux-image-6.1.0-57-amd64_6.1.192-3_amd64.deb"; got != want {
+	if got, want := filepath.Base(newestCachedDeb(dir, "amd64")), "linux-image-6.1.0-57-amd64_6.1.192-3_amd64.deb"; got != want {
 		t.Errorf("newest = %s, want %s", got, want)
 	}
-	if got := newestCachedDeb(t.TempDir()); got != "" {
+	if got := newestCachedDeb(t.TempDir(), "amd64"); got != "" {
 		t.Errorf("empty directory gave %s", got)
 	}
 }
 
 func TestSpecYAML(t *testing.T) {
-	info := &Info{KernelDeb: "k.deb", DebPackage: "linux-image-6.1.0-57-amd64", DebVersion: "6.1.192-3",
-		KernelVersion: "6.1.0-57-amd64", PrettyName: `Nodeforge boot test ("quoted", $x)`,
-		Modules: []string{"loop", "overlay", "squashfs", "virtio_blk", "virtio_pci"}, Builtin: []string{"ext4", "virtio_ring"}}
+	k := KernelInfo{KernelDeb: "k.deb", DebPackage: "linux-image-6.1.0-57-amd64", DebVersion: "6.1.192-3",
+		KernelVersion: "6.1.0-57-amd64", Modules: []string{"loop", "overlay", "squashfs", "virtio_blk", "virtio_pci"}, Builtin: []string{"ext4", "virtio_ring"}}
+	info := &Info{KernelInfo: k, Kernels: map[string]KernelInfo{"x86_64": k}, PrettyName: `Nodeforge boot test ("quoted", $x)`}
 	opts := Options{BootModules: []string{"loop", "squashfs", "overlay", "virtio-ring", "virtio_pci", "virtio_blk"}, InitramfsCompression: "xz"}.withDefaults()
 	b, err := specYAML(info, opts)
 	if err != nil {
@@ -80,6 +80,25 @@ func TestSpecYAML(t *testing.T) {
 		if s.Components[name].Kind != kind {
 			t.Errorf("component %s: %+v", name, s.Components[name])
 		}
+	}
+
+	if !reflect.DeepEqual(s.Architectures, []string{"x86_64"}) || s.Image.Bootloader.ForEFIArch("x64").Path != "/usr/lib/systemd/boot/efi/systemd-bootx64.efi" {
+		t.Errorf("architectures %v, bootloader %+v", s.Architectures, s.Image.Bootloader)
+	}
+
+	// Two architectures: a module built into one kernel and a module of
+	// the other is listed; one neither has is refused.
+	arm := KernelInfo{KernelVersion: "6.1.0-57-arm64", Modules: []string{"loop", "overlay", "squashfs", "virtio_blk"}, Builtin: []string{"virtio_pci", "virtio_ring"}}
+	info.Kernels["aarch64"] = arm
+	opts.Arches = []string{"x86_64", "aarch64"}
+	if b, err = specYAML(info, opts); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = specs.Parse(b, dir, defs); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if !reflect.DeepEqual(s.Architectures, opts.Arches) || !reflect.DeepEqual(s.Image.BootModules, []string{"loop", "squashfs", "overlay", "virtio_pci", "virtio_blk"}) {
+		t.Errorf("two architectures: %v, boot modules %v", s.Architectures, s.Image.BootModules)
 	}
 
 	opts.BootModules = []string{"loop", "dm_verity"}

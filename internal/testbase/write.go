@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,8 +22,9 @@ import (
 )
 
 // write builds the base into dir: repo/ (RPMs and repodata) and
-// testbase.json, written last.
-func write(dir, deb, initBin, key string, opts Options) error {
+// testbase.json, written last. Per architecture: the kernel, the init and
+// systemd-boot; once: the filesystem and the extension's package.
+func write(dir, key string, opts Options) error {
 	start := time.Now()
 	for _, tool := range []string{"dpkg-deb", "rpmbuild", "createrepo_c"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -37,41 +40,23 @@ func write(dir, deb, initBin, key string, opts Options) error {
 	if err := os.MkdirAll(rpms, 0o755); err != nil {
 		return err
 	}
-	st, err := os.Stat(deb)
-	if err != nil {
-		return err
-	}
-	info := &Info{Key: key, KernelDeb: filepath.Base(deb), DebSize: st.Size(), RPMs: map[string]int64{}}
-	if info.DebPackage, err = debField(deb, "Package"); err != nil {
-		return err
-	}
-	if info.DebVersion, err = debField(deb, "Version"); err != nil {
-		return err
-	}
-
-	// (a) The kernel: vmlinuz and the chosen module trees.
-	kspec, sde, err := kernelSpec(deb, filepath.Join(stage, "kernel"), info, opts)
-	if err != nil {
-		return err
-	}
-
-	// (b) The init.
-	iroot := filepath.Join(stage, "init")
-	if err := os.MkdirAll(filepath.Join(iroot, path.Dir(InitPath)), 0o755); err != nil {
-		return err
-	}
-	if err := copyFile(initBin, filepath.Join(iroot, InitPath), 0o755); err != nil {
-		return err
-	}
-	if info.InitSHA256, err = cache.SHA256File(initBin); err != nil {
-		return err
-	}
-	ispec := rpmSpec{
-		Name: InitPackage, Version: "1", Release: "1", Arch: "x86_64", License: "Apache-2.0",
-		Summary:     "Static init of the nodeforge boot test",
-		Description: "internal/testinit: loads the boot modules, mounts rootfs.sqsh under a tmpfs overlay, prints a marker and powers off.",
-		Root:        iroot,
-		Files:       []string{"%dir " + path.Dir(InitPath), InitPath},
+	info := &Info{Key: key, RPMs: map[string]int64{}, Kernels: map[string]KernelInfo{}}
+	var specs []rpmSpec
+	var sde int64
+	for i, in := range opts.inputs {
+		ki, arch, err := archSpecs(in, stage, opts)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			// Everything is dated by the first kernel's build.
+			info.KernelInfo, sde = ki.KernelInfo, ki.sde
+			if info.InitSHA256, err = cache.SHA256File(in.initBin); err != nil {
+				return err
+			}
+		}
+		info.Kernels[in.arch.RPM] = ki.KernelInfo
+		specs = append(specs, arch...)
 	}
 
 	// (c) The root's skeleton.
@@ -105,14 +90,7 @@ func write(dir, deb, initBin, key string, opts Options) error {
 		Files:       []string{"%dir " + ExtCheckDir, xfile},
 	}
 
-	// (e) The EFI boot manager: Debian's systemd-boot-efi, its EFI
-	// binaries only.
-	bspec, err := bootSpec(opts.bootDeb, filepath.Join(stage, "systemd-boot"))
-	if err != nil {
-		return err
-	}
-
-	if err := buildRPMs(stage, rpms, []rpmSpec{kspec, ispec, fspec, xspec, bspec}, sde, info, opts); err != nil {
+	if err := buildRPMs(stage, rpms, append(specs, fspec, xspec), sde, info, opts); err != nil {
 		return err
 	}
 	cmd := exec.Command("createrepo_c", "--quiet", "--no-database", "--revision", fmt.Sprint(sde), "--set-timestamp-to-revision", filepath.Join(dir, RepoDir))
@@ -130,18 +108,65 @@ func write(dir, deb, initBin, key string, opts Options) error {
 	return os.WriteFile(filepath.Join(dir, InfoFile), append(b, '\n'), 0o644)
 }
 
+// archKernel is what archSpecs learnt of an architecture's kernel.
+type archKernel struct {
+	KernelInfo
+	sde int64 // the kernel's build time
+}
+
+// archSpecs prepares the packages of one architecture: (a) the kernel,
+// vmlinuz and the chosen module trees; (b) the init; (e) the EFI boot
+// manager, Debian's systemd-boot-efi with its EFI binaries only.
+func archSpecs(in archInput, stage string, opts Options) (*archKernel, []rpmSpec, error) {
+	a := in.arch.RPM
+	st, err := os.Stat(in.kernelDeb)
+	if err != nil {
+		return nil, nil, err
+	}
+	ki := &archKernel{KernelInfo: KernelInfo{KernelDeb: filepath.Base(in.kernelDeb), DebSize: st.Size()}}
+	if ki.DebPackage, err = debField(in.kernelDeb, "Package"); err != nil {
+		return nil, nil, err
+	}
+	if ki.DebVersion, err = debField(in.kernelDeb, "Version"); err != nil {
+		return nil, nil, err
+	}
+	kspec, err := kernelSpec(in.kernelDeb, a, filepath.Join(stage, "kernel-"+a), ki, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	iroot := filepath.Join(stage, "init-"+a)
+	if err := os.MkdirAll(filepath.Join(iroot, path.Dir(InitPath)), 0o755); err != nil {
+		return nil, nil, err
+	}
+	if err := copyFile(in.initBin, filepath.Join(iroot, InitPath), 0o755); err != nil {
+		return nil, nil, err
+	}
+	ispec := rpmSpec{
+		Name: InitPackage, Version: "1", Release: "1", Arch: a, License: "Apache-2.0",
+		Summary:     "Static init of the nodeforge boot test",
+		Description: "internal/testinit: loads the boot modules, mounts rootfs.sqsh under a tmpfs overlay, prints a marker and powers off.",
+		Root:        iroot,
+		Files:       []string{"%dir " + path.Dir(InitPath), InitPath},
+	}
+	bspec, err := bootSpec(in.bootDeb, a, filepath.Join(stage, "systemd-boot-"+a))
+	if err != nil {
+		return nil, nil, err
+	}
+	return ki, []rpmSpec{kspec, ispec, bspec}, nil
+}
+
 // kernelSpec extracts the kernel package into kroot and describes its RPM;
 // the kernel's build time dates the whole base.
-func kernelSpec(deb, kroot string, info *Info, opts Options) (rpmSpec, int64, error) {
+func kernelSpec(deb, arch, kroot string, info *archKernel, opts Options) (rpmSpec, error) {
 	opts.Log("testbase: extracting %s (%s %s)", filepath.Base(deb), info.DebPackage, info.DebVersion)
 	kver, vmlinuzTime, err := extractKernel(deb, kroot, opts.ModuleTrees)
 	if err != nil {
-		return rpmSpec{}, 0, err
+		return rpmSpec{}, err
 	}
 	info.KernelVersion = kver
 	// Everything is dated by the kernel's build: SOURCE_DATE_EPOCH, hence
 	// the RPMs' build times and the lock's, come from the input.
-	sde := vmlinuzTime.Unix()
+	info.sde = vmlinuzTime.Unix()
 	modDir := filepath.Join(kroot, "lib", "modules", kver)
 	filepath.Walk(modDir, func(p string, fi os.FileInfo, err error) error {
 		if err == nil && !fi.IsDir() && strings.Contains(filepath.Base(p), ".ko") {
@@ -158,14 +183,14 @@ func kernelSpec(deb, kroot string, info *Info, opts Options) (rpmSpec, int64, er
 	sort.Strings(info.Builtin)
 	upVer, rel := rpmVersion(info.DebVersion)
 	kspec := rpmSpec{
-		Name: KernelPackage, Version: upVer, Release: rel, Arch: "x86_64", License: "GPL-2.0-only",
+		Name: KernelPackage, Version: upVer, Release: rel, Arch: arch, License: "GPL-2.0-only",
 		Summary:     fmt.Sprintf("Debian's %s %s, wrapped for the nodeforge boot test", info.DebPackage, info.DebVersion),
 		Description: fmt.Sprintf("vmlinuz and the module trees %s of Debian's %s %s (kernel %s).", strings.Join(opts.ModuleTrees, ", "), info.DebPackage, info.DebVersion, kver),
 		Root:        kroot,
 		Provides:    []string{fmt.Sprintf("kernel = %s-%s", upVer, rel)},
 		Files:       []string{"/boot/vmlinuz-" + kver, "/lib/modules/" + kver},
 	}
-	return kspec, sde, nil
+	return kspec, nil
 }
 
 // buildRPMs builds the RPMs into the repository directory, dated sde.
@@ -197,7 +222,7 @@ func buildRPMs(stage, rpms string, specs []rpmSpec, sde int64, info *Info, opts 
 
 // bootSpec extracts Debian's systemd-boot-efi into broot, EFI binaries
 // only, and describes its RPM.
-func bootSpec(bootDeb, broot string) (rpmSpec, error) {
+func bootSpec(bootDeb, arch, broot string) (rpmSpec, error) {
 	if out, err := exec.Command("dpkg-deb", "-x", bootDeb, broot).CombinedOutput(); err != nil {
 		return rpmSpec{}, fmt.Errorf("testbase: dpkg-deb -x %s: %v\n%s", bootDeb, err, out)
 	}
@@ -210,7 +235,7 @@ func bootSpec(bootDeb, broot string) (rpmSpec, error) {
 	}
 	bv, br := rpmVersion(bver)
 	bspec := rpmSpec{
-		Name: BootPackage, Version: bv, Release: br, Arch: "x86_64", License: "LGPL-2.1-or-later",
+		Name: BootPackage, Version: bv, Release: br, Arch: arch, License: "LGPL-2.1-or-later",
 		Summary:     "Debian's systemd-boot EFI binaries, wrapped for the nodeforge boot media test",
 		Description: "systemd-boot and the EFI stubs of Debian's systemd-boot-efi " + bver + ".",
 		Root:        broot,
@@ -432,7 +457,7 @@ Version: %s
 Release: %s
 Summary: %s
 License: %s
-BuildArch: %s
+%s
 AutoReqProv: no
 %s
 %%description
@@ -455,7 +480,14 @@ func rpmbuild(stage string, s rpmSpec, sde int64, payload string) (string, error
 	}
 	// %install runs under sh: quote the tree's path.
 	root := "'" + strings.ReplaceAll(s.Root, "'", `'\''`) + "'"
-	spec := fmt.Sprintf(specTemplate, payload, s.Name, s.Version, s.Release, s.Summary, s.License, s.Arch,
+	// An architecture's package is built for it by --target alone:
+	// BuildArch names the build host's compatible architectures, and
+	// packaging an aarch64 tree on x86_64 is what this does.
+	buildArch := ""
+	if s.Arch == "noarch" {
+		buildArch = "BuildArch: noarch"
+	}
+	spec := fmt.Sprintf(specTemplate, payload, s.Name, s.Version, s.Release, s.Summary, s.License, buildArch,
 		prov.String(), s.Description, root, strings.Join(s.Files, "\n"))
 	top := filepath.Join(stage, "rpmbuild-"+s.Name)
 	specPath := filepath.Join(stage, s.Name+".spec")
@@ -501,15 +533,23 @@ func specYAML(info *Info, opts Options) ([]byte, error) {
 		i := sort.SearchStrings(list, name)
 		return i < len(list) && list[i] == name
 	}
+	// A boot module is listed when some kernel has it as a module; each
+	// kernel must have it built in or as a module.
 	var boot []string
 	for _, m := range opts.BootModules {
-		n := modName(m)
-		switch {
-		case has(info.Builtin, n):
-		case has(info.Modules, n):
+		n, module := modName(m), false
+		for _, a := range slices.Sorted(maps.Keys(info.Kernels)) {
+			k := info.Kernels[a]
+			switch {
+			case has(k.Builtin, n):
+			case has(k.Modules, n):
+				module = true
+			default:
+				return nil, fmt.Errorf("testbase: boot module %s is neither built into %s nor in the kernel RPM", m, k.KernelVersion)
+			}
+		}
+		if module {
 			boot = append(boot, m)
-		default:
-			return nil, fmt.Errorf("testbase: boot module %s is neither built into %s nor in the kernel RPM", m, info.KernelVersion)
 		}
 	}
 	list := func(ss []string) string {
@@ -524,7 +564,7 @@ func specYAML(info *Info, opts Options) ([]byte, error) {
 name: boottest
 branch: boottest
 version: 0.1.0
-architectures: [x86_64]
+architectures: %s
 
 repositories:
   - name: testbase
@@ -566,6 +606,6 @@ image:
     path: %s
   boot-modules: %s
   initramfs-compression: %s
-`, info.DebPackage, info.DebVersion, info.KernelDeb, RepoDir, KernelPackage, FilesystemPackage, InitPackage, BootPackage,
+`, info.DebPackage, info.DebVersion, info.KernelDeb, list(opts.Arches), RepoDir, KernelPackage, FilesystemPackage, InitPackage, BootPackage,
 		strconv.Quote(info.PrettyName), list(opts.Cmdline), InitPackage, InitPath, InitPackage, InitPath, BootPackage, BootPath, list(boot), opts.InitramfsCompression)), nil
 }

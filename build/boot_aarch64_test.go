@@ -1,0 +1,78 @@
+package build
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/api/target"
+	"github.com/nodeforge/builder/internal/testbase"
+	"github.com/nodeforge/builder/internal/testutil"
+)
+
+// TestBootAarch64 builds a node OS for x86_64 and aarch64 on this x86_64
+// host from Debian's amd64 and arm64 kernels (nothing runs emulated: the
+// builder executes no target binary) and boots the aarch64 raw disk and
+// ISO under qemu-system-aarch64 (virt, TCG) with Debian's AAVMF: the
+// firmware finds EFI/BOOT/BOOTAA64.EFI (the base's arm64 systemd-boot),
+// the init loads its modules, signature enforcement on, through the
+// module indexes the builder wrote, and stacks the extension.
+func TestBootAarch64(t *testing.T) {
+	t0 := time.Now()
+	specPath := testbase.ForTest(t, testbase.Options{Arches: []string{"x86_64", "aarch64"}})
+	a, _ := target.Lookup("aarch64")
+	qemu := testutil.NeedTool(t, a.QEMU.Binary)
+	code := testutil.NeedFile(t, "/usr/share/AAVMF/AAVMF_CODE.fd", "qemu-efi-aarch64")
+	varsTemplate, err := os.ReadFile(testutil.NeedFile(t, "/usr/share/AAVMF/AAVMF_VARS.fd", "qemu-efi-aarch64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseTime := time.Since(t0)
+	d := lockSpec(t, specPath)
+	s := d.spec
+	sch, err := schematic.Parse([]byte("customization:\n  systemExtensions:\n    officialExtensions: [testext]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1 := time.Now()
+	out := filepath.Join(t.TempDir(), "out")
+	rep, err := Build(context.Background(), Options{Spec: s, Lock: d.lock, LockBytes: d.lockBytes, Out: out, Cache: d.cache, Version: "test", Schematic: sch,
+		DiskFormats: []string{"iso", "raw"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildTime := time.Since(t1)
+	ar := rep.Architectures["aarch64"]
+	if ar == nil || rep.Architectures["x86_64"] == nil {
+		t.Fatalf("the report has architectures %v", rep.Architectures)
+	}
+	if !strings.HasSuffix(ar.Kernel.Version, "-arm64") || ar.Kernel.Modules == 0 {
+		t.Errorf("aarch64 kernel: %+v", ar.Kernel)
+	}
+	id, _ := sch.ID()
+	media := filepath.Join(out, "media", id)
+	want := "NODEFORGE-BOOT-OK PRETTY_NAME=" + s.Image.OS.PrettyName
+	lines := []string{"nodeforge-init: " + ar.Kernel.Version + ": loaded", "nodeforge-init: check testext: " + testbase.ExtCheckContent}
+	machine := []string{"-M", a.QEMU.Machine, "-accel", "tcg", "-cpu", a.QEMU.CPU, "-m", "1024", "-smp", "2"}
+	for _, c := range []struct {
+		what  string
+		media []string
+	}{
+		{"aarch64 raw disk under AAVMF", []string{"-drive", "if=virtio,format=raw,snapshot=on,file=" + filepath.Join(media, "metal-aarch64.raw")}},
+		{"aarch64 ISO under AAVMF", []string{"-device", "virtio-scsi-pci", "-device", "scsi-cd,drive=cd",
+			"-drive", "if=none,id=cd,media=cdrom,readonly=on,file=" + filepath.Join(media, "metal-aarch64.iso")}},
+	} {
+		vars := filepath.Join(t.TempDir(), "vars.fd")
+		if err := os.WriteFile(vars, varsTemplate, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		firmware := []string{"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + code, "-drive", "if=pflash,format=raw,unit=1,file=" + vars}
+		res := bootAndCheck(t, qemu, c.what, want, bootTimeout, append(append(machine, firmware...), c.media...), lines...)
+		t.Logf("%s: base %s, build of both architectures %s, boot to marker %s (qemu ran %s)", c.what,
+			baseTime.Round(time.Millisecond), buildTime.Round(time.Millisecond), res.ToMarker.Round(time.Millisecond), res.Total.Round(time.Millisecond))
+	}
+}
