@@ -4,7 +4,8 @@
 # into the cache directory the kernel tests (kernel/debian_test.go) and the
 # boot tests (builder/boot_test.go via internal/testbase) read. The arm64
 # packages come through apt's multiarch (dpkg --add-architecture arm64);
-# nothing of them is installed. Idempotent: downloads only what is not
+# nothing of them is installed. So do arm64 kmod and libc-bin, whose depmod
+# and ldconfig judge our module indexes and ld.so.cache under qemu-user. Idempotent: downloads only what is not
 # cached. Usage: scripts/fetch-test-kernel.sh [DIR]
 # (default $NODEFORGE_CACHE_DIR or /var/cache/nodeforge).
 set -euo pipefail
@@ -39,13 +40,19 @@ fi
 # The aarch64 test base: Debian's arm64 kernel and systemd-boot-efi,
 # downloaded (never installed) through apt's multiarch.
 arm64_pinned=linux-image-6.1.0-57-arm64
-if ls "$dir"/linux-image-6.1.0-*-arm64_*_arm64.deb >/dev/null 2>&1 && ls "$dir"/systemd-boot-efi_*_arm64.deb >/dev/null 2>&1; then
-  echo "arm64 kernel and systemd-boot-efi cached"
-else
+arm64_ready=
+ensure_arm64() {
+  [ -n "$arm64_ready" ] && return 0
   if ! dpkg --print-foreign-architectures | grep -qx arm64; then
     dpkg --add-architecture arm64
   fi
   apt-get update -qq
+  arm64_ready=1
+}
+if ls "$dir"/linux-image-6.1.0-*-arm64_*_arm64.deb >/dev/null 2>&1 && ls "$dir"/systemd-boot-efi_*_arm64.deb >/dev/null 2>&1; then
+  echo "arm64 kernel and systemd-boot-efi cached"
+else
+  ensure_arm64
   current_arm64=$(apt-cache depends linux-image-arm64:arm64 2>/dev/null |
     awk '$1 == "Depends:" && $2 ~ /^linux-image-6\.1\.0-[0-9]+-arm64/ { sub(/:arm64$/, "", $2); print $2; exit }')
   got=
@@ -56,6 +63,24 @@ else
   (cd "$tmp" && apt-get download -q systemd-boot-efi:arm64) >&2
   mv "$tmp"/*_arm64.deb "$dir/"
   echo "arm64 kernel ($got) and systemd-boot-efi downloaded"
+fi
+
+# The arm64 judges the tests run under qemu-user: kmod's depmod and
+# glibc's ldconfig with the libraries they load (unpacked by the tests,
+# never installed).
+tools="$dir/arm64-tools"
+tool_pkgs=(kmod libkmod2 liblzma5 libzstd1 libssl3 libc6 libc-bin)
+if [ -d "$tools" ] && [ "$(ls "$tools"/*_arm64.deb 2>/dev/null | wc -l)" -ge ${#tool_pkgs[@]} ]; then
+  echo "arm64 judges cached"
+else
+  dl="$tmp/arm64-tools"
+  mkdir -p "$dl" && chmod 755 "$dl"
+  if ! (cd "$dl" && apt-get download -q "${tool_pkgs[@]/%/:arm64}") >&2; then
+    ensure_arm64
+    (cd "$dl" && apt-get download -q "${tool_pkgs[@]/%/:arm64}") >&2
+  fi
+  rm -rf "$tools" && mv "$dl" "$tools"
+  echo "arm64 judges downloaded: ${tool_pkgs[*]}"
 fi
 
 if f=$(cached); then

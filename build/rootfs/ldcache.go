@@ -113,24 +113,25 @@ func x86FileFlag(class elf.Class, mach elf.Machine, _ uint32) (int, int, bool) {
 }
 
 // armFileFlag is sysdeps/unix/sysv/linux/arm/readelflib.c, which checks
-// no machine at all; we keep to EM_AARCH64 and EM_ARM.
-func armFileFlag(class elf.Class, mach elf.Machine, eflags uint32) (int, int, bool) {
-	switch {
-	case class == elf.ELFCLASS32 && mach == elf.EM_ARM:
-		if eflags&0xff000000 != 0x05000000 { // EF_ARM_EABI_VER5
-			return 32, 0, true
-		}
-		switch {
-		case eflags&0x400 != 0: // EF_ARM_ABI_FLOAT_HARD
-			return 32, flagARMLibHF | flagELFLibc6, true
-		case eflags&0x200 != 0: // EF_ARM_ABI_FLOAT_SOFT
-			return 32, flagARMLibSF | flagELFLibc6, true
-		}
-		return 32, flagELFLibc6, true
-	case class == elf.ELFCLASS64 && mach == elf.EM_AARCH64:
+// no machine at all: aarch64 glibc's ldconfig caches any 64-bit ELF
+// library as an AArch64 one (an x86-64 library too: judged so by arm64
+// ldconfig itself), and any 32-bit one with its ARM ABI flag when its
+// e_flags say EABI 5. A library of another machine never gets that far
+// in a build: a component's files of the wrong machine are refused.
+func armFileFlag(class elf.Class, _ elf.Machine, eflags uint32) (int, int, bool) {
+	if class == elf.ELFCLASS64 {
 		return 64, flagAArch64Lib64 | flagELFLibc6, true
 	}
-	return 0, 0, false
+	if eflags&0xff000000 != 0x05000000 { // EF_ARM_EABI_VER5
+		return 32, 0, true
+	}
+	switch {
+	case eflags&0x400 != 0: // EF_ARM_ABI_FLOAT_HARD
+		return 32, flagARMLibHF | flagELFLibc6, true
+	case eflags&0x200 != 0: // EF_ARM_ABI_FLOAT_SOFT
+		return 32, flagARMLibSF | flagELFLibc6, true
+	}
+	return 32, flagELFLibc6, true
 }
 
 // readLib is process_file + process_elf_file: the library's flag and

@@ -163,26 +163,36 @@ func findLdconfig(t *testing.T) string {
 }
 
 // judge runs this machine's ldconfig on the tree and returns its cache
-// and root. Debian's ldconfig scans the multiarch directories instead of
-// /lib64 and /usr/lib64, so its config lists our system directories
-// after the tree's own /etc/ld.so.conf: the same directories in the same
-// order, as the multiarch ones are absent from the tree. -X: no links.
+// and root (see judgeWith).
 func judge(t *testing.T, tr *Tree) ([]byte, string) {
+	t.Helper()
+	ldconfig := findLdconfig(t)
+	return judgeWith(t, tr, "/lib\n/lib64\n/libx32\n/usr/lib\n/usr/lib64\n/usr/libx32\n", func(args ...string) *exec.Cmd {
+		return exec.Command(ldconfig, args...)
+	})
+}
+
+// judgeWith runs an ldconfig (ldconfig makes its command) on the tree and
+// returns its cache and root. Debian's ldconfig scans the multiarch
+// directories instead of /lib64 and /usr/lib64, so its config lists our
+// system directories (systemDirs, one a line) after the tree's own
+// /etc/ld.so.conf: the same directories in the same order, as the
+// multiarch ones are absent from the tree. -X: no links.
+func judgeWith(t *testing.T, tr *Tree, systemDirs string, ldconfig func(args ...string) *exec.Cmd) ([]byte, string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("ldconfig -r needs root to chroot")
 	}
-	ldconfig := findLdconfig(t)
 	root := t.TempDir()
 	writeDisk(t, tr, root)
-	conf := "include /etc/ld.so.conf\n/lib\n/lib64\n/libx32\n/usr/lib\n/usr/lib64\n/usr/libx32\n"
+	conf := "include /etc/ld.so.conf\n" + systemDirs
 	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(root, "etc/ld.so.conf.judge"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(ldconfig, "-X", "-r", root, "-C", "/etc/ld.so.cache.judge", "-f", "/etc/ld.so.conf.judge").CombinedOutput()
+	out, err := ldconfig("-X", "-r", root, "-C", "/etc/ld.so.cache.judge", "-f", "/etc/ld.so.conf.judge").CombinedOutput()
 	if err != nil {
 		t.Fatalf("ldconfig: %v\n%s", err, out)
 	}
@@ -230,15 +240,22 @@ func decodeCache(t *testing.T, b []byte) (entries []cacheEntry, generator string
 func compareWithJudge(t *testing.T, tr *Tree) []string {
 	t.Helper()
 	want, root := judge(t, tr)
+	return compareCaches(t, tr, "x86_64", want, root, func(args ...string) *exec.Cmd { return exec.Command(findLdconfig(t), args...) })
+}
+
+// compareCaches checks our cache of the tree for arch against the
+// judge's (want, written in root), ldconfig being the judge's command.
+func compareCaches(t *testing.T, tr *Tree, arch string, want []byte, root string, ldconfig func(args ...string) *exec.Cmd) []string {
+	t.Helper()
 	_, gen := decodeCache(t, want)
-	got, libs, err := tr.LdSoCache(LdCacheOptions{Arch: "x86_64", Generator: gen})
+	got, libs, err := tr.LdSoCache(LdCacheOptions{Arch: arch, Generator: gen})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
 		_ = os.WriteFile(filepath.Join(root, "etc/ld.so.cache.ours"), got, 0o644)
 		p := func(name string) string {
-			out, _ := exec.Command(findLdconfig(t), "-r", root, "-p", "-C", name).CombinedOutput()
+			out, _ := ldconfig("-r", root, "-p", "-C", name).CombinedOutput()
 			return string(out)
 		}
 		i := 0
@@ -417,8 +434,11 @@ func TestLdSoCacheArches(t *testing.T) {
 		return strings.Join(s, "\n")
 	}
 	// aarch64: unsigned chars sort "lib\xe9" above "liba"; 32-bit ARM
-	// hard-float is flagged for armhf; x86 objects are left out.
-	want := "lib\xe9.so.1 0xa03 /usr/lib64/lib\xe9.so.1\nlibhf.so.1 0x903 /usr/lib/libhf.so.1\n" +
+	// hard-float is flagged for armhf; ldconfig checks no machine, so
+	// x86 objects are cached as it would (64-bit ones as AArch64; see
+	// TestLdSoCacheMatchesArm64Ldconfig).
+	want := "lib386e.so.1 0x3 /opt/e/lib386e.so.1\nlib386e.so.1 0x1 /usr/lib/lib386e.so.1\nlib386.so.1 0x3 /usr/lib/lib386.so.1\n" +
+		"lib\xe9.so.1 0xa03 /usr/lib64/lib\xe9.so.1\nlibx.so.1 0xa03 /usr/lib64/libx.so.1\nlibhf.so.1 0x903 /usr/lib/libhf.so.1\n" +
 		"liba64.so.1 0xa03 /usr/lib64/liba64.so.1\nliba.so.1 0xa03 /usr/lib64/liba.so.1"
 	if g := got("aarch64"); g != want {
 		t.Errorf("aarch64:\n%s\nwant:\n%s", g, want)
