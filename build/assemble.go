@@ -12,6 +12,7 @@ import (
 	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/internal/digest"
 )
@@ -62,6 +63,16 @@ func assemble(ctx context.Context, s *specs.Spec, arch string, a *lock.Arch, pat
 	}
 	results, err := as.tree.AddRPMs(ctx, toLay, layOpts, lc, runtime.GOMAXPROCS(0))
 	if err != nil {
+		return nil, err
+	}
+	// Nothing runs here, so nothing stops a package of another
+	// architecture but this: every executable, library and module must
+	// be code for the architecture's machine.
+	ta, err := target.Lookup(arch)
+	if err != nil {
+		return nil, err
+	}
+	if err := as.tree.CheckMachines(ta.Machines()); err != nil {
 		return nil, err
 	}
 	for i, nevra := range layOrder {

@@ -2,14 +2,17 @@ package build
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/target"
+	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
 )
@@ -75,4 +78,46 @@ func TestBootAarch64(t *testing.T) {
 		t.Logf("%s: base %s, build of both architectures %s, boot to marker %s (qemu ran %s)", c.what,
 			baseTime.Round(time.Millisecond), buildTime.Round(time.Millisecond), res.ToMarker.Round(time.Millisecond), res.Total.Round(time.Millisecond))
 	}
+	refuseWrongMachine(t, d)
+}
+
+// refuseWrongMachine: with the x86_64 kernel package in the aarch64
+// kernel component (a lock edited by hand), the build refuses, naming a
+// module file of it and its package, before anything is written.
+func refuseWrongMachine(t *testing.T, d *demoRelease) {
+	t.Helper()
+	l, err := lock.Parse(d.lockBytes, "lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x86 *lock.Package
+	for i, p := range l.Architectures["x86_64"].Packages {
+		if p.Name == testbase.KernelPackage {
+			x86 = &l.Architectures["x86_64"].Packages[i]
+		}
+	}
+	arm := l.Architectures["aarch64"]
+	for i, p := range arm.Packages {
+		if p.Name == testbase.KernelPackage {
+			for c, list := range arm.Components {
+				for j, n := range list {
+					if n == p.NEVRA {
+						arm.Components[c][j] = x86.NEVRA
+					}
+				}
+			}
+			arm.Packages[i] = *x86
+		}
+	}
+	b, _ := l.Marshal()
+	out := filepath.Join(t.TempDir(), "out")
+	_, err = Build(context.Background(), Options{Spec: d.spec, Lock: l, LockBytes: b, Out: out, Cache: d.cache, Version: "test"})
+	var wm *rootfs.WrongMachineError
+	if !errors.As(err, &wm) || !strings.HasSuffix(wm.Path, ".ko") || wm.Package != x86.NEVRA || !strings.Contains(err.Error(), "aarch64") {
+		t.Fatalf("an x86_64 kernel in the aarch64 component: %v", err)
+	}
+	if _, serr := os.Stat(out); serr == nil {
+		t.Errorf("the refused build left %s", out)
+	}
+	t.Logf("refused: %v", err)
 }

@@ -17,8 +17,11 @@ type Arch struct {
 	RPM string
 	// OCI is the architecture of OCI platforms and GOARCH: amd64.
 	OCI string
-	// ELF is the e_machine of its executables, libraries and modules.
-	ELF elf.Machine
+	// ELF is the e_machine of its executables, libraries and modules;
+	// ELFCompat the others its trees may hold (32-bit compatibility
+	// libraries: i386 beside x86_64, 32-bit ARM beside aarch64).
+	ELF       elf.Machine
+	ELFCompat []elf.Machine
 	// EFI is the UEFI short name: x64 (BOOTX64.EFI, linuxx64.efi.stub).
 	EFI string
 	// Loaders are the dynamic loaders its ELF executables may name
@@ -38,10 +41,10 @@ type QEMU struct {
 
 // table lists the architectures the builder targets.
 var table = []Arch{
-	{RPM: "x86_64", OCI: "amd64", ELF: elf.EM_X86_64, EFI: "x64",
+	{RPM: "x86_64", OCI: "amd64", ELF: elf.EM_X86_64, ELFCompat: []elf.Machine{elf.EM_386}, EFI: "x64",
 		Loaders: []string{"/lib64/ld-linux-x86-64.so.2", "/usr/lib64/ld-linux-x86-64.so.2"},
 		QEMU:    QEMU{Binary: "qemu-system-x86_64", Machine: "q35", CPU: "max", Console: "ttyS0"}},
-	{RPM: "aarch64", OCI: "arm64", ELF: elf.EM_AARCH64, EFI: "aa64",
+	{RPM: "aarch64", OCI: "arm64", ELF: elf.EM_AARCH64, ELFCompat: []elf.Machine{elf.EM_ARM}, EFI: "aa64",
 		Loaders: []string{"/lib/ld-linux-aarch64.so.1", "/usr/lib/ld-linux-aarch64.so.1"},
 		QEMU:    QEMU{Binary: "qemu-system-aarch64", Machine: "virt", CPU: "max", Console: "ttyAMA0"}},
 }
@@ -67,6 +70,10 @@ func Names() []string {
 
 // Known says whether the RPM name is a targeted architecture.
 func Known(name string) bool { return slices.Contains(Names(), name) }
+
+// Machines are the ELF machines its trees may hold: its own and the
+// compatible ones.
+func (a Arch) Machines() []elf.Machine { return append([]elf.Machine{a.ELF}, a.ELFCompat...) }
 
 // EFIBootFile is the ESP's default boot file: EFI/BOOT/BOOTX64.EFI.
 func (a Arch) EFIBootFile() string { return "EFI/BOOT/BOOT" + strings.ToUpper(a.EFI) + ".EFI" }
