@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nodeforge/builder/internal/testbase"
+	"github.com/nodeforge/builder/internal/testutil"
+)
+
+// TestReleaseTwoArches releases the x86_64 and aarch64 test base to a
+// registry (docker-registry): skopeo sees linux/amd64 and linux/arm64 in
+// the boot, installer and extension indexes, stock cosign verifies each
+// index and each child; builder audit traces every file of both
+// architectures to a package or a generator (its only reasons are the
+// test base's unsigned packages); builder repro finds two builds of the
+// two-architecture spec identical.
+func TestReleaseTwoArches(t *testing.T) {
+	specPath := testbase.ForTest(t, testbase.Options{Arches: []string{"x86_64", "aarch64"}})
+	t.Setenv("COSIGN_PASSWORD", "test-password")
+	keys := filepath.Join(t.TempDir(), "keys")
+	if out, err := runBuilder(t, "keys", "generate", "--out", keys); err != nil {
+		t.Fatalf("keys generate: %v\n%s", err, out)
+	}
+	pub := filepath.Join(keys, "cosign.pub")
+	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
+	prefix := reg.Host + "/boottest"
+	cacheDir := t.TempDir()
+	if out, err := runBuilder(t, "release", "-q", "--branch", "boottest", "--spec", specPath, "--cache", cacheDir,
+		"--key", filepath.Join(keys, "cosign.key"), "--registry", prefix); err != nil {
+		t.Fatalf("release: %v\n%s", err, out)
+	}
+	for _, repo := range []string{"boot", "installer", "extensions/testext"} {
+		ref := prefix + "/" + repo + ":0.1.0"
+		var idx struct {
+			Manifests []struct {
+				Digest   string
+				Platform struct{ OS, Architecture string }
+			}
+		}
+		raw := judge(t, "skopeo", "inspect", "--tls-verify=false", "--raw", "docker://"+ref)
+		if err := json.Unmarshal([]byte(raw), &idx); err != nil {
+			t.Fatalf("%s: %v\n%s", ref, err, raw)
+		}
+		var platforms []string
+		for _, m := range idx.Manifests {
+			platforms = append(platforms, m.Platform.OS+"/"+m.Platform.Architecture)
+			judge(t, "cosign", "verify", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry", prefix+"/"+repo+"@"+m.Digest)
+		}
+		slices.Sort(platforms)
+		if !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
+			t.Errorf("%s: platforms %v", ref, platforms)
+		}
+		judge(t, "cosign", "verify", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry", ref)
+	}
+
+	rep, _, stdout, _ := auditChild(t, "--key", pub, "--version", "0.1.0", "docker://"+prefix)
+	for _, r := range rep.Reasons {
+		if !strings.Contains(r, "signature") {
+			t.Errorf("the audit refuses for more than the unsigned test base: %s", r)
+		}
+	}
+	perArch := map[string]int{}
+	for _, f := range rep.Files.List {
+		for _, a := range []string{"x86_64", "aarch64"} {
+			if strings.HasSuffix(f.Artifact, "/"+a) && (f.Package != "" || f.Generator != "") {
+				perArch[a]++
+			}
+		}
+	}
+	if rep.Files.Unowned != 0 || perArch["x86_64"] < 100 || perArch["aarch64"] < 100 {
+		t.Errorf("audit: %d unowned, traced files per architecture %v\n%s", rep.Files.Unowned, perArch, stdout)
+	}
+	t.Logf("audit: %d files, traced per architecture %v; reasons %v", rep.Files.Total, perArch, rep.Reasons)
+
+	t.Setenv("NODEFORGE_TEST_AS_MAIN", "1") // repro's builds run main()
+	out, err := runBuilder(t, "repro", "--json", "--spec", specPath, "--cache", cacheDir)
+	if err != nil || !strings.Contains(out, `"reproducible": true`) {
+		t.Errorf("repro of the two-architecture spec: %v\n%s", err, out)
+	}
+}
