@@ -165,8 +165,11 @@ type Info struct {
 	KernelInfo
 	Kernels    map[string]KernelInfo `json:"kernels"` // by architecture
 	InitSHA256 string                `json:"initSHA256"`
-	PrettyName string                `json:"prettyName"`
-	RPMs       map[string]int64      `json:"rpms"` // file name -> size
+	// Fingerprint is the key that signs the packages and repomd.xml
+	// (its public half at KeyFile).
+	Fingerprint string           `json:"fingerprint"`
+	PrettyName  string           `json:"prettyName"`
+	RPMs        map[string]int64 `json:"rpms"` // file name -> size
 	// BuildSeconds is the only field (and testbase.json the only file)
 	// that differs between two builds of the same key.
 	BuildSeconds float64 `json:"buildSeconds"`

@@ -73,7 +73,7 @@ func TestSpecYAML(t *testing.T) {
 		!reflect.DeepEqual(s.Image.Cmdline, DefaultCmdline) || s.Image.Init != (specs.FileRef{Package: InitPackage, Path: InitPath}) {
 		t.Errorf("image section: %+v", s.Image)
 	}
-	if r := s.Repositories[0]; r.Format != "rpm-md" || !r.InsecureSkipVerify || r.URL != filepath.Join(dir, RepoDir) {
+	if r := s.Repositories[0]; r.Format != "rpm-md" || r.InsecureSkipVerify || r.URL != filepath.Join(dir, RepoDir) || len(r.Keyring) != 1 || !strings.HasSuffix(r.Keyring[0], KeyFile) {
 		t.Errorf("repository: %+v", r)
 	}
 	for name, kind := range map[string]string{"kernel": "kernel", "rootfs": "rootfs", "installer": "installer", "testext": "extension"} {

@@ -93,11 +93,27 @@ func write(dir, key string, opts Options) error {
 	if err := buildRPMs(stage, rpms, append(specs, fspec, xspec), sde, info, opts); err != nil {
 		return err
 	}
+	// Signed as a distribution signs: the packages, then the index.
+	sig, err := newSigner(sde)
+	if err != nil {
+		return err
+	}
+	defer sig.close()
+	if err := signRPMs(sig, rpms, sde, info); err != nil {
+		return err
+	}
 	cmd := exec.Command("createrepo_c", "--quiet", "--no-database", "--revision", fmt.Sprint(sde), "--set-timestamp-to-revision", filepath.Join(dir, RepoDir))
 	cmd.Env = toolEnv(stage, sde)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("testbase: createrepo_c: %v\n%s", err, b)
 	}
+	if err := sig.signFile(filepath.Join(dir, RepoDir, "repodata", "repomd.xml")); err != nil {
+		return err
+	}
+	if err := sig.exportKey(filepath.Join(dir, KeyFile)); err != nil {
+		return err
+	}
+	info.Fingerprint = sig.fingerprint
 
 	info.PrettyName = fmt.Sprintf("Nodeforge boot test (Debian kernel %s, %s)", info.KernelVersion, info.DebVersion)
 	info.BuildSeconds = time.Since(start).Round(time.Millisecond).Seconds()
@@ -106,6 +122,27 @@ func write(dir, key string, opts Options) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, InfoFile), append(b, '\n'), 0o644)
+}
+
+// signRPMs signs every package of the repository and records the
+// signed files' sizes, dated sde again (createrepo_c records mtimes).
+func signRPMs(sig *signer, rpms string, sde int64, info *Info) error {
+	files, _ := filepath.Glob(filepath.Join(rpms, "*.rpm"))
+	sort.Strings(files)
+	if err := sig.signRPMs(files); err != nil {
+		return err
+	}
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return err
+		}
+		info.RPMs[filepath.Base(f)] = fi.Size()
+		if err := os.Chtimes(f, time.Unix(sde, 0), time.Unix(sde, 0)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // archKernel is what archSpecs learnt of an architecture's kernel.
@@ -560,7 +597,7 @@ func specYAML(info *Info, opts Options) ([]byte, error) {
 		return "[" + strings.Join(q, ", ") + "]"
 	}
 	return []byte(fmt.Sprintf(`# Release spec of the boot test base, written by internal/testbase from
-# Debian's %s %s (%s). Test use only: the repository is unsigned.
+# Debian's %s %s (%s). Test use only: signed by a key made for the base.
 name: boottest
 branch: boottest
 version: 0.1.0
@@ -570,7 +607,8 @@ repositories:
   - name: testbase
     url: %s
     format: rpm-md
-    insecure-skip-verify: true
+    keyring: [%s]
+    fingerprints: [%s]
 
 components:
   kernel:
@@ -606,6 +644,6 @@ image:
     path: %s
   boot-modules: %s
   initramfs-compression: %s
-`, info.DebPackage, info.DebVersion, info.KernelDeb, list(opts.Arches), RepoDir, KernelPackage, FilesystemPackage, InitPackage, BootPackage,
+`, info.DebPackage, info.DebVersion, info.KernelDeb, list(opts.Arches), RepoDir, KeyFile, info.Fingerprint, KernelPackage, FilesystemPackage, InitPackage, BootPackage,
 		strconv.Quote(info.PrettyName), list(opts.Cmdline), InitPackage, InitPath, InitPackage, InitPath, BootPackage, BootPath, list(boot), opts.InitramfsCompression)), nil
 }
