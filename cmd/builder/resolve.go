@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/pkgbase/evr"
 	"github.com/nodeforge/builder/pkgbase/keyring"
 	"github.com/nodeforge/builder/pkgbase/repo"
@@ -20,14 +21,12 @@ import (
 
 func init() { register(newResolveCmd) }
 
-// hostArch maps Go's architecture names to rpm's.
+// hostArch is this host's architecture by rpm's name (api/target).
 func hostArch() string {
-	switch runtime.GOARCH {
-	case "amd64":
-		return "x86_64"
-	case "arm64":
-		return "aarch64"
-	case "386":
+	if a, err := target.Lookup(runtime.GOARCH); err == nil {
+		return a.RPM
+	}
+	if runtime.GOARCH == "386" {
 		return "i586"
 	}
 	return runtime.GOARCH
