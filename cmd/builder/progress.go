@@ -31,8 +31,11 @@ type progressView struct {
 
 	mu        sync.Mutex
 	figuresMu sync.Mutex // a stage's figures, read by the display's goroutine
-	stages    map[string]*stageView
-	order     []string
+	// eventMu orders the download counts with the updates they make, so
+	// an older count never overwrites a newer one.
+	eventMu sync.Mutex
+	stages  map[string]*stageView
+	order   []string
 	// downloads, as the cache reports them
 	fetched, cached int64
 	fetchedBytes    int64
@@ -182,6 +185,10 @@ func (v *progressView) cacheEvent(ev cache.Event) {
 	case "failed":
 		fmt.Fprintf(v.writer(), "failed %s: %v\n", ev.Name, ev.Err)
 		return
+	}
+	v.eventMu.Lock()
+	defer v.eventMu.Unlock()
+	switch ev.Kind {
 	case "done":
 		v.mu.Lock()
 		v.fetched++
