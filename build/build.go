@@ -263,6 +263,7 @@ func (r *buildRun) blockCache() sqfs.BlockCache {
 type archBuild struct {
 	*buildRun
 	arch   string
+	target target.Arch // what the builder knows of arch
 	locked *lock.Arch
 	paths  map[string]string // NEVRA -> the fetched, verified package
 	as     *assembly
@@ -280,11 +281,23 @@ type archBuild struct {
 	uki      *report.UKIReport // the release's signed UKI, with Secure Boot
 }
 
+// newArchBuild starts the build of one architecture of the run.
+func (r *buildRun) newArchBuild(arch string) (*archBuild, error) {
+	ta, err := target.Lookup(arch)
+	if err != nil {
+		return nil, err
+	}
+	return &archBuild{buildRun: r, arch: arch, target: ta, locked: r.lock.Architectures[arch]}, nil
+}
+
 // buildArch builds one architecture: its root filesystem, extensions,
 // initramfs, boot media and installer, into the work directory and the
 // report.
 func (r *buildRun) buildArch(ctx context.Context, arch string) error {
-	b := &archBuild{buildRun: r, arch: arch, locked: r.lock.Architectures[arch]}
+	b, err := r.newArchBuild(arch)
+	if err != nil {
+		return err
+	}
 	if err := b.layRoot(ctx); err != nil {
 		return err
 	}
@@ -298,13 +311,9 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 	}
 	b.owners = b.as.accounts.Owners()
 	r.kernels[arch] = compose.KernelParams{Version: b.as.kernel.Version, ModulesDir: b.as.kernel.modDir}
-	ta, err := target.Lookup(arch)
-	if err != nil {
-		return err
-	}
 	// An EFI binary is data to Linux: Debian ships systemd-bootaa64.efi
 	// mode 0644.
-	if b.bootloaderData, b.bootloaderPkg, b.noBootloader = lockedData(b.spec.Image.Bootloader.ForEFIArch(ta.EFI), "image.bootloader", false, b.locked, b.paths, b.layCache); b.noBootloader != nil {
+	if b.bootloaderData, b.bootloaderPkg, b.noBootloader = lockedData(b.spec.Image.Bootloader.ForEFIArch(b.target.EFI), "image.bootloader", false, b.locked, b.paths, b.layCache); b.noBootloader != nil {
 		b.bootloaderData = nil
 	}
 	if err := b.readStub(); err != nil {

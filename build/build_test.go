@@ -86,7 +86,10 @@ func (d *demoRelease) assembled(t *testing.T) *archBuild {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &archBuild{buildRun: r, arch: "x86_64", locked: d.lock.Architectures["x86_64"]}
+	b, err := r.newArchBuild("x86_64")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if b.paths, err = fetchArch(context.Background(), d.spec, b.locked, d.cache, repo.SourceOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/specs"
-	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/build/kernel"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/internal/digest"
@@ -111,11 +110,7 @@ func (b *archBuild) layExtension(eb *extensionBuild, def *extensions.Definition,
 	if len(eb.report.Packages) == 0 {
 		return nil, fmt.Errorf("all its packages are in the root filesystem already: nothing to ship")
 	}
-	ta, err := target.Lookup(b.arch)
-	if err != nil {
-		return nil, err
-	}
-	if err := laid.CheckMachines(ta.Machines()); err != nil {
+	if err := laid.CheckMachines(b.target.Machines()); err != nil {
 		return nil, err
 	}
 

@@ -95,10 +95,8 @@ func (b *archBuild) readStub() error {
 		}
 		return nil
 	}
-	ea, err := compose.EFIArch(b.arch)
-	if err == nil {
-		b.stubData, b.stubPkg, err = lockedData(b.spec.Image.StubRef(ea), "image.stub", false, b.locked, b.paths, b.layCache)
-	}
+	var err error
+	b.stubData, b.stubPkg, err = lockedData(b.spec.Image.StubRef(b.target.EFI), "image.stub", false, b.locked, b.paths, b.layCache)
 	if err != nil && wanted {
 		return fmt.Errorf("%s: Secure Boot needs the base's systemd-stub: %w", b.arch, err)
 	}
@@ -115,7 +113,7 @@ func (b *archBuild) recordSecureBoot(m *report.MediaReport, pcr11 []byte) error 
 	if m.SecureBoot == nil {
 		m.SecureBoot = &report.SecureBootReport{
 			SigningCert:       string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Signer.Cert.Raw})),
-			SigningCertSHA256: digest.SHA256Hex(s.Signer.Cert.Raw), Subject: s.Signer.Cert.Subject.String(),
+			SigningCertSHA256: s.CertSHA256(), Subject: s.Signer.Cert.Subject.String(),
 			Stub: map[string]string{}, Bootloader: map[string]string{}, EnrolsKeys: s.Auth != nil,
 		}
 		if s.PCR != nil {
@@ -145,7 +143,7 @@ func (b *archBuild) releaseUKI(initramfs []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", b.arch, err)
 	}
 	ur := &report.UKIReport{File: b.arch + "/" + compose.UKIName, UnsignedSHA256: digest.SHA256Hex(u.Unsigned),
-		SigningCertSHA256: digest.SHA256Hex(s.Signer.Cert.Raw), Subject: s.Signer.Cert.Subject.String(),
+		SigningCertSHA256: s.CertSHA256(), Subject: s.Signer.Cert.Subject.String(),
 		Stub: b.stubPkg, Kernel: b.as.kernel.Package, Initramfs: b.arch + "/initramfs.xz"}
 	if u.PCR11 != nil {
 		ur.PCR11 = hex.EncodeToString(u.PCR11)

@@ -14,7 +14,6 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
-	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/release"
 )
 
@@ -96,7 +95,7 @@ func (r *Release) Installer(ctx context.Context, o InstallerOptions) (v1.ImageIn
 		ann[AnnotationPlatform] = o.Platform
 	}
 	if o.SecureBoot != nil {
-		ann[compose.AnnotationSecureBoot] = digest.SHA256Hex(o.SecureBoot.Signer.Cert.Raw)
+		ann[compose.AnnotationSecureBoot] = o.SecureBoot.CertSHA256()
 	}
 	layers := map[string]*compose.ImageLayer{}
 	for _, arch := range r.Params.Architectures {

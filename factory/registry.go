@@ -330,7 +330,7 @@ func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Sch
 func (s *Server) installerKey(rel *Release, id string, k installerKind) string {
 	name := k.repo()
 	if k.secureBoot {
-		name += "\x00" + digest.SHA256Hex(s.o.SecureBoot.Signer.Cert.Raw)
+		name += "\x00" + s.o.SecureBoot.CertSHA256()
 	}
 	return cacheKey(rel, id, name, s.o.BuilderVersion)
 }

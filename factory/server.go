@@ -28,7 +28,6 @@ import (
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
-	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/release"
 )
@@ -521,7 +520,7 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 	keyName := name
 	if a.secureBoot {
 		// Signed with this factory's key: another key, another entry.
-		keyName += "\x00" + digest.SHA256Hex(s.o.SecureBoot.Signer.Cert.Raw)
+		keyName += "\x00" + s.o.SecureBoot.CertSHA256()
 	}
 	ckey := cacheKey(rel, id, keyName, s.o.BuilderVersion)
 	v, err := s.flight(ctx, flightJob{

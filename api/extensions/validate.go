@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/nodeforge/builder/api/target"
 )
 
 // Entry is one path of an extension image as validation sees it.
@@ -47,13 +49,10 @@ var AllowedPrefixes = []string{
 }
 
 // AllowedFiles are single files extensions may ship outside those
-// directories: the glibc loader and ldconfig with their configuration,
-// NVIDIA's container helpers, nvme.
-var AllowedFiles = map[string]bool{
-	"/lib64/ld-linux-x86-64.so.2":            true,
-	"/usr/lib64/ld-linux-x86-64.so.2":        true,
-	"/lib/ld-linux-aarch64.so.1":             true,
-	"/usr/lib/ld-linux-aarch64.so.1":         true,
+// directories: the glibc loaders of every target architecture
+// (api/target) and ldconfig with their configuration, NVIDIA's container
+// helpers, nvme.
+var AllowedFiles = withLoaders(map[string]bool{
 	"/sbin/ldconfig":                         true,
 	"/usr/sbin/ldconfig":                     true,
 	"/usr/bin/ldconfig":                      true,
@@ -66,6 +65,17 @@ var AllowedFiles = map[string]bool{
 	"/usr/bin/nvidia-container-toolkit":      true,
 	"/usr/bin/nvidia-persistenced":           true,
 	"/usr/sbin/nvme":                         true,
+})
+
+// withLoaders adds the dynamic loaders of the target architectures.
+func withLoaders(files map[string]bool) map[string]bool {
+	for _, name := range target.Names() {
+		a, _ := target.Lookup(name)
+		for _, l := range a.Loaders {
+			files[l] = true
+		}
+	}
+	return files
 }
 
 // Allowed reports whether an extension may ship a non-directory at p

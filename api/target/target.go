@@ -7,7 +7,6 @@ package target
 import (
 	"debug/elf"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -67,9 +66,6 @@ func Names() []string {
 	}
 	return n
 }
-
-// Known says whether the RPM name is a targeted architecture.
-func Known(name string) bool { return slices.Contains(Names(), name) }
 
 // Machines are the ELF machines its trees may hold: its own and the
 // compatible ones.

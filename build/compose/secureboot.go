@@ -27,16 +27,6 @@ type SecureBoot struct {
 // <platform>-<arch>-secureboot.<format>, <platform>-<arch>-secureboot-uki.efi.
 const SecureBootSuffix = "-secureboot"
 
-// EFIArch is the UEFI name of an architecture ("x64", "aa64"), as in
-// BOOT<name>.EFI and linux<name>.efi.stub.
-func EFIArch(name string) (string, error) {
-	a, err := target.Lookup(name)
-	if err != nil {
-		return "", fmt.Errorf("no UEFI boot: %w", err)
-	}
-	return a.EFI, nil
-}
-
 // ukiName is where the UKI lies on the ESP: systemd-boot lists every
 // EFI/Linux/*.efi as an entry (the Boot Loader Specification's type #2).
 const ukiName = "EFI/Linux/nodeforge.efi"

@@ -31,12 +31,12 @@ type progressView struct {
 
 	mu        sync.Mutex
 	figuresMu sync.Mutex // a stage's figures, read by the display's goroutine
-	// eventMu orders the download counts with the updates they make, so
-	// an older count never overwrites a newer one.
-	eventMu sync.Mutex
-	stages  map[string]*stageView
-	order   []string
-	// downloads, as the cache reports them
+	stages    map[string]*stageView
+	order     []string
+	// downloads, as the cache reports them, counted under eventMu, which
+	// also orders the updates they make: an older count never overwrites
+	// a newer one
+	eventMu         sync.Mutex
 	fetched, cached int64
 	fetchedBytes    int64
 }
@@ -190,21 +190,14 @@ func (v *progressView) cacheEvent(ev cache.Event) {
 	defer v.eventMu.Unlock()
 	switch ev.Kind {
 	case "done":
-		v.mu.Lock()
 		v.fetched++
 		v.fetchedBytes += ev.Total
-		v.mu.Unlock()
 	case "cached":
-		v.mu.Lock()
 		v.cached++
-		v.mu.Unlock()
 	default:
 		return
 	}
-	v.mu.Lock()
-	u := progress.Update{Stage: stageDownloads, Unit: fmt.Sprintf("packages (%d already cached)", v.cached), Done: v.fetched + v.cached, Bytes: v.fetchedBytes}
-	v.mu.Unlock()
-	v.update(u)
+	v.update(progress.Update{Stage: stageDownloads, Unit: fmt.Sprintf("packages (%d already cached)", v.cached), Done: v.fetched + v.cached, Bytes: v.fetchedBytes})
 }
 
 // end finishes every stage and waits for the display to settle.

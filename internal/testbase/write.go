@@ -17,8 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/nodeforge/builder/pkgbase/cache"
 )
 
 // write builds the base into dir: repo/ (RPMs and repodata) and
@@ -50,10 +48,7 @@ func write(dir, key string, opts Options) error {
 		}
 		if i == 0 {
 			// Everything is dated by the first kernel's build.
-			info.KernelInfo, sde = ki.KernelInfo, ki.sde
-			if info.InitSHA256, err = cache.SHA256File(in.initBin); err != nil {
-				return err
-			}
+			info.KernelInfo, sde, info.InitSHA256 = ki.KernelInfo, ki.sde, in.initSum
 		}
 		info.Kernels[in.arch.RPM] = ki.KernelInfo
 		specs = append(specs, arch...)

@@ -35,6 +35,7 @@ import (
 	"github.com/nodeforge/builder/attest/pkcs11key"
 	"github.com/nodeforge/builder/attest/pkcs7"
 	"github.com/nodeforge/builder/build/media/gpt"
+	"github.com/nodeforge/builder/internal/digest"
 )
 
 // GUIDs of UEFI 2.10.
@@ -258,6 +259,10 @@ type Signing struct {
 	pin     string
 	closers []func() error
 }
+
+// CertSHA256 is the fingerprint of the signing certificate: what reports,
+// annotations and cache keys name the key set by.
+func (s *Signing) CertSHA256() string { return digest.SHA256Hex(s.Signer.Cert.Raw) }
 
 // Close releases the tokens the keys are on (nothing for key files, or
 // for no key set).
