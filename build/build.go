@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
@@ -166,7 +168,7 @@ func Build(ctx context.Context, opts Options) (*report.Report, error) {
 	// name the output that is in place.
 	var st *stamp
 	if key != "" {
-		if st, err = newStamp(ctx, r.work, key); err != nil {
+		if st, err = newStamp(ctx, r.work, key, r.written); err != nil {
 			r.logf("no build stamp (the next build runs in full): %v", err)
 		}
 	}
@@ -195,6 +197,7 @@ type buildRun struct {
 	layCache *rootfs.LayCache // nil without step caches
 	blocks   *blobcache.Packs // nil without step caches or with tar2sqfs
 	rep      *report.Report
+	written  map[string]string // path in work -> sha256 of the bytes the build wrote there, for the stamp
 
 	assets         map[string][]ociAsset                     // arch -> boot assets
 	extLayers      map[string]map[string]*compose.ImageLayer // extension -> arch -> layer
@@ -246,6 +249,7 @@ func newRun(opts Options) (*buildRun, error) {
 		Generators:      generatorDocs,
 		Artifacts:       map[string]report.ArtifactInfo{},
 	}
+	r.written = map[string]string{}
 	return r, nil
 }
 
@@ -331,9 +335,15 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 	}
 	done := step(r.logf, "%s: writing initramfs.xz, the installer and the reports", arch)
 	entries := initramfsEntries(initData, initPkg, b.as.kernel, sqsh)
+	// The two large buffers are hashed once each, on the other core while
+	// the one-threaded compressors run; every record of them takes these.
+	sums := map[string][32]byte{}
+	sqshSum := make(chan [32]byte, 1)
+	go func() { sqshSum <- sha256.Sum256(sqsh) }()
 	initramfs, err := compose.CompressInitramfs(b.spec.Image.InitramfsCompression, len(sqsh), func(w io.Writer) error {
 		return rootfs.WriteCpio(w, entries, r.sde)
 	})
+	sums["rootfs.sqsh"] = <-sqshSum
 	if err != nil {
 		return err
 	}
@@ -344,20 +354,34 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 		}
 	}
 	b.releaseTree()
-	spdx, err := b.bootAssets(dir, sqsh, initramfs)
+	spdx, cdx, err := nodeSBOM(b.spec, b.lock, b.arch, b.as.packages, b.rep.LockSHA256, b.sde, "nodeforge-builder-"+b.opts.Version)
 	if err != nil {
 		return err
 	}
-	if err := b.installers(spdx, initramfs, media); err != nil {
-		return err
+	// The installer's layer (a tar and its gzip stream, one core) is made
+	// while the boot assets are hashed and written and the report is
+	// made: they share no state but the inputs both only read.
+	var g errgroup.Group
+	g.Go(func() error { return b.installers(spdx, initramfs, media) })
+	ar, err := b.bootAssetsAndReport(dir, assetData{sqsh: sqsh, initramfs: initramfs, spdx: spdx, cdx: cdx, sums: sums}, initPkg, rootfsEntries, entries, media)
+	if gerr := g.Wait(); err == nil {
+		err = gerr
 	}
-	ar, err := b.archReport(initPkg, rootfsEntries, entries, media)
 	if err != nil {
 		return err
 	}
 	r.rep.Architectures[arch] = ar
 	done()
 	return nil
+}
+
+// bootAssetsAndReport writes the boot assets and returns the report of the
+// architecture.
+func (b *archBuild) bootAssetsAndReport(dir string, a assetData, initPkg string, rootfsEntries []report.FileEntry, initramfs []rootfs.CpioEntry, media *mediaResult) (*report.ArchReport, error) {
+	if err := b.bootAssets(dir, a); err != nil {
+		return nil, err
+	}
+	return b.archReport(initPkg, rootfsEntries, initramfs, a.sums["rootfs.sqsh"], media)
 }
 
 // layRoot fetches the architecture's packages and lays the root
@@ -488,41 +512,51 @@ func (b *archBuild) schematicMedia(ctx context.Context, initramfs []byte) (*medi
 	return mr, nil
 }
 
+// assetData is what the boot assets are made of: the root filesystem, the
+// initramfs, the SBOMs, and the digests already taken (by asset name).
+type assetData struct {
+	sqsh, initramfs, spdx, cdx []byte
+	sums                       map[string][32]byte
+}
+
 // bootAssets writes the architecture's boot assets and SBOMs into dir
-// (rootfs.sqsh is there already), records them for the OCI layout and the
-// report, and returns the SPDX SBOM for the installer.
-func (b *archBuild) bootAssets(dir string, sqsh, initramfs []byte) (spdx []byte, err error) {
-	spdx, cdx, err := nodeSBOM(b.spec, b.lock, b.arch, b.as.packages, b.rep.LockSHA256, b.sde, "nodeforge-builder-"+b.opts.Version)
-	if err != nil {
-		return nil, err
-	}
+// (rootfs.sqsh is there already) and records them for the OCI layout and
+// the report.
+func (b *archBuild) bootAssets(dir string, a assetData) error {
 	files := []ociAsset{
-		{name: "sbom.spdx.json", mediaType: compose.MediaTypeSPDX, data: spdx},
-		{name: "sbom.cdx.json", mediaType: compose.MediaTypeCycloneDX, data: cdx},
+		{name: "sbom.spdx.json", mediaType: compose.MediaTypeSPDX, data: a.spdx},
+		{name: "sbom.cdx.json", mediaType: compose.MediaTypeCycloneDX, data: a.cdx},
 		{name: "vmlinuz", mediaType: compose.MediaTypeVmlinuz, data: b.as.kernel.vmlinuz},
-		{name: "initramfs.xz", mediaType: compose.MediaTypeInitramfs, data: initramfs},
-		{name: "rootfs.sqsh", mediaType: compose.MediaTypeRootfs, data: sqsh},
+		{name: "initramfs.xz", mediaType: compose.MediaTypeInitramfs, data: a.initramfs},
+		{name: "rootfs.sqsh", mediaType: compose.MediaTypeRootfs, data: a.sqsh},
 		{name: "cmdline", mediaType: compose.MediaTypeCmdline, data: []byte(b.cmdline())},
 	}
 	if b.opts.SecureBoot != nil {
-		u, err := b.releaseUKI(initramfs)
+		u, err := b.releaseUKI(a.initramfs)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		files = append(files, ociAsset{name: compose.UKIName, mediaType: compose.MediaTypeUKI, data: u})
 	}
 	for i := range files {
 		f := &files[i]
-		f.digest = sha256.Sum256(f.data)
+		if sum, ok := a.sums[f.name]; ok {
+			f.digest = sum
+		} else {
+			f.digest = sha256.Sum256(f.data)
+		}
+		f.file = filepath.Join(dir, f.name)
 		if f.name != "rootfs.sqsh" {
-			if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
-				return nil, err
+			if err := os.WriteFile(f.file, f.data, 0o644); err != nil {
+				return err
 			}
 		}
-		b.rep.Artifacts[b.arch+"/"+f.name] = report.ArtifactInfo{SHA256: hex.EncodeToString(f.digest[:]), Size: int64(len(f.data))}
+		sum := hex.EncodeToString(f.digest[:])
+		b.rep.Artifacts[b.arch+"/"+f.name] = report.ArtifactInfo{SHA256: sum, Size: int64(len(f.data))}
+		b.written[b.arch+"/"+f.name] = sum
 	}
 	b.assets[b.arch] = files
-	return spdx, nil
+	return nil
 }
 
 // cmdline is the kernel command line of the image, as the cmdline file
@@ -570,7 +604,7 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 
 // archReport is the report of the architecture; it also collects the
 // extension layers for their images.
-func (b *archBuild) archReport(initPkg string, rootfsEntries []report.FileEntry, initramfs []rootfs.CpioEntry, media *mediaResult) (*report.ArchReport, error) {
+func (b *archBuild) archReport(initPkg string, rootfsEntries []report.FileEntry, initramfs []rootfs.CpioEntry, sqshSum [32]byte, media *mediaResult) (*report.ArchReport, error) {
 	as := b.as
 	ar := &report.ArchReport{Packages: as.packages, Kernel: &as.kernel.KernelInfo, Cmdline: strings.TrimSpace(b.cmdline()), Init: initPkg,
 		Scriptlets: as.scriptlets, Triggers: as.triggers, Ghosts: as.ghosts, Dropped: as.drops, Policy: as.policy, Libraries: as.libraries}
@@ -606,7 +640,13 @@ func (b *archBuild) archReport(initPkg string, rootfsEntries []report.FileEntry,
 		b.extVersions[eb.name] = eb.version
 	}
 	for _, e := range initramfs {
-		ar.Initramfs = append(ar.Initramfs, report.FileEntry{Path: "/" + e.Name, Type: cpioType(e.Mode), Mode: fmt.Sprintf("%04o", e.Mode&0o7777), Size: int64(len(e.Data)), SHA256: fileDigest(e), Origin: e.Origin})
+		var sum string
+		if e.Name == "rootfs.sqsh" {
+			sum = hex.EncodeToString(sqshSum[:])
+		} else {
+			sum = fileDigest(e)
+		}
+		ar.Initramfs = append(ar.Initramfs, report.FileEntry{Path: "/" + e.Name, Type: cpioType(e.Mode), Mode: fmt.Sprintf("%04o", e.Mode&0o7777), Size: int64(len(e.Data)), SHA256: sum, Origin: e.Origin})
 	}
 	return ar, nil
 }

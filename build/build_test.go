@@ -687,7 +687,7 @@ func TestBuildUpToDate(t *testing.T) {
 // treeHash digests every path, mode and content under dir.
 func treeHash(t *testing.T, dir string) string {
 	t.Helper()
-	entries, err := describeOutput(context.Background(), dir)
+	entries, err := describeOutput(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

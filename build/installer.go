@@ -9,7 +9,6 @@ import (
 	"github.com/nodeforge/builder/attest/sbom"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/rootfs"
-	"github.com/nodeforge/builder/internal/digest"
 )
 
 // nodeSBOM is the SBOM of what the node OS of one architecture holds,
@@ -59,8 +58,10 @@ func installerLayer(arch, name string, vmlinuz, initramfs, spdx []byte, base ins
 	if base.stub != nil {
 		files = append(files, file{dir + compose.StubName, base.stub, 0o644, report.Origin{Package: base.stubPkg}})
 	}
+	// No digests: the tree only becomes a tar, and the initramfs alone
+	// would cost a hash of its 150 MB (the report has its digest).
 	for _, f := range files {
-		if err := t.Add(&rootfs.Node{Path: f.path, Kind: rootfs.KindFile, Mode: f.mode, User: "root", Group: "root", Data: f.data, Digest: digest.SHA256Hex(f.data), Origin: f.o}); err != nil {
+		if err := t.Add(&rootfs.Node{Path: f.path, Kind: rootfs.KindFile, Mode: f.mode, User: "root", Group: "root", Data: f.data, Origin: f.o}); err != nil {
 			return nil, err
 		}
 	}

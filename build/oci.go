@@ -24,6 +24,7 @@ type ociAsset struct {
 	mediaType types.MediaType
 	data      []byte
 	digest    [32]byte // sha256 of data, computed once for the report and the layer
+	file      string   // the file of the output holding data, linked as the blob
 }
 
 // assetLayer is an uncompressed blob layer whose digest is already known
@@ -40,6 +41,13 @@ func (l assetLayer) Compressed() (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(l.a.data)), nil
 }
 func (l assetLayer) Uncompressed() (io.ReadCloser, error) { return l.Compressed() }
+
+// HashedBlob is the data the digest was taken of.
+func (l assetLayer) HashedBlob() []byte { return l.a.data }
+
+// BlobFile is the output's file of the asset: the layout's blob is a link
+// to it (the boot assets are half a release's bytes).
+func (l assetLayer) BlobFile() string { return l.a.file }
 
 // writeOCILayout writes an OCI image layout with one artifact manifest per
 // architecture (a layer per boot asset, titled by file name) under an

@@ -9,9 +9,11 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -83,8 +85,9 @@ func stampPath(cacheDir, out string) string {
 	return filepath.Join(cacheDir, "builds", hex.EncodeToString(sum[:])+".json")
 }
 
-// describeOutput lists every entry under out, hashing files on every core.
-func describeOutput(ctx context.Context, out string) ([]stampEntry, error) {
+// describeOutput lists every entry under out, hashing files on every core
+// except those whose digest known gives (nil: none).
+func describeOutput(ctx context.Context, out string, known func(rel string) (string, bool)) ([]stampEntry, error) {
 	var entries []stampEntry
 	err := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -122,6 +125,12 @@ func describeOutput(ctx context.Context, out string) ([]stampEntry, error) {
 		if !entries[i].Mode.IsRegular() {
 			continue
 		}
+		if known != nil {
+			if sum, ok := known(entries[i].Path); ok {
+				entries[i].SHA256 = sum
+				continue
+			}
+		}
 		g.Go(func() error {
 			if err := gctx.Err(); err != nil {
 				return err
@@ -135,6 +144,18 @@ func describeOutput(ctx context.Context, out string) ([]stampEntry, error) {
 		return nil, err
 	}
 	return entries, nil
+}
+
+// blobName is the digest an OCI layout's blob path names, if it is one.
+func blobName(rel string) (string, bool) {
+	dir, name := path.Split(rel)
+	if !strings.HasSuffix(dir, "blobs/sha256/") || len(name) != sha256.Size*2 {
+		return "", false
+	}
+	if _, err := hex.DecodeString(name); err != nil || strings.ToLower(name) != name {
+		return "", false
+	}
+	return name, true
 }
 
 // unchanged returns the report of the build already in out when nothing
@@ -172,7 +193,7 @@ func outputAsStamped(ctx context.Context, st *stamp, out string) (*report.Report
 		return nil, false
 	}
 	defer l.Release()
-	got, err := describeOutput(ctx, out)
+	got, err := describeOutput(ctx, out, nil)
 	if err != nil || !slices.Equal(got, st.Entries) {
 		return nil, false
 	}
@@ -188,8 +209,19 @@ func outputAsStamped(ctx context.Context, st *stamp, out string) (*report.Report
 }
 
 // newStamp describes the output being made in dir as the build of key.
-func newStamp(ctx context.Context, dir, key string) (*stamp, error) {
-	entries, err := describeOutput(ctx, dir)
+//
+// It does not hash again what the build hashed as it wrote it: the files
+// in written (relative path -> sha256 of the bytes written there) and the
+// blobs of its OCI layouts (blobs/sha256/<hex>), which ocilayout renames
+// into place only under the digest of what it wrote. On a release that is
+// nearly every byte; checking an output in place hashes them all.
+func newStamp(ctx context.Context, dir, key string, written map[string]string) (*stamp, error) {
+	entries, err := describeOutput(ctx, dir, func(rel string) (string, bool) {
+		if sum, ok := written[rel]; ok {
+			return sum, true
+		}
+		return blobName(rel)
+	})
 	if err != nil {
 		return nil, err
 	}

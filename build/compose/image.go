@@ -32,19 +32,27 @@ type ImageLayer struct {
 // header and one compressor at a pinned version writes it, so the same
 // tar always gives the same bytes.
 func NewImageLayer(tarData []byte) (*ImageLayer, error) {
+	// The tar is hashed on another core while it is compressed.
+	diffID := make(chan v1.Hash, 1)
+	go func() { diffID <- digest.OCI(tarData) }()
 	var b bytes.Buffer
-	b.Grow(len(tarData)/2 + 4096)
+	// Room for a stream of stored blocks: an installer's tar is mostly
+	// compressed data (the initramfs), and growing a 150 MB buffer by
+	// copying costs more than compressing it. Pages never written are
+	// never touched.
+	b.Grow(len(tarData) + len(tarData)/256 + 4096)
 	zw, err := gzip.NewWriterLevel(&b, gzip.DefaultCompression)
+	if err == nil {
+		if _, err = zw.Write(tarData); err == nil {
+			err = zw.Close()
+		}
+	}
+	l := &ImageLayer{tar: tarData, gz: b.Bytes(), diffID: <-diffID}
 	if err != nil {
 		return nil, err
 	}
-	if _, err := zw.Write(tarData); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return &ImageLayer{tar: tarData, gz: b.Bytes(), diffID: digest.OCI(tarData), digest: digest.OCI(b.Bytes())}, nil
+	l.digest = digest.OCI(l.gz)
+	return l, nil
 }
 
 // Tar is the layer's uncompressed tar.
@@ -66,6 +74,10 @@ func (l *ImageLayer) MediaType() (types.MediaType, error) { return types.OCILaye
 func (l *ImageLayer) Compressed() (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(l.gz)), nil
 }
+
+// HashedBlob is the gzip stream, which the digest was taken of (the OCI
+// layout stores it without hashing it again).
+func (l *ImageLayer) HashedBlob() []byte { return l.gz }
 
 // Uncompressed reads the tar.
 func (l *ImageLayer) Uncompressed() (io.ReadCloser, error) {

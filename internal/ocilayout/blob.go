@@ -161,6 +161,71 @@ func (d *Dir) WriteBlob(h v1.Hash, size int64, r io.Reader) (bool, error) {
 	return true, nil
 }
 
+// HashedBlob is a layer whose blob is bytes in memory that the layer's
+// maker hashed to make its digest: WriteImage stores them without hashing
+// them again (a release's boot assets and installer layers are hundreds of
+// megabytes, hashed once already).
+type HashedBlob interface {
+	HashedBlob() []byte
+}
+
+// FileBlob is a HashedBlob whose bytes the same process also wrote to a
+// file (BlobFile, "" for none) on the layout's file system and nobody
+// writes to any more: the blob becomes a hard link to it instead of a
+// second copy. A build's boot assets are such files beside its layout.
+type FileBlob interface {
+	HashedBlob
+	BlobFile() string
+}
+
+// writeHashed is WriteBlob for bytes known to hash to h, linked from file
+// when that is not "".
+func (d *Dir) writeHashed(h v1.Hash, size int64, b []byte, file string) (bool, error) {
+	if int64(len(b)) != size {
+		return false, &BlobError{Dir: d.path, Digest: h, Reason: fmt.Sprintf("the source gave %d bytes, its descriptor says %d", len(b), size), Err: ErrDamaged}
+	}
+	if _, err := os.Lstat(d.BlobPath(h)); err == nil {
+		// Something is there: WriteBlob checks it and replaces it if
+		// damaged.
+		return d.WriteBlobBytes(h, b)
+	}
+	dir := filepath.Join(d.path, "blobs", h.Algorithm)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, err
+	}
+	if file != "" && linkSynced(file, d.BlobPath(h), size) == nil {
+		return true, nil
+	}
+	if err := atomicfile.Write(filepath.Join(dir, h.Hex), b, 0o644); err != nil {
+		return false, &BlobError{Dir: d.path, Digest: h, Reason: "writing: " + err.Error(), Err: err}
+	}
+	return true, nil
+}
+
+// linkSynced makes to a hard link to from, a regular file of size bytes
+// and a blob's mode, once from's content is on disk (as atomicfile would
+// leave a blob). A
+// link appears whole or not at all; on any failure (another file system,
+// no hard links) the caller writes a copy.
+func linkSynced(from, to string, size int64) error {
+	f, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != size || fi.Mode().Perm() != 0o644 {
+		return fmt.Errorf("%s is not a file of %d bytes, mode 0644", from, size)
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return os.Link(from, to)
+}
+
 // WriteBlobBytes stores b under its digest h.
 func (d *Dir) WriteBlobBytes(h v1.Hash, b []byte) (bool, error) {
 	return d.WriteBlob(h, int64(len(b)), bytes.NewReader(b))

@@ -285,3 +285,76 @@ func TestCreateSweepsLeftovers(t *testing.T) {
 		t.Errorf("a live writer's temporary file was swept: %v", err)
 	}
 }
+
+// fileLayer is a layer whose bytes were hashed in memory and written to a
+// file, as a build's boot assets are.
+type fileLayer struct {
+	v1.Layer
+	data []byte
+	file string
+}
+
+func (l fileLayer) HashedBlob() []byte { return l.data }
+func (l fileLayer) BlobFile() string   { return l.file }
+
+// A layer hashed in memory is stored without a second hash, and as a hard
+// link to the file that holds it when that file has a blob's mode; the
+// blob is the same either way.
+func TestFileBlobsAreLinked(t *testing.T) {
+	for _, mode := range []os.FileMode{0o644, 0o600} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			data := []byte("a boot asset")
+			file := filepath.Join(dir, "asset")
+			if err := os.WriteFile(file, data, mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(file, mode); err != nil {
+				t.Fatal(err)
+			}
+			l := fileLayer{Layer: static.NewLayer(data, types.OCILayer), data: data, file: file}
+			img, err := mutate.AppendLayers(empty.Image, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := Create(filepath.Join(dir, "layout"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := d.WriteImage(context.Background(), img)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.Blobs != 2 {
+				t.Errorf("wrote %d blobs, want the layer and the config", w.Blobs)
+			}
+			h, _ := l.Digest()
+			if err := d.Check(h, int64(len(data))); err != nil {
+				t.Fatal(err)
+			}
+			bi, err := os.Stat(d.BlobPath(h))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, _ := os.Stat(file)
+			if linked := os.SameFile(bi, fi); linked != (mode == 0o644) {
+				t.Errorf("blob linked to the file: %v, want %v", linked, mode == 0o644)
+			}
+			if bi.Mode().Perm() != 0o644 {
+				t.Errorf("blob mode %v", bi.Mode().Perm())
+			}
+		})
+	}
+}
+
+// Bytes that do not have the size their descriptor says are refused.
+func TestHashedBlobOfTheWrongSize(t *testing.T) {
+	d, err := Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("ab", 32)}
+	if _, err := d.writeHashed(h, 3, []byte("four"), ""); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("writeHashed = %v, want ErrDamaged", err)
+	}
+}

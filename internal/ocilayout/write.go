@@ -50,6 +50,17 @@ func (d *Dir) WriteImage(ctx context.Context, img v1.Image) (Written, error) {
 				return err
 			}
 			desc := m.Layers[i]
+			if hb, ok := l.(HashedBlob); ok {
+				var file string
+				if fb, ok := l.(FileBlob); ok {
+					file = fb.BlobFile()
+				}
+				wrote, err := d.writeHashed(desc.Digest, desc.Size, hb.HashedBlob(), file)
+				if wrote {
+					counts[i] = Written{Blobs: 1, BlobBytes: desc.Size}
+				}
+				return err
+			}
 			rc, err := l.Compressed()
 			if err != nil {
 				return err
