@@ -168,7 +168,7 @@ func Build(ctx context.Context, opts Options) (*report.Report, error) {
 	// name the output that is in place.
 	var st *stamp
 	if key != "" {
-		if st, err = newStamp(ctx, r.work, key, r.written); err != nil {
+		if st, err = newStamp(ctx, r.work, key, r.rep.Artifacts); err != nil {
 			r.logf("no build stamp (the next build runs in full): %v", err)
 		}
 	}
@@ -197,7 +197,6 @@ type buildRun struct {
 	layCache *rootfs.LayCache // nil without step caches
 	blocks   *blobcache.Packs // nil without step caches or with tar2sqfs
 	rep      *report.Report
-	written  map[string]string // path in work -> sha256 of the bytes the build wrote there, for the stamp
 
 	assets         map[string][]ociAsset                     // arch -> boot assets
 	extLayers      map[string]map[string]*compose.ImageLayer // extension -> arch -> layer
@@ -249,7 +248,6 @@ func newRun(opts Options) (*buildRun, error) {
 		Generators:      generatorDocs,
 		Artifacts:       map[string]report.ArtifactInfo{},
 	}
-	r.written = map[string]string{}
 	return r, nil
 }
 
@@ -335,15 +333,14 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 	}
 	done := step(r.logf, "%s: writing initramfs.xz, the installer and the reports", arch)
 	entries := initramfsEntries(initData, initPkg, b.as.kernel, sqsh)
-	// The two large buffers are hashed once each, on the other core while
-	// the one-threaded compressors run; every record of them takes these.
-	sums := map[string][32]byte{}
+	// The squashfs is hashed once, on the other core while the one-threaded
+	// compressor runs; every record of it takes that digest.
 	sqshSum := make(chan [32]byte, 1)
 	go func() { sqshSum <- sha256.Sum256(sqsh) }()
 	initramfs, err := compose.CompressInitramfs(b.spec.Image.InitramfsCompression, len(sqsh), func(w io.Writer) error {
 		return rootfs.WriteCpio(w, entries, r.sde)
 	})
-	sums["rootfs.sqsh"] = <-sqshSum
+	a := assetData{sqsh: sqsh, sqshSum: <-sqshSum, initramfs: initramfs}
 	if err != nil {
 		return err
 	}
@@ -354,16 +351,18 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 		}
 	}
 	b.releaseTree()
-	spdx, cdx, err := nodeSBOM(b.spec, b.lock, b.arch, b.as.packages, b.rep.LockSHA256, b.sde, "nodeforge-builder-"+b.opts.Version)
-	if err != nil {
+	if a.spdx, a.cdx, err = nodeSBOM(b.spec, b.lock, b.arch, b.as.packages, b.rep.LockSHA256, b.sde, "nodeforge-builder-"+b.opts.Version); err != nil {
 		return err
 	}
 	// The installer's layer (a tar and its gzip stream, one core) is made
 	// while the boot assets are hashed and written and the report is
 	// made: they share no state but the inputs both only read.
 	var g errgroup.Group
-	g.Go(func() error { return b.installers(spdx, initramfs, media) })
-	ar, err := b.bootAssetsAndReport(dir, assetData{sqsh: sqsh, initramfs: initramfs, spdx: spdx, cdx: cdx, sums: sums}, initPkg, rootfsEntries, entries, media)
+	g.Go(func() error { return b.installers(a.spdx, initramfs, media) })
+	var ar *report.ArchReport
+	if err = b.bootAssets(dir, a); err == nil {
+		ar, err = b.archReport(initPkg, rootfsEntries, entries, a.sqshSum, media)
+	}
 	if gerr := g.Wait(); err == nil {
 		err = gerr
 	}
@@ -373,15 +372,6 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 	r.rep.Architectures[arch] = ar
 	done()
 	return nil
-}
-
-// bootAssetsAndReport writes the boot assets and returns the report of the
-// architecture.
-func (b *archBuild) bootAssetsAndReport(dir string, a assetData, initPkg string, rootfsEntries []report.FileEntry, initramfs []rootfs.CpioEntry, media *mediaResult) (*report.ArchReport, error) {
-	if err := b.bootAssets(dir, a); err != nil {
-		return nil, err
-	}
-	return b.archReport(initPkg, rootfsEntries, initramfs, a.sums["rootfs.sqsh"], media)
 }
 
 // layRoot fetches the architecture's packages and lays the root
@@ -512,11 +502,11 @@ func (b *archBuild) schematicMedia(ctx context.Context, initramfs []byte) (*medi
 	return mr, nil
 }
 
-// assetData is what the boot assets are made of: the root filesystem, the
-// initramfs, the SBOMs, and the digests already taken (by asset name).
+// assetData is what the boot assets are made of: the root filesystem and
+// its digest, the initramfs and the SBOMs.
 type assetData struct {
 	sqsh, initramfs, spdx, cdx []byte
-	sums                       map[string][32]byte
+	sqshSum                    [32]byte
 }
 
 // bootAssets writes the architecture's boot assets and SBOMs into dir
@@ -528,7 +518,7 @@ func (b *archBuild) bootAssets(dir string, a assetData) error {
 		{name: "sbom.cdx.json", mediaType: compose.MediaTypeCycloneDX, data: a.cdx},
 		{name: "vmlinuz", mediaType: compose.MediaTypeVmlinuz, data: b.as.kernel.vmlinuz},
 		{name: "initramfs.xz", mediaType: compose.MediaTypeInitramfs, data: a.initramfs},
-		{name: "rootfs.sqsh", mediaType: compose.MediaTypeRootfs, data: a.sqsh},
+		{name: "rootfs.sqsh", mediaType: compose.MediaTypeRootfs, data: a.sqsh, digest: a.sqshSum},
 		{name: "cmdline", mediaType: compose.MediaTypeCmdline, data: []byte(b.cmdline())},
 	}
 	if b.opts.SecureBoot != nil {
@@ -540,9 +530,7 @@ func (b *archBuild) bootAssets(dir string, a assetData) error {
 	}
 	for i := range files {
 		f := &files[i]
-		if sum, ok := a.sums[f.name]; ok {
-			f.digest = sum
-		} else {
+		if f.digest == ([32]byte{}) {
 			f.digest = sha256.Sum256(f.data)
 		}
 		f.file = filepath.Join(dir, f.name)
@@ -551,9 +539,7 @@ func (b *archBuild) bootAssets(dir string, a assetData) error {
 				return err
 			}
 		}
-		sum := hex.EncodeToString(f.digest[:])
-		b.rep.Artifacts[b.arch+"/"+f.name] = report.ArtifactInfo{SHA256: sum, Size: int64(len(f.data))}
-		b.written[b.arch+"/"+f.name] = sum
+		b.rep.Artifacts[b.arch+"/"+f.name] = report.ArtifactInfo{SHA256: hex.EncodeToString(f.digest[:]), Size: int64(len(f.data))}
 	}
 	b.assets[b.arch] = files
 	return nil

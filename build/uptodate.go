@@ -86,8 +86,9 @@ func stampPath(cacheDir, out string) string {
 }
 
 // describeOutput lists every entry under out, hashing files on every core
-// except those whose digest known gives (nil: none).
-func describeOutput(ctx context.Context, out string, known func(rel string) (string, bool)) ([]stampEntry, error) {
+// except those whose digest known gives for their path and size (nil:
+// none).
+func describeOutput(ctx context.Context, out string, known func(rel string, size int64) (string, bool)) ([]stampEntry, error) {
 	var entries []stampEntry
 	err := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -126,7 +127,7 @@ func describeOutput(ctx context.Context, out string, known func(rel string) (str
 			continue
 		}
 		if known != nil {
-			if sum, ok := known(entries[i].Path); ok {
+			if sum, ok := known(entries[i].Path, entries[i].Size); ok {
 				entries[i].SHA256 = sum
 				continue
 			}
@@ -210,15 +211,15 @@ func outputAsStamped(ctx context.Context, st *stamp, out string) (*report.Report
 
 // newStamp describes the output being made in dir as the build of key.
 //
-// It does not hash again what the build hashed as it wrote it: the files
-// in written (relative path -> sha256 of the bytes written there) and the
-// blobs of its OCI layouts (blobs/sha256/<hex>), which ocilayout renames
-// into place only under the digest of what it wrote. On a release that is
-// nearly every byte; checking an output in place hashes them all.
-func newStamp(ctx context.Context, dir, key string, written map[string]string) (*stamp, error) {
-	entries, err := describeOutput(ctx, dir, func(rel string) (string, bool) {
-		if sum, ok := written[rel]; ok {
-			return sum, true
+// It does not hash again what the build hashed as it wrote it: the
+// report's artifacts (files "<arch>/<name>" of the bytes it records) and
+// the blobs of its OCI layouts (blobs/sha256/<hex>), which ocilayout
+// renames into place only under the digest of what it wrote. On a release
+// that is nearly every byte; checking an output in place hashes them all.
+func newStamp(ctx context.Context, dir, key string, artifacts map[string]report.ArtifactInfo) (*stamp, error) {
+	entries, err := describeOutput(ctx, dir, func(rel string, size int64) (string, bool) {
+		if a, ok := artifacts[rel]; ok && a.Size == size {
+			return a.SHA256, true
 		}
 		return blobName(rel)
 	})

@@ -204,9 +204,8 @@ func (d *Dir) writeHashed(h v1.Hash, size int64, b []byte, file string) (bool, e
 
 // linkSynced makes to a hard link to from, a regular file of size bytes
 // and a blob's mode, once from's content is on disk (as atomicfile would
-// leave a blob). A
-// link appears whole or not at all; on any failure (another file system,
-// no hard links) the caller writes a copy.
+// leave a blob). A link appears whole or not at all; on any failure
+// (another file system, no hard links) the caller writes a copy.
 func linkSynced(from, to string, size int64) error {
 	f, err := os.Open(from)
 	if err != nil {
