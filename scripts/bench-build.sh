@@ -23,13 +23,16 @@
 # compression on one processor, divided by the cores), a rebuild with
 # nothing changed (into the same output) and a rebuild after one package
 # changed (the init package rebuilt with other bytes).
+#
+# LEVEL (default 13, the builder's default) is the zstd level of both
+# sides: a cheap level shows what the build costs beside compression.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mkdir -p "${1:-/tmp/nodeforge-bench}" && cd "${1:-/tmp/nodeforge-bench}" && pwd)
 B=$work/builder
 CGO_CFLAGS="${CGO_CFLAGS:--O3 -g}" go build -o "$B" ./cmd/builder
 cores=$(nproc)
-level=13
+level=${LEVEL:-13}
 
 # t CMD...: runs CMD, prints "wall-seconds peak-RSS-KiB cpu-seconds".
 t() { /usr/bin/time -f "%e %M %U %S" -o "$work/time" "$@" >/dev/null 2>"$work/stderr" || { cat "$work/stderr"; exit 1; }; awk '{print $1, $2, $3 + $4}' "$work/time"; }

@@ -166,7 +166,7 @@ func newAuditCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, ver, err := openRelease(ctx, args[0], version, sf.remote())
+			st, ver, err := openRelease(ctx, args[0], version, sf.remote(ctx))
 			if err != nil {
 				return err
 			}
@@ -176,7 +176,7 @@ func newAuditCmd() *cobra.Command {
 				return err
 			}
 			if previous != "" {
-				if o.Previous, o.PreviousVersion, err = openPrevious(ctx, previous, previousVersion, ver, sf.remote()); err != nil {
+				if o.Previous, o.PreviousVersion, err = openPrevious(ctx, previous, previousVersion, ver, sf.remote(ctx)); err != nil {
 					return err
 				}
 			}

@@ -62,6 +62,7 @@ func auditWith(t *testing.T, run func(*testing.T, ...string) (string, error), ar
 // follows the documented schema, the Markdown states the JSON's figures,
 // and headless Chromium renders the HTML with the verdict and the charts.
 func TestAuditDemo(t *testing.T) {
+	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
@@ -262,6 +263,7 @@ func renderInChromium(t *testing.T, page string) (string, func(extra ...string) 
 // TestAuditFails: a package from a second, foreign repository fails the
 // audit naming that package; a tampered signature fails it naming the image.
 func TestAuditFails(t *testing.T) {
+	t.Parallel() // see TestMain
 	t.Run("foreign package", func(t *testing.T) {
 		d := newDemoRelease(t)
 		moveToForeignRepo(t, d, "ca-certificates")
@@ -489,6 +491,7 @@ func lockDiff(t *testing.T, st oci.Store, a, b string) string {
 // publishes the verdict as a signed SLSA verification summary, which the
 // stock cosign finds and verifies.
 func TestAuditRegistryVSA(t *testing.T) {
+	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	target := reg.Host + "/nodeforge/p11"

@@ -27,7 +27,6 @@ func TestDemoBuildAndRepro(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	t.Setenv("NODEFORGE_TEST_AS_MAIN", "1") // children run main()
 	// With a schematic the builds also write its boot media: the
 	// initramfs with extensions, the ISO and the raw image with variants;
 	// extensions and the installer image are in every build.

@@ -65,10 +65,10 @@ changed, like git diff.`,
 			if err != nil {
 				return fmt.Errorf("NEW: %w", err)
 			}
-			c := &cache.Cache{Timeout: netTimeout, Dir: cacheDir}
+			c := &cache.Cache{Timeout: netTimeout(ctx), Dir: cacheDir}
 			dirs := map[*certification.Side]string{old: oldDir, new: newDir}
 			changelog := func(ctx context.Context, s *certification.Side, p *lock.Package) ([]rpmfile.Change, error) {
-				return locker.Changelog(ctx, c, p, dirs[s], repo.SourceOptions{Timeout: netTimeout})
+				return locker.Changelog(ctx, c, p, dirs[s], repo.SourceOptions{Timeout: netTimeout(ctx)})
 			}
 			d := certification.Compare(ctx, old, new, changelog)
 			w := cmd.OutOrStdout()
@@ -130,7 +130,7 @@ func openSide(ctx context.Context, arg, version string, o sideOptions) (*certifi
 	if err != nil {
 		return nil, "", err
 	}
-	st, ver, err := openRelease(ctx, arg, version, o.sf.remote())
+	st, ver, err := openRelease(ctx, arg, version, o.sf.remote(ctx))
 	if err != nil {
 		return nil, "", err
 	}

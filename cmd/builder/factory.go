@@ -350,7 +350,7 @@ func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) 
 		if err != nil {
 			return nil, err
 		}
-		st, err := f.sf.openStore(r.Store, false)
+		st, err := f.sf.openStore(ctx, r.Store, false)
 		if err != nil {
 			return nil, err
 		}
@@ -359,7 +359,7 @@ func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) 
 		}
 		rs = append(rs, factory.ReleaseStore{Store: st, Keys: vs})
 	}
-	cache, err := openFactoryCache(f.cache, f.releases[0].Store, f.sf)
+	cache, err := openFactoryCache(ctx, f.cache, f.releases[0].Store, f.sf)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +386,7 @@ func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) 
 
 // openFactoryCache opens (creating a layout if needed) the cache store:
 // loc, or factory-cache beside the release store first.
-func openFactoryCache(loc, first string, sf storeFlags) (oci.Store, error) {
+func openFactoryCache(ctx context.Context, loc, first string, sf storeFlags) (oci.Store, error) {
 	if loc == "" {
 		l, err := oci.ParseLocation(first)
 		if err != nil {
@@ -399,7 +399,7 @@ func openFactoryCache(loc, first string, sf storeFlags) (oci.Store, error) {
 		}
 		loc = l.String()
 	}
-	return sf.openStore(loc, true)
+	return sf.openStore(ctx, loc, true)
 }
 
 // serveHTTP serves h on ln until ctx ends, then lets the requests in

@@ -37,7 +37,6 @@ func TestFactoryBoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("COSIGN_PASSWORD", "test-password")
 	keys := filepath.Join(t.TempDir(), "keys")
 	if out, err := runBuilder(t, "keys", "generate", "--out", keys); err != nil {
 		t.Fatalf("keys generate: %v\n%s", err, out)

@@ -102,6 +102,7 @@ func fetch(url string) ([]byte, int, error) {
 // one cache entry (duplicate builds counted); a replica killed mid-build
 // leaves no unsigned entry and the other serves the artifact.
 func TestFactoryReplicas(t *testing.T) {
+	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	target := reg.Host + "/nodeforge/p11"

@@ -152,7 +152,7 @@ func openTransferEnds(ctx context.Context, f transferFlags, from, to string, log
 	if err != nil {
 		return nil, err
 	}
-	opts := release.MirrorEndOptions{Remote: f.sf.remote(), ArchiveKeys: archiveKeys, Work: f.work, TempDir: os.TempDir(), Log: logf}
+	opts := release.MirrorEndOptions{Remote: f.sf.remote(ctx), ArchiveKeys: archiveKeys, Work: f.work, TempDir: os.TempDir(), Log: logf}
 	e := &transferEnds{}
 	if e.source, err = release.OpenMirrorSource(ctx, src, opts); err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func openTransferEnds(ctx context.Context, f transferFlags, from, to string, log
 	e.o.FromRelease = e.source.Store
 	if m := e.source.Archive; m != nil && hasCacheItems(m.Predicate.Items) {
 		e.o.SourceItems, e.o.FromCache = m.Predicate.Items, oci.Prefixed{Store: e.source.Store, Prefix: factory.CachePrefix}
-	} else if e.o.FromCache, err = openFactoryCache(f.fromCache, from, f.sf); err != nil {
+	} else if e.o.FromCache, err = openFactoryCache(ctx, f.fromCache, from, f.sf); err != nil {
 		e.source.Close()
 		return nil, err
 	}
@@ -172,11 +172,11 @@ func openTransferEnds(ctx context.Context, f transferFlags, from, to string, log
 	e.o.ToRelease, e.staging = dest.Store, dest.Staging
 	switch {
 	case f.toCache != "":
-		e.o.ToCache, err = openFactoryCache(f.toCache, to, f.sf)
+		e.o.ToCache, err = openFactoryCache(ctx, f.toCache, to, f.sf)
 	case dst.Kind == oci.KindArchive:
 		e.o.ToCache, e.inside = oci.Prefixed{Store: dest.Store, Prefix: factory.CachePrefix}, true
 	default:
-		e.o.ToCache, err = openFactoryCache("", to, f.sf)
+		e.o.ToCache, err = openFactoryCache(ctx, "", to, f.sf)
 	}
 	if err != nil {
 		e.source.Close()

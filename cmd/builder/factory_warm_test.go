@@ -72,6 +72,7 @@ func warmCmd(t *testing.T, args ...string) *factory.WarmReport {
 // writes; a second warm builds nothing; an unknown schematic stops warm
 // before any build, naming it.
 func TestFactoryWarm(t *testing.T) {
+	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)

@@ -257,7 +257,7 @@ func (r *releaseSource) write(cmd *cobra.Command, o factory.ImageOptions) (map[s
 	if err != nil {
 		return nil, err
 	}
-	st, _, _, err := openRef(r.store, r.version, r.sf)
+	st, _, _, err := openRef(cmd.Context(), r.store, r.version, r.sf)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 // rootfs.sqsh), on two platforms. A wrong key is refused before anything
 // is read.
 func TestImageFromRelease(t *testing.T) {
+	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)

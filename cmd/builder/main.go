@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -53,15 +54,28 @@ package hash, package signature.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().DurationVar(&netTimeout, "timeout", httptimeout.Default, "give up on a registry or repository server that sends nothing for this long (connecting, answering, or in the middle of a transfer)")
+	timeout := root.PersistentFlags().Duration("timeout", httptimeout.Default, "give up on a registry or repository server that sends nothing for this long (connecting, answering, or in the middle of a transfer)")
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		cmd.SetContext(context.WithValue(cmd.Context(), timeoutKey{}, *timeout))
+	}
 	for _, add := range commands {
 		root.AddCommand(add())
 	}
 	return root
 }
 
+// timeoutKey holds --timeout in the context of the command being run: a
+// value of each command line, not of the process, so that commands run
+// side by side in one process (the tests) keep their own.
+type timeoutKey struct{}
+
 // netTimeout is --timeout: how long a server may stay silent.
-var netTimeout = httptimeout.Default
+func netTimeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Value(timeoutKey{}).(time.Duration); ok {
+		return d
+	}
+	return httptimeout.Default
+}
 
 // commands is filled by the init functions of the command files.
 var commands []func() *cobra.Command

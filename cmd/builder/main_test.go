@@ -12,16 +12,36 @@ import (
 
 // TestMain lets the test binary stand in for the builder binary when a
 // command (builder repro) starts itself as a child process.
+//
+// The long tests that share nothing with the process (each has its own
+// directories, registries and child builders) call t.Parallel, so that this
+// package, the last to finish, keeps both cores busy; a test that sets the
+// environment or the working directory, boots qemu, walks a browser through
+// the factory UI or times a server runs alone.
 func TestMain(m *testing.M) {
 	if os.Getenv("NODEFORGE_TEST_AS_MAIN") == "1" {
 		main()
 		os.Exit(0)
 	}
 	realHome = os.Getenv("HOME")
+	home, err := os.MkdirTemp("", "nodeforge-testhome-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// What every test would otherwise set for itself, set once for the
+	// process: t.Setenv cannot be used by the tests that run in parallel.
+	// The keys the tests generate are sealed with this password; HOME has
+	// no ~/.docker/config.json of the machine; repro's builds (children of
+	// this test binary) run main().
+	os.Setenv("COSIGN_PASSWORD", "test-password")
+	os.Setenv("HOME", home)
+	os.Setenv("NODEFORGE_TEST_AS_MAIN", "1")
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
+	os.RemoveAll(home)
 	os.Exit(code)
 }
 

@@ -184,7 +184,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 	if f.version == "" && len(f.images) == 0 && src.Kind == oci.KindRegistry {
 		return errors.New("give --version V (the release) or --image REPOSITORY:TAG")
 	}
-	remoteOpts := f.store.remote()
+	remoteOpts := f.store.remote(ctx)
 
 	// The source: a registry, a local layout, or a verified archive; the
 	// destination: a registry, or a staging layout sealed afterwards.
@@ -349,7 +349,7 @@ func buildBaseSubset(ctx context.Context, f mirrorFlags, st oci.Store, version s
 		return nil, nil, err
 	}
 	cleanup := func() { os.RemoveAll(dir) }
-	c := &cache.Cache{Timeout: netTimeout, Dir: f.cacheDir, Progress: view.cacheEvent}
+	c := &cache.Cache{Timeout: netTimeout(ctx), Dir: f.cacheDir, Progress: view.cacheEvent}
 	view.logf("writing the package base subset of %s %s", s.Name, version)
 	files, err := subset.Write(ctx, dir, subset.Options{Spec: s, Lock: l, LockBytes: lockBytes, Cache: c, Signer: signer})
 	if err != nil {

@@ -143,6 +143,7 @@ func checkReport(t *testing.T, rep *release.MirrorReport, withBase bool) {
 // stock cosign verifies at the destination, a second run sends nothing,
 // and a destination with the referrers API lists every referrer too.
 func TestMirrorRegistryToRegistry(t *testing.T) {
+	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	src := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	dst := testutil.StartRegistry(t, testutil.RegistryOptions{})
@@ -340,6 +341,7 @@ func flipArchiveByte(t *testing.T, archive, which string) string {
 // an earlier version: the earlier version still verifies, the rerun ends in
 // a mirror that verifies, and no unpacking directory is left.
 func TestMirrorKillResume(t *testing.T) {
+	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	if _, err := d.publish(t, "--registry", reg.Host+"/nodeforge/p11"); err != nil {
@@ -436,6 +438,7 @@ func builderProcess(t *testing.T, args ...string) (string, error) {
 // layers the first archive carried; imported after the first it completes
 // the mirror, imported alone it is refused with the reason.
 func TestMirrorIncremental(t *testing.T) {
+	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	src := "docker://" + reg.Host + "/nodeforge/p11"

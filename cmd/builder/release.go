@@ -47,18 +47,18 @@ func (f *storeFlags) addRemote(fl *pflag.FlagSet) {
 }
 
 // remote is how registries are reached, as the flags say.
-func (f *storeFlags) remote() oci.RemoteOptions {
-	return oci.RemoteOptions{Timeout: netTimeout, CAFile: f.caFile, AllowHTTP: f.allowHTTP, Retries: f.retries}
+func (f *storeFlags) remote(ctx context.Context) oci.RemoteOptions {
+	return oci.RemoteOptions{Timeout: netTimeout(ctx), CAFile: f.caFile, AllowHTTP: f.allowHTTP, Retries: f.retries}
 }
 
 // openStore opens the store a location names (docker://HOST/PREFIX or
 // oci:DIR), a layout made when missing if create is set.
-func (f *storeFlags) openStore(loc string, create bool) (oci.Store, error) {
+func (f *storeFlags) openStore(ctx context.Context, loc string, create bool) (oci.Store, error) {
 	l, err := oci.ParseLocation(loc)
 	if err != nil {
 		return nil, err
 	}
-	return oci.Open(l, oci.OpenOptions{Create: create, Remote: f.remote()})
+	return oci.Open(l, oci.OpenOptions{Create: create, Remote: f.remote(ctx)})
 }
 
 // open returns the store of channel c, overridden by the flags: to write
@@ -76,7 +76,7 @@ func (f *storeFlags) open(ctx context.Context, c specs.Channel, write bool) (oci
 		ca = f.caFile
 	}
 	if reg != "" {
-		return oci.NewRemote(reg, oci.RemoteOptions{Timeout: netTimeout, CAFile: ca, AllowHTTP: c.AllowHTTP || f.allowHTTP, Retries: f.retries})
+		return oci.NewRemote(reg, oci.RemoteOptions{Timeout: netTimeout(ctx), CAFile: ca, AllowHTTP: c.AllowHTTP || f.allowHTTP, Retries: f.retries})
 	}
 	if write {
 		return oci.CreateLayout(lay)

@@ -34,8 +34,6 @@ func newDemoRelease(t *testing.T) *demoRelease {
 	if _, err := runBuilder(t, "demo-base", d.dir); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("COSIGN_PASSWORD", "test-password")
-	t.Setenv("HOME", t.TempDir()) // no ~/.docker/config.json of the machine
 	for _, ch := range []string{"dev", "prod"} {
 		if _, err := runBuilder(t, "keys", "generate", "--out", filepath.Join(d.dir, "keys", ch)); err != nil {
 			t.Fatal(err)
@@ -188,6 +186,7 @@ func checkGolden(t *testing.T, name string, lines []string) {
 // and crane read every image; a second release uploads no blob; the
 // release promotes to prod with the same digests.
 func TestReleaseToRegistry(t *testing.T) {
+	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	target := reg.Host + "/nodeforge/p11"
@@ -240,7 +239,6 @@ func TestReleaseToRegistry(t *testing.T) {
 
 	// Promotion to prod keeps every digest and is signed by the prod key.
 	prod := reg.Host + "/nodeforge/prod/p11"
-	t.Setenv("COSIGN_PASSWORD", "test-password")
 	out, err := runBuilder(t, "promote", "--json", "--spec", d.spec, "--from-registry", target, "--from-key", d.devPub,
 		"--to-registry", prod, "--key", d.prodKey, "1.11.0-demo")
 	if err != nil {
@@ -268,6 +266,7 @@ func TestReleaseToRegistry(t *testing.T) {
 // naming another digest and a package that is not from the base each stop
 // the promotion, named.
 func TestPromoteRefuses(t *testing.T) {
+	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	ctx := context.Background()

@@ -100,7 +100,7 @@ conflicting pair.`,
 			partial := map[string]string{}
 			for i, u := range repos {
 				ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: format, Keyring: kr, InsecureSkipVerify: insecure, UnsignedIndex: verify == "packages",
-					Components: components, Source: repo.SourceOptions{Timeout: netTimeout}, IndexCache: indexCache, IndexCacheAsync: true})
+					Components: components, Source: repo.SourceOptions{Timeout: netTimeout(ctx)}, IndexCache: indexCache, IndexCacheAsync: true})
 				if err != nil {
 					return err
 				}

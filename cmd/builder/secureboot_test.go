@@ -50,7 +50,6 @@ func TestSecureBootImage(t *testing.T) {
 		t.Errorf("--kind installer --secureboot printed %+v", inst)
 	}
 
-	t.Setenv("NODEFORGE_TEST_AS_MAIN", "1") // repro's builds run main()
 	// The compressed variants are left out: the demo's repro compares
 	// them, and xz of these images twice is minutes of CI.
 	rep, err := runBuilder(t, "repro", "--json", "--spec", specPath, "--cache", cacheDir, "--schematic", sch, "--secureboot", keys, "--compress", "")

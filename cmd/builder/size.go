@@ -117,7 +117,7 @@ func sizeReport(cmd *cobra.Command, arg, version string, keys []string, sf *stor
 	if err != nil {
 		return nil, err
 	}
-	st, ver, err := openRelease(cmd.Context(), arg, version, sf.remote())
+	st, ver, err := openRelease(cmd.Context(), arg, version, sf.remote(cmd.Context()))
 	if err != nil {
 		return nil, err
 	}

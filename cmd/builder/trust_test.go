@@ -111,6 +111,7 @@ func layoutBlobs(t *testing.T, layout, repo, tag string) map[string]string {
 // Acceptance 1: a flipped or deleted blob of any kind fails verify and
 // audit, naming the blob; stock skopeo agrees.
 func TestTamperedLayoutRefused(t *testing.T) {
+	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
@@ -323,6 +324,7 @@ func setVersion(t *testing.T, d *demoRelease, version string) {
 // (SIGKILL) or interrupted (SIGINT) at ten points: the earlier version
 // still verifies, the rerun completes, nothing temporary is left.
 func TestReleaseKilledAtTenPoints(t *testing.T) {
+	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
@@ -407,6 +409,7 @@ func TestBuildKilledAtTenPoints(t *testing.T) {
 // cold cache (so two locks and two builds run on it at once too): every
 // run succeeds (or waits its turn) and both versions verify, 20 times.
 func TestConcurrentRuns(t *testing.T) {
+	t.Parallel() // see TestMain
 	a := newDemoRelease(t)
 	b := &demoRelease{dir: filepath.Join(t.TempDir(), "demo")}
 	if err := exec.Command("cp", "-a", a.dir, b.dir).Run(); err != nil {

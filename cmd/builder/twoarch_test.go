@@ -18,8 +18,8 @@ import (
 // architectures traced to a signed package or a generator; builder repro
 // finds two builds of the two-architecture spec identical.
 func TestReleaseTwoArches(t *testing.T) {
+	t.Parallel() // see TestMain
 	specPath := testbase.ForTest(t, testbase.Options{Arches: []string{"x86_64", "aarch64"}})
-	t.Setenv("COSIGN_PASSWORD", "test-password")
 	keys := filepath.Join(t.TempDir(), "keys")
 	if out, err := runBuilder(t, "keys", "generate", "--out", keys); err != nil {
 		t.Fatalf("keys generate: %v\n%s", err, out)
@@ -73,7 +73,6 @@ func TestReleaseTwoArches(t *testing.T) {
 	}
 	t.Logf("audit: %s, %d files, traced per architecture %v", rep.Verdict, rep.Files.Total, perArch)
 
-	t.Setenv("NODEFORGE_TEST_AS_MAIN", "1") // repro's builds run main()
 	out, err := runBuilder(t, "repro", "--json", "--spec", specPath, "--cache", cacheDir)
 	if err != nil || !strings.Contains(out, `"reproducible": true`) {
 		t.Errorf("repro of the two-architecture spec: %v\n%s", err, out)

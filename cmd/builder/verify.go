@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +22,7 @@ func init() { register(newVerifyCmd) }
 
 // openRef opens the store a reference names, and the image it names
 // unless version is set (then the reference is a whole release's store).
-func openRef(ref, version string, sf storeFlags) (st oci.Store, repo, tagOrDigest string, err error) {
+func openRef(ctx context.Context, ref, version string, sf storeFlags) (st oci.Store, repo, tagOrDigest string, err error) {
 	parse := oci.ParseImageLocation
 	if version != "" {
 		parse = oci.ParseLocation
@@ -30,7 +31,7 @@ func openRef(ref, version string, sf storeFlags) (st oci.Store, repo, tagOrDiges
 	if err != nil {
 		return nil, "", "", err
 	}
-	st, err = oci.Open(l, oci.OpenOptions{Remote: sf.remote()})
+	st, err = oci.Open(l, oci.OpenOptions{Remote: sf.remote(ctx)})
 	return st, l.Repo, l.Ref, err
 }
 
@@ -79,7 +80,7 @@ signed by). Exit status 1 with every reason when anything fails.`,
 			if err != nil {
 				return err
 			}
-			st, repo, ref, err := openRef(args[0], version, sf)
+			st, repo, ref, err := openRef(cmd.Context(), args[0], version, sf)
 			if err != nil {
 				return err
 			}

@@ -50,8 +50,8 @@ A package that is in no component asked about is an error (exit 1).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			stderr := cmd.ErrOrStderr()
 			o := locker.WhyOptions{Arch: arch, Component: component}
-			o.Cache = &cache.Cache{Timeout: netTimeout, Dir: cacheDir}
-			o.Source = repo.SourceOptions{Timeout: netTimeout}
+			o.Cache = &cache.Cache{Timeout: netTimeout(cmd.Context()), Dir: cacheDir}
+			o.Source = repo.SourceOptions{Timeout: netTimeout(cmd.Context())}
 			if !quiet {
 				o.Log = func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 			}
