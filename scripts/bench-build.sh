@@ -148,9 +148,9 @@ bench() {
   echo "   rebuild, the init package changed (step caches warm)"
   "$B" lock -q --spec "$changed" --cache "$work/cache" -o "$w/changed.lock.json"
   t "$B" build -q --spec "$changed" --lock "$w/changed.lock.json" --cache "$work/cache" --out "$w/out-changed" >"$w/ch.time"
-  python3 - "$name" "$w" "$b_size" "$m_size" "$d_cpu" "$c_cpu" "$cores" <<'PY' | tee -a "$work/summary"
+  python3 - "$name" "$w" "$b_size" "$m_size" "$d_cpu" "$c_cpu" "$cores" "$level" <<'PY' | tee -a "$work/summary"
 import statistics, sys
-name, w, bsize, msize, d, c, cores = sys.argv[1:]
+name, w, bsize, msize, d, c, cores, level = sys.argv[1:]
 d, c, bsize, msize, cores = float(d), float(c), int(bsize), int(msize), int(cores)
 bt = [list(map(float, l.split())) for l in open(w + "/b.times")]
 st = [list(map(float, l.split())) for l in open(w + "/s.times")]
@@ -165,7 +165,7 @@ print(f"  builder build (cold)          {b:6.1f} s   CPU {bcpu:6.1f} s   peak RS
 print(f"  rpm -i + mksquashfs           {pair:6.1f} s   CPU {pcpu:6.1f} s   mksquashfs RSS {max(x[2] for x in st)/1024:.0f} MiB   squashfs {msize/1048576:.1f} MiB")
 print(f"  ratio builder / standard      {b/pair:6.2f}     (target <= 0.60)")
 print(f"  size ours / mksquashfs        {bsize/msize:6.3f}     (target <= 1.02)")
-print(f"  floor: (decompression {d:.1f} s + zstd-{13} on one core {c:.1f} s) / {cores} cores = {floor:.1f} s; builder wall {b/floor:.2f}x, CPU/cores {bcpu/cores/floor:.2f}x (target <= 1.2)")
+print(f"  floor: (decompression {d:.1f} s + zstd-{level} on one core {c:.1f} s) / {cores} cores = {floor:.1f} s; builder wall {b/floor:.2f}x, CPU/cores {bcpu/cores/floor:.2f}x (target <= 1.2)")
 print(f"  rebuild, nothing changed      {re[0]:6.1f} s   peak RSS {re[1]/1024:5.0f} MiB   (target < 2 s, < 300 MB)")
 print(f"  rebuild, one package changed  {ch[0]:6.1f} s   peak RSS {ch[1]/1024:5.0f} MiB   {100*ch[0]/b:.0f}% of cold (target <= 10%)")
 PY
