@@ -76,10 +76,11 @@ func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.S
 		}
 	}
 	b.view = newProgressView(cmd.ErrOrStderr(), b.quiet)
-	c := &cache.Cache{Timeout: netTimeout(cmd.Context()), Dir: b.cacheDir, Workers: b.jobs, Progress: b.view.cacheEvent}
+	timeout := netTimeout(cmd.Context())
+	c := &cache.Cache{Timeout: timeout, Dir: b.cacheDir, Workers: b.jobs, Progress: b.view.cacheEvent}
 	return build.Options{Out: out, Cache: c, SourceDateEpoch: sde, Version: version, BuilderSHA256: selfDigest(),
 		Log: b.view.logf, Progress: b.view.update, Shuffle: b.shuffle, Schematic: sch, DiskCompressions: b.diskCompressions, Platform: b.platform, DiskFormats: b.diskFormats,
-		NoStepCaches: b.noStepCaches, SecureBoot: sb, Source: repo.SourceOptions{Timeout: netTimeout(cmd.Context())}}, nil
+		NoStepCaches: b.noStepCaches, SecureBoot: sb, Source: repo.SourceOptions{Timeout: timeout}}, nil
 }
 
 // run builds the release (with the boot media of sch when not nil) and

@@ -65,10 +65,11 @@ changed, like git diff.`,
 			if err != nil {
 				return fmt.Errorf("NEW: %w", err)
 			}
-			c := &cache.Cache{Timeout: netTimeout(ctx), Dir: cacheDir}
+			timeout := netTimeout(ctx)
+			c := &cache.Cache{Timeout: timeout, Dir: cacheDir}
 			dirs := map[*certification.Side]string{old: oldDir, new: newDir}
 			changelog := func(ctx context.Context, s *certification.Side, p *lock.Package) ([]rpmfile.Change, error) {
-				return locker.Changelog(ctx, c, p, dirs[s], repo.SourceOptions{Timeout: netTimeout(ctx)})
+				return locker.Changelog(ctx, c, p, dirs[s], repo.SourceOptions{Timeout: timeout})
 			}
 			d := certification.Compare(ctx, old, new, changelog)
 			w := cmd.OutOrStdout()

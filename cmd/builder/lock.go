@@ -102,8 +102,9 @@ The lock is written beside the spec as <name>.lock.json unless -o is given.`,
 			}
 			stderr := cmd.ErrOrStderr()
 			view := newProgressView(stderr, quiet)
-			c := &cache.Cache{Timeout: netTimeout(cmd.Context()), Dir: cacheDir, Workers: jobs, Progress: view.cacheEvent}
-			l, err := locker.Create(cmd.Context(), s, locker.Options{Cache: c, Log: view.logf, Source: repo.SourceOptions{Timeout: netTimeout(cmd.Context())}})
+			timeout := netTimeout(cmd.Context())
+			c := &cache.Cache{Timeout: timeout, Dir: cacheDir, Workers: jobs, Progress: view.cacheEvent}
+			l, err := locker.Create(cmd.Context(), s, locker.Options{Cache: c, Log: view.logf, Source: repo.SourceOptions{Timeout: timeout}})
 			view.end()
 			if err != nil {
 				return err

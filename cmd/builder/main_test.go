@@ -81,9 +81,7 @@ func builderCommand(t *testing.T, args ...string) *exec.Cmd {
 	if binPath != "" {
 		return exec.Command(binPath, args...)
 	}
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "NODEFORGE_TEST_AS_MAIN=1")
-	return cmd
+	return exec.Command(os.Args[0], args...) // runs main(): see TestMain
 }
 
 // warmBuilder starts the child-process builder once, so that building it

@@ -50,8 +50,9 @@ A package that is in no component asked about is an error (exit 1).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			stderr := cmd.ErrOrStderr()
 			o := locker.WhyOptions{Arch: arch, Component: component}
-			o.Cache = &cache.Cache{Timeout: netTimeout(cmd.Context()), Dir: cacheDir}
-			o.Source = repo.SourceOptions{Timeout: netTimeout(cmd.Context())}
+			timeout := netTimeout(cmd.Context())
+			o.Cache = &cache.Cache{Timeout: timeout, Dir: cacheDir}
+			o.Source = repo.SourceOptions{Timeout: timeout}
 			if !quiet {
 				o.Log = func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 			}
