@@ -25,6 +25,7 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/internal/testsign"
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -179,8 +180,10 @@ func newAccessFactory(t *testing.T, o ServerOptions) *accessFactory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Cache, err = oci.CreateLayout(t.TempDir()); err != nil {
-		t.Fatal(err)
+	if o.Cache == nil {
+		if o.Cache, err = oci.CreateLayout(t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	logs := &syncBuffer{}
 	o.Releases, o.Log, o.BuilderVersion = []ReleaseStore{{Store: releases}}, slog.New(slog.NewTextHandler(logs, nil)), "test"
@@ -198,7 +201,7 @@ func newAccessFactory(t *testing.T, o ServerOptions) *accessFactory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(s.Handler())
+	hs := httptest.NewServer(testutil.NoLocalPaths(t, s.Handler()))
 	t.Cleanup(hs.Close)
 	return &accessFactory{Server: s, url: hs.URL, id: id, log: logs}
 }

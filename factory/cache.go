@@ -34,27 +34,63 @@ const (
 	// MediaTypeArtifact is the layer holding an artifact's bytes.
 	MediaTypeArtifact = "application/vnd.nodeforge.factory.artifact.v1"
 	// cacheFormat changes whenever an entry changes meaning.
-	cacheFormat = "nodeforge factory cache v2"
+	cacheFormat = "nodeforge factory cache v3"
 )
 
-// Annotations of a cache entry's manifest: what it is, so that a
-// transfer or a collection can choose entries without their keys (a key is
-// a hash).
+// Annotations of a cache entry's manifest: what it is for, all of its
+// key, signed with it (the signature covers the manifest). A reader
+// compares them with the request before serving a byte, and a transfer
+// or a collection chooses entries by them (the key itself is a hash).
 const (
-	AnnotationEntrySchematic = "dev.nodeforge.schematic"
-	AnnotationEntryVersion   = "dev.nodeforge.release"
-	AnnotationEntryArtifact  = "org.opencontainers.image.title"
-	AnnotationEntryBuilder   = "dev.nodeforge.builder"
+	AnnotationEntryKey        = "dev.nodeforge.cache-key"
+	AnnotationEntrySchematic  = "dev.nodeforge.schematic"
+	AnnotationEntryVersion    = "dev.nodeforge.release"
+	AnnotationEntryArtifact   = "org.opencontainers.image.title"
+	AnnotationEntryArch       = "dev.nodeforge.arch"
+	AnnotationEntryPlatform   = "dev.nodeforge.platform"
+	AnnotationEntryBuilder    = "dev.nodeforge.builder"
+	AnnotationEntrySecureBoot = "dev.nodeforge.secureboot"
 )
 
-// entryInfo says what a cache entry holds.
+// entryInfo says what a cache entry is for: its key and what the key is
+// made of.
 type entryInfo struct {
-	Schematic, Version, Name, Builder string
+	Key, Schematic, Version, Name, Arch, Platform, Builder string
+	// SecureBoot is the SHA-256 of the certificate that signed the
+	// media, "" for the unsigned ones.
+	SecureBoot string
 }
 
 func (e entryInfo) annotations() map[string]string {
-	return map[string]string{AnnotationEntrySchematic: e.Schematic, AnnotationEntryVersion: e.Version,
-		AnnotationEntryArtifact: e.Name, AnnotationEntryBuilder: e.Builder}
+	ann := map[string]string{AnnotationEntryKey: e.Key, AnnotationEntrySchematic: e.Schematic, AnnotationEntryVersion: e.Version,
+		AnnotationEntryArtifact: e.Name, AnnotationEntryArch: e.Arch, AnnotationEntryPlatform: e.Platform,
+		AnnotationEntryBuilder: e.Builder, AnnotationEntrySecureBoot: e.SecureBoot}
+	maps.DeleteFunc(ann, func(_, v string) bool { return v == "" })
+	return ann
+}
+
+// entryFrom reads what an entry's annotations say it is for.
+func entryFrom(ann map[string]string) entryInfo {
+	return entryInfo{Key: ann[AnnotationEntryKey], Schematic: ann[AnnotationEntrySchematic], Version: ann[AnnotationEntryVersion],
+		Name: ann[AnnotationEntryArtifact], Arch: ann[AnnotationEntryArch], Platform: ann[AnnotationEntryPlatform],
+		Builder: ann[AnnotationEntryBuilder], SecureBoot: ann[AnnotationEntrySecureBoot]}
+}
+
+func (e entryInfo) String() string {
+	s := fmt.Sprintf("%s of schematic %s, release %s, builder %s", e.Name, e.Schematic, e.Version, e.Builder)
+	if e.SecureBoot != "" {
+		s += ", Secure Boot certificate " + e.SecureBoot
+	}
+	return s + " (key " + e.Key + ")"
+}
+
+// wrongEntryError: an entry signed by the factory, but for another
+// request than the one it is tagged for (a tag moved by someone who can
+// write to the cache store).
+type wrongEntryError struct{ want, got entryInfo }
+
+func (e *wrongEntryError) Error() string {
+	return fmt.Sprintf("the entry tagged %s is for %s, not for %s", e.want.Key, e.got, e.want)
 }
 
 // Stats count what the factory did, for tests and (later) metrics.
@@ -63,24 +99,35 @@ type Stats struct {
 }
 
 // artifactCache keeps built artifacts in the cache store, each signed by
-// the factory's key before it is tagged and checked against that key and
-// its digests when read: an entry that fails is a miss (logged, counted,
-// built again and overwritten), never served.
+// the factory's key before it is tagged and checked against that key, its
+// key and its digests when read: an entry that fails is a miss (logged,
+// counted, built again and overwritten), never served.
 type artifactCache struct {
 	st     oci.Store
 	signer *signing.Signer // nil: nothing is cached
 	log    *slog.Logger
 	hits   atomic.Int64
 	errors atomic.Int64
+	// interval is how long a layout's blob file, once hashed, is served
+	// without hashing it again while its size and time stay (negative:
+	// hashed at every read).
+	interval time.Duration
+	now      func() time.Time
+	metrics  *metrics
 
 	mu       sync.Mutex
-	verified map[string]fileState // a layout's blob file -> its state when its digest last held
+	verified map[string]fileCheck // a layout's blob file -> when its digest last held
 	damaged  map[v1.Hash]bool     // registry blobs that failed while streamed
 }
+
+// defaultVerifyInterval is how long a verified layout file is trusted
+// while nothing about it changes (ServerOptions.VerifyInterval).
+const defaultVerifyInterval = 10 * time.Minute
 
 // distrust marks a streamed blob that did not match its digest: its entry
 // is refused (and rebuilt) from then on.
 func (c *artifactCache) distrust(h v1.Hash) {
+	c.errors.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.damaged == nil {
@@ -89,24 +136,26 @@ func (c *artifactCache) distrust(h v1.Hash) {
 	c.damaged[h] = true
 }
 
-// fileState is what changes when a file is written.
-type fileState struct {
+// fileCheck is a file's state when its digest last held, and when.
+type fileCheck struct {
 	size  int64
 	mtime time.Time
+	at    time.Time
 }
 
 // cachedArtifact is an artifact to serve: from a cache entry that passed
 // its checks, or just built.
 type cachedArtifact struct {
-	sha256 v1.Hash
-	size   int64
-	path   string // a layout's blob file, served in place (Range, sendfile)
+	desc v1.Descriptor // the artifact's size and sha256
+	path string        // a layout's blob file, checked, served in place (Range, sendfile)
 	// remote opens a registry's entry, streamed within the reader's
-	// context (its digest checked at its end: a damaged one breaks the
-	// response)
+	// context through a verifiedReader (a damaged blob breaks the
+	// response before its end)
 	remote func(context.Context) (io.ReadCloser, error)
 	data   []byte // otherwise, the bytes
 }
+
+func (a *cachedArtifact) size() int64 { return a.desc.Size }
 
 // open reads the artifact from its start.
 func (a *cachedArtifact) open(ctx context.Context) (io.ReadCloser, error) {
@@ -114,7 +163,11 @@ func (a *cachedArtifact) open(ctx context.Context) (io.ReadCloser, error) {
 	case a.path != "":
 		return os.Open(a.path)
 	case a.remote != nil:
-		return a.remote(ctx)
+		rc, err := a.remote(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return verified(rc, a.desc), nil
 	}
 	return nopSeekCloser{bytes.NewReader(a.data)}, nil
 }
@@ -127,8 +180,8 @@ func (a *cachedArtifact) bytes(ctx context.Context) ([]byte, error) {
 	if a.data != nil {
 		return a.data, nil
 	}
-	if a.size > 1<<20 {
-		return nil, fmt.Errorf("%d bytes: too large to read whole", a.size)
+	if a.desc.Size > 1<<20 {
+		return nil, fmt.Errorf("%d bytes: too large to read whole", a.desc.Size)
 	}
 	rc, err := a.open(ctx)
 	if err != nil {
@@ -144,7 +197,7 @@ func (nopSeekCloser) Close() error { return nil }
 
 // builtArtifact is an artifact just composed, served from memory.
 func builtArtifact(data []byte) *cachedArtifact {
-	return &cachedArtifact{sha256: digest.OCI(data), size: int64(len(data)), data: data}
+	return &cachedArtifact{desc: v1.Descriptor{Digest: digest.OCI(data), Size: int64(len(data))}, data: data}
 }
 
 // key names an artifact: the schematic, every verified digest of the
@@ -158,31 +211,37 @@ func cacheKey(rel *Release, schematicID, name, builder string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// get returns the cached artifact of key, or not ok; refused says an
-// entry was there and failed its checks. An entry in a local layout is
-// served from its blob file, whose digest is checked once per state of
-// the file (a file written since is checked again); any other is read.
-func (c *artifactCache) get(ctx context.Context, key string) (a *cachedArtifact, ok, refused bool) {
+// get returns the cached artifact of want, or not ok; refused says an
+// entry was there and failed its checks (its signature, its digest, or
+// what it is for). An entry in a local layout is served from its blob
+// file, hashed again when the file changed or was last hashed longer than
+// the interval ago; any other is streamed through a verifiedReader.
+func (c *artifactCache) get(ctx context.Context, want entryInfo) (a *cachedArtifact, ok, refused bool) {
 	if c.signer == nil {
 		return nil, false, false
 	}
-	img, err := c.st.Image(ctx, RepoArtifacts, key)
+	img, err := c.st.Image(ctx, RepoArtifacts, want.Key)
 	if errors.Is(err, oci.ErrNotFound) {
 		return nil, false, false // not cached
 	}
 	if err == nil {
-		a, err = c.read(ctx, img)
+		a, err = c.read(ctx, img, want)
 	}
 	if err != nil {
 		c.errors.Add(1)
-		c.log.Warn("cache entry refused: building it again", "key", key, "err", err)
+		if we := (*wrongEntryError)(nil); errors.As(err, &we) {
+			c.metrics.mismatches.Inc()
+			c.log.Error("cache entry is another request's: refused, building it again", "want", we.want.String(), "found", we.got.String())
+		} else {
+			c.log.Warn("cache entry refused: building it again", "key", want.Key, "err", err)
+		}
 		return nil, false, true
 	}
 	c.hits.Add(1)
 	return a, true, false
 }
 
-func (c *artifactCache) read(ctx context.Context, img v1.Image) (*cachedArtifact, error) {
+func (c *artifactCache) read(ctx context.Context, img v1.Image, want entryInfo) (*cachedArtifact, error) {
 	d, err := img.Digest()
 	if err != nil {
 		return nil, err
@@ -201,9 +260,13 @@ func (c *artifactCache) read(ctx context.Context, img v1.Image) (*cachedArtifact
 	if !signed {
 		return nil, errors.New("no signature by the factory's key")
 	}
+	// Signed, and so are its annotations: they must name this request.
 	m, err := img.Manifest()
 	if err != nil {
 		return nil, err
+	}
+	if got := entryFrom(m.Annotations); got != want {
+		return nil, &wrongEntryError{want: want, got: got}
 	}
 	if len(m.Layers) != 1 {
 		return nil, fmt.Errorf("%d layers, want one", len(m.Layers))
@@ -217,10 +280,8 @@ func (c *artifactCache) read(ctx context.Context, img v1.Image) (*cachedArtifact
 		if err := c.checkFile(path, ld); err != nil {
 			return nil, err
 		}
-		return &cachedArtifact{sha256: ld.Digest, size: ld.Size, path: path}, nil
+		return &cachedArtifact{desc: ld, path: path}, nil
 	}
-	// Streamed to each client: its bytes are checked against the digest
-	// as they are read.
 	c.mu.Lock()
 	damaged := c.damaged[ld.Digest]
 	c.mu.Unlock()
@@ -241,21 +302,21 @@ func (c *artifactCache) read(ctx context.Context, img v1.Image) (*cachedArtifact
 		}
 		return l.Compressed()
 	}
-	return &cachedArtifact{sha256: ld.Digest, size: ld.Size, remote: remote}, nil
+	return &cachedArtifact{desc: ld, remote: remote}, nil
 }
 
 // checkFile hashes a blob file unless it is unchanged since it last
-// matched its descriptor.
+// matched its descriptor and that was less than the interval ago.
 func (c *artifactCache) checkFile(path string, d v1.Descriptor) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	st := fileState{size: fi.Size(), mtime: fi.ModTime()}
+	now := c.now()
 	c.mu.Lock()
-	ok := c.verified[path] == st
+	last, ok := c.verified[path]
 	c.mu.Unlock()
-	if ok && st.size == d.Size {
+	if ok && last.size == fi.Size() && last.mtime.Equal(fi.ModTime()) && fi.Size() == d.Size && now.Sub(last.at) < c.interval {
 		return nil
 	}
 	if err := checkBlob(func() (io.ReadCloser, error) { return os.Open(path) }, d); err != nil {
@@ -263,21 +324,21 @@ func (c *artifactCache) checkFile(path string, d v1.Descriptor) error {
 	}
 	c.mu.Lock()
 	if c.verified == nil {
-		c.verified = map[string]fileState{}
+		c.verified = map[string]fileCheck{}
 	}
-	c.verified[path] = st
+	c.verified[path] = fileCheck{size: fi.Size(), mtime: fi.ModTime(), at: now}
 	c.mu.Unlock()
 	return nil
 }
 
-// put stores data under key: the image first, untagged, then its
+// put stores data as the entry e: the image first, untagged, then its
 // signature, then the tag, so no tag ever names an unsigned entry.
-func (c *artifactCache) put(ctx context.Context, key string, e entryInfo, data []byte) error {
+func (c *artifactCache) put(ctx context.Context, e entryInfo, data []byte) error {
 	if c.signer == nil {
 		return nil
 	}
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
-		Layer: static.NewLayer(data, MediaTypeArtifact), Annotations: map[string]string{"org.opencontainers.image.title": e.Name}})
+		Layer: static.NewLayer(data, MediaTypeArtifact), Annotations: map[string]string{AnnotationEntryArtifact: e.Name}})
 	if err != nil {
 		return err
 	}
@@ -293,5 +354,46 @@ func (c *artifactCache) put(ctx context.Context, key string, e entryInfo, data [
 	if _, err := c.signer.Sign(ctx, c.st, RepoArtifacts, d); err != nil {
 		return err
 	}
-	return c.st.WriteImage(ctx, RepoArtifacts, key, img)
+	if err := c.st.WriteImage(ctx, RepoArtifacts, e.Key, img); err != nil {
+		return err
+	}
+	c.recheck(ctx, img)
+	return nil
+}
+
+// recheck reads again a blob that failed while streamed, after its entry
+// was written anew: a registry keeps a blob it has, damaged or not, so it
+// stays distrusted (and the artifact is built at each request) until the
+// store serves it whole again.
+func (c *artifactCache) recheck(ctx context.Context, img v1.Image) {
+	m, err := img.Manifest()
+	if err != nil || len(m.Layers) != 1 {
+		return
+	}
+	ld := m.Layers[0]
+	c.mu.Lock()
+	damaged := c.damaged[ld.Digest]
+	c.mu.Unlock()
+	if !damaged {
+		return
+	}
+	d, _ := img.Digest()
+	err = checkBlob(func() (io.ReadCloser, error) {
+		img, err := c.st.Image(ctx, RepoArtifacts, d.String())
+		if err != nil {
+			return nil, err
+		}
+		l, err := img.LayerByDigest(ld.Digest)
+		if err != nil {
+			return nil, err
+		}
+		return l.Compressed()
+	}, ld)
+	if err != nil {
+		c.log.Error("the cache store still holds a damaged blob: the artifact is built at each request until the store is repaired", "blob", ld.Digest.String(), "err", err)
+		return
+	}
+	c.mu.Lock()
+	delete(c.damaged, ld.Digest)
+	c.mu.Unlock()
 }

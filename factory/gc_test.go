@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -28,16 +29,18 @@ type gcFixture struct {
 	st    oci.Store
 	srv   *Server
 	ids   []string
-	byVer map[string][]string // version -> "repo:key" of its entries
+	byVer map[string][]string  // version -> "repo:key" of its entries
+	infos map[string]entryInfo // an artifact's key -> its entry
 }
 
 func newGCFixture(t *testing.T, st oci.Store) *gcFixture {
 	t.Helper()
 	ctx := context.Background()
 	signer := testsign.Signer(t)
-	f := &gcFixture{st: st, byVer: map[string][]string{}}
-	f.srv = &Server{o: ServerOptions{Cache: st, Signer: signer}, schematics: &schematics{st: st},
-		cache: &artifactCache{st: st, signer: signer}}
+	f := &gcFixture{st: st, byVer: map[string][]string{}, infos: map[string]entryInfo{}}
+	m := newMetrics()
+	f.srv = &Server{o: ServerOptions{Cache: st, Signer: signer}, schematics: &schematics{st: st}, metrics: m,
+		cache: &artifactCache{st: st, signer: signer, metrics: m, interval: time.Minute, now: time.Now}}
 	for _, args := range [][]string{nil, {"console=ttyS0"}} {
 		sch := &schematic.Schematic{}
 		sch.Customization.ExtraKernelArgs = args
@@ -65,7 +68,9 @@ func newGCFixture(t *testing.T, st oci.Store) *gcFixture {
 func (f *gcFixture) putArtifact(t *testing.T, e entryInfo) string {
 	t.Helper()
 	key := hexKey(e.Version, e.Schematic, e.Name)
-	if err := f.srv.cache.put(context.Background(), key, e, []byte(e.Version+" "+e.Schematic+" "+e.Name)); err != nil {
+	e.Key = key
+	f.infos[key] = e
+	if err := f.srv.cache.put(context.Background(), e, []byte(e.Version+" "+e.Schematic+" "+e.Name)); err != nil {
 		t.Fatal(err)
 	}
 	f.byVer[e.Version] = append(f.byVer[e.Version], RepoArtifacts+":"+key)
@@ -84,7 +89,7 @@ func (f *gcFixture) putInstaller(t *testing.T, id, version, pl string) string {
 		ann[AnnotationPlatform] = pl
 	}
 	key := hexKey(version, id, InstallerRepo(pl))
-	if err := f.srv.putInstaller(context.Background(), key, mutate.Annotations(idx, ann).(v1.ImageIndex)); err != nil {
+	if err := f.srv.putInstaller(context.Background(), key, "", mutate.Annotations(idx, ann).(v1.ImageIndex)); err != nil {
 		t.Fatal(err)
 	}
 	f.byVer[version] = append(f.byVer[version], RepoInstallers+":"+key)
@@ -187,7 +192,7 @@ func TestCollect(t *testing.T) {
 			for _, ref := range f.byVer["2.0.0"] {
 				repo, key, _ := strings.Cut(ref, ":")
 				if repo == RepoArtifacts {
-					if _, ok, _ := f.srv.cache.get(ctx, key); !ok {
+					if _, ok, _ := f.srv.cache.get(ctx, f.infos[key]); !ok {
 						t.Errorf("kept entry %s does not read from the cache", key)
 					}
 				} else if _, err := f.srv.loadInstaller(ctx, key, true); err != nil {

@@ -15,6 +15,10 @@ type metrics struct {
 	buildSeconds                 *prometheus.HistogramVec
 	requests                     *prometheus.CounterVec
 	schematicsCreated, bytesSent prometheus.Counter
+	// damaged counts cached blobs that failed their digest as they were
+	// served (the transfer cut), mismatches entries signed for another
+	// request than the one their tag names.
+	damaged, mismatches prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -35,8 +39,12 @@ func newMetrics() *metrics {
 			Help: "Schematics posted."}),
 		bytesSent: prometheus.NewCounter(prometheus.CounterOpts{Name: "nodeforge_factory_bytes_sent_total",
 			Help: "Bytes of responses."}),
+		damaged: prometheus.NewCounter(prometheus.CounterOpts{Name: "nodeforge_factory_cache_damaged_total",
+			Help: "Cached blobs that failed their digest while served: the transfer was cut, the entry is built again."}),
+		mismatches: prometheus.NewCounter(prometheus.CounterOpts{Name: "nodeforge_factory_cache_mismatches_total",
+			Help: "Cache entries signed for another request than the one their tag names (refused, built again)."}),
 	}
-	m.reg.MustRegister(m.built, m.hits, m.cacheErrors, m.buildSeconds, m.requests, m.schematicsCreated, m.bytesSent,
+	m.reg.MustRegister(m.built, m.hits, m.cacheErrors, m.buildSeconds, m.requests, m.schematicsCreated, m.bytesSent, m.damaged, m.mismatches,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,11 +136,11 @@ func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr regist
 	var e *installerEntry
 	if rel := s.releases[rr.ref]; rel != nil {
 		var err error
-		if e, err = s.installer(r.Context(), rel, sch, rr.kind); s.refused(w, r, err) {
+		if e, err = s.installer(r.Context(), rel, sch, rr.kind, r.Host); s.refused(w, r, err) {
 			return
 		} else if err != nil {
-			s.o.Log.Error("making an installer", "schematic", rr.id, "version", rel.Version, "err", err)
-			registryError(w, http.StatusInternalServerError, "UNKNOWN", "making the installer failed: %v", err)
+			s.o.Log.Error("making an installer", "id", w.Header().Get("X-Request-Id"), "schematic", rr.id, "version", rel.Version, "err", err)
+			registryError(w, http.StatusInternalServerError, "UNKNOWN", "making %s/%s:%s failed (request %s: the factory's log says why)", rr.kind.repo(), rr.id, rel.Version, w.Header().Get("X-Request-Id"))
 			return
 		}
 		s.writeManifest(w, r, e.manifests[e.digest])
@@ -197,11 +198,16 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, rr registryRe
 	}
 	rc, err := b.open(r.Context())
 	if err == nil {
-		_, err = io.Copy(w, rc)
+		// Verified as it streams: a damaged blob's end never leaves.
+		_, err = io.Copy(w, verified(rc, v1.Descriptor{Digest: h, Size: b.size}))
 		rc.Close()
 	}
 	if err != nil {
-		s.o.Log.Warn("serving a cached blob failed: the entry is checked again", "digest", h.String(), "err", err)
+		s.o.Log.Warn("serving a cached blob failed: the transfer is cut and the entry checked again", "id", w.Header().Get("X-Request-Id"), "digest", h.String(), "err", err)
+		if errors.Is(err, errDamaged) {
+			s.cache.errors.Add(1)
+			s.metrics.damaged.Inc()
+		}
 		s.forgetInstaller(e.key)
 		panic(http.ErrAbortHandler)
 	}
@@ -277,7 +283,7 @@ func (s *Server) cachedEntry(ctx context.Context, sch *schematic.Schematic, k in
 
 // installer returns the checked entry of a schematic's installer for a
 // release, building it on a miss (see flight).
-func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Schematic, k installerKind) (*installerEntry, error) {
+func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Schematic, k installerKind, host string) (*installerEntry, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
@@ -311,7 +317,7 @@ func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Sch
 			if err != nil {
 				return nil, err
 			}
-			if err := s.putInstaller(bctx, key, idx); err != nil {
+			if err := s.putInstaller(bctx, key, s.pullRef(host, k, id, rel.Version), idx); err != nil {
 				return nil, err
 			}
 			// Just written and signed here: its blobs are not read back.
@@ -335,10 +341,31 @@ func (s *Server) installerKey(rel *Release, id string, k installerKind) string {
 	return cacheKey(rel, id, name, s.o.BuilderVersion)
 }
 
+// pullRef is the reference users pull an installer by, HOST/REPO/ID:V,
+// the identity its signature claims: HOST is --external-url's, else the
+// request's.
+func (s *Server) pullRef(host string, k installerKind, id, version string) string {
+	if u, err := url.Parse(s.o.ExternalURL); err == nil && u.Host != "" {
+		host = u.Host + strings.TrimSuffix(u.Path, "/")
+	}
+	ref := k.repo() + "/" + id + ":" + version
+	if host == "" {
+		return ref
+	}
+	return host + "/" + ref
+}
+
+// annInstallerKey is the claim of an installer's signature that names the
+// cache key it was made for: the index's digest alone does not say
+// which builder made it, and the index (pulled by users, equal to builder
+// image's) carries no key.
+const annInstallerKey = AnnotationEntryKey
+
 // putInstaller stores an installer index: untagged, then signed (the
-// signature is the one stock cosign verifies at the front), then tagged
-// with its key, so no tag names an unsigned index.
-func (s *Server) putInstaller(ctx context.Context, key string, idx v1.ImageIndex) error {
+// signature is the one stock cosign verifies at the front, claiming the
+// reference users pull and the cache key), then tagged with its key, so
+// no tag names an unsigned index.
+func (s *Server) putInstaller(ctx context.Context, key, identity string, idx v1.ImageIndex) error {
 	d, err := idx.Digest()
 	if err != nil {
 		return err
@@ -348,7 +375,8 @@ func (s *Server) putInstaller(ctx context.Context, key string, idx v1.ImageIndex
 		return err
 	}
 	if s.o.Signer != nil {
-		if _, err := s.o.Signer.Sign(ctx, st, RepoInstallers, d); err != nil {
+		o := signing.SignOptions{Identity: identity, Claims: map[string]string{annInstallerKey: key}}
+		if _, err := s.o.Signer.SignWith(ctx, st, RepoInstallers, d, o); err != nil {
 			return err
 		}
 	}
@@ -379,11 +407,23 @@ func (s *Server) loadInstaller(ctx context.Context, key string, check bool) (*in
 		if err != nil {
 			return nil, err
 		}
-		signed := !check
+		// A signature by the factory's key that names this key: an index
+		// tagged for another request (or by another builder) is refused.
+		signed, claimed := !check, ""
 		for _, l := range layers {
-			signed = signed || signing.CheckSignatureLayer(s.o.Signer.Verifier(), l, desc.Digest) == nil
+			p, err := signing.SignedPayload(s.o.Signer.Verifier(), l, desc.Digest)
+			if err != nil {
+				continue
+			}
+			if claimed = signing.Claims(p)[annInstallerKey]; claimed == key {
+				signed = true
+			}
 		}
-		if !signed {
+		switch {
+		case !signed && claimed != "":
+			s.metrics.mismatches.Inc()
+			return nil, fmt.Errorf("the installer index %s tagged %s is signed for the cache key %s: another request's", desc.Digest, key, claimed)
+		case !signed:
 			return nil, errors.New("no signature by the factory's key")
 		}
 		if err := e.addImage(sig, oci.SigTag(desc.Digest)); err != nil {

@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -66,8 +65,20 @@ type ServerOptions struct {
 	// SecureBoot signs the -secureboot media (systemd-boot and the UKIs
 	// made from the release's systemd-stub); nil: the factory serves none.
 	SecureBoot *secureboot.Signing
-	Log        *slog.Logger
+	// VerifyInterval is how long a cached artifact's file in a layout
+	// cache, once hashed, is served without hashing it again while its
+	// size and modification time stay (0: 10 minutes; negative: hashed at
+	// every request). A registry's entries are verified as they stream.
+	VerifyInterval time.Duration
+	Log            *slog.Logger
 }
+
+// requestError is a build refused for what the request asks (a
+// schematic the release cannot honour): 400 with its message, which names
+// no file of the factory's.
+type requestError struct{ msg string }
+
+func (e *requestError) Error() string { return e.msg }
 
 // maxSchematicBody bounds a POSTed schematic.
 const maxSchematicBody = 64 << 10
@@ -122,8 +133,12 @@ func NewServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.VerifyInterval == 0 {
+		o.VerifyInterval = defaultVerifyInterval
+	}
+	m := newMetrics()
 	s := &Server{o: o, schematics: &schematics{st: o.Cache}, releases: map[string]*Release{}, slots: make(chan struct{}, o.MaxBuilds),
-		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log}, metrics: newMetrics(), gate: g}
+		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}, metrics: m, gate: g}
 	s.buildFn = s.build
 	for _, rs := range o.Releases {
 		tags, err := rs.Store.Tags(ctx, release.RepoLock)
@@ -397,11 +412,10 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.o.Log.Error("composing", "artifact", name, "version", rel.Version, "err", err)
-		fail(w, http.StatusInternalServerError, "making %s failed: %v", name, err)
+		s.failBuild(w, r, name, rel.Version, err)
 		return
 	}
-	hexsum := data.sha256.Hex
+	hexsum := data.desc.Digest.Hex
 	switch side {
 	case "sha256":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -414,21 +428,33 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("ETag", `"sha256:`+hexsum+`"`)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	if rng := r.Header.Get("Range"); rng != "" {
+		fixed, ok := normalizeRange(rng, data.size())
+		if !ok {
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", data.size()))
+			fail(w, http.StatusRequestedRangeNotSatisfiable, "range %q: not satisfiable for %d bytes", rng, data.size())
+			return
+		}
+		if fixed == "" {
+			r.Header.Del("Range")
+		} else {
+			r.Header.Set("Range", fixed)
+		}
+	}
 	if !data.seekable() && r.Header.Get("Range") == "" {
 		s.streamArtifact(w, r, data, name)
 		return
 	}
-	rc, err := data.open(r.Context())
-	if err == nil && !data.seekable() {
-		// A range of a registry's entry: read whole (rare), then served.
-		var b []byte
-		b, err = io.ReadAll(rc)
-		rc.Close()
-		rc = nopSeekCloser{bytes.NewReader(b)}
+	var rc io.ReadCloser
+	if data.seekable() {
+		rc, err = data.open(r.Context())
+	} else {
+		// A range of a registry's entry: the whole blob is verified into
+		// a scratch file first.
+		rc, err = s.spool(r.Context(), data)
 	}
 	if err != nil {
-		s.o.Log.Error("opening a cached artifact", "artifact", name, "err", err)
-		fail(w, http.StatusInternalServerError, "reading %s failed", name)
+		s.failRead(w, name, data, err)
 		return
 	}
 	defer rc.Close()
@@ -436,59 +462,105 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", time.Time{}, rc.(io.ReadSeeker))
 }
 
-// streamArtifact sends a registry's entry as it is read: no Range (that
-// reads it whole), ETag and If-None-Match as ServeContent answers them.
+// failBuild answers a build that failed: the reason is logged with the
+// request's ID; the client gets the artifact's name and that ID, not an
+// error that may name the factory's files.
+func (s *Server) failBuild(w http.ResponseWriter, r *http.Request, name, version string, err error) {
+	id := w.Header().Get("X-Request-Id")
+	s.o.Log.Error("composing", "id", id, "artifact", name, "version", version, "err", err)
+	if re := (*requestError)(nil); errors.As(err, &re) {
+		fail(w, http.StatusBadRequest, "%s: %s", name, re.msg)
+		return
+	}
+	fail(w, http.StatusInternalServerError, "making %s of release %s failed (request %s: the factory's log says why)", name, version, id)
+}
+
+// failRead answers a cached artifact that could not be read; a damaged
+// one is refused from now on and built again.
+func (s *Server) failRead(w http.ResponseWriter, name string, data *cachedArtifact, err error) {
+	s.o.Log.Error("reading a cached artifact", "id", w.Header().Get("X-Request-Id"), "artifact", name, "err", err)
+	if errors.Is(err, errDamaged) {
+		s.cache.distrust(data.desc.Digest)
+		s.metrics.damaged.Inc()
+	}
+	fail(w, http.StatusInternalServerError, "reading %s failed (request %s: the factory's log says why); ask again to have it built anew", name, w.Header().Get("X-Request-Id"))
+}
+
+// spool copies a registry's artifact into a scratch file, verified
+// whole, for a range of it; the file is gone when closed.
+func (s *Server) spool(ctx context.Context, data *cachedArtifact) (io.ReadCloser, error) {
+	rc, err := data.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	f, err := os.CreateTemp(s.o.Work, "range-")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name()) // gone when closed; nothing is left behind
+	if _, err := io.Copy(f, rc); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// streamArtifact sends a registry's entry as it is read, verified: its
+// last bytes leave only once the whole has matched its digest, and a
+// mismatch cuts the connection (the client sees a short transfer, never
+// a complete wrong file). No Range (a range is spooled and verified
+// first); ETag and If-None-Match as ServeContent answers them.
 func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, data *cachedArtifact, name string) {
 	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, w.Header().Get("ETag")) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	w.Header().Set("Content-Length", strconv.FormatInt(data.size, 10))
+	w.Header().Set("Content-Length", strconv.FormatInt(data.size(), 10))
 	w.Header().Set("Accept-Ranges", "bytes")
 	if r.Method == http.MethodHead {
 		return
 	}
 	rc, err := data.open(r.Context())
 	if err != nil {
-		s.o.Log.Error("opening a cached artifact", "artifact", name, "err", err)
-		fail(w, http.StatusInternalServerError, "reading %s failed", name)
+		s.failRead(w, name, data, err)
 		return
 	}
 	defer rc.Close()
 	if _, err := io.Copy(w, rc); err != nil {
-		// The client sees a short body; its own check fails.
-		s.o.Log.Warn("streaming a cached artifact failed", "artifact", name, "err", err)
-		if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
-			s.cache.distrust(data.sha256) // not the client's doing: the entry is rebuilt next time
+		s.o.Log.Warn("streaming a cached artifact failed: the transfer is cut", "id", w.Header().Get("X-Request-Id"), "artifact", name, "err", err)
+		if errors.Is(err, errDamaged) {
+			s.cache.distrust(data.desc.Digest) // the entry is rebuilt next time
+			s.metrics.damaged.Inc()
 		}
 		panic(http.ErrAbortHandler)
 	}
 }
 
-// serveSide answers an artifact's .sha512 or .sig, reading it through.
+// serveSide answers an artifact's .sha512 or .sig, reading it through
+// (verified, from a registry).
 func (s *Server) serveSide(w http.ResponseWriter, r *http.Request, data *cachedArtifact, name, side string) {
 	rc, err := data.open(r.Context())
 	if err != nil {
-		fail(w, http.StatusInternalServerError, "reading %s failed", name)
+		s.failRead(w, name, data, err)
 		return
 	}
 	defer rc.Close()
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	var out []byte
 	if side == "sha512" {
 		h := sha512.New()
-		if _, err := io.Copy(h, rc); err != nil {
-			fail(w, http.StatusInternalServerError, "reading %s failed", name)
-			return
+		if _, err = io.Copy(h, rc); err == nil {
+			out = fmt.Appendf(nil, "%s  %s\n", hex.EncodeToString(h.Sum(nil)), name)
 		}
-		fmt.Fprintf(w, "%s  %s\n", hex.EncodeToString(h.Sum(nil)), name)
-		return
+	} else {
+		out, err = s.o.Signer.SignReader(rc)
 	}
-	sig, err := s.o.Signer.SignReader(rc)
 	if err != nil {
-		fail(w, http.StatusInternalServerError, "signing failed")
+		s.failRead(w, name, data, err)
 		return
 	}
-	w.Write(sig)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write(out)
 }
 
 // target finds what a media URL names: its schematic, its release and
@@ -517,22 +589,24 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 		return nil, err
 	}
 	name := a.composedName(arch)
+	e := entryInfo{Schematic: id, Version: rel.Version, Name: name, Arch: arch, Platform: a.platform, Builder: s.o.BuilderVersion}
 	keyName := name
 	if a.secureBoot {
 		// Signed with this factory's key: another key, another entry.
-		keyName += "\x00" + s.o.SecureBoot.CertSHA256()
+		e.SecureBoot = s.o.SecureBoot.CertSHA256()
+		keyName += "\x00" + e.SecureBoot
 	}
-	ckey := cacheKey(rel, id, keyName, s.o.BuilderVersion)
+	e.Key = cacheKey(rel, id, keyName, s.o.BuilderVersion)
 	v, err := s.flight(ctx, flightJob{
 		key:    strings.Join([]string{id, rel.Version, arch, name}, "\x00"),
 		labels: []string{rel.Version, a.kind, arch},
-		lookup: func(bctx context.Context) (any, bool, bool) { return s.cache.get(bctx, ckey) },
+		lookup: func(bctx context.Context) (any, bool, bool) { return s.cache.get(bctx, e) },
 		build: func(bctx context.Context) (any, error) {
 			data, err := s.buildFn(bctx, rel, sch, a, arch)
 			if err != nil {
 				return nil, err
 			}
-			if err := s.cache.put(bctx, ckey, entryInfo{Schematic: id, Version: rel.Version, Name: name, Builder: s.o.BuilderVersion}, data); err != nil {
+			if err := s.cache.put(bctx, e, data); err != nil {
 				s.o.Log.Warn("caching an artifact failed", "artifact", name, "err", err)
 			}
 			return builtArtifact(data), nil // later requests read the entry

@@ -21,6 +21,7 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -47,7 +48,7 @@ func uiTestServer(t *testing.T, externalURL string) (*Server, http.Handler) {
 		schematics: &schematics{st: cache}, releases: rels, versions: []string{"1.10.0", "1.11.0"}, metrics: newMetrics()}
 	mux := http.NewServeMux()
 	s.uiRoutes(mux)
-	return s, mux
+	return s, testutil.NoLocalPaths(t, mux)
 }
 
 // uiDo sends a request and returns the response and its body.

@@ -114,7 +114,7 @@ func (s *Server) warmOne(ctx context.Context, rel *Release, sch *schematic.Schem
 	var err error
 	if t.installer {
 		it.Artifact = InstallerRepo(t.a.platform) + "/" + id + ":" + rel.Version
-		_, err = s.installer(ctx, rel, sch, installerKind{platform: t.a.platform})
+		_, err = s.installer(ctx, rel, sch, installerKind{platform: t.a.platform}, "")
 	} else {
 		_, err = s.compose(ctx, rel, sch, t.a, t.arch)
 	}

@@ -94,30 +94,57 @@ func (s *Signer) SignReader(r io.Reader) ([]byte, error) {
 func (s *Signer) Verifier() signature.Verifier { return s.sv }
 
 // signingPayload is cosign's simple-signing payload for a manifest.
-func signingPayload(dockerRef string, d v1.Hash) ([]byte, error) {
+func signingPayload(dockerRef string, d v1.Hash, claims map[string]string) ([]byte, error) {
+	var optional map[string]any
+	if len(claims) > 0 {
+		optional = map[string]any{}
+		for k, v := range claims {
+			optional[k] = v
+		}
+	}
 	return json.Marshal(payload.SimpleContainerImage{Critical: payload.Critical{
 		Identity: payload.Identity{DockerReference: dockerRef},
 		Image:    payload.Image{DockerManifestDigest: d.String()},
 		Type:     cosignSignatureTypeName,
-	}})
+	}, Optional: optional})
+}
+
+// SignOptions say what a signature claims beside the manifest's digest.
+type SignOptions struct {
+	// Identity is the docker-reference claimed: the reference users pull
+	// (default: the repository in the store that is signed in).
+	Identity string
+	// Claims are signed with the digest, in the payload's optional
+	// section (cosign verify --annotations checks them): what the
+	// manifest is for, when its digest alone does not say.
+	Claims map[string]string
 }
 
 // Sign adds a signature of manifest d of repo to its sha256-<hex>.sig
 // tag, unless one by this key is there already (re-releasing signs
 // nothing anew). It returns whether it signed.
 func (s *Signer) Sign(ctx context.Context, st oci.Store, repo string, d v1.Hash) (bool, error) {
+	return s.SignWith(ctx, st, repo, d, SignOptions{})
+}
+
+// SignWith is Sign with an identity and claims of the caller's: a
+// signature by this key with the same claims is not added again.
+func (s *Signer) SignWith(ctx context.Context, st oci.Store, repo string, d v1.Hash, o SignOptions) (bool, error) {
 	base, existing, err := ReadSigs(ctx, st, repo, oci.SigTag(d))
 	if err != nil {
 		return false, err
 	}
 	for _, l := range existing {
-		if CheckSignatureLayer(s.sv, l, d) == nil {
+		if p, err := SignedPayload(s.sv, l, d); err == nil && sameClaims(p, o.Claims) {
 			return false, nil
 		}
 	}
 	ref := st.Ref(repo, d.String())
-	dockerRef := ref[:len(ref)-len(d.String())-1]
-	p, err := signingPayload(dockerRef, d)
+	dockerRef := o.Identity
+	if dockerRef == "" {
+		dockerRef = ref[:len(ref)-len(d.String())-1]
+	}
+	p, err := signingPayload(dockerRef, d, o.Claims)
 	if err != nil {
 		return false, err
 	}
@@ -304,30 +331,64 @@ func LayerBytes(l v1.Layer) ([]byte, error) {
 // against v and manifest d: a verifier counts the signatures each key
 // verifies with it.
 func CheckSignatureLayer(v signature.Verifier, l SigLayer, d v1.Hash) error {
+	_, err := SignedPayload(v, l, d)
+	return err
+}
+
+// Claims returns the signed claims of a payload (SignOptions.Claims):
+// its optional section's string values.
+func Claims(p *payload.SimpleContainerImage) map[string]string {
+	out := map[string]string{}
+	for k, v := range p.Optional {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+// sameClaims says whether a payload claims exactly want.
+func sameClaims(p *payload.SimpleContainerImage, want map[string]string) bool {
+	got := Claims(p)
+	if len(got) != len(want) || len(p.Optional) != len(got) {
+		return false
+	}
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// SignedPayload verifies one layer of a .sig image against v and
+// manifest d, and returns the payload that signature vouches for (its
+// identity and claims).
+func SignedPayload(v signature.Verifier, l SigLayer, d v1.Hash) (*payload.SimpleContainerImage, error) {
 	p, err := LayerBytes(l.Layer)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	lh := l.Desc.Digest
 	b64 := l.Desc.Annotations[annSignatureCosign]
 	if b64 == "" {
-		return fmt.Errorf("signature %s has no %s annotation", lh, annSignatureCosign)
+		return nil, fmt.Errorf("signature %s has no %s annotation", lh, annSignatureCosign)
 	}
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
-		return fmt.Errorf("signature %s: %w", lh, err)
+		return nil, fmt.Errorf("signature %s: %w", lh, err)
 	}
 	if err := v.VerifySignature(bytes.NewReader(raw), bytes.NewReader(p)); err != nil {
-		return fmt.Errorf("signature %s does not verify with the key: %w", lh, err)
+		return nil, fmt.Errorf("signature %s does not verify with the key: %w", lh, err)
 	}
 	var sp payload.SimpleContainerImage
 	if err := json.Unmarshal(p, &sp); err != nil {
-		return fmt.Errorf("signature %s: payload: %w", lh, err)
+		return nil, fmt.Errorf("signature %s: payload: %w", lh, err)
 	}
 	if sp.Critical.Image.DockerManifestDigest != d.String() {
-		return fmt.Errorf("signature %s is for %s, not %s", lh, sp.Critical.Image.DockerManifestDigest, d)
+		return nil, fmt.Errorf("signature %s is for %s, not %s", lh, sp.Critical.Image.DockerManifestDigest, d)
 	}
-	return nil
+	return &sp, nil
 }
 
 // OpenEnvelope verifies a DSSE envelope with v and returns its in-toto

@@ -1,0 +1,331 @@
+package factory
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/internal/digest"
+	"github.com/nodeforge/builder/internal/testsign"
+	nftest "github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/oci"
+)
+
+// artifactBytes is what the trust tests' build hook makes: n bytes that
+// name the artifact and its schematic throughout.
+func artifactBytes(name, id string, n int) []byte {
+	unit := []byte(name + " of " + id + "\n")
+	return bytes.Repeat(unit, n/len(unit)+1)[:n]
+}
+
+// trustFactory is an access factory whose builds depend on the schematic
+// (so one schematic's bytes are not another's), size bytes each.
+func trustFactory(t *testing.T, o ServerOptions, size int) *accessFactory {
+	t.Helper()
+	o.Signer = testsign.Signer(t)
+	f := newAccessFactory(t, o)
+	f.buildFn = func(_ context.Context, _ *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
+		id, _ := sch.ID()
+		return artifactBytes(a.composedName(arch), id, size), nil
+	}
+	return f
+}
+
+// postSchematic stores a schematic and returns its ID.
+func (f *accessFactory) postSchematic(t *testing.T, yaml string) string {
+	t.Helper()
+	sch, err := schematic.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := f.schematics.put(context.Background(), sch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// get fetches a path and returns its status and body.
+func (f *accessFactory) get(t *testing.T, path string, hdr ...string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", f.url+path, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v after %d bytes", path, err, len(b))
+	}
+	return resp.StatusCode, b
+}
+
+// TestCacheEntryOfAnotherRequest: a cache tag pointed at another
+// schematic's entry, validly signed by the factory (someone who can write
+// to the cache store), is never served: it is refused, counted and logged
+// naming both keys, and the right artifact is built and served. The same
+// for an installer index and a schematic.
+func TestCacheEntryOfAnotherRequest(t *testing.T) {
+	ctx := context.Background()
+	f := trustFactory(t, ServerOptions{}, 4096)
+	idA := f.id
+	idB := f.postSchematic(t, "customization:\n  extraKernelArgs: [init=/bin/sh]\n")
+	rel := f.releases["1.0"]
+	for _, name := range []string{"metal-amd64.iso", "metal-amd64.raw", "kernel-amd64"} {
+		for _, id := range []string{idA, idB} {
+			if code, _ := f.get(t, "/image/"+id+"/1.0/"+name); code != 200 {
+				t.Fatalf("%s of %s: %d", name, id, code)
+			}
+		}
+		a, _ := parseArtifact(name)
+		composed := a.composedName("x86_64")
+		keyA, keyB := cacheKey(rel, idA, composed, "test"), cacheKey(rel, idB, composed, "test")
+		imgB, err := f.o.Cache.Image(ctx, RepoArtifacts, keyB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.o.Cache.WriteImage(ctx, RepoArtifacts, keyA, imgB); err != nil {
+			t.Fatal(err)
+		}
+		before := f.Stats()
+		code, b := f.get(t, "/image/"+idA+"/1.0/"+name)
+		if code != 200 || !bytes.Equal(b, artifactBytes(composed, idA, 4096)) {
+			t.Errorf("%s of A after the swap: %d, %.40q", name, code, b)
+		}
+		_, sum := f.get(t, "/image/"+idA+"/1.0/"+name+".sha256")
+		if want := fmt.Sprintf("%x  %s\n", sha256.Sum256(artifactBytes(composed, idA, 4096)), name); string(sum) != want {
+			t.Errorf("%s.sha256 after the swap: %q, want %q", name, sum, want)
+		}
+		if st := f.Stats(); st.CacheErrors != before.CacheErrors+1 || st.Builds != before.Builds+1 {
+			t.Errorf("%s: %+v, then %+v", name, before, st)
+		}
+		if !strings.Contains(f.log.String(), "another request's") || !strings.Contains(f.log.String(), keyB) {
+			t.Errorf("%s: no log line names both keys:\n%s", name, f.log.String())
+		}
+	}
+	if got := counterValue(f.metrics.mismatches); got != 3 {
+		t.Errorf("mismatches metric: %v, want 3", got)
+	}
+
+	// Installers: the index tagged for A is B's, signed for B's key.
+	index := func(id string) v1.ImageIndex {
+		img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: static.NewLayer([]byte(id), types.OCILayer)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{Add: img})
+		return mutate.Annotations(idx, map[string]string{AnnotationSchematic: id}).(v1.ImageIndex)
+	}
+	k := installerKind{}
+	keyA, keyB := f.installerKey(rel, idA, k), f.installerKey(rel, idB, k)
+	for key, id := range map[string]string{keyA: idA, keyB: idB} {
+		if err := f.putInstaller(ctx, key, "factory.example/installer/"+id+":1.0", index(id)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.loadInstaller(ctx, key, true); err != nil {
+			t.Fatalf("installer %s: %v", id, err)
+		}
+	}
+	if err := f.o.Cache.WriteIndex(ctx, RepoInstallers, keyA, index(idB)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.loadInstaller(ctx, keyA, true); err == nil || !strings.Contains(err.Error(), "another request's") {
+		t.Errorf("the installer tagged for A but signed for B: %v", err)
+	}
+	if got := counterValue(f.metrics.mismatches); got != 4 {
+		t.Errorf("mismatches metric after the installer: %v, want 4", got)
+	}
+
+	// Schematics: the tag of A names B's; a factory that has not seen A
+	// refuses it and serves nothing of B's.
+	schB, err := f.o.Cache.Image(ctx, RepoSchematics, idB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.o.Cache.WriteImage(ctx, RepoSchematics, idA, schB); err != nil {
+		t.Fatal(err)
+	}
+	f.schematics = &schematics{st: f.o.Cache}
+	code, b := f.get(t, "/schematics/"+idA)
+	if code == 200 || strings.Contains(string(b), "init=/bin/sh") {
+		t.Errorf("schematic A with B's content: %d %s", code, b)
+	}
+	if code, b := f.get(t, "/image/"+idA+"/1.0/kernel-amd64"); code == 200 {
+		t.Errorf("an artifact of schematic A with B's content: %d %.40q", code, b)
+	}
+}
+
+// registryBlob is the file docker-registry keeps a blob's bytes in.
+func registryBlob(r *nftest.Registry, d v1.Hash) string {
+	return filepath.Join(r.Dir, "data", "docker", "registry", "v2", "blobs", "sha256", d.Hex[:2], d.Hex, "data")
+}
+
+// TestRegistryCacheDamagedBlob: a byte flipped in a cached artifact's
+// blob in the registry's storage: the transfer is cut before its end (curl
+// exits non-zero), counted, and the next request builds it again. A
+// range of it is verified whole first and refused.
+func TestRegistryCacheDamagedBlob(t *testing.T) {
+	reg := nftest.StartRegistry(t, nftest.RegistryOptions{})
+	curl := nftest.NeedTool(t, "curl")
+	cache, err := oci.NewRemote(reg.Host+"/cache", oci.RemoteOptions{AllowHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 300 << 10
+	f := trustFactory(t, ServerOptions{Cache: cache}, size)
+	path := "/image/" + f.id + "/1.0/metal-amd64.iso"
+	want := artifactBytes("metal-x86_64.iso", f.id, size)
+	for i := range 2 { // built, then streamed from the registry
+		if code, b := f.get(t, path); code != 200 || !bytes.Equal(b, want) {
+			t.Fatalf("GET %d: %d, %d bytes", i, code, len(b))
+		}
+	}
+	blob := registryBlob(reg, digest.OCI(want))
+	flip := func() {
+		b, err := os.ReadFile(blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/3] ^= 1
+		os.WriteFile(blob, b, 0o644)
+	}
+	flip()
+	out := filepath.Join(t.TempDir(), "iso")
+	err = exec.Command(curl, "-sS", "-o", out, f.url+path).Run()
+	got, _ := os.ReadFile(out)
+	if err == nil || len(got) > size-holdBack {
+		t.Errorf("the damaged blob: curl %v, %d bytes of %d received", err, len(got), size)
+	}
+	if counterValue(f.metrics.damaged) != 1 {
+		t.Errorf("damaged metric: %v", counterValue(f.metrics.damaged))
+	}
+	// The registry keeps the damaged blob (it never stores a blob it has
+	// again): the artifact is built, and served whole, at each request.
+	for range 2 {
+		before := f.Stats()
+		if code, b := f.get(t, path); code != 200 || !bytes.Equal(b, want) {
+			t.Errorf("after the damage: %d, %d bytes", code, len(b))
+		}
+		if st := f.Stats(); st.Builds != before.Builds+1 {
+			t.Errorf("the damaged entry was not built again: %+v, then %+v", before, st)
+		}
+	}
+	// Repaired in the store: served from it again, with no build.
+	flip()
+	f.get(t, path)
+	before := f.Stats()
+	if code, b := f.get(t, path); code != 200 || !bytes.Equal(b, want) || f.Stats().Builds != before.Builds {
+		t.Errorf("the repaired entry: %d, %d bytes, %+v then %+v", code, len(b), before, f.Stats())
+	}
+
+	// A range: the blob is verified whole before any byte of it is sent.
+	path = "/image/" + f.id + "/1.0/metal-amd64.raw"
+	want = artifactBytes("metal-x86_64.raw", f.id, size)
+	f.get(t, path)
+	blob = registryBlob(reg, digest.OCI(want))
+	flip()
+	code, b := f.get(t, path, "Range", "bytes=0-99")
+	if code != 500 || bytes.Contains(b, want[:100]) {
+		t.Errorf("a range of the damaged blob: %d %.80q", code, b)
+	}
+	if code, b := f.get(t, path, "Range", "bytes=0-99"); code != 206 || !bytes.Equal(b, want[:100]) {
+		t.Errorf("a range after the rebuild: %d %.80q", code, b)
+	}
+}
+
+// TestLayoutCacheReverified: a cached file changed without changing its
+// size or time (bit rot, touch -r) is hashed again once the verification
+// interval has passed, refused and built again.
+func TestLayoutCacheReverified(t *testing.T) {
+	f := trustFactory(t, ServerOptions{VerifyInterval: time.Minute}, 8192)
+	clock := time.Now()
+	f.cache.now = func() time.Time { return clock }
+	path := "/image/" + f.id + "/1.0/metal-amd64.raw"
+	want := artifactBytes("metal-x86_64.raw", f.id, 8192)
+	for range 2 {
+		if code, b := f.get(t, path); code != 200 || !bytes.Equal(b, want) {
+			t.Fatalf("GET: %d, %d bytes", code, len(b))
+		}
+	}
+	file, err := f.o.Cache.(*oci.Layout).BlobFile(digest.OCI(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(file)
+	b, _ := os.ReadFile(file)
+	b[100] ^= 1
+	os.WriteFile(file, b, 0o644)
+	os.Chtimes(file, fi.ModTime(), fi.ModTime())
+	clock = clock.Add(2 * time.Minute)
+	before := f.Stats()
+	if code, b := f.get(t, path); code != 200 || !bytes.Equal(b, want) {
+		t.Errorf("after the flip and the interval: %d, %d bytes", code, len(b))
+	}
+	if st := f.Stats(); st.CacheErrors != before.CacheErrors+1 || st.Builds != before.Builds+1 {
+		t.Errorf("%+v, then %+v", before, st)
+	}
+}
+
+// TestVerifiedReader: the whole of a blob only when it matches; a damaged
+// one never yields its held-back end.
+func TestVerifiedReader(t *testing.T) {
+	for _, size := range []int{0, 1, 1000, holdBack, holdBack + 1, 3*holdBack + 17} {
+		data := artifactBytes("blob", "x", size)
+		desc := v1.Descriptor{Digest: digest.OCI(data), Size: int64(size)}
+		got, err := io.ReadAll(newVerifiedReader(bytes.NewReader(data), desc))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("%d bytes: %v, read %d", size, err, len(got))
+		}
+		for name, bad := range map[string][]byte{
+			"short":   data[:max(size-1, 0)],
+			"long":    append(bytes.Clone(data), 'x'),
+			"flipped": flipped(data),
+		} {
+			if name != "long" && size == 0 {
+				continue
+			}
+			got, err := io.ReadAll(newVerifiedReader(bytes.NewReader(bad), desc))
+			if !errors.Is(err, errDamaged) || len(got) > max(size-holdBack, 0) {
+				t.Errorf("%d bytes, %s: %v after %d bytes", size, name, err, len(got))
+			}
+		}
+	}
+}
+
+func flipped(b []byte) []byte {
+	b = bytes.Clone(b)
+	if len(b) > 0 {
+		b[len(b)/2] ^= 1
+	}
+	return b
+}
+
+// counterValue reads a counter.
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	c.Write(&m)
+	return m.GetCounter().GetValue()
+}
