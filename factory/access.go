@@ -68,14 +68,21 @@ type Access struct {
 	// BuildBurst is how many builds a client may trigger at once within
 	// BuildRate (0: 1).
 	BuildBurst int
+	// SchematicRate bounds the new schematics one client stores, per
+	// minute (posting one the factory has is not counted); 0: no bound.
+	SchematicRate float64
+	// SchematicBurst is how many new schematics a client may store at
+	// once within SchematicRate (0: 1).
+	SchematicBurst int
 }
 
 // gate holds what NewServer made of Access and MaxQueue.
 type gate struct {
-	login  map[surface]bool
-	creds  *Credentials
-	limits *limiters // nil: no bound
-	queue  chan struct{}
+	login      map[surface]bool
+	creds      *Credentials
+	limits     *limiters // builds; nil: no bound
+	schematics *limiters // new schematics; nil: no bound
+	queue      chan struct{}
 }
 
 func newGate(a Access, maxQueue int) (*gate, error) {
@@ -90,13 +97,25 @@ func newGate(a Access, maxQueue int) (*gate, error) {
 	if len(g.login) > 0 && a.Credentials == nil {
 		return nil, errors.New("factory: a login is required but no credentials are given (an htpasswd file or a token file)")
 	}
-	switch {
-	case a.BuildRate < 0 || a.BuildBurst < 0:
-		return nil, fmt.Errorf("factory: the build rate (%g a minute, burst %d) is negative", a.BuildRate, a.BuildBurst)
-	case a.BuildRate > 0:
-		g.limits = &limiters{rate: rate.Limit(a.BuildRate / 60), burst: max(a.BuildBurst, 1), per: a.BuildRate, by: map[string]*clientLimit{}}
+	var err error
+	if g.limits, err = newLimiters("builds", a.BuildRate, a.BuildBurst); err != nil {
+		return nil, err
+	}
+	if g.schematics, err = newLimiters("new schematics", a.SchematicRate, a.SchematicBurst); err != nil {
+		return nil, err
 	}
 	return g, nil
+}
+
+// newLimiters bounds what per client, perMinute (0: no bound, nil).
+func newLimiters(what string, perMinute float64, burst int) (*limiters, error) {
+	switch {
+	case perMinute < 0 || burst < 0:
+		return nil, fmt.Errorf("factory: the rate of %s (%g a minute, burst %d) is negative", what, perMinute, burst)
+	case perMinute == 0:
+		return nil, nil
+	}
+	return &limiters{what: what, rate: rate.Limit(perMinute / 60), burst: max(burst, 1), per: perMinute, by: map[string]*clientLimit{}}, nil
 }
 
 // Credentials are the logins a factory accepts: users of an htpasswd
@@ -498,11 +517,13 @@ func (s *Server) takeSlot(ctx context.Context) (release func(), err error) {
 	}
 }
 
-// limiters are a token bucket per client, for the builds it triggers.
+// limiters are a token bucket per client, for the builds it triggers or
+// the schematics it stores.
 type limiters struct {
+	what  string // "builds", for refusals
 	rate  rate.Limit
 	burst int
-	per   float64 // builds a minute, for refusals
+	per   float64 // a minute, for refusals
 
 	mu sync.Mutex
 	by map[string]*clientLimit
@@ -540,7 +561,7 @@ func (l *limiters) take(client string, now time.Time) error {
 	}
 	r.CancelAt(now)
 	return &refusal{status: http.StatusTooManyRequests, retryAfter: wait, perClient: true,
-		msg: fmt.Sprintf("%s triggered too many builds (at most %g a minute, %d at once); try again in %s", client, l.per, l.burst, wait.Round(time.Second))}
+		msg: fmt.Sprintf("%s asked for too many %s (at most %g a minute, %d at once); try again in %s", client, l.what, l.per, l.burst, wait.Round(time.Second))}
 }
 
 // evict forgets the clients whose buckets have filled up again (a new

@@ -187,17 +187,16 @@ func newAccessFactory(t *testing.T, o ServerOptions) *accessFactory {
 	}
 	logs := &syncBuffer{}
 	o.Releases, o.Log, o.BuilderVersion = []ReleaseStore{{Store: releases}}, slog.New(slog.NewTextHandler(logs, nil)), "test"
-	s, err := NewServer(context.Background(), o)
+	s, err := newServer(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.releases["1.0"] = &Release{Version: "1.0", Params: compose.Params{Architectures: []string{"x86_64"}}, digests: map[string]string{}}
-	s.versions = []string{"1.0"}
+	s.serve(&Release{Version: "1.0", Params: compose.Params{Architectures: []string{"x86_64"}}, digests: map[string]string{}})
 	s.buildFn = func(_ context.Context, _ *Release, _ *schematic.Schematic, a artifact, arch string) ([]byte, error) {
 		return []byte(a.composedName(arch)), nil
 	}
 	sch, _ := schematic.Parse(nil)
-	id, err := s.schematics.put(context.Background(), sch)
+	id, _, err := s.schematics.put(context.Background(), sch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +368,7 @@ func TestBuildRate(t *testing.T) {
 			t.Errorf("%d %s: %d %q, want %d", i, c.artifact, resp.StatusCode, body, c.code)
 		}
 		if c.code == 429 {
-			if s, _ := strconv.Atoi(resp.Header.Get("Retry-After")); s < 25 || s > 60 || !strings.Contains(body, "127.0.0.1 triggered too many builds (at most 1 a minute, 2 at once)") {
+			if s, _ := strconv.Atoi(resp.Header.Get("Retry-After")); s < 25 || s > 60 || !strings.Contains(body, "127.0.0.1 asked for too many builds (at most 1 a minute, 2 at once)") {
 				t.Errorf("429: Retry-After %q, %q", resp.Header.Get("Retry-After"), body)
 			}
 		}
@@ -495,7 +494,7 @@ func TestBuildDetached(t *testing.T) {
 // not refused to a client with a login waiting for the same artifact.
 func TestRefusalIsPerClient(t *testing.T) {
 	f := newAccessFactory(t, ServerOptions{Access: Access{Login: []string{"build"}, Credentials: testCredentials(t)}})
-	rel, sch := f.releases["1.0"], schematicOf(t, f)
+	rel, sch := f.served().releases["1.0"], schematicOf(t, f)
 	a, _ := parseArtifact("kernel-amd64")
 	anonymous := context.WithValue(context.Background(), principalKey{}, principal{addr: "192.0.2.1"})
 	alice := context.WithValue(context.Background(), principalKey{}, principal{user: "alice"})

@@ -44,7 +44,7 @@ func newGCFixture(t *testing.T, st oci.Store) *gcFixture {
 	for _, args := range [][]string{nil, {"console=ttyS0"}} {
 		sch := &schematic.Schematic{}
 		sch.Customization.ExtraKernelArgs = args
-		id, err := f.srv.schematics.put(ctx, sch)
+		id, _, err := f.srv.schematics.put(ctx, sch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,12 +281,13 @@ func TestCollectKeeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{o: ServerOptions{Cache: l}, releases: map[string]*Release{}, unverified: []string{"0.9.0"}}
+	s := &Server{o: ServerOptions{Cache: l}}
+	var rels []*Release
 	for v, date := range map[string]int64{"1.9.0": 100, "1.10.0": 100, "1.8.0": 200, "1.0.0": 50} {
-		s.releases[v] = &Release{Version: v, SourceDate: date}
-		s.versions = append(s.versions, v)
+		rels = append(rels, &Release{Version: v, SourceDate: date})
 	}
-	slices.Sort(s.versions)
+	s.serve(rels...)
+	s.served().unverified = []string{"0.9.0"}
 	rep, err := s.Collect(context.Background(), CollectOptions{KeepVersions: 3, DryRun: true})
 	if err != nil || !slices.Equal(rep.Kept, []string{"1.8.0", "1.10.0", "1.9.0"}) || !slices.Equal(rep.Unverified, []string{"0.9.0"}) {
 		t.Errorf("kept %v, unverified %v: %v", rep.Kept, rep.Unverified, err)
@@ -294,7 +295,7 @@ func TestCollectKeeps(t *testing.T) {
 	if _, err := s.Collect(context.Background(), CollectOptions{}); err == nil {
 		t.Error("keeping no version was accepted")
 	}
-	s.unlisted = []string{"oci:/x"}
+	s.served().unlisted = []string{"oci:/x"}
 	if _, err := s.Collect(context.Background(), CollectOptions{KeepVersions: 1}); err == nil || !strings.Contains(err.Error(), "oci:/x") {
 		t.Errorf("a store not listed: %v", err)
 	}

@@ -115,7 +115,7 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	}
 	switch rr.op {
 	case "tags":
-		writeJSONAs(w, "application/json", map[string]any{"name": rr.kind.repo() + "/" + rr.id, "tags": append([]string{}, s.versions...)})
+		writeJSONAs(w, "application/json", map[string]any{"name": rr.kind.repo() + "/" + rr.id, "tags": append([]string{}, s.served().versions...)})
 	case "referrers":
 		registryError(w, http.StatusNotFound, "UNSUPPORTED", "no referrers API: signatures are at the sha256-DIGEST.sig tags")
 	case "manifests":
@@ -134,7 +134,7 @@ func writeJSONAs(w http.ResponseWriter, mediaType string, v any) {
 // digest, or by cosign's signature tag, of an image of the repository.
 func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr registryRequest, sch *schematic.Schematic) {
 	var e *installerEntry
-	if rel := s.releases[rr.ref]; rel != nil {
+	if rel := s.served().releases[rr.ref]; rel != nil {
 		var err error
 		if e, err = s.installer(r.Context(), rel, sch, rr.kind, r.Host); s.refused(w, r, err) {
 			return
@@ -265,8 +265,8 @@ func (s *Server) cachedEntry(ctx context.Context, sch *schematic.Schematic, k in
 		return nil
 	}
 	var unchecked []string
-	for _, v := range s.versions {
-		key := s.installerKey(s.releases[v], id, k)
+	for _, v := range s.served().versions {
+		key := s.installerKey(s.served().releases[v], id, k)
 		if e := s.rememberedInstaller(key); e == nil {
 			unchecked = append(unchecked, key)
 		} else if has(e) {

@@ -1,11 +1,13 @@
 package factory
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -31,38 +33,64 @@ const (
 // errUnknownSchematic: no schematic has that ID.
 var errUnknownSchematic = errors.New("no such schematic")
 
-// schematics keeps schematics in the cache store, with the ones seen in
-// memory.
+// schematics keeps schematics in the cache store, with the ones used
+// last in memory.
 type schematics struct {
-	st   oci.Store
+	st oci.Store
+	// stored counts the schematics in the store (listed at start, then
+	// counted as this process adds them: other replicas' are not seen
+	// until a restart).
+	stored atomic.Int64
+
 	mu   sync.Mutex
-	seen map[string]*schematic.Schematic
+	seen *lru[*schematic.Schematic]
 }
 
-// put stores s under its ID and returns the ID.
-func (c *schematics) put(ctx context.Context, s *schematic.Schematic) (string, error) {
-	id, err := s.ID()
-	if err != nil {
-		return "", err
+// schematicsInMemory bounds the schematics a factory keeps in memory.
+const schematicsInMemory = 4096
+
+// count lists the store's schematics.
+func (c *schematics) count(ctx context.Context) error {
+	tags, err := c.st.Tags(ctx, RepoSchematics)
+	if err != nil && !errors.Is(err, oci.ErrNotFound) {
+		return fmt.Errorf("listing the stored schematics: %w", err)
+	}
+	c.stored.Store(int64(len(tags)))
+	return nil
+}
+
+// put stores s under its ID and returns the ID; created says it was not
+// stored yet.
+func (c *schematics) put(ctx context.Context, s *schematic.Schematic) (id string, created bool, err error) {
+	if id, err = s.ID(); err != nil {
+		return "", false, err
 	}
 	if _, err := c.get(ctx, id); err == nil {
-		return id, nil
+		return id, false, nil
 	}
 	canon, err := s.Canonical()
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
 		Layer: static.NewLayer(canon, MediaTypeSchematic)})
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	img = mutate.ConfigMediaType(img, types.MediaType(MediaTypeSchematic))
 	if err := c.st.WriteImage(ctx, RepoSchematics, id, img); err != nil {
-		return "", fmt.Errorf("storing schematic %s: %w", id, err)
+		return "", false, fmt.Errorf("storing schematic %s: %w", id, err)
 	}
+	c.stored.Add(1)
 	c.remember(id, s)
-	return id, nil
+	return id, true, nil
+}
+
+// has says whether a schematic is stored (a parsed one, whose ID is
+// computed, so this is cheap when it is in memory).
+func (c *schematics) has(ctx context.Context, id string) bool {
+	_, err := c.get(ctx, id)
+	return err == nil
 }
 
 // get returns the schematic with that ID, errUnknownSchematic when there
@@ -70,9 +98,9 @@ func (c *schematics) put(ctx context.Context, s *schematic.Schematic) (string, e
 // refused.
 func (c *schematics) get(ctx context.Context, id string) (*schematic.Schematic, error) {
 	c.mu.Lock()
-	s := c.seen[id]
+	s, ok := c.seen.get(id)
 	c.mu.Unlock()
-	if s != nil {
+	if ok {
 		return s, nil
 	}
 	img, err := c.st.Image(ctx, RepoSchematics, id)
@@ -90,20 +118,74 @@ func (c *schematics) get(ctx context.Context, id string) (*schematic.Schematic, 
 		return nil, fmt.Errorf("stored schematic %s: %w", id, err)
 	}
 	if got, err := s.ID(); err != nil || got != id {
-		return nil, fmt.Errorf("stored schematic %s has the ID %s: damaged or tampered", id, got)
+		return nil, &wrongSchematicError{id: id, got: got}
 	}
 	c.remember(id, s)
 	return s, nil
+}
+
+// wrongSchematicError: the schematic stored under an ID hashes to another
+// (the store damaged, or a tag moved).
+type wrongSchematicError struct{ id, got string }
+
+func (e *wrongSchematicError) Error() string {
+	return fmt.Sprintf("the schematic stored as %s has the ID %s: damaged or tampered, refused", e.id, e.got)
 }
 
 func (c *schematics) remember(id string, s *schematic.Schematic) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seen == nil {
-		c.seen = map[string]*schematic.Schematic{}
+		c.seen = newLRU[*schematic.Schematic](schematicsInMemory)
 	}
-	c.seen[id] = s
+	c.seen.put(id, s)
 }
+
+// lru is a map of at most max entries that forgets the least recently
+// used first.
+type lru[V any] struct {
+	max   int
+	order *list.List // front: the most recent; values are *lruEntry[V]
+	by    map[string]*list.Element
+}
+
+type lruEntry[V any] struct {
+	key string
+	val V
+}
+
+func newLRU[V any](max int) *lru[V] {
+	return &lru[V]{max: max, order: list.New(), by: map[string]*list.Element{}}
+}
+
+func (l *lru[V]) get(key string) (V, bool) {
+	var zero V
+	if l == nil {
+		return zero, false
+	}
+	e, ok := l.by[key]
+	if !ok {
+		return zero, false
+	}
+	l.order.MoveToFront(e)
+	return e.Value.(*lruEntry[V]).val, true
+}
+
+func (l *lru[V]) put(key string, v V) {
+	if e, ok := l.by[key]; ok {
+		e.Value.(*lruEntry[V]).val = v
+		l.order.MoveToFront(e)
+		return
+	}
+	l.by[key] = l.order.PushFront(&lruEntry[V]{key: key, val: v})
+	for l.order.Len() > l.max {
+		last := l.order.Back()
+		l.order.Remove(last)
+		delete(l.by, last.Value.(*lruEntry[V]).key)
+	}
+}
+
+func (l *lru[V]) len() int { return l.order.Len() }
 
 // onlyLayerReader opens the single layer of an image: as stored (an
 // artifact's file), or uncompressed (a tar layer).

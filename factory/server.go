@@ -10,7 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
+	"net"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -21,6 +24,7 @@ import (
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+	"golang.org/x/net/netutil"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/nodeforge/builder/api/schematic"
@@ -35,6 +39,9 @@ import (
 type ReleaseStore struct {
 	Store oci.Store
 	Keys  []signature.Verifier
+	// Name is the store as the operator named it (shown to clients
+	// without credentials or local directories); "" names it by Store.
+	Name string
 }
 
 // ServerOptions configure a factory.
@@ -65,6 +72,17 @@ type ServerOptions struct {
 	// SecureBoot signs the -secureboot media (systemd-boot and the UKIs
 	// made from the release's systemd-stub); nil: the factory serves none.
 	SecureBoot *secureboot.Signing
+	// MaxSchematics caps the schematics stored (0: no cap); past it a new
+	// one gets 507. Replicas on one store count their own additions.
+	MaxSchematics int
+	// BodyTimeout bounds the time a request's body takes to arrive (0: 30
+	// seconds); past it the request gets 408 and its connection closes.
+	BodyTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle that long (0: two
+	// minutes); MaxConnections bounds the connections served at once (0:
+	// 1024), more wait to be accepted. Both are for HTTPServer and Listener.
+	IdleTimeout    time.Duration
+	MaxConnections int
 	// VerifyInterval is how long a cached artifact's file in a layout
 	// cache, once hashed, is served without hashing it again while its
 	// size and modification time stay (0: 10 minutes; negative: hashed at
@@ -89,11 +107,7 @@ const maxSchematicBody = 64 << 10
 type Server struct {
 	o          ServerOptions
 	schematics *schematics
-	releases   map[string]*Release // version -> verified release
-	versions   []string
-	problems   []string // releases not served, and why
-	unverified []string // versions listed but not served (gc keeps their entries)
-	unlisted   []string // release stores whose versions could not be listed
+	cat        atomic.Pointer[catalog] // what is served
 	cache      *artifactCache
 	metrics    *metrics
 	builds     singleflight.Group
@@ -111,9 +125,28 @@ func (s *Server) Stats() Stats {
 	return Stats{Builds: s.built.Load(), Hits: s.cache.hits.Load(), CacheErrors: s.cache.errors.Load()}
 }
 
-// NewServer verifies every version of every release store (a version that
-// does not verify is not served, and /readyz names it).
+// NewServer verifies every version of every release store: a version that
+// does not verify, or a store that cannot be listed, is not served, and
+// /readyz names it (RetryFailed tries them again). When nothing verifies
+// it fails, its error's first line the first cause.
 func NewServer(ctx context.Context, o ServerOptions) (*Server, error) {
+	s, err := newServer(o)
+	if err != nil {
+		return nil, err
+	}
+	c := s.load(ctx, nil)
+	if len(c.versions) == 0 {
+		return nil, s.startError(c)
+	}
+	s.cat.Store(c)
+	if err := s.schematics.count(ctx); err != nil {
+		s.o.Log.Warn("the schematics stored are not counted: --max-schematics counts from 0", "err", err)
+	}
+	return s, nil
+}
+
+// newServer is a factory serving nothing yet.
+func newServer(o ServerOptions) (*Server, error) {
 	if o.Cache == nil || len(o.Releases) == 0 {
 		return nil, errors.New("factory: a cache store and at least one release store are needed")
 	}
@@ -136,34 +169,31 @@ func NewServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	if o.VerifyInterval == 0 {
 		o.VerifyInterval = defaultVerifyInterval
 	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = 30 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 2 * time.Minute
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = 1024
+	}
 	m := newMetrics()
-	s := &Server{o: o, schematics: &schematics{st: o.Cache}, releases: map[string]*Release{}, slots: make(chan struct{}, o.MaxBuilds),
+	s := &Server{o: o, schematics: &schematics{st: o.Cache}, slots: make(chan struct{}, o.MaxBuilds),
 		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}, metrics: m, gate: g}
 	s.buildFn = s.build
-	for _, rs := range o.Releases {
-		tags, err := rs.Store.Tags(ctx, release.RepoLock)
-		if err != nil {
-			s.problems = append(s.problems, fmt.Sprintf("%s: no releases listed: %v", rs.Store, err))
-			s.unlisted = append(s.unlisted, rs.Store.String())
-			continue
-		}
-		for _, v := range tags {
-			if _, dup := s.releases[v]; dup || strings.HasPrefix(v, "sha256-") {
-				continue // served from the first store; referrer fallback tags
-			}
-			rel, err := Open(ctx, rs.Store, v, rs.Keys)
-			if err != nil {
-				s.problems = append(s.problems, err.Error())
-				s.unverified = append(s.unverified, v)
-				o.Log.Warn("release not served", "version", v, "store", rs.Store.String(), "err", err)
-				continue
-			}
-			s.releases[v] = rel
-			s.versions = append(s.versions, v)
-		}
-	}
-	slices.Sort(s.versions)
+	s.cat.Store(&catalog{releases: map[string]*Release{}})
 	return s, nil
+}
+
+// serve replaces what the factory serves with rels (tests).
+func (s *Server) serve(rels ...*Release) {
+	c := &catalog{releases: map[string]*Release{}}
+	for _, r := range rels {
+		c.releases[r.Version] = r
+	}
+	c.versions = slices.Sorted(maps.Keys(c.releases))
+	s.cat.Store(c)
 }
 
 // Handler routes the API.
@@ -181,8 +211,58 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /readyz", s.getReady)
 	s.uiRoutes(mux)
 	mux.HandleFunc("/v2/", s.serveRegistry)
-	return s.identify(s.logged(s.guardRoutes(mux)))
+	return s.identify(s.logged(s.bodyDeadline(s.guardRoutes(mux))))
 }
+
+// HTTPServer serves Handler with the factory's bounds: request headers
+// within 10 seconds, bodies within BodyTimeout (Handler sets that one per
+// request: a server-wide ReadTimeout would also cancel long downloads),
+// idle connections closed after IdleTimeout. Serve it on Listener's
+// listener.
+func (s *Server) HTTPServer(errorLog *log.Logger) *http.Server {
+	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: s.o.IdleTimeout, ErrorLog: errorLog}
+}
+
+// Listener bounds the connections served at once on ln to
+// MaxConnections; further ones wait in the listen queue.
+func (s *Server) Listener(ln net.Listener) net.Listener {
+	return netutil.LimitListener(ln, s.o.MaxConnections)
+}
+
+// bodyDeadline gives a request's body BodyTimeout to arrive, so a client
+// that sends it a byte at a time cannot hold a connection; the deadline
+// is lifted once the body is read, for the answer may take long.
+func (s *Server) bodyDeadline(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(s.o.BodyTimeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { rc.SetReadDeadline(time.Time{}) }}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody lifts its connection's read deadline once read to its
+// end (and only then: after a timeout the connection is to close).
+type deadlineBody struct {
+	io.ReadCloser
+	lift   func()
+	lifted bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.lifted {
+		b.lifted = true
+		b.lift()
+	}
+	return n, err
+}
+
+// slowBody says whether reading a body failed for its deadline.
+func slowBody(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
 
 // logged gives every request an ID (the client's X-Request-Id or a
 // counter) echoed in the response, and logs it with its outcome.
@@ -213,6 +293,18 @@ type statusRecorder struct {
 }
 
 func (r *statusRecorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
+
+// ReadFrom keeps the connection's own ReadFrom (sendfile for a file)
+// reachable through the recorder.
+func (r *statusRecorder) ReadFrom(src io.Reader) (int64, error) {
+	n, err := io.Copy(r.ResponseWriter, src)
+	r.bytes += n
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection (the body
+// deadline, flushes).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	n, err := r.ResponseWriter.Write(b)
 	r.bytes += int64(n)
@@ -232,6 +324,10 @@ func (s *Server) postSchematic(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusRequestEntityTooLarge, "schematic larger than %d bytes", maxSchematicBody)
 			return
 		}
+		if slowBody(err) {
+			fail(w, http.StatusRequestTimeout, "the schematic did not arrive within %s", s.o.BodyTimeout)
+			return
+		}
 		fail(w, http.StatusBadRequest, "reading the schematic: %v", err)
 		return
 	}
@@ -247,17 +343,46 @@ func (s *Server) postSchematic(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	id, err := s.schematics.put(r.Context(), sch)
-	if err != nil {
-		s.o.Log.Error("storing a schematic", "err", err)
-		fail(w, http.StatusInternalServerError, "storing the schematic failed")
+	id, err := s.createSchematic(r.Context(), sch)
+	if s.refused(w, r, err) {
 		return
 	}
-	s.metrics.schematicsCreated.Inc()
+	if err != nil {
+		s.o.Log.Error("storing a schematic", "id", w.Header().Get("X-Request-Id"), "err", err)
+		fail(w, http.StatusInternalServerError, "storing the schematic failed (request %s)", w.Header().Get("X-Request-Id"))
+		return
+	}
 	canon, _ := sch.Canonical()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
 	json.NewEncoder(w).Encode(map[string]string{"id": id, "schematic": string(canon)})
+}
+
+// createSchematic stores a schematic posted (to the API or the UI): one
+// the factory has gives its ID at once; a new one counts against its
+// client's rate (429) and the store's cap (507).
+func (s *Server) createSchematic(ctx context.Context, sch *schematic.Schematic) (string, error) {
+	id, err := sch.ID()
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.schematics.get(ctx, id); err == nil {
+		return id, nil
+	}
+	if s.gate != nil {
+		if err := s.gate.schematics.take(principalOf(ctx).name(), time.Now()); err != nil {
+			return "", err
+		}
+	}
+	if n := s.o.MaxSchematics; n > 0 && s.schematics.stored.Load() >= int64(n) {
+		return "", &refusal{status: http.StatusInsufficientStorage,
+			msg: fmt.Sprintf("the factory stores %d schematics, as many as it may: ask its operator (--max-schematics)", n)}
+	}
+	id, created, err := s.schematics.put(ctx, sch)
+	if created {
+		s.metrics.schematicsCreated.Inc()
+	}
+	return id, err
 }
 
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
@@ -269,7 +394,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 // extensionNames are the extensions of every served release.
 func (s *Server) extensionNames() []string {
 	var out []string
-	for _, rel := range s.releases {
+	for _, rel := range s.served().releases {
 		for _, e := range rel.Extensions {
 			if !slices.Contains(out, e) {
 				out = append(out, e)
@@ -317,8 +442,8 @@ func (s *Server) schematic(w http.ResponseWriter, r *http.Request, id string) (*
 func (s *Server) getVersions(w http.ResponseWriter, r *http.Request) {
 	out := []string{}
 	branch := r.URL.Query().Get("branch")
-	for _, v := range s.versions {
-		if branch == "" || s.releases[v].Branch == branch {
+	for _, v := range s.served().versions {
+		if branch == "" || s.served().releases[v].Branch == branch {
 			out = append(out, v)
 		}
 	}
@@ -332,7 +457,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 // release finds a served version or answers 404.
 func (s *Server) release(w http.ResponseWriter, v string) (*Release, bool) {
-	rel := s.releases[v]
+	rel := s.served().releases[v]
 	if rel == nil {
 		fail(w, http.StatusNotFound, "version %q is not served (see /versions)", v)
 		return nil, false
@@ -370,15 +495,12 @@ func (s *Server) getExtensions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getReady(w http.ResponseWriter, _ *http.Request) {
-	if len(s.problems) > 0 || len(s.versions) == 0 {
+	ready, body := s.readiness()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if !ready {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "serving %d versions\n", len(s.versions))
-		for _, p := range s.problems {
-			fmt.Fprintln(w, "not served:", p)
-		}
-		return
 	}
-	fmt.Fprintf(w, "ready: %s\n", strings.Join(s.versions, ", "))
+	io.WriteString(w, body)
 }
 
 func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {

@@ -8,7 +8,10 @@ import (
 	"slices"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/nodeforge/builder/attest/signing"
 
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/release"
@@ -128,7 +131,7 @@ func collectCache(ctx context.Context, o TransferOptions, rep *TransferReport) (
 			return nil, fmt.Errorf("listing %s: %w", o.FromCache.Ref(repo, ""), err)
 		}
 		for _, tag := range tags {
-			if len(tag) != 64 || strings.Trim(tag, "0123456789abcdef") != "" {
+			if !isCacheKey(tag) {
 				continue // signatures
 			}
 			e, err := readEntry(ctx, o.FromCache, repo, tag)
@@ -170,4 +173,33 @@ func CacheItems(items []release.Item) []release.Item {
 		out[i] = it
 	}
 	return out
+}
+
+// SignEntry signs a transferred cache entry (item, at st) with another
+// factory's key as that factory signs its own: an installer index with
+// the claim of its cache key (the tag it is carried under) and the
+// reference users pull it by, without a host (the destination's is not
+// known here); anything else as a release is signed.
+func SignEntry(ctx context.Context, signer *signing.Signer, st oci.Store, it release.Item) error {
+	d, err := v1.NewHash(it.Digest)
+	if err != nil {
+		return err
+	}
+	o := signing.SignOptions{}
+	if it.Repo == RepoInstallers && isCacheKey(it.Tag) {
+		e, err := readEntry(ctx, st, it.Repo, it.Digest)
+		if err != nil {
+			return err
+		}
+		o.Identity = e.Artifact + "/" + e.Schematic + ":" + e.Version
+		o.Claims = map[string]string{annInstallerKey: it.Tag}
+	}
+	_, err = signer.SignWith(ctx, st, it.Repo, d, o)
+	return err
+}
+
+// isCacheKey says whether a tag is a cache key (64 hex digits), not a
+// signature's or a schematic's.
+func isCacheKey(tag string) bool {
+	return len(tag) == 64 && strings.Trim(tag, "0123456789abcdef") == ""
 }

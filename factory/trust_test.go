@@ -1,12 +1,14 @@
 package factory
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -57,7 +59,7 @@ func (f *accessFactory) postSchematic(t *testing.T, yaml string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := f.schematics.put(context.Background(), sch)
+	id, _, err := f.schematics.put(context.Background(), sch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func TestCacheEntryOfAnotherRequest(t *testing.T) {
 	f := trustFactory(t, ServerOptions{}, 4096)
 	idA := f.id
 	idB := f.postSchematic(t, "customization:\n  extraKernelArgs: [init=/bin/sh]\n")
-	rel := f.releases["1.0"]
+	rel := f.served().releases["1.0"]
 	for _, name := range []string{"metal-amd64.iso", "metal-amd64.raw", "kernel-amd64"} {
 		for _, id := range []string{idA, idB} {
 			if code, _ := f.get(t, "/image/"+id+"/1.0/"+name); code != 200 {
@@ -328,4 +330,164 @@ func counterValue(c prometheus.Counter) float64 {
 	var m dto.Metric
 	c.Write(&m)
 	return m.GetCounter().GetValue()
+}
+
+// TestSchematicLimits: 1,000 new schematics from one client: past its
+// burst they get 429 with Retry-After, and neither the store nor the
+// memory grows past the limits; past the cap of stored schematics a new
+// one gets 507 while known ones are still accepted.
+func TestSchematicLimits(t *testing.T) {
+	f := trustFactory(t, ServerOptions{Access: Access{SchematicRate: 1, SchematicBurst: 20}}, 16)
+	post := func(f *accessFactory, i int) (*http.Response, string) {
+		body := fmt.Sprintf("customization:\n  extraKernelArgs: [nodeforge.n=%d, %s]\n", i, strings.Repeat("x", 200))
+		resp, err := http.Post(f.url+"/schematics", "application/yaml", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	codes := map[int]int{}
+	for i := range 1000 {
+		resp, body := post(f, i)
+		codes[resp.StatusCode]++
+		if resp.StatusCode == 429 && (resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "too many new schematics")) {
+			t.Fatalf("429 without Retry-After or its reason: %q", body)
+		}
+	}
+	if codes[201] < 20 || codes[201] > 22 || codes[429] != 1000-codes[201] {
+		t.Errorf("1,000 new schematics from one client: %v", codes)
+	}
+	if n := f.schematics.stored.Load(); n > 23 || f.schematics.seen.len() > 23 {
+		t.Errorf("stored %d, %d in memory", n, f.schematics.seen.len())
+	}
+	// A schematic the factory has is not a new one.
+	if resp, _ := post(f, 0); resp.StatusCode != 201 {
+		t.Errorf("posting a known schematic past the rate: %d", resp.StatusCode)
+	}
+
+	g := trustFactory(t, ServerOptions{MaxSchematics: 10}, 16)
+	for i := range 12 {
+		resp, body := post(g, i)
+		want := 201
+		if i >= 9 { // the empty schematic is the tenth
+			want = 507
+		}
+		if resp.StatusCode != want {
+			t.Errorf("schematic %d with a cap of 10: %d %q", i, resp.StatusCode, body)
+		}
+	}
+	if resp, _ := post(g, 3); resp.StatusCode != 201 {
+		t.Errorf("a known schematic at the cap: %d", resp.StatusCode)
+	}
+
+	lru := newLRU[int](3)
+	for i := range 5 {
+		lru.put(fmt.Sprint(i), i)
+	}
+	lru.get("2")
+	lru.put("5", 5)
+	if _, ok := lru.get("3"); ok || lru.len() != 3 {
+		t.Errorf("the LRU kept the least recently used or grew: %d", lru.len())
+	}
+	if v, ok := lru.get("2"); !ok || v != 2 {
+		t.Errorf("the LRU lost a recent entry")
+	}
+}
+
+// TestSlowBodies: 500 connections that send a body a byte at a time are
+// answered 408 and closed once the body timeout has passed; a download
+// taking longer than it is not cut.
+func TestSlowBodies(t *testing.T) {
+	f := trustFactory(t, ServerOptions{BodyTimeout: time.Second}, 1<<20)
+	addr := strings.TrimPrefix(f.url, "http://")
+	const conns = 500
+	type result struct {
+		status string
+		took   time.Duration
+		err    error
+	}
+	results := make(chan result, conns)
+	start := time.Now()
+	for range conns {
+		go func() {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				results <- result{err: err}
+				return
+			}
+			defer c.Close()
+			fmt.Fprintf(c, "POST /schematics HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nc")
+			c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			line, err := bufio.NewReader(c).ReadString('\n')
+			results <- result{status: strings.TrimSpace(line), took: time.Since(start), err: err}
+		}()
+	}
+	for range conns {
+		r := <-results
+		if r.err != nil || !strings.Contains(r.status, "408") || r.took > 15*time.Second {
+			t.Errorf("a slow body: %q after %s: %v", r.status, r.took, r.err)
+			break
+		}
+	}
+	// A long answer is not bound by the body timeout.
+	f.buildFn = func(ctx context.Context, _ *Release, _ *schematic.Schematic, a artifact, arch string) ([]byte, error) {
+		time.Sleep(1500 * time.Millisecond)
+		return []byte(a.composedName(arch)), nil
+	}
+	if code, b := f.get(t, "/image/"+f.id+"/1.0/kernel-amd64"); code != 200 || string(b) != "kernel-x86_64" {
+		t.Errorf("a build longer than the body timeout: %d %q", code, b)
+	}
+}
+
+// TestRanges: Range requests are bounded: an empty suffix is 416, many
+// ranges give the whole artifact, overlapping ones are merged.
+func TestRanges(t *testing.T) {
+	for _, c := range []struct {
+		in, out string
+		ok      bool
+	}{
+		{"bytes=-0", "", false},
+		{"bytes=100-", "", false},
+		{"bytes=0-9", "bytes=0-9", true},
+		{"bytes=-10", "bytes=90-99", true},
+		{"bytes=-1000", "bytes=0-99", true},
+		{"bytes=0-9,5-20,21-30,50-60", "bytes=0-30,50-60", true},
+		{"bytes=50-60, 0-9", "bytes=0-9,50-60", true},
+		{"bytes=-0,0-4", "bytes=0-4", true},
+		{"bytes=9-2", "bytes=9-2", true}, // not a range: ServeContent answers it
+		{"items=0-1", "items=0-1", true},
+		{"bytes=" + strings.Repeat("0-0,", 16) + "2-2,4-4,6-6,8-8,10-10,12-12,14-14,16-16,18-18,20-20,22-22,24-24,26-26,28-28,30-30,32-32", "", true},
+	} {
+		out, ok := normalizeRange(c.in, 100)
+		if out != c.out || ok != c.ok {
+			t.Errorf("%q: %q %v, want %q %v", c.in, out, ok, c.out, c.ok)
+		}
+	}
+	f := trustFactory(t, ServerOptions{}, 108<<10)
+	path := "/image/" + f.id + "/1.0/metal-amd64.iso"
+	want := artifactBytes("metal-x86_64.iso", f.id, 108<<10)
+	f.get(t, path)
+	if code, _ := f.get(t, path, "Range", "bytes=-0"); code != 416 {
+		t.Errorf("bytes=-0: %d", code)
+	}
+	var many []string
+	for i := range 10000 {
+		many = append(many, fmt.Sprintf("%d-%d", i*10, i*10))
+	}
+	req, _ := http.NewRequest("GET", f.url+path, nil)
+	req.Header.Set("Range", "bytes="+strings.Join(many, ","))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(b) != len(want) {
+		t.Errorf("10,000 ranges: %d, %d bytes", resp.StatusCode, len(b))
+	}
+	if code, b := f.get(t, path, "Range", "bytes=0-99,50-149"); code != 206 || !bytes.Equal(b, want[:150]) {
+		t.Errorf("overlapping ranges: %d, %d bytes", code, len(b))
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"math"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -459,7 +460,7 @@ func (s *Server) uiWizard(r *http.Request, p *uiPage) {
 // (ok false).
 func (s *Server) uiTarget(p *uiPage, want int) (*Release, string, platform.Platform, bool) {
 	st := &p.State
-	rel := s.releases[st.Version]
+	rel := s.served().releases[st.Version]
 	if rel == nil {
 		p.fail(http.StatusNotFound, uiM("err.version", st.Version))
 		return nil, "", platform.Platform{}, false
@@ -509,11 +510,11 @@ func (s *Server) uiLoadSchematic(r *http.Request, p *uiPage) bool {
 func (s *Server) uiVersionStep(p *uiPage) {
 	p.Step = "version"
 	chosen := p.State.Version
-	if s.releases[chosen] == nil && len(s.versions) > 0 {
-		chosen = s.versions[len(s.versions)-1] // the newest by default
+	if s.served().releases[chosen] == nil && len(s.served().versions) > 0 {
+		chosen = s.served().versions[len(s.served().versions)-1] // the newest by default
 	}
-	for _, v := range s.versions {
-		b := s.releases[v].Branch
+	for _, v := range s.served().versions {
+		b := s.served().releases[v].Branch
 		i := slices.IndexFunc(p.Branches, func(x uiBranch) bool { return x.Name == b })
 		if i < 0 {
 			p.Branches, i = append(p.Branches, uiBranch{Name: b}), len(p.Branches)
@@ -709,14 +710,23 @@ func (s *Server) postUISchematic(w http.ResponseWriter, r *http.Request) {
 		s.uiRender(w, p)
 		return
 	}
-	id, err := s.schematics.put(r.Context(), sch)
+	id, err := s.createSchematic(r.Context(), sch)
+	if rf := (*refusal)(nil); errors.As(err, &rf) {
+		msg := uiM("err.schematic.full")
+		if rf.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(rf.retryAfter.Seconds()))))
+			msg = uiM("err.schematic.rate", rf.retryAfter.Round(time.Second).String())
+		}
+		p.fail(rf.status, msg)
+		s.uiRender(w, p)
+		return
+	}
 	if err != nil {
 		s.o.Log.Error("storing a schematic", "err", err)
 		p.fail(http.StatusInternalServerError, uiM("err.internal"))
 		s.uiRender(w, p)
 		return
 	}
-	s.metrics.schematicsCreated.Inc()
 	next := uiState{Lang: st.Lang, SchematicID: id, Version: st.Version, Arch: st.Arch, Platform: st.Platform}
 	http.Redirect(w, r, p.link(next, ""), http.StatusSeeOther)
 }

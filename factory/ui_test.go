@@ -38,14 +38,12 @@ func uiTestServer(t *testing.T, externalURL string) (*Server, http.Handler) {
 		"nvidia": {Name: "nvidia", Version: "550.1", Author: "Nodeforge", Description: "NVIDIA GPU drivers"},
 		"zfs":    {Name: "zfs", Version: "2.2.4", Author: "Nodeforge", Description: "The ZFS file system"},
 	}
-	rels := map[string]*Release{
-		"1.10.0": {Version: "1.10.0", Branch: "p10", Params: compose.Params{Architectures: []string{"x86_64"}},
-			Extensions: []string{"cri"}, meta: meta},
-		"1.11.0": {Version: "1.11.0", Branch: "p11", Params: compose.Params{Architectures: []string{"x86_64", "aarch64"}},
-			Extensions: []string{"cri", "nvidia", "zfs"}, meta: meta},
-	}
 	s := &Server{o: ServerOptions{Cache: cache, ExternalURL: externalURL, Log: slog.New(slog.DiscardHandler)},
-		schematics: &schematics{st: cache}, releases: rels, versions: []string{"1.10.0", "1.11.0"}, metrics: newMetrics()}
+		schematics: &schematics{st: cache}, metrics: newMetrics()}
+	s.serve(&Release{Version: "1.10.0", Branch: "p10", Params: compose.Params{Architectures: []string{"x86_64"}},
+		Extensions: []string{"cri"}, meta: meta},
+		&Release{Version: "1.11.0", Branch: "p11", Params: compose.Params{Architectures: []string{"x86_64", "aarch64"}},
+			Extensions: []string{"cri", "nvidia", "zfs"}, meta: meta})
 	mux := http.NewServeMux()
 	s.uiRoutes(mux)
 	return s, testutil.NoLocalPaths(t, mux)
@@ -138,7 +136,7 @@ func TestUICatalogs(t *testing.T) {
 	for _, s := range uiSteps {
 		used["step."+s] = true
 	}
-	for _, code := range []int{400, 404, 413, 500} {
+	for _, code := range []int{400, 404, 413, 429, 500, 507} {
 		used["err.status."+strconv.Itoa(code)] = true
 	}
 	for _, p := range platform.All {
@@ -372,8 +370,8 @@ func TestUIKernelArgs(t *testing.T) {
 			}
 		}
 	}
-	if len(s.schematics.seen) != 0 {
-		t.Errorf("bad arguments stored schematics: %v", slices.Collect(maps.Keys(s.schematics.seen)))
+	if n := s.schematics.stored.Load(); n != 0 {
+		t.Errorf("bad arguments stored %d schematics", n)
 	}
 	if msgs := uiCheckArgs(strings.Fields("console=ttyS0,115200n8 ip=[fd00::2]::[fd00::1]:64:node:eth0:off nodeforge.config=https://x/c?a=b&c=d")); msgs != nil {
 		t.Errorf("good arguments refused: %v", msgs)

@@ -64,9 +64,9 @@ type warmTarget struct {
 // platform and artifact name. One artifact at a time: counts of built
 // and cached are exact as long as nothing else builds on this Server.
 func (s *Server) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
-	rel := s.releases[o.Version]
+	rel := s.served().releases[o.Version]
 	if rel == nil {
-		return nil, fmt.Errorf("version %q is not served (served: %s)", o.Version, strings.Join(s.versions, ", "))
+		return nil, fmt.Errorf("version %q is not served (served: %s)", o.Version, strings.Join(s.served().versions, ", "))
 	}
 	if s.o.Signer == nil {
 		return nil, errors.New("without a signing key nothing is cached: warming would build for nothing")

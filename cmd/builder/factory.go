@@ -46,6 +46,9 @@ type serveFlags struct {
 	maxBuilds, maxQueue, buildBurst                                    int
 	buildRate                                                          float64
 	buildTimeout                                                       time.Duration
+	schematicRate                                                      float64
+	schematicBurst, maxSchematics, maxConnections                      int
+	bodyTimeout, idleTimeout, verifyInterval                           time.Duration
 	insecureListen                                                     bool
 	sf                                                                 storeFlags
 	releases                                                           []factoryRelease // settled: stores with their keys
@@ -107,6 +110,13 @@ func factoryServeCommand() (*cobra.Command, *serveFlags) {
 	fl.StringSliceVar(&f.login, "login", nil, "the surfaces that need a login: build, download, pull, metrics, or none (default with --htpasswd or --tokens: build)")
 	fl.Float64Var(&f.buildRate, "build-rate", 20, "builds one client (user, or address) may trigger a minute; past it 429 with Retry-After (0: no bound)")
 	fl.IntVar(&f.buildBurst, "build-burst", 10, "builds one client may trigger at once within --build-rate")
+	fl.Float64Var(&f.schematicRate, "schematic-rate", 30, "new schematics one client may store a minute; past it 429 with Retry-After (0: no bound)")
+	fl.IntVar(&f.schematicBurst, "schematic-burst", 20, "new schematics one client may store at once within --schematic-rate")
+	fl.IntVar(&f.maxSchematics, "max-schematics", 100000, "schematics the cache store may hold; past it a new one gets 507 (0: no cap)")
+	fl.DurationVar(&f.bodyTimeout, "body-timeout", 30*time.Second, "time a request's body may take to arrive; past it 408 and the connection is closed")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "a keep-alive connection idle this long is closed")
+	fl.IntVar(&f.maxConnections, "max-connections", 1024, "connections served at once; more wait to be accepted")
+	fl.DurationVar(&f.verifyInterval, "verify-interval", 10*time.Minute, "a cached artifact in a layout cache is hashed again when it changed or was last hashed longer ago than this (a registry's are verified as they stream)")
 	return cmd, f
 }
 
@@ -241,7 +251,8 @@ func (f *serveFlags) run(cmd *cobra.Command) error {
 		defer ms.Close()
 	}
 	log.Info("serving", "address", listenURL(ln, tlsConf), "login", strings.Join(f.login, ","), "max-builds", f.maxBuilds)
-	return serveHTTP(ctx, ln, srv.Handler(), log)
+	go srv.RetryFailed(ctx, time.Minute)
+	return serveHTTP(ctx, srv.Listener(ln), srv.HTTPServer(slog.NewLogLogger(log.Handler(), slog.LevelWarn)))
 }
 
 // settle reads the config file under the flags given and checks what
@@ -354,10 +365,9 @@ func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) 
 		if err != nil {
 			return nil, err
 		}
-		if err := reachable(ctx, st); err != nil {
-			return nil, err
-		}
-		rs = append(rs, factory.ReleaseStore{Store: st, Keys: vs})
+		// An unreachable store is not served (the others are, and
+		// /readyz names it) rather than stopping the factory.
+		rs = append(rs, factory.ReleaseStore{Store: st, Keys: vs, Name: r.Store})
 	}
 	cache, err := openFactoryCache(ctx, f.cache, f.releases[0].Store, f.sf)
 	if err != nil {
@@ -365,7 +375,10 @@ func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) 
 	}
 	o := factory.ServerOptions{Releases: rs, Cache: cache, ExternalURL: f.external, Work: work, Log: log, BuilderVersion: selfDigest(),
 		MaxBuilds: f.maxBuilds, MaxQueue: f.maxQueue, BuildTimeout: f.buildTimeout,
-		Access: factory.Access{Login: f.login, BuildRate: f.buildRate, BuildBurst: f.buildBurst}}
+		MaxSchematics: f.maxSchematics, BodyTimeout: f.bodyTimeout, IdleTimeout: f.idleTimeout, MaxConnections: f.maxConnections,
+		VerifyInterval: f.verifyInterval,
+		Access: factory.Access{Login: f.login, BuildRate: f.buildRate, BuildBurst: f.buildBurst,
+			SchematicRate: f.schematicRate, SchematicBurst: f.schematicBurst}}
 	if f.htpasswd != "" || f.tokens != "" {
 		if o.Access.Credentials, err = factory.LoadCredentials(f.htpasswd, f.tokens); err != nil {
 			return nil, err
@@ -402,11 +415,9 @@ func openFactoryCache(ctx context.Context, loc, first string, sf storeFlags) (oc
 	return sf.openStore(ctx, loc, true)
 }
 
-// serveHTTP serves h on ln until ctx ends, then lets the requests in
+// serveHTTP serves srv on ln until ctx ends, then lets the requests in
 // flight finish (for up to 30 s).
-func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
-	// The server's own complaints (TLS handshakes) go to the log too.
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+func serveHTTP(ctx context.Context, ln net.Listener, srv *http.Server) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -30,6 +30,13 @@ type factoryConfig struct {
 	BuildTimeout   *time.Duration   `yaml:"build-timeout"`
 	BuildRate      *float64         `yaml:"build-rate"`
 	BuildBurst     *int             `yaml:"build-burst"`
+	SchematicRate  *float64         `yaml:"schematic-rate"`
+	SchematicBurst *int             `yaml:"schematic-burst"`
+	MaxSchematics  *int             `yaml:"max-schematics"`
+	BodyTimeout    *time.Duration   `yaml:"body-timeout"`
+	IdleTimeout    *time.Duration   `yaml:"idle-timeout"`
+	MaxConnections *int             `yaml:"max-connections"`
+	VerifyInterval *time.Duration   `yaml:"verify-interval"`
 	TLSCert        string           `yaml:"tls-cert"`
 	TLSKey         string           `yaml:"tls-key"`
 	InsecureListen *bool            `yaml:"insecure-listen"`
@@ -139,6 +146,9 @@ func (c *factoryConfig) apply(fl *pflag.FlagSet) error {
 		{"metrics-listen", one(c.MetricsListen)}, {"external-url", one(c.ExternalURL)},
 		{"max-builds", ptr(c.MaxBuilds)}, {"max-queue", ptr(c.MaxQueue)}, {"build-timeout", ptr(c.BuildTimeout)},
 		{"build-rate", ptr(c.BuildRate)}, {"build-burst", ptr(c.BuildBurst)},
+		{"schematic-rate", ptr(c.SchematicRate)}, {"schematic-burst", ptr(c.SchematicBurst)}, {"max-schematics", ptr(c.MaxSchematics)},
+		{"body-timeout", ptr(c.BodyTimeout)}, {"idle-timeout", ptr(c.IdleTimeout)}, {"max-connections", ptr(c.MaxConnections)},
+		{"verify-interval", ptr(c.VerifyInterval)},
 		{"tls-cert", one(c.TLSCert)}, {"tls-key", one(c.TLSKey)}, {"insecure-listen", ptr(c.InsecureListen)},
 		{"htpasswd", one(c.Htpasswd)}, {"tokens", one(c.Tokens)}, {"login", c.Login},
 		{"ca-file", one(c.CAFile)}, {"allow-http", ptr(c.AllowHTTP)},

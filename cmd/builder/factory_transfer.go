@@ -11,7 +11,6 @@ import (
 	"os"
 	"strings"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
 	"github.com/nodeforge/builder/attest/signing"
@@ -228,11 +227,7 @@ func signTransferred(ctx context.Context, o factory.TransferOptions, rep *factor
 			if (p.Kind != release.KindRelease && p.Kind != release.KindChild) || p.Repo == factory.RepoSchematics {
 				continue
 			}
-			d, err := v1.NewHash(p.Digest)
-			if err != nil {
-				return err
-			}
-			if _, err := signer.Sign(ctx, st, p.Repo, d); err != nil {
+			if err := factory.SignEntry(ctx, signer, st, p.Item); err != nil {
 				return fmt.Errorf("signing %s: %w", st.Ref(p.Repo, p.Digest), err)
 			}
 		}
