@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,9 +46,10 @@ func registryError(w http.ResponseWriter, status int, code, format string, a ...
 
 // registryRequest is a parsed /v2/ path.
 type registryRequest struct {
-	kind    installerKind // the repository: [PLATFORM-]installer[-secureboot]/ID
-	id      string
-	op, ref string // manifests, blobs, tags or referrers; the tag or digest
+	kind      installerKind // the repository: [PLATFORM-]installer[-secureboot]/ID
+	id        string
+	extension string // or extensions/NAME
+	op, ref   string // manifests, blobs, tags or referrers; the tag or digest
 }
 
 // parseRegistryPath reads /v2/NAME/(manifests|blobs|referrers)/REF and
@@ -63,6 +63,13 @@ func parseRegistryPath(p string) (registryRequest, bool) {
 	rr := registryRequest{id: parts[1], op: parts[2], ref: parts[3]}
 	if rr.op == "tags" && rr.ref != "list" || !slices.Contains([]string{"manifests", "blobs", "tags", "referrers"}, rr.op) {
 		return registryRequest{}, false
+	}
+	if parts[0] == repoExtensions {
+		if !extensionName.MatchString(rr.id) || rr.ref == "" {
+			return registryRequest{}, false
+		}
+		rr.extension, rr.id = rr.id, ""
+		return rr, true
 	}
 	if len(rr.id) != 64 || strings.Trim(rr.id, "0123456789abcdef") != "" {
 		return registryRequest{}, false
@@ -96,7 +103,11 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	}
 	rr, ok := parseRegistryPath(r.URL.Path)
 	if !ok {
-		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "no such repository: this registry serves installer/SCHEMATIC_ID and PLATFORM-installer/SCHEMATIC_ID (-secureboot after either for the Secure Boot installers)")
+		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "no such repository: this registry serves installer/SCHEMATIC_ID and PLATFORM-installer/SCHEMATIC_ID (-secureboot after either for the Secure Boot installers), and extensions/NAME")
+		return
+	}
+	if rr.extension != "" {
+		s.serveExtension(w, r, rr)
 		return
 	}
 	if rr.kind.secureBoot && s.o.SecureBoot == nil {
@@ -133,8 +144,12 @@ func writeJSONAs(w http.ResponseWriter, mediaType string, v any) {
 // serveManifest answers a manifest by version (built on demand), by
 // digest, or by cosign's signature tag, of an image of the repository.
 func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr registryRequest, sch *schematic.Schematic) {
-	var e *installerEntry
+	var e *frontEntry
 	if rel := s.served().releases[rr.ref]; rel != nil {
+		if err := honours(rel, sch); err != nil {
+			registryError(w, http.StatusBadRequest, "MANIFEST_INVALID", "%v", err)
+			return
+		}
 		var err error
 		if e, err = s.installer(r.Context(), rel, sch, rr.kind, r.Host); s.refused(w, r, err) {
 			return
@@ -150,7 +165,7 @@ func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr regist
 		registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "%q is neither a served version (see tags/list) nor a digest", rr.ref)
 		return
 	}
-	if e := s.cachedEntry(r.Context(), sch, rr.kind, func(e *installerEntry) bool { _, ok := e.manifests[rr.ref]; return ok }); e != nil {
+	if e := s.cachedEntry(r.Context(), sch, rr.kind, func(e *frontEntry) bool { _, ok := e.manifests[rr.ref]; return ok }); e != nil {
 		s.writeManifest(w, r, e.manifests[rr.ref])
 		return
 	}
@@ -183,11 +198,18 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, rr registryRe
 		registryError(w, http.StatusBadRequest, "DIGEST_INVALID", "%q is not a digest", rr.ref)
 		return
 	}
-	e := s.cachedEntry(r.Context(), sch, rr.kind, func(e *installerEntry) bool { _, ok := e.blobs[h]; return ok })
+	e := s.cachedEntry(r.Context(), sch, rr.kind, func(e *frontEntry) bool { _, ok := e.blobs[h]; return ok })
 	if e == nil {
 		registryError(w, http.StatusNotFound, "BLOB_UNKNOWN", "blob %s not found in %s", h, rr.kind.repo()+"/"+rr.id)
 		return
 	}
+	s.sendBlob(w, r, e, h, func() { s.forgetInstaller(e.key) })
+}
+
+// sendBlob streams a blob of e, verified as it streams: a damaged blob's
+// end never leaves, the transfer is cut after failed is called (to check
+// the entry again).
+func (s *Server) sendBlob(w http.ResponseWriter, r *http.Request, e *frontEntry, h v1.Hash, failed func()) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Docker-Content-Digest", h.String())
 	b := e.blobs[h]
@@ -198,19 +220,19 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, rr registryRe
 	}
 	rc, err := b.open(r.Context())
 	if err == nil {
-		// Verified as it streams: a damaged blob's end never leaves.
 		_, err = io.Copy(w, verified(rc, v1.Descriptor{Digest: h, Size: b.size}))
 		rc.Close()
 	}
-	if err != nil {
-		s.o.Log.Warn("serving a cached blob failed: the transfer is cut and the entry checked again", "id", w.Header().Get("X-Request-Id"), "digest", h.String(), "err", err)
-		if errors.Is(err, errDamaged) {
-			s.cache.errors.Add(1)
-			s.metrics.damaged.Inc()
-		}
-		s.forgetInstaller(e.key)
-		panic(http.ErrAbortHandler)
+	if err == nil {
+		return
 	}
+	s.o.Log.Warn("serving a blob failed: the transfer is cut", "id", w.Header().Get("X-Request-Id"), "repository", e.repo, "digest", h.String(), "err", err)
+	if errors.Is(err, errDamaged) {
+		s.cache.errors.Add(1)
+		s.metrics.damaged.Inc()
+	}
+	failed()
+	panic(http.ErrAbortHandler)
 }
 
 // rawManifest is a manifest as served.
@@ -226,9 +248,11 @@ type blobSource struct {
 	open func(context.Context) (io.ReadCloser, error) // within the reader's context
 }
 
-// installerEntry is a cached installer image, checked: its manifests by
-// digest (and its signature's by cosign's tag) and its blobs.
-type installerEntry struct {
+// frontEntry is an image the front serves, checked: its manifests by
+// digest (and its signature's by cosign's tag) and its blobs; a cached
+// installer, or a release's extension.
+type frontEntry struct {
+	repo      string // where in st: RepoInstallers, or the release's extension repository
 	key       string
 	digest    string // the index's
 	manifests map[string]rawManifest
@@ -240,7 +264,7 @@ type installerEntry struct {
 // installers remembers the entries checked by this process.
 type installers struct {
 	mu      sync.Mutex
-	checked map[string]*installerEntry // cache key -> entry
+	checked map[string]*frontEntry // cache key -> entry
 }
 
 func (s *Server) forgetInstaller(key string) {
@@ -249,7 +273,7 @@ func (s *Server) forgetInstaller(key string) {
 	s.inst.mu.Unlock()
 }
 
-func (s *Server) rememberedInstaller(key string) *installerEntry {
+func (s *Server) rememberedInstaller(key string) *frontEntry {
 	s.inst.mu.Lock()
 	defer s.inst.mu.Unlock()
 	return s.inst.checked[key]
@@ -259,7 +283,7 @@ func (s *Server) rememberedInstaller(key string) *installerEntry {
 // looks for: first among the entries this process has checked, then
 // (after a restart, say) among the others, checked one at a time until one
 // has it; nothing is built.
-func (s *Server) cachedEntry(ctx context.Context, sch *schematic.Schematic, k installerKind, has func(*installerEntry) bool) *installerEntry {
+func (s *Server) cachedEntry(ctx context.Context, sch *schematic.Schematic, k installerKind, has func(*frontEntry) bool) *frontEntry {
 	id, err := sch.ID()
 	if err != nil {
 		return nil
@@ -283,7 +307,7 @@ func (s *Server) cachedEntry(ctx context.Context, sch *schematic.Schematic, k in
 
 // installer returns the checked entry of a schematic's installer for a
 // release, building it on a miss (see flight).
-func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Schematic, k installerKind, host string) (*installerEntry, error) {
+func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Schematic, k installerKind, host string) (*frontEntry, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
@@ -327,7 +351,7 @@ func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Sch
 	if err != nil {
 		return nil, err
 	}
-	return v.(*installerEntry), nil
+	return v.(*frontEntry), nil
 }
 
 // installerKey is the cache key of an installer image; a Secure Boot
@@ -345,9 +369,7 @@ func (s *Server) installerKey(rel *Release, id string, k installerKind) string {
 // the identity its signature claims: HOST is --external-url's, else the
 // request's.
 func (s *Server) pullRef(host string, k installerKind, id, version string) string {
-	if u, err := url.Parse(s.o.ExternalURL); err == nil && u.Host != "" {
-		host = u.Host + strings.TrimSuffix(u.Path, "/")
-	}
+	host = s.publicHost(host)
 	ref := k.repo() + "/" + id + ":" + version
 	if host == "" {
 		return ref
@@ -388,7 +410,7 @@ func (s *Server) putInstaller(ctx context.Context, key, identity string, idx v1.
 // manifest and blob against its digest. Without, only the manifests are
 // read (an entry this process has just written). A key with no entry is
 // an oci.ErrNotFound.
-func (s *Server) loadInstaller(ctx context.Context, key string, check bool) (*installerEntry, error) {
+func (s *Server) loadInstaller(ctx context.Context, key string, check bool) (*frontEntry, error) {
 	st := s.o.Cache
 	desc, err := st.Head(ctx, RepoInstallers, key)
 	if err != nil {
@@ -398,7 +420,7 @@ func (s *Server) loadInstaller(ctx context.Context, key string, check bool) (*in
 	if err != nil {
 		return nil, err
 	}
-	e := &installerEntry{key: key, digest: desc.Digest.String(), manifests: map[string]rawManifest{}, blobs: map[v1.Hash]blobSource{}, st: st, check: check}
+	e := &frontEntry{repo: RepoInstallers, key: key, digest: desc.Digest.String(), manifests: map[string]rawManifest{}, blobs: map[v1.Hash]blobSource{}, st: st, check: check}
 	if err := e.addIndex(idx, desc.Digest); err != nil {
 		return nil, err
 	}
@@ -432,7 +454,7 @@ func (s *Server) loadInstaller(ctx context.Context, key string, check bool) (*in
 	}
 	s.inst.mu.Lock()
 	if s.inst.checked == nil {
-		s.inst.checked = map[string]*installerEntry{}
+		s.inst.checked = map[string]*frontEntry{}
 	}
 	s.inst.checked[key] = e
 	s.inst.mu.Unlock()
@@ -440,7 +462,7 @@ func (s *Server) loadInstaller(ctx context.Context, key string, check bool) (*in
 }
 
 // addIndex adds an index and its images, checking the index's digest.
-func (e *installerEntry) addIndex(idx v1.ImageIndex, d v1.Hash) error {
+func (e *frontEntry) addIndex(idx v1.ImageIndex, d v1.Hash) error {
 	raw, err := idx.RawManifest()
 	if err != nil {
 		return err
@@ -470,7 +492,7 @@ func (e *installerEntry) addIndex(idx v1.ImageIndex, d v1.Hash) error {
 
 // addImage adds an image's manifest (under its digest, and tag when not
 // empty), its config and its layers, each read once to check its digest.
-func (e *installerEntry) addImage(img v1.Image, tag string) error {
+func (e *frontEntry) addImage(img v1.Image, tag string) error {
 	raw, err := img.RawManifest()
 	if err != nil {
 		return err
@@ -509,9 +531,9 @@ func (e *installerEntry) addImage(img v1.Image, tag string) error {
 			}
 		}
 		// Read anew when served: what read it here ends with its context.
-		st, md, ldd := e.st, rm.digest.String(), ld.Digest
+		st, repo, md, ldd := e.st, e.repo, rm.digest.String(), ld.Digest
 		e.blobs[ld.Digest] = blobSource{size: ld.Size, open: func(ctx context.Context) (io.ReadCloser, error) {
-			img, err := st.Image(ctx, RepoInstallers, md)
+			img, err := st.Image(ctx, repo, md)
 			if err != nil {
 				return nil, err
 			}

@@ -16,6 +16,8 @@ func TestParseRegistryPath(t *testing.T) {
 		"/v2/metal-installer/" + id + "/referrers/sha256:aa": {kind: installerKind{platform: "metal"}, id: id, op: "referrers", ref: "sha256:aa"},
 		"/v2/installer-secureboot/" + id + "/manifests/1.0":  {kind: installerKind{secureBoot: true}, id: id, op: "manifests", ref: "1.0"},
 		"/v2/aws-installer-secureboot/" + id + "/tags/list":  {kind: installerKind{platform: "aws", secureBoot: true}, id: id, op: "tags", ref: "list"},
+		"/v2/extensions/zfs/manifests/1.0":                   {extension: "zfs", op: "manifests", ref: "1.0"},
+		"/v2/extensions/nvidia-open/blobs/sha256:00":         {extension: "nvidia-open", op: "blobs", ref: "sha256:00"},
 	} {
 		got, ok := parseRegistryPath(p)
 		if !ok || got != want {
@@ -35,6 +37,9 @@ func TestParseRegistryPath(t *testing.T) {
 		"/v2/installer/" + id + "/uploads/x",
 		"/v2/installer/" + id + "/manifests/1.0/extra",
 		"/v2/installer/" + id + "/manifests",
+		"/v2/extensions/../manifests/1.0",
+		"/v2/extensions/ZFS/manifests/1.0",
+		"/v2/extensions/zfs/manifests/",
 	} {
 		if got, ok := parseRegistryPath(p); ok {
 			t.Errorf("%s accepted: %+v", p, got)
@@ -53,7 +58,7 @@ func FuzzParseRegistryPath(f *testing.F) {
 		if !ok {
 			return
 		}
-		if len(rr.id) != 64 || strings.Trim(rr.id, "0123456789abcdef") != "" || strings.Contains(rr.ref, "/") {
+		if (len(rr.id) != 64 || strings.Trim(rr.id, "0123456789abcdef") != "") && !extensionName.MatchString(rr.extension) || strings.Contains(rr.ref, "/") {
 			t.Errorf("%q accepted as %+v", p, rr)
 		}
 	})

@@ -116,7 +116,8 @@ type Server struct {
 	gate       *gate // logins, build rates, the build queue
 	buildFn    func(context.Context, *Release, *schematic.Schematic, artifact, string) ([]byte, error)
 	requests   atomic.Int64
-	inst       installers // the registry front's checked entries
+	inst       installers      // the registry front's checked entries
+	exts       extensionImages // and the releases' extension images it read
 }
 
 // Stats says how many artifacts were built and served from the cache, and
@@ -487,8 +488,7 @@ func (s *Server) getExtensions(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusInternalServerError, "reading extension %s failed", name)
 			return
 		}
-		repo := release.RepoExtension + name
-		out = append(out, officialExtension{Name: name, Ref: rel.Store.Ref(repo, rel.Version), Digest: rel.digests[repo],
+		out = append(out, officialExtension{Name: name, Ref: s.extensionRef(r.Host, rel, name), Digest: rel.digests[release.RepoExtension+name],
 			Author: meta.Author, Description: meta.Description})
 	}
 	writeJSON(w, out)
@@ -696,12 +696,25 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request, arch string) (*s
 	if !ok {
 		return nil, nil, "", false
 	}
+	if err := honours(rel, sch); err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return nil, nil, "", false
+	}
 	rarch := releaseArch(rel.Params.Architectures, arch)
 	if rarch == "" {
 		fail(w, http.StatusNotFound, "release %s has no architecture %s (it has %s)", rel.Version, arch, strings.Join(rel.Params.Architectures, ", "))
 		return nil, nil, "", false
 	}
 	return sch, rel, rarch, true
+}
+
+// honours says why a release cannot make a schematic's media (a board
+// overlay it does not ship), or nil.
+func honours(rel *Release, sch *schematic.Schematic) error {
+	if sch.Overlay.Requested() {
+		return fmt.Errorf("release %s: %w", rel.Version, &compose.OverlayError{Name: sch.Overlay.Name, Image: sch.Overlay.Image})
+	}
+	return nil
 }
 
 // compose makes one artifact (see flight).

@@ -491,3 +491,36 @@ func TestRanges(t *testing.T) {
 		t.Errorf("overlapping ranges: %d, %d bytes", code, len(b))
 	}
 }
+
+// TestOverlays: an overlay's name and image are checked when the
+// schematic is posted, and a release that ships no overlays refuses to
+// make media for one (400), instead of ignoring it.
+func TestOverlays(t *testing.T) {
+	f := trustFactory(t, ServerOptions{}, 16)
+	for body, want := range map[string]int{
+		"overlay:\n  name: rpi_generic\n  image: ../../../etc/passwd\n":       400,
+		"overlay:\n  name: ../x\n  image: siderolabs/sbc-raspberrypi\n":       400,
+		"overlay:\n  image: siderolabs/sbc-raspberrypi\n":                     400,
+		"overlay:\n  name: rpi_generic\n  image: siderolabs/sbc-raspberrypi\n": 201,
+	} {
+		resp, err := http.Post(f.url+"/schematics", "application/yaml", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%q: %d %s", body, resp.StatusCode, b)
+		}
+	}
+	id := f.postSchematic(t, "overlay:\n  name: rpi_generic\n  image: siderolabs/sbc-raspberrypi\n")
+	for _, path := range []string{"/image/" + id + "/1.0/metal-arm64.raw", "/image/" + id + "/1.0/kernel-amd64", "/pxe/" + id + "/1.0/metal-amd64", "/v2/installer/" + id + "/manifests/1.0"} {
+		code, b := f.get(t, path)
+		if code != 400 || !strings.Contains(string(b), "ships no overlays") {
+			t.Errorf("%s: %d %s", path, code, b)
+		}
+	}
+	if f.Stats().Builds != 0 {
+		t.Errorf("%d builds for a schematic with an overlay", f.Stats().Builds)
+	}
+}

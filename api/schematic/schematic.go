@@ -17,8 +17,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"regexp"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -34,6 +36,29 @@ type Overlay struct {
 	Image   string         `yaml:"image"`
 	Name    string         `yaml:"name"`
 	Options map[string]any `yaml:"options,omitempty"`
+}
+
+// Requested says whether the schematic asks for an overlay.
+func (o Overlay) Requested() bool { return o.Image != "" || o.Name != "" || len(o.Options) > 0 }
+
+// overlayName is what an overlay's name may be (Talos's: rpi_generic,
+// rock64, jetson_nano).
+var overlayName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+
+// check lists what is wrong with an overlay: a name and an image, the
+// image an OCI reference (repository[:tag][@digest], no path tricks).
+func (o Overlay) check() []string {
+	if !o.Requested() {
+		return nil
+	}
+	var errs []string
+	if !overlayName.MatchString(o.Name) {
+		errs = append(errs, fmt.Sprintf("overlay name %q is not a name (lower-case letters, digits, '_', '.', '-'; at most 64)", o.Name))
+	}
+	if _, err := name.ParseReference(o.Image); err != nil || len(o.Image) > 255 || strings.Contains(o.Image, "..") {
+		errs = append(errs, fmt.Sprintf("overlay image %q is not an image reference (REGISTRY/REPOSITORY[:TAG][@DIGEST])", o.Image))
+	}
+	return errs
 }
 
 // Customization is what a schematic changes in the image.
@@ -85,7 +110,7 @@ const (
 
 // Validate checks what the YAML types cannot.
 func (s *Schematic) Validate() error {
-	var errs []string
+	errs := s.Overlay.check()
 	seen := map[string]bool{}
 	for _, e := range s.Customization.SystemExtensions.OfficialExtensions {
 		switch {

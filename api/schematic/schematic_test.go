@@ -64,6 +64,11 @@ func TestInvalid(t *testing.T) {
 		`customization: {extraKernelArgs: [a` + strings.Repeat("b", MaxKernelArgLen) + `]}`,
 		`customization: {extraKernelArgs: [` + strings.Repeat(strings.Repeat("c", 200)+",", 6) + `d]}`,
 		`[1, 2]`,
+		`overlay: {name: rpi_generic, image: ../../../etc/passwd}`,
+		`overlay: {name: "../rpi", image: siderolabs/sbc-raspberrypi}`,
+		`overlay: {image: siderolabs/sbc-raspberrypi}`,
+		`overlay: {name: rpi_generic}`,
+		`overlay: {name: rpi_generic, image: "Siderolabs/SBC"}`,
 	} {
 		if _, err := Parse([]byte(doc)); err == nil {
 			t.Errorf("accepted %s", doc)

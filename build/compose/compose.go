@@ -109,11 +109,23 @@ type Result struct {
 	ESP []fat.File
 }
 
+// OverlayError refuses a schematic that asks for a board overlay: no
+// release ships overlays yet, and media without the one asked for would
+// not boot that board.
+type OverlayError struct{ Name, Image string }
+
+func (e *OverlayError) Error() string {
+	return fmt.Sprintf("the schematic asks for the overlay %s (%s), and this release ships no overlays", e.Name, e.Image)
+}
+
 // Media makes the boot media of o.Schematic for one architecture and
 // o.Platform from the release's boot assets b and its extensions: the
 // files of OUT/media/<schematic id>/ (see Result).
 func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, error) {
 	sch, arch := o.Schematic, b.Arch
+	if sch.Overlay.Requested() {
+		return nil, &OverlayError{Name: sch.Overlay.Name, Image: sch.Overlay.Image}
+	}
 	p, err := platform.Lookup(o.Platform)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,153 @@
+package factory
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/release"
+)
+
+// The registry front also serves each served release's extension images,
+// extensions/NAME:VERSION, from the release store by the digests that
+// verified, with the release's signatures: the pullable reference
+// /version/V/extensions/official gives, whatever the release store is (a
+// local layout has no reference a client could pull).
+
+// repoExtensions is the front's repository prefix of extension images.
+const repoExtensions = "extensions"
+
+// extensionName is what an extension's name may be in a path.
+var extensionName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// extensionImages remembers the extension entries read by this process.
+type extensionImages struct {
+	mu sync.Mutex
+	by map[string]*frontEntry // version \x00 name -> entry
+}
+
+// publicHost is the host (and path) clients reach the factory at:
+// --external-url's, else the request's.
+func (s *Server) publicHost(requestHost string) string {
+	if u, err := url.Parse(s.o.ExternalURL); err == nil && u.Host != "" {
+		return u.Host + strings.TrimSuffix(u.Path, "/")
+	}
+	return requestHost
+}
+
+// extensionRef is the reference a client pulls a release's extension by,
+// pinned to its digest.
+func (s *Server) extensionRef(requestHost string, rel *Release, name string) string {
+	return s.publicHost(requestHost) + "/" + repoExtensions + "/" + name + ":" + rel.Version + "@" + rel.digests[release.RepoExtension+name]
+}
+
+// extensionEntry reads a release's extension image for the front: its
+// index, children and the release's signature of it.
+func (s *Server) extensionEntry(ctx context.Context, rel *Release, name string) (*frontEntry, error) {
+	key := rel.Version + "\x00" + name
+	s.exts.mu.Lock()
+	e := s.exts.by[key]
+	s.exts.mu.Unlock()
+	if e != nil {
+		return e, nil
+	}
+	repo := release.RepoExtension + name
+	d, err := v1.NewHash(rel.digests[repo])
+	if err != nil {
+		return nil, err
+	}
+	idx, err := rel.Store.Index(ctx, repo, d.String())
+	if err != nil {
+		return nil, err
+	}
+	e = &frontEntry{repo: repo, key: key, digest: d.String(), manifests: map[string]rawManifest{}, blobs: map[v1.Hash]blobSource{}, st: rel.Store}
+	if err := e.addIndex(idx, d); err != nil {
+		return nil, err
+	}
+	sig, layers, err := signing.ReadSigs(ctx, rel.Store, repo, oci.SigTag(d))
+	if err != nil {
+		return nil, err
+	}
+	if len(layers) > 0 {
+		if err := e.addImage(sig, oci.SigTag(d)); err != nil {
+			return nil, err
+		}
+	}
+	s.exts.mu.Lock()
+	if s.exts.by == nil {
+		s.exts.by = map[string]*frontEntry{}
+	}
+	s.exts.by[key] = e
+	s.exts.mu.Unlock()
+	return e, nil
+}
+
+// serveExtension answers /v2/extensions/NAME/...: tags (the served
+// versions that have it), manifests by version, digest or signature tag,
+// blobs of its images.
+func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request, rr registryRequest) {
+	c := s.served()
+	var rels []*Release
+	for _, v := range c.versions {
+		if slices.Contains(c.releases[v].Extensions, rr.extension) {
+			rels = append(rels, c.releases[v])
+		}
+	}
+	name := repoExtensions + "/" + rr.extension
+	if len(rels) == 0 {
+		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "no served release has the extension %s", rr.extension)
+		return
+	}
+	switch rr.op {
+	case "tags":
+		tags := []string{}
+		for _, rel := range rels {
+			tags = append(tags, rel.Version)
+		}
+		writeJSONAs(w, "application/json", map[string]any{"name": name, "tags": tags})
+		return
+	case "referrers":
+		registryError(w, http.StatusNotFound, "UNSUPPORTED", "no referrers API: signatures are at the sha256-DIGEST.sig tags")
+		return
+	}
+	h, _ := v1.NewHash(rr.ref)
+	for _, rel := range rels {
+		if rr.op == "manifests" && rr.ref != rel.Version && !strings.HasPrefix(rr.ref, "sha256") {
+			continue
+		}
+		e, err := s.extensionEntry(r.Context(), rel, rr.extension)
+		if err != nil {
+			s.o.Log.Error("reading an extension image", "id", w.Header().Get("X-Request-Id"), "extension", rr.extension, "version", rel.Version, "err", err)
+			registryError(w, http.StatusInternalServerError, "UNKNOWN", "reading %s:%s failed (request %s)", name, rel.Version, w.Header().Get("X-Request-Id"))
+			return
+		}
+		switch {
+		case rr.op == "manifests" && rr.ref == rel.Version:
+			s.writeManifest(w, r, e.manifests[e.digest])
+			return
+		case rr.op == "manifests":
+			if m, ok := e.manifests[rr.ref]; ok {
+				s.writeManifest(w, r, m)
+				return
+			}
+		case rr.op == "blobs":
+			if _, ok := e.blobs[h]; ok {
+				s.sendBlob(w, r, e, h, func() {})
+				return
+			}
+		}
+	}
+	if rr.op == "blobs" {
+		registryError(w, http.StatusNotFound, "BLOB_UNKNOWN", "blob %s not found in %s", rr.ref, name)
+		return
+	}
+	registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found in %s", rr.ref, name)
+}
