@@ -498,9 +498,9 @@ func TestRanges(t *testing.T) {
 func TestOverlays(t *testing.T) {
 	f := trustFactory(t, ServerOptions{}, 16)
 	for body, want := range map[string]int{
-		"overlay:\n  name: rpi_generic\n  image: ../../../etc/passwd\n":       400,
-		"overlay:\n  name: ../x\n  image: siderolabs/sbc-raspberrypi\n":       400,
-		"overlay:\n  image: siderolabs/sbc-raspberrypi\n":                     400,
+		"overlay:\n  name: rpi_generic\n  image: ../../../etc/passwd\n":        400,
+		"overlay:\n  name: ../x\n  image: siderolabs/sbc-raspberrypi\n":        400,
+		"overlay:\n  image: siderolabs/sbc-raspberrypi\n":                      400,
 		"overlay:\n  name: rpi_generic\n  image: siderolabs/sbc-raspberrypi\n": 201,
 	} {
 		resp, err := http.Post(f.url+"/schematics", "application/yaml", strings.NewReader(body))

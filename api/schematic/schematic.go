@@ -16,8 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
