@@ -53,10 +53,33 @@ func newFactoryFixture(t *testing.T) *factoryFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.hs = httptest.NewServer(f.srv.Handler())
+	f.hs = httptest.NewServer(testutil.NoLocalPaths(t, f.srv.Handler(), d.dir))
 	t.Cleanup(f.hs.Close)
 	f.host = strings.TrimPrefix(f.hs.URL, "http://")
 	return f
+}
+
+// replica is another factory on the fixture's stores (what a restart, or
+// a second replica, reads), served on its own test server.
+func (f *factoryFixture) replica(t *testing.T) (*factory.Server, string) {
+	t.Helper()
+	st, err := oci.OpenLayout(f.layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := oci.OpenLayout(filepath.Join(f.d.dir, "release", "factory-cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, signer := devKeys(t, f.d)
+	srv, err := factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
+		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(testutil.NoLocalPaths(t, srv.Handler(), f.d.dir))
+	t.Cleanup(hs.Close)
+	return srv, hs.URL
 }
 
 // postSchematic creates a schematic and returns its ID.
