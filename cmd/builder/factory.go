@@ -142,8 +142,9 @@ curl recipes and talosctl work) from releases published by builder release:
   GET  /secureboot/signing-cert.pem         the certificate of --secureboot's
                                             db key, which signs those media
   GET  /pxe/ID/V/PLATFORM-ARCH              an iPXE script pointing back here
-  GET  /healthz, /readyz                    liveness; readiness names every
-                                            release that did not verify
+  GET  /healthz, /readyz                    liveness; readiness: the versions
+                                            served, then a line for each store
+                                            or version not served, and why
   GET  /                                    the web UI: a wizard from branch and
                                             version to every link (English and
                                             Russian: ?lang=, cookie, or
@@ -154,15 +155,22 @@ curl recipes and talosctl work) from releases published by builder release:
                                             PLATFORM-installer/ID:V, built on
                                             demand as multi-arch indexes and
                                             signed by the factory's key (cosign
-                                            verify --key signing-key.pub)
+                                            verify --key signing-key.pub), and
+                                            extensions/NAME:V, each release's
+                                            extension images as it signed them
 
 STORE is docker://HOST[:PORT]/PREFIX or oci:DIR; every version in it (the tags
 of its lock repository) is verified with the keys at start, and one that fails
-is not served. Artifacts are the bytes builder image --release writes for the
+is not served; neither is a store that cannot be reached, and both are tried
+again in the background. The factory starts when one release verifies, and
+stops at once, saying why, when none does. Artifacts are the bytes builder image --release writes for the
 same schematic and release; they are composed when first asked for and kept in
 the cache store (default: factory-cache beside the first release store) signed
-by --signing-key: an entry whose signature or digest does not hold is built
-again and overwritten, never served. Schematics live in the cache store too, so
+by --signing-key: an entry whose signature or digest does not hold, or that
+was made for another request (its signed key is not the request's), is built
+again and overwritten, never served. An entry in a registry is verified as it
+streams (a damaged one's transfer is cut before its end); one in a layout is
+hashed again when its file changed or every --verify-interval. Schematics live in the cache store too, so
 every factory on it sees them. --metrics-listen serves Prometheus metrics
 (builds, cache hits and errors by version, kind and architecture, build time,
 requests by route and status).
@@ -174,6 +182,13 @@ client that hangs up cancels nothing others wait for) and ends after
 --build-timeout. Each client (its user, or its address when anonymous) may
 trigger --build-rate builds a minute, --build-burst at once: past that, 429
 with Retry-After. What the cache holds is served without a build.
+
+Bounds. A client may store --schematic-rate new schematics a minute,
+--schematic-burst at once (429 past it; posting a known one is free), and the
+store holds at most --max-schematics (507). A request's body must arrive within
+--body-timeout (408, and the connection is closed); idle connections close
+after --idle-timeout; --max-connections are served at once. A Range request
+asking for more than 16 ranges gets the whole artifact.
 
 Who may do what. The API has four surfaces, each anonymous or behind a login
 (--login):
@@ -216,7 +231,9 @@ func (f *serveFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	ln, err := f.open("--listen", f.listen, tlsConf)
+	// The API's listener is bounded before TLS wraps it (a wrapped
+	// tls.Conn would hide HTTP/2's negotiation from the server).
+	ln, err := f.open("--listen", f.listen, nil)
 	if err != nil {
 		return err
 	}
@@ -252,7 +269,11 @@ func (f *serveFlags) run(cmd *cobra.Command) error {
 	}
 	log.Info("serving", "address", listenURL(ln, tlsConf), "login", strings.Join(f.login, ","), "max-builds", f.maxBuilds)
 	go srv.RetryFailed(ctx, time.Minute)
-	return serveHTTP(ctx, srv.Listener(ln), srv.HTTPServer(slog.NewLogLogger(log.Handler(), slog.LevelWarn)))
+	api := srv.Listener(ln)
+	if tlsConf != nil {
+		api = tls.NewListener(api, tlsConf)
+	}
+	return serveHTTP(ctx, api, srv.HTTPServer(slog.NewLogLogger(log.Handler(), slog.LevelWarn)))
 }
 
 // settle reads the config file under the flags given and checks what
