@@ -37,8 +37,13 @@ compressor. It streams the whole payload to check the header digests, the
 payload digest, MD5 and size, and walks the cpio archive.
 
 With --keyring (armored or binary OpenPGP public keys; repeatable), every
-signature is verified and the command exits non-zero unless at least one
-verifies. A corrupt package always exits non-zero, naming the failed check.`,
+signature is verified and the command exits 1 unless each one verifies, as
+rpm -K requires: it names each that does not, and why (BAD: the package or
+the signature changed after signing; or by a key outside the keyring, which
+is not tampering). A signature with a hash algorithm rpm does not know is
+skipped, as rpm skips it. A corrupt package (a failed digest, a damaged
+payload, or a BAD signature, keyring or not) always exits 1, naming the
+failed check.`,
 		Example: `  builder inspect hello-2.0-1.x86_64.rpm
   builder inspect --keyring RPM-GPG-KEY-CentOS-7 --json centos-release-7-2.1511.el7.centos.2.10.x86_64.rpm`,
 		Args: cobra.ExactArgs(1),
@@ -168,11 +173,19 @@ func printInspect(w io.Writer, r *inspectResult) {
 		fmt.Fprintln(w, "  (none)")
 	}
 	for _, s := range r.Signatures {
-		state := "verified by " + s.Signer
-		if !s.Verified {
-			state = "NOT verified: " + s.Error
+		state := map[string]string{
+			rpmfile.SigVerified:    "OK, verified by " + s.Signer,
+			rpmfile.SigBad:         "BAD: " + s.Error,
+			rpmfile.SigUnknownKey:  "NOKEY: the key is not in the keyring",
+			rpmfile.SigKeyRefused:  "key refused: " + s.Error,
+			rpmfile.SigUnchecked:   "not checked (no --keyring)",
+			rpmfile.SigUnsupported: "skipped, as rpm skips it: " + s.Error,
+		}[s.Status]
+		key := ""
+		if s.KeyID != "" {
+			key = " key " + s.KeyID
 		}
-		fmt.Fprintf(w, "  %s key %s over %s: %s\n", s.Algorithm, s.KeyID, s.Covers, state)
+		fmt.Fprintf(w, "  %s%s: %s\n", s.Name, key, state)
 	}
 }
 

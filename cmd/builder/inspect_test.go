@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/rpmfile"
+	"github.com/nodeforge/builder/pkgbase/rpmhdr"
 )
 
 // runBuilder runs the CLI in-process and returns stdout and the error.
@@ -196,6 +198,7 @@ func flip(t *testing.T, src string, off int64) string {
 }
 
 func TestInspectTampered(t *testing.T) {
+	t.Parallel()
 	rpms := testutil.Fixtures(t, "rpm")
 	key := filepath.Join(testutil.Fixtures(t, "keys"), "rpm.org-rsa-2048-test.pub")
 	signed := filepath.Join(rpms, "hello-2.0-1.x86_64-signed.rpm")
@@ -208,8 +211,16 @@ func TestInspectTampered(t *testing.T) {
 	sigLen := len(p.Signature.Raw) + (8-len(p.Signature.Raw)%8)%8
 	i := rpmfile.LeadSize + sigLen + len(p.Header.Raw) - 2
 	_, err = runBuilder(t, "inspect", "--keyring", key, flip(t, signed, int64(i)))
-	if err == nil || !strings.Contains(err.Error(), "header-sha256 check failed") || !strings.Contains(err.Error(), "does not verify") {
+	if err == nil || !strings.Contains(err.Error(), "header-sha256 check failed") || !strings.Contains(err.Error(), "(RPMTAG_RSAHEADER) is BAD") {
 		t.Errorf("flipped header byte: want header digest and signature failures, got %v", err)
+	}
+	// The last byte of the header-only signature, beside a good
+	// header+payload one: exit 1 naming it (rpm -K: BAD, NOT OK).
+	e, _ := p.Signature.Entry(rpmhdr.SigRSA)
+	_, err = runBuilder(t, "inspect", "--keyring", key, flip(t, signed, int64(rpmfile.LeadSize+16+16*len(p.Signature.Entries)+int(e.Offset+e.Count)-1)))
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(err.Error(), "header-only RSA/SHA256 signature (RPMTAG_RSAHEADER) is BAD") || strings.Contains(err.Error(), "RPMSIGTAG_PGP") {
+		t.Errorf("flipped header-only signature: want exit 1 naming it alone, got %v", err)
 	}
 	_, err = runBuilder(t, "inspect", "--keyring", key, flip(t, signed, -10))
 	if err == nil || !strings.Contains(err.Error(), "payload") {

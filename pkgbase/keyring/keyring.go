@@ -127,6 +127,7 @@ type Signature struct {
 	Algorithm  string // "RSA", "DSA", "EdDSA", ...
 	Hash       crypto.Hash
 	Created    time.Time // the signature's creation time, which key validity is judged at
+	Type       byte      // the signature type: 0 over binary data
 	v4         *packet.Signature
 	v3         *v3sig
 	HashSuffix []byte // v3 only: bytes hashed after the data
@@ -166,7 +167,7 @@ func ParseSignature(b []byte) (*Signature, error) {
 			return nil, fmt.Errorf("signature armor: %w", err)
 		}
 	}
-	body, tag, err := packetBody(b)
+	body, tag, _, err := packetBody(b)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +185,7 @@ func ParseSignature(b []byte) (*Signature, error) {
 	if !ok {
 		return nil, fmt.Errorf("packet is %T, not a signature", p)
 	}
-	s := &Signature{Version: sig.Version, Hash: sig.Hash, Created: sig.CreationTime, v4: sig, Algorithm: algoName(sig.PubKeyAlgo)}
+	s := &Signature{Version: sig.Version, Hash: sig.Hash, Created: sig.CreationTime, Type: byte(sig.SigType), v4: sig, Algorithm: algoName(sig.PubKeyAlgo)}
 	if sig.IssuerKeyId != nil {
 		s.KeyID = *sig.IssuerKeyId
 	} else if len(sig.IssuerFingerprint) >= 8 {
@@ -193,10 +194,11 @@ func ParseSignature(b []byte) (*Signature, error) {
 	return s, nil
 }
 
-// packetBody splits the first OpenPGP packet (old or new format header).
-func packetBody(b []byte) (body []byte, tag int, err error) {
+// packetBody splits the first OpenPGP packet (old or new format header);
+// size is the whole packet's.
+func packetBody(b []byte) (body []byte, tag, size int, err error) {
 	if len(b) < 2 || b[0]&0x80 == 0 {
-		return nil, 0, errors.New("not an OpenPGP packet")
+		return nil, 0, 0, errors.New("not an OpenPGP packet")
 	}
 	var n, hl int
 	if b[0]&0x40 == 0 { // old format
@@ -206,12 +208,12 @@ func packetBody(b []byte) (body []byte, tag int, err error) {
 			n, hl = int(b[1]), 2
 		case 1:
 			if len(b) < 3 {
-				return nil, 0, errors.New("truncated packet header")
+				return nil, 0, 0, errors.New("truncated packet header")
 			}
 			n, hl = int(binary.BigEndian.Uint16(b[1:])), 3
 		case 2:
 			if len(b) < 5 {
-				return nil, 0, errors.New("truncated packet header")
+				return nil, 0, 0, errors.New("truncated packet header")
 			}
 			n, hl = int(binary.BigEndian.Uint32(b[1:])), 5
 		default:
@@ -224,22 +226,22 @@ func packetBody(b []byte) (body []byte, tag int, err error) {
 			n, hl = int(b[1]), 2
 		case b[1] < 224:
 			if len(b) < 3 {
-				return nil, 0, errors.New("truncated packet header")
+				return nil, 0, 0, errors.New("truncated packet header")
 			}
 			n, hl = (int(b[1])-192)<<8+int(b[2])+192, 3
 		case b[1] == 255:
 			if len(b) < 6 {
-				return nil, 0, errors.New("truncated packet header")
+				return nil, 0, 0, errors.New("truncated packet header")
 			}
 			n, hl = int(binary.BigEndian.Uint32(b[2:])), 6
 		default:
-			return nil, 0, errors.New("partial-length signature packets are not supported")
+			return nil, 0, 0, errors.New("partial-length signature packets are not supported")
 		}
 	}
 	if n < 0 || hl+n > len(b) {
-		return nil, 0, fmt.Errorf("packet length %d exceeds the %d bytes present", n, len(b)-hl)
+		return nil, 0, 0, fmt.Errorf("packet length %d exceeds the %d bytes present", n, len(b)-hl)
 	}
-	return b[hl : hl+n], tag, nil
+	return b[hl : hl+n], tag, hl + n, nil
 }
 
 func readMPI(b []byte) (*big.Int, []byte, error) {
@@ -266,11 +268,11 @@ func parseV3(b []byte) (*Signature, error) {
 		hashAlgo: b[16],
 	}
 	copy(v.hashTag[:], b[17:19])
-	s := &Signature{Version: int(b[0]), KeyID: binary.BigEndian.Uint64(b[7:15]), Created: time.Unix(int64(v.created), 0).UTC(), v3: v, Algorithm: algoName(v.pubAlgo)}
+	s := &Signature{Version: int(b[0]), KeyID: binary.BigEndian.Uint64(b[7:15]), Created: time.Unix(int64(v.created), 0).UTC(), Type: v.sigType, v3: v, Algorithm: algoName(v.pubAlgo)}
 	var ok bool
 	s.Hash, ok = hashFromID(v.hashAlgo)
 	if !ok {
-		return nil, fmt.Errorf("v3 signature uses unknown hash algorithm %d", v.hashAlgo)
+		return nil, fmt.Errorf("v3 signature: %w %d", ErrUnsupportedHash, v.hashAlgo)
 	}
 	rest := b[19:]
 	var err error
@@ -334,9 +336,18 @@ func algoName(a packet.PublicKeyAlgorithm) string {
 // ErrUnknownKey means no key of the keyring has the signature's key id.
 var ErrUnknownKey = errors.New("signed by a key that is not in the keyring")
 
+// ErrBadSignature means a key of the keyring has the signature's key id but
+// the signature does not verify: the data or the signature changed after
+// signing (rpm's BAD, where ErrUnknownKey is its NOKEY).
+var ErrBadSignature = errors.New("does not verify")
+
 // Verify checks s over the data already written into h (from s.NewHash).
 // It returns the fingerprint of the primary key whose key (or subkey) made
-// the signature.
+// the signature. The error wraps ErrBadSignature when the digest of the
+// data does not begin with the two bytes the signature carries (checked
+// first, as rpm does, so changed data is told apart from an unknown key),
+// ErrUnknownKey when no key of the keyring has the signature's key id, and
+// ErrBadSignature when one has and the signature does not verify.
 //
 // A signature that verifies is accepted only if the key that made it was
 // valid when the signature was made (s.Created), never judged against the
@@ -360,28 +371,33 @@ func (k *Keyring) Verify(s *Signature, h hash.Hash) (string, error) {
 	if k == nil || len(k.entities) == 0 {
 		return "", errors.New("no keyring given")
 	}
+	// rpm's quick check comes first, key or no key: the signature holds
+	// the first two bytes of the digest it signs. Data that differs is
+	// tampering even when the key is unknown.
+	if hh := cloneHash(h, s.Hash); hh != nil {
+		hh.Write(s.hashSuffix())
+		if sum, tag := hh.Sum(nil), s.hashTag(); sum[0] != tag[0] || sum[1] != tag[1] {
+			return "", fmt.Errorf("signature by key %s %w: the data differs from what was signed (hash tag %x, computed %x)", s.KeyIDHex(), ErrBadSignature, tag, sum[:2])
+		}
+	}
 	keys := k.entities.KeysById(s.KeyID)
 	if len(keys) == 0 {
 		return "", fmt.Errorf("%w (key id %s)", ErrUnknownKey, s.KeyIDHex())
 	}
-	// Hash state is consumed by a check; clone it per candidate key.
-	snap, canClone := h.(interface{ MarshalBinary() ([]byte, error) })
-	var state []byte
-	if canClone && len(keys) > 1 {
-		state, _ = snap.MarshalBinary()
-	}
 	var lastErr, refused error
+	consumed := false
 	for i, key := range keys {
+		if consumed {
+			break
+		}
+		// A check consumes the hash state: keep it for the next key.
 		hh := h
-		if i > 0 {
-			if state == nil {
-				break
-			}
-			hh = s.Hash.New()
-			if u, ok := hh.(interface{ UnmarshalBinary([]byte) error }); !ok || u.UnmarshalBinary(state) != nil {
-				break
+		if i < len(keys)-1 {
+			if c := cloneHash(h, s.Hash); c != nil {
+				hh = c
 			}
 		}
+		consumed = hh == h
 		var err error
 		if s.v3 != nil {
 			err = verifyV3(key.PublicKey, s, hh)
@@ -402,7 +418,7 @@ func (k *Keyring) Verify(s *Signature, h hash.Hash) (string, error) {
 	if refused != nil {
 		return "", fmt.Errorf("signature by key %s refused: %w", s.KeyIDHex(), refused)
 	}
-	return "", fmt.Errorf("signature by key %s does not verify: %v", s.KeyIDHex(), lastErr)
+	return "", fmt.Errorf("signature by key %s %w: %v", s.KeyIDHex(), ErrBadSignature, lastErr)
 }
 
 func verifyV3(pk *packet.PublicKey, s *Signature, h hash.Hash) error {

@@ -2,14 +2,19 @@ package keyring
 
 import (
 	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
+
+	"github.com/nodeforge/builder/internal/testutil"
 )
 
 func entity(t *testing.T, algo packet.PublicKeyAlgorithm) *openpgp.Entity {
@@ -91,12 +96,34 @@ func TestParseSignatureErrors(t *testing.T) {
 	}
 }
 
+// FuzzParseSignature: any bytes, read as a detached or a package
+// signature and checked against a keyring holding the signer, never panic.
 func FuzzParseSignature(f *testing.F) {
 	f.Add([]byte{0x89, 0x00, 0x05, 0x03, 0x05, 0x00})
+	k, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		f.Fatal(err)
+	}
+	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	priv := packet.NewRSAPrivateKey(at, k)
+	e, err := openpgp.NewEntity("k", "", "k@example.org", &packet.Config{Time: func() time.Time { return at }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	e.PrimaryKey, e.PrivateKey = &priv.PublicKey, priv
+	kr := &Keyring{entities: openpgp.EntityList{e}}
+	f.Add(testutil.SignAt(f, priv, []byte("data"), at))
+	f.Add(testutil.SignV3At(f, priv, []byte("data"), at))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := ParseSignature(b)
-		if err == nil {
-			s.NewHash()
+		for _, parse := range []func([]byte) (*Signature, error){ParseSignature, ParsePackageSignature} {
+			s, err := parse(b)
+			if err != nil {
+				continue
+			}
+			if h, err := s.NewHash(); err == nil {
+				h.Write([]byte("data"))
+				kr.Verify(s, h)
+			}
 		}
 	})
 }

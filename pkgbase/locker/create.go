@@ -316,9 +316,11 @@ func pinPackage(p *repo.Package, path string, lr loadedRepo, w cache.Want) (lock
 	if err != nil {
 		return lock.Package{}, fmt.Errorf("%s: %w", p.NEVRA(), err)
 	}
+	// Every digest and signature must hold, as rpm -K requires; the
+	// message names the file and each failed signature.
 	requireSig := !lr.spec.InsecureSkipVerify
 	if err := v.Err(requireSig); err != nil {
-		return lock.Package{}, fmt.Errorf("%s: %w", p.NEVRA(), err)
+		return lock.Package{}, fmt.Errorf("%s: package file %s refused: %w", p.NEVRA(), p.Location, err)
 	}
 	if lr.spec.Verify == specs.VerifyPackages {
 		if err := packageTrusted(lr.spec, v); err != nil {

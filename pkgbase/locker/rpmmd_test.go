@@ -1,6 +1,7 @@
 package locker
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -14,9 +15,11 @@ import (
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/repo"
+	"github.com/nodeforge/builder/pkgbase/rpmfile"
+	"github.com/nodeforge/builder/pkgbase/rpmhdr"
 )
 
-// foundSpec is one rpmbuild run: five packages as subpackages. foo ships a
+// foundSpec is one rpmbuild run: six packages as subpackages. foo ships a
 // file primary.xml lists (/usr/bin/foo) and one only filelists.xml lists
 // (/usr/libexec/foo); bar needs the first, baz the second.
 const foundSpec = `Name: found
@@ -51,6 +54,10 @@ evil
 Summary: not signed
 %description -n plain
 plain
+%package -n tampered
+Summary: header-only signature changed, header+payload one good
+%description -n tampered
+tampered
 %install
 mkdir -p %{buildroot}/usr/bin %{buildroot}/usr/libexec
 touch %{buildroot}/usr/bin/foo %{buildroot}/usr/libexec/foo
@@ -61,6 +68,7 @@ touch %{buildroot}/usr/bin/foo %{buildroot}/usr/libexec/foo
 %files -n baz
 %files -n evil
 %files -n plain
+%files -n tampered
 `
 
 // gpgHome makes two signing keys in a new GNUPGHOME (short path: the
@@ -106,8 +114,10 @@ func gpgHome(t *testing.T, keyFile string) (home, goodID, otherID string) {
 }
 
 // foundRepo builds the packages, signs foo, bar and baz with the good key
-// and evil with the other, and indexes them with createrepo_c: repomd.xml
-// unsigned, as Fedora's and Rocky's are.
+// and evil with the other, signs tampered with the good key twice (header
+// only and, as rpm v3 did, header and payload) and flips the last byte of
+// its header-only signature, and indexes them with createrepo_c:
+// repomd.xml unsigned, as Fedora's and Rocky's are.
 func foundRepo(t *testing.T, dir string) (goodID, otherID string) {
 	t.Helper()
 	for _, tool := range []string{"rpmbuild", "rpmsign", "createrepo_c", "gpg", "gpgconf"} {
@@ -131,15 +141,41 @@ func foundRepo(t *testing.T, dir string) (goodID, otherID string) {
 	run("rpmbuild", "-bb", "--quiet", "--target", "x86_64", "--define", "_topdir "+filepath.Join(dir, "top"), "--define", "_rpmdir "+repoDir,
 		// %% keeps the name format from expanding once for every subpackage.
 		"--define", "_build_name_fmt %%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm", "--define", "use_source_date_epoch_as_buildtime 1", spec)
-	sign := func(uid string, names ...string) {
-		args := []string{"--define", "__gpg /usr/bin/gpg", "--define", "_gpg_name " + uid, "--addsign"}
+	sign := func(uid string, extra []string, names ...string) {
+		args := append([]string{"--define", "__gpg /usr/bin/gpg", "--define", "_gpg_name " + uid, "--addsign"}, extra...)
 		for _, n := range names {
 			args = append(args, filepath.Join(repoDir, n+"-1-1.x86_64.rpm"))
 		}
 		run("rpmsign", args...)
 	}
-	sign("good@test.invalid", "foo", "bar", "baz")
-	sign("other@test.invalid", "evil")
+	sign("good@test.invalid", nil, "foo", "bar", "baz")
+	sign("other@test.invalid", nil, "evil")
+	sign("good@test.invalid", []string{"--rpmv3"}, "tampered")
+	tampered := filepath.Join(repoDir, "tampered-1-1.x86_64.rpm")
+	b, err := os.ReadFile(tampered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := rpmfile.Open(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := p.Signature.Entry(rpmhdr.SigRSA)
+	if !ok || !p.Signature.Has(rpmhdr.SigPGP) {
+		t.Fatalf("rpmsign --rpmv3 wrote signature tags %v", p.Signature.Tags())
+	}
+	b[rpmfile.LeadSize+16+16*len(p.Signature.Entries)+int(e.Offset+e.Count)-1] ^= 0xff
+	if err := os.WriteFile(tampered, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// rpm, the judge, with the good key imported: BAD, NOT OK.
+	db := filepath.Join(dir, "rpmdb")
+	run(testutil.NeedTool(t, "rpmkeys"), "--dbpath", db, "--import", filepath.Join(dir, "good.asc"))
+	c := exec.Command("rpmkeys", "--dbpath", db, "-Kv", tampered)
+	c.Env = env
+	if out, err := c.CombinedOutput(); err == nil || !strings.Contains(string(out), "Header V4 RSA/SHA512 Signature, key ID "+goodID[8:]+": BAD") {
+		t.Fatalf("rpmkeys -Kv on the tampered package: %v\n%s", err, out)
+	}
 	run("createrepo_c", "--quiet", "--no-database", repoDir)
 	if _, err := os.Stat(filepath.Join(repoDir, "repodata", "repomd.xml.asc")); err == nil {
 		t.Fatal("createrepo_c signed repomd.xml")
@@ -195,11 +231,21 @@ func TestLockRepositoryAsFound(t *testing.T) {
 		t.Error("the lock does not record the trust mode")
 	}
 
-	for name, want := range map[string]string{"evil": "evil-1-1.x86_64: signature", "plain": "plain-1-1.x86_64: package is not signed"} {
+	// Refused, naming the file, the signature and the rule: a key outside
+	// the keyring is said to be one, a changed signature is BAD although
+	// the other one verifies (both signatures are by the good key).
+	for name, want := range map[string]string{
+		"evil":     "evil-1-1.x86_64: package file evil-1-1.x86_64.rpm refused: header-only RSA/SHA512 signature (RPMTAG_RSAHEADER) is by key " + otherID + ", which is not in the keyring (unknown key, not tampering)",
+		"plain":    "plain-1-1.x86_64: package file plain-1-1.x86_64.rpm refused: package is not signed",
+		"tampered": "tampered-1-1.x86_64: package file tampered-1-1.x86_64.rpm refused: header-only RSA/SHA512 signature (RPMTAG_RSAHEADER) is BAD (signature by key " + goodID,
+	} {
 		_, err := foundLock(t, dir, ", verify: packages", name)
 		t.Logf("%s: %v", name, err)
-		if err == nil || !strings.Contains(err.Error(), want) || name == "evil" && !strings.Contains(err.Error(), "key "+otherID) {
-			t.Errorf("%s: want a refusal naming it (and key %s), got %v", name, otherID, err)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: want a refusal saying %q, got %v", name, want, err)
+		}
+		if name == "tampered" && strings.Contains(err.Error(), "RPMSIGTAG_PGP") {
+			t.Errorf("tampered: the good header+payload signature is blamed: %v", err)
 		}
 	}
 

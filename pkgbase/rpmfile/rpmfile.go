@@ -66,6 +66,9 @@ func Open(r io.Reader) (*Package, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signature header: %w", noMore(err))
 	}
+	if err := checkSigHeader(sig); err != nil {
+		return nil, fmt.Errorf("signature header: %w", err)
+	}
 	// The signature header is padded to a multiple of 8 bytes.
 	if pad := (8 - len(sig.Raw)%8) % 8; pad > 0 {
 		if _, err := io.CopyN(io.Discard, br, int64(pad)); err != nil {

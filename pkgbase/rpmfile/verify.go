@@ -27,14 +27,38 @@ type Check struct {
 
 // SigResult is the outcome of one OpenPGP signature.
 type SigResult struct {
-	Tag       uint32 `json:"tag"`
+	Tag uint32 `json:"tag"`
+	// Name says which signature it is, as messages name it, e.g.
+	// "header-only RSA/SHA512 signature (RPMTAG_RSAHEADER)".
+	Name      string `json:"name"`
 	KeyID     string `json:"keyId"`
-	Algorithm string `json:"algorithm"` // e.g. "RSA/SHA256"
-	Covers    string `json:"covers"`    // "header" or "header+payload"
-	Verified  bool   `json:"verified"`
+	Algorithm string `json:"algorithm"`        // e.g. "RSA/SHA256"
+	Covers    string `json:"covers"`           // "header" or "header+payload"
+	Status    string `json:"status"`           // SigVerified, SigBad, ...
+	Verified  bool   `json:"verified"`         // Status == SigVerified
 	Signer    string `json:"signer,omitempty"` // fingerprint of the primary key
 	Error     string `json:"error,omitempty"`
 }
+
+// What became of a signature, with rpm -K's word for it.
+const (
+	// SigVerified: verified by a key of the keyring (OK).
+	SigVerified = "verified"
+	// SigBad: unreadable, or a key of the keyring has its key id and it
+	// does not verify: the package or the signature changed after
+	// signing (BAD).
+	SigBad = "bad"
+	// SigUnknownKey: made by a key outside the keyring (NOKEY).
+	SigUnknownKey = "unknown-key"
+	// SigKeyRefused: it verifies, but the key was not valid when it
+	// signed (revoked, expired, ...; rpm 4.18 does not judge this: OK).
+	SigKeyRefused = "key-refused"
+	// SigUnchecked: no keyring was given.
+	SigUnchecked = "unchecked"
+	// SigUnsupported: its hash algorithm is one rpm does not know; rpm
+	// skips such a signature, and so does Err (not listed by rpm -K).
+	SigUnsupported = "unsupported"
+)
 
 // Verification collects every check made on a package.
 type Verification struct {
@@ -54,8 +78,16 @@ func (v *Verification) DigestsOK() bool {
 	return true
 }
 
-// Err returns nil when all digests hold and, if requireSignature, at least
-// one signature verified. Otherwise it names every failed check.
+// Err returns nil when the package is intact and, if requireSignature,
+// signed by the keyring; otherwise it names every failed check and every
+// failed signature with the rule it breaks. rpm -K's rule: every digest
+// and every signature must be OK; a good signature does not excuse a bad
+// one. A failed digest or a bad signature is tampering and always refuses.
+// With requireSignature so does a package without a signature to check,
+// and any signature that did not verify for another reason: by a key
+// outside the keyring (said so: not tampering), by a key that was not
+// valid when it signed, or not checked for want of a keyring. A signature
+// with a hash algorithm rpm does not know is skipped, as rpm skips it.
 func (v *Verification) Err(requireSignature bool) error {
 	var msgs []string
 	for _, c := range v.Checks {
@@ -63,19 +95,27 @@ func (v *Verification) Err(requireSignature bool) error {
 			msgs = append(msgs, fmt.Sprintf("%s check failed: %s", c.Name, c.Detail))
 		}
 	}
-	if requireSignature {
-		ok := false
-		for _, s := range v.Signatures {
-			ok = ok || s.Verified
+	checked := 0
+	for _, s := range v.Signatures {
+		if s.Status != SigUnsupported {
+			checked++
 		}
-		if !ok {
-			if len(v.Signatures) == 0 {
-				msgs = append(msgs, "package is not signed")
-			}
-			for _, s := range v.Signatures {
-				msgs = append(msgs, fmt.Sprintf("signature (%s over %s, key %s) failed: %s", s.Algorithm, s.Covers, s.KeyID, s.Error))
-			}
+		switch {
+		case s.Status == SigBad:
+			msgs = append(msgs, fmt.Sprintf("%s is BAD (%s): the package or the signature changed after signing; every signature must verify", s.Name, s.Error))
+		case !requireSignature || s.Status == SigVerified || s.Status == SigUnsupported:
+		case s.Status == SigUnknownKey:
+			msgs = append(msgs, fmt.Sprintf("%s is by key %s, which is not in the keyring (unknown key, not tampering); every signature must be by a key of the keyring", s.Name, s.KeyID))
+		default:
+			msgs = append(msgs, fmt.Sprintf("%s: %s", s.Name, s.Error))
 		}
+	}
+	if requireSignature && checked == 0 {
+		msg := "package is not signed"
+		if len(v.Signatures) > 0 {
+			msg += " by a signature rpm can check (" + v.Signatures[0].Error + ")"
+		}
+		msgs = append(msgs, msg)
 	}
 	if len(msgs) == 0 {
 		return nil
@@ -136,20 +176,27 @@ func (p *Package) Verify(opts VerifyOptions) (*Verification, error) {
 	v := &Verification{Checks: []Check{}, Signatures: []SigResult{}}
 	sigh, hdr := p.Signature, p.Header
 
-	// Header-only digests.
-	if want := sigh.String(rpmhdr.SigSHA256); want != "" {
-		v.Checks = append(v.Checks, digestCheck("header-sha256", sha256.New(), hdr.Raw, want))
-	}
-	if want := sigh.String(rpmhdr.SigSHA1); want != "" {
-		v.Checks = append(v.Checks, digestCheck("header-sha1", sha1.New(), hdr.Raw, want))
+	// Header-only digests; an entry rpm would not read as one fails.
+	for _, d := range []struct {
+		name string
+		tag  uint32
+		h    hash.Hash
+	}{{"header-sha256", rpmhdr.SigSHA256, sha256.New()}, {"header-sha1", rpmhdr.SigSHA1, sha1.New()}} {
+		if err := sigTagErr(sigh, d.tag); err != nil {
+			v.Checks = append(v.Checks, Check{Name: d.name, Detail: err.Error()})
+		} else if want := sigh.String(d.tag); want != "" {
+			v.Checks = append(v.Checks, digestCheck(d.name, d.h, hdr.Raw, want))
+		}
 	}
 
 	// Writers fed with header+payload and with the payload alone.
 	var whole, payloadOnly []io.Writer
 	md5h := md5.New()
 	md5h.Write(hdr.Raw)
-	wantMD5 := hexOrEmpty(sigh.Bytes(rpmhdr.SigMD5))
-	if wantMD5 != "" {
+	wantMD5 := ""
+	if err := sigTagErr(sigh, rpmhdr.SigMD5); err != nil {
+		v.Checks = append(v.Checks, Check{Name: "md5", Detail: err.Error()})
+	} else if wantMD5 = hexOrEmpty(sigh.Bytes(rpmhdr.SigMD5)); wantMD5 != "" {
 		whole = append(whole, md5h)
 	}
 	var payDigest hash.Hash
@@ -214,18 +261,26 @@ func (p *Package) Verify(opts VerifyOptions) (*Verification, error) {
 // returned in whole, to be fed with it.
 func (v *Verification) startSignatures(sigh, hdr *rpmhdr.Header) (pend []pendingSig, whole []io.Writer) {
 	addSig := func(tag uint32, raw []byte, covers string) {
-		r := SigResult{Tag: tag, Covers: covers}
-		s, err := keyring.ParseSignature(raw)
-		if err != nil {
+		r := SigResult{Tag: tag, Covers: covers, Status: SigBad, Name: sigName(tag, covers, "")}
+		s, err := keyring.ParsePackageSignature(raw)
+		switch {
+		case errors.Is(err, keyring.ErrUnsupportedHash):
+			r.Status, r.Error = SigUnsupported, err.Error()
+		case err != nil:
 			r.Error = "unreadable signature: " + err.Error()
+		case s.Type != 0:
+			r.Error = fmt.Sprintf("signature type %#x is not a signature of binary data, the only kind rpm takes", s.Type)
+		}
+		if s == nil || r.Error != "" {
 			v.Signatures = append(v.Signatures, r)
 			return
 		}
 		r.KeyID = s.KeyIDHex()
 		r.Algorithm = s.Algorithm + "/" + hashName(s.Hash)
+		r.Name = sigName(tag, covers, r.Algorithm)
 		h, err := s.NewHash()
 		if err != nil {
-			r.Error = err.Error()
+			r.Status, r.Error = SigUnsupported, err.Error()
 			v.Signatures = append(v.Signatures, r)
 			return
 		}
@@ -236,23 +291,25 @@ func (v *Verification) startSignatures(sigh, hdr *rpmhdr.Header) (pend []pending
 			whole = append(whole, h)
 		}
 	}
-	for _, tag := range []uint32{rpmhdr.SigRSA, rpmhdr.SigDSA} {
-		if b := sigh.Bytes(tag); b != nil {
-			addSig(tag, b, "header")
+	// An entry rpm would not read as a signature (wrong type) is a bad one.
+	legacy := func(tag uint32, covers string) {
+		if err := sigTagErr(sigh, tag); err != nil {
+			v.Signatures = append(v.Signatures, SigResult{Tag: tag, Name: sigName(tag, covers, ""), Covers: covers, Status: SigBad, Error: err.Error()})
+		} else if b := sigh.Bytes(tag); b != nil {
+			addSig(tag, b, covers)
 		}
 	}
+	legacy(rpmhdr.SigRSA, "header")
+	legacy(rpmhdr.SigDSA, "header")
 	for _, s := range sigh.Strings(rpmhdr.SigOpenPGP) {
 		if b, err := base64.StdEncoding.DecodeString(s); err == nil {
 			addSig(rpmhdr.SigOpenPGP, b, "header")
 		} else {
-			v.Signatures = append(v.Signatures, SigResult{Tag: rpmhdr.SigOpenPGP, Covers: "header", Error: "signature is not base64"})
+			v.Signatures = append(v.Signatures, SigResult{Tag: rpmhdr.SigOpenPGP, Name: sigName(rpmhdr.SigOpenPGP, "header", ""), Covers: "header", Status: SigBad, Error: "signature is not base64"})
 		}
 	}
-	for _, tag := range []uint32{rpmhdr.SigPGP, rpmhdr.SigGPG} {
-		if b := sigh.Bytes(tag); b != nil {
-			addSig(tag, b, "header+payload")
-		}
-	}
+	legacy(rpmhdr.SigPGP, "header+payload")
+	legacy(rpmhdr.SigGPG, "header+payload")
 
 	return pend, whole
 }
@@ -262,16 +319,40 @@ func (v *Verification) checkSignatures(pend []pendingSig, kr *keyring.Keyring) {
 	for _, ps := range pend {
 		r := &v.Signatures[ps.res]
 		if kr == nil || kr.Len() == 0 {
-			r.Error = "no keyring given"
+			r.Status, r.Error = SigUnchecked, "not checked: no keyring given"
 			continue
 		}
 		fp, err := kr.Verify(ps.sig, ps.hash)
-		if err != nil {
-			r.Error = err.Error()
+		switch {
+		case err == nil:
+			r.Status, r.Verified, r.Signer = SigVerified, true, fp
 			continue
+		case errors.Is(err, keyring.ErrUnknownKey):
+			r.Status = SigUnknownKey
+		case errors.Is(err, keyring.ErrBadSignature):
+			r.Status = SigBad
+		default: // the key's validity rules
+			r.Status = SigKeyRefused
 		}
-		r.Verified, r.Signer = true, fp
+		r.Error = err.Error()
 	}
+}
+
+// sigName names a signature by what it covers, its algorithm and the tag
+// that holds it, as rpm's tag names say.
+func sigName(tag uint32, covers, algorithm string) string {
+	tagName := map[uint32]string{
+		rpmhdr.SigRSA: "RPMTAG_RSAHEADER", rpmhdr.SigDSA: "RPMTAG_DSAHEADER", rpmhdr.SigOpenPGP: "RPMTAG_OPENPGP",
+		rpmhdr.SigPGP: "RPMSIGTAG_PGP", rpmhdr.SigGPG: "RPMSIGTAG_GPG",
+	}[tag]
+	kind := "header-only"
+	if covers == "header+payload" {
+		kind = covers
+	}
+	if algorithm != "" {
+		kind += " " + algorithm
+	}
+	return fmt.Sprintf("%s signature (%s)", kind, tagName)
 }
 
 func walkPayload(compressor string, hdr *rpmhdr.Header, r io.Reader, fn func(*cpio.Entry, io.Reader) error) error {
