@@ -35,7 +35,6 @@ import (
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/demobase"
 	"github.com/nodeforge/builder/pkgbase/locker"
-	"github.com/nodeforge/builder/pkgbase/repo"
 )
 
 type demoRelease struct {
@@ -90,7 +89,7 @@ func (d *demoRelease) assembled(t *testing.T) *archBuild {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.paths, err = fetchArch(context.Background(), d.spec, b.locked, d.cache, repo.SourceOptions{}); err != nil {
+	if b.paths, err = fetchArch(context.Background(), Options{Spec: d.spec, Lock: d.lock, Cache: d.cache}, b.locked); err != nil {
 		t.Fatal(err)
 	}
 	if b.as, err = assemble(context.Background(), d.spec, "x86_64", b.locked, b.paths, 0, nil, rootfs.LayOptions{}); err != nil {
