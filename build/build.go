@@ -47,6 +47,9 @@ type Options struct {
 	Out       string
 	Cache     *cache.Cache
 	Source    repo.SourceOptions
+	// LockPath is the file Lock was read from ("" for none): its relative
+	// repository URLs are from there (lock.Lock.Base).
+	LockPath string
 	// SourceDateEpoch overrides the lock's (the newest BUILDTIME).
 	SourceDateEpoch int64
 	Squashfs        rootfs.SquashfsOptions
@@ -379,7 +382,7 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 func (b *archBuild) layRoot(ctx context.Context) error {
 	var err error
 	done := step(b.logf, "%s: fetching %d locked packages", b.arch, len(b.locked.Packages))
-	if b.paths, err = fetchArch(ctx, b.spec, b.locked, b.opts.Cache, b.opts.Source); err != nil {
+	if b.paths, err = fetchArch(ctx, b.opts, b.locked); err != nil {
 		return err
 	}
 	done()

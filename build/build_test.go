@@ -35,7 +35,6 @@ import (
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/demobase"
 	"github.com/nodeforge/builder/pkgbase/locker"
-	"github.com/nodeforge/builder/pkgbase/repo"
 )
 
 type demoRelease struct {
@@ -90,7 +89,7 @@ func (d *demoRelease) assembled(t *testing.T) *archBuild {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.paths, err = fetchArch(context.Background(), d.spec, b.locked, d.cache, repo.SourceOptions{}); err != nil {
+	if b.paths, err = fetchArch(context.Background(), Options{Spec: d.spec, Lock: d.lock, Cache: d.cache}, b.locked); err != nil {
 		t.Fatal(err)
 	}
 	if b.as, err = assemble(context.Background(), d.spec, "x86_64", b.locked, b.paths, 0, nil, rootfs.LayOptions{}); err != nil {
@@ -629,16 +628,20 @@ func TestBuildDemoInstaller(t *testing.T) {
 }
 
 // A build with nothing changed returns the report of the output in place,
-// after hashing it; any change to the output or to an input builds again.
+// after hashing it; a change to a file of the output or to an input builds
+// again, a file added is refused.
 func TestBuildUpToDate(t *testing.T) {
 	d := newDemo(t)
 	out := filepath.Join(t.TempDir(), "out")
 	var logged []string
+	try := func(builderSHA string) (*report.Report, error) {
+		logged = nil
+		return Build(context.Background(), Options{Spec: d.spec, Lock: d.lock, LockBytes: d.lockBytes, Out: out, Cache: d.cache,
+			Version: "test", BuilderSHA256: builderSHA, Log: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+	}
 	build := func(builderSHA string) *report.Report {
 		t.Helper()
-		logged = nil
-		rep, err := Build(context.Background(), Options{Spec: d.spec, Lock: d.lock, LockBytes: d.lockBytes, Out: out, Cache: d.cache,
-			Version: "test", BuilderSHA256: builderSHA, Log: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+		rep, err := try(builderSHA)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -667,16 +670,21 @@ func TestBuildUpToDate(t *testing.T) {
 	if upToDate() || treeHash(t, out) != want {
 		t.Error("a damaged output was taken as up to date")
 	}
-	// A file added beside the outputs, another builder: the build runs.
+	// Another builder: the build runs.
 	build("b2")
 	if upToDate() {
 		t.Error("another builder's binary took the earlier build as its own")
 	}
-	os.WriteFile(filepath.Join(out, "oci", "extra"), nil, 0o644)
-	build("b2")
-	if upToDate() {
-		t.Error("an output with a file added was taken as up to date")
+	// A file added is not the build's: neither up to date nor replaced.
+	extra := filepath.Join(out, "oci", "extra")
+	os.WriteFile(extra, nil, 0o644)
+	if _, err := try("b2"); err == nil || !strings.Contains(err.Error(), `"oci/extra"`) || upToDate() {
+		t.Errorf("an output with a file added: %v, want a refusal naming it", err)
 	}
+	if _, err := os.Stat(extra); err != nil {
+		t.Error(err)
+	}
+	os.Remove(extra)
 	// Without the builder's digest there is no shortcut.
 	build("")
 	if upToDate() {

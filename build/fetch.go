@@ -20,25 +20,25 @@ import (
 // fetchArch makes every locked package of an architecture present in the
 // cache, verified against the sha256 the lock pins, and returns NEVRA ->
 // cache path.
-func fetchArch(ctx context.Context, s *specs.Spec, a *lock.Arch, c *cache.Cache, srcOpts repo.SourceOptions) (map[string]string, error) {
+func fetchArch(ctx context.Context, o Options, a *lock.Arch) (map[string]string, error) {
 	sources := map[string]repo.Source{}
 	wants := make([]cache.Want, 0, len(a.Packages))
 	for _, p := range a.Packages {
-		u, err := packageURL(s, &p)
+		u, err := packageURL(o, &p)
 		if err != nil {
 			return nil, err
 		}
 		src, ok := sources[u]
 		if !ok {
 			var err error
-			if src, err = repo.NewSource(u, srcOpts); err != nil {
+			if src, err = repo.NewSource(u, o.Source); err != nil {
 				return nil, fmt.Errorf("%s: %w", p.NEVRA, err)
 			}
 			sources[u] = src
 		}
 		wants = append(wants, cache.Want{Name: p.NEVRA, Source: src, Location: p.Location, Size: p.Size, Algo: "sha256", Hash: p.SHA256})
 	}
-	paths, err := c.Fetch(ctx, wants)
+	paths, err := o.Cache.Fetch(ctx, wants)
 	if err != nil {
 		return nil, err
 	}
@@ -52,9 +52,11 @@ func fetchArch(ctx context.Context, s *specs.Spec, a *lock.Arch, c *cache.Cache,
 // packageURL is where a locked package's dist is: the lock's URL, or,
 // when --repo-url moved its repository (a mirror, a base subset inside a
 // closed perimeter), the same dist under the new URL. Relative URLs in the
-// lock are relative to the spec; a relative override to the working
-// directory, as command-line paths are.
-func packageURL(s *specs.Spec, p *lock.Package) (string, error) {
+// lock are from its base (lock.Lock.Base: the spec's directory, wherever
+// the lock is); a relative override from the working directory, as
+// command-line paths are.
+func packageURL(o Options, p *lock.Package) (string, error) {
+	s := o.Spec
 	u := p.URL
 	for _, r := range s.Repositories {
 		if r.Name != p.Repository || r.OriginalURL == "" || r.OriginalURL == r.SpecURL {
@@ -74,10 +76,7 @@ func packageURL(s *specs.Spec, p *lock.Package) (string, error) {
 		}
 		return u, nil
 	}
-	if !strings.Contains(u, "://") && !filepath.IsAbs(u) {
-		u = s.Path(u) // the lock records spec-relative URLs
-	}
-	return u, nil
+	return o.Lock.Locate(u, o.LockPath, s.Path(".")), nil
 }
 
 // componentPackages returns the sorted NEVRAs of the components of the

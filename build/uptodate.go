@@ -174,7 +174,7 @@ func unchanged(ctx context.Context, opts Options, stampFile, out, key string, lo
 		return nil, nil
 	}
 	for _, arch := range slices.Sorted(maps.Keys(opts.Lock.Architectures)) {
-		if _, err := fetchArch(ctx, opts.Spec, opts.Lock.Architectures[arch], opts.Cache, opts.Source); err != nil {
+		if _, err := fetchArch(ctx, opts, opts.Lock.Architectures[arch]); err != nil {
 			return nil, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/internal/atomicfile"
 	"github.com/nodeforge/builder/internal/digest"
+	"github.com/nodeforge/builder/internal/direntries"
 	ocilayout "github.com/nodeforge/builder/internal/ocilayout"
 )
 
@@ -44,6 +45,18 @@ func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]r
 		return nil, err
 	}
 	dir := filepath.Join(o.Out, "media", id)
+	if o.Installers {
+		// Refused before any work: nothing is written when one would be.
+		kinds, err := installerKinds(o)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range kinds {
+			if err := replaceableLayout(ctx, filepath.Join(dir, k.repo())); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -87,21 +100,25 @@ func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]r
 // replacing what was there only once whole, and lists each by its index
 // digest and manifest size.
 func writeInstallers(ctx context.Context, rel *Release, o ImageOptions, work, dir string, files map[string]report.ArtifactInfo) error {
-	p, err := platform.Lookup(o.Platform)
+	kinds, err := installerKinds(o)
 	if err != nil {
 		return err
 	}
-	for _, pl := range []string{"", p.Name} {
-		idx, err := rel.Installer(ctx, InstallerOptions{Schematic: o.Schematic, Platform: pl, Work: work, SecureBoot: o.SecureBoot})
+	for _, k := range kinds {
+		idx, err := rel.Installer(ctx, InstallerOptions{Schematic: o.Schematic, Platform: k.platform, Work: work, SecureBoot: o.SecureBoot})
 		if err != nil {
 			return err
 		}
-		name := installerKind{platform: pl, secureBoot: o.SecureBoot != nil}.repo()
+		name := k.repo()
 		tmp := filepath.Join(work, name)
 		if err := ocilayout.WriteRoot(ctx, tmp, idx); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		// Looked at again: the directory may have changed meanwhile.
 		final := filepath.Join(dir, name)
+		if err := replaceableLayout(ctx, final); err != nil {
+			return err
+		}
 		if err := os.RemoveAll(final); err != nil {
 			return err
 		}
@@ -117,6 +134,32 @@ func writeInstallers(ctx context.Context, rel *Release, o ImageOptions, work, di
 			return err
 		}
 		files[filepath.ToSlash(filepath.Join("media", filepath.Base(dir), name))] = report.ArtifactInfo{SHA256: d.Hex, Size: int64(len(raw))}
+	}
+	return nil
+}
+
+// installerKinds are the installers writeInstallers writes: the
+// schematic's and its platform's.
+func installerKinds(o ImageOptions) ([]installerKind, error) {
+	p, err := platform.Lookup(o.Platform)
+	if err != nil {
+		return nil, err
+	}
+	sb := o.SecureBoot != nil
+	return []installerKind{{secureBoot: sb}, {platform: p.Name, secureBoot: sb}}, nil
+}
+
+// replaceableLayout refuses to replace the directory p unless it is
+// missing, empty or an OCI layout holding nothing beside what its
+// index.json leads to (an earlier installer's): a user's files are never
+// removed with it.
+func replaceableLayout(ctx context.Context, p string) error {
+	foreign, err := ocilayout.Foreign(ctx, p)
+	if err != nil {
+		return fmt.Errorf("%s is not an earlier installer image (%v): refusing to replace it; move it away or give another --out", p, err)
+	}
+	if len(foreign) > 0 {
+		return fmt.Errorf("%s is an earlier installer image, but it also holds %s, which the builder did not write: refusing to replace it; move them away or give another --out", p, direntries.DescribeNames(foreign))
 	}
 	return nil
 }

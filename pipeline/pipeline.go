@@ -58,7 +58,7 @@ func Release(ctx context.Context, o ReleaseOptions) (*release.Published, error) 
 		return nil, err
 	}
 	bo := o.Build
-	bo.Spec, bo.Lock, bo.LockBytes = in.Spec, in.Lock, in.LockBytes
+	bo.Spec, bo.Lock, bo.LockBytes, bo.LockPath = in.Spec, in.Lock, in.LockBytes, in.LockPath
 	if bo.Out == "" {
 		bo.Out = in.Spec.OutDir()
 	}
@@ -118,11 +118,8 @@ func ReadOrCreateLock(ctx context.Context, s *specs.Spec, path string, lo locker
 	if err != nil {
 		return nil, err
 	}
-	b, err := l.Marshal()
+	b, err := locker.Write(path, l, s.Path("."))
 	if err != nil {
-		return nil, err
-	}
-	if err := locker.Write(path, l); err != nil {
 		return nil, fmt.Errorf("writing the lock: %w", err)
 	}
 	return &Inputs{Spec: s, Lock: l, LockBytes: b, LockPath: path}, nil

@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // FormatVersion is the lock file format version. 2: keys in camelCase
@@ -33,7 +36,75 @@ type Lock struct {
 	// alone explains why each package is in it (builder why). Locks made
 	// before it was recorded have none.
 	Resolution *Resolution `json:"resolution,omitempty"`
+	// SpecDir is the directory of the spec, slash-separated and relative
+	// to the lock file's directory, for a lock written elsewhere than
+	// beside its spec: relative repository URLs are the spec's, from
+	// there (see Base). Absent, they are from the spec's directory, which
+	// for a lock written beside its spec is the lock's own.
+	SpecDir string `json:"specDir,omitempty"`
 }
+
+// Place records where the lock is written (lockPath) and the directory
+// of its spec (specDir, as the spec's relative paths are resolved), so
+// that the lock reads the same repositories wherever it is: SpecDir, when
+// the two directories differ and a repository URL is relative. A lock
+// beside its spec is left as it was.
+func (l *Lock) Place(lockPath, specDir string) error {
+	l.SpecDir = ""
+	if !slices.ContainsFunc(l.Repositories, func(r Repository) bool { return isRelative(r.URL) }) {
+		return nil
+	}
+	from, err := filepath.Abs(filepath.Dir(lockPath))
+	if err != nil {
+		return err
+	}
+	to, err := filepath.Abs(specDir)
+	if err != nil {
+		return err
+	}
+	if from == to {
+		return nil
+	}
+	rel, err := filepath.Rel(from, to)
+	if err != nil {
+		rel = to // no relative way there: the absolute path
+	}
+	l.SpecDir = filepath.ToSlash(rel)
+	return nil
+}
+
+// Base is the directory the lock's relative repository URLs are from,
+// read from lockPath ("" when it is no file: a published lock) with the
+// spec in specDir ("" without a spec): SpecDir from the lock's directory
+// when the lock records it; else the spec's directory (a lock beside its
+// spec, or one written before SpecDir was recorded, whose URLs were
+// always the spec's); else, without a spec, the lock's own.
+func (l *Lock) Base(lockPath, specDir string) string {
+	switch {
+	case filepath.IsAbs(l.SpecDir):
+		return l.SpecDir
+	case l.SpecDir != "" && lockPath != "":
+		return filepath.Join(filepath.Dir(lockPath), filepath.FromSlash(l.SpecDir))
+	case specDir != "":
+		return specDir
+	case lockPath != "":
+		return filepath.Dir(lockPath)
+	}
+	return ""
+}
+
+// Locate is where the repository URL u of the lock is: u itself when it
+// is remote or absolute, else u from Base.
+func (l *Lock) Locate(u, lockPath, specDir string) string {
+	if !isRelative(u) {
+		return u
+	}
+	return filepath.Join(l.Base(lockPath, specDir), u)
+}
+
+// isRelative says whether a repository URL is a path relative to a
+// directory.
+func isRelative(u string) bool { return !strings.Contains(u, "://") && !filepath.IsAbs(u) }
 
 // Resolution records the spec's inputs to the resolver.
 type Resolution struct {

@@ -62,6 +62,14 @@ func TestLockSchema(t *testing.T) {
 		}
 		return b
 	}
+	// A lock written elsewhere than beside its spec: accepted by both.
+	elsewhere := edit(func(l, _ map[string]any) { l["specDir"] = "../demo" })
+	if _, err := lock.Parse(elsewhere, "elsewhere"); err != nil {
+		t.Errorf("a lock with specDir: %v", err)
+	}
+	if err := validate(sch, elsewhere); err != nil {
+		t.Errorf("a lock with specDir does not validate: %v", err)
+	}
 	// Refused by both. "not json" and a component naming a NEVRA the lock
 	// does not pin (TestReadRejects) are beyond a schema.
 	for name, body := range map[string][]byte{

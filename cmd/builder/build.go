@@ -99,7 +99,7 @@ func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*report.
 		return nil, "", err
 	}
 	defer o.SecureBoot.Close()
-	o.Spec, o.Lock, o.LockBytes = s, in.Lock, in.LockBytes
+	o.Spec, o.Lock, o.LockBytes, o.LockPath = s, in.Lock, in.LockBytes, in.LockPath
 	collectOften()
 	rep, err := build.Build(cmd.Context(), o)
 	b.view.end()

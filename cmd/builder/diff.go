@@ -114,7 +114,7 @@ func openSide(ctx context.Context, arg, version string, o sideOptions) (*certifi
 		if err != nil {
 			return nil, "", err
 		}
-		return &certification.Side{Ref: arg, Lock: l}, filepath.Dir(arg), nil
+		return &certification.Side{Ref: arg, Lock: l}, l.Base(arg, ""), nil
 	case statErr == nil && fi.IsDir() && fileExists(filepath.Join(arg, "report.json")):
 		rep, err := readReport(filepath.Join(arg, "report.json"))
 		if err != nil {

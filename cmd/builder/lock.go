@@ -109,7 +109,7 @@ The lock is written beside the spec as <name>.lock.json unless -o is given.`,
 			if err != nil {
 				return err
 			}
-			if err := locker.Write(out, l); err != nil {
+			if _, err := locker.Write(out, l, s.Path(".")); err != nil {
 				return err
 			}
 			n := 0

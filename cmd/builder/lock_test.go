@@ -2,10 +2,15 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nodeforge/builder/pkgbase/demobase"
 )
 
 // TestDemoBaseThenLock is the README's quick start in-process: write the
@@ -79,6 +84,55 @@ func TestDemoBaseForceKeepsKeys(t *testing.T) {
 		t.Error("spec.yaml not replaced")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "keys", "demo.asc")); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestLockElsewhere: a lock written with -o into another directory than
+// its spec's records where the spec is from it, so why, diff and build
+// read the spec's repositories from a third working directory, every path
+// given relative to it. The package caches of diff and build start empty:
+// the packages come from the repositories.
+func TestLockElsewhere(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	a, b, c := filepath.Join(root, "a"), filepath.Join(root, "b"), filepath.Join(root, "c")
+	if err := demobase.Write(a); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(b, 0o755)
+	os.Mkdir(c, 0o755)
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := builderCommand(t, args...)
+		cmd.Dir = c
+		out, err := cmd.Output()
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		if err != nil {
+			t.Fatalf("builder %s: %v", strings.Join(args, " "), err)
+		}
+		return string(out)
+	}
+	lockCache := t.TempDir()
+	run("lock", "-q", "--spec", "../a/spec.yaml", "--cache", lockCache, "-o", "../b/old.lock.json")
+	if err := demobase.WriteUpdated(a, demobase.Update{Name: "containerd", Version: "1.7.28", Release: "alt1", Note: "- 1.7.28: fixes CVE-2025-47290."}); err != nil {
+		t.Fatal(err)
+	}
+	run("lock", "-q", "--spec", "../a/spec.yaml", "--cache", lockCache, "-o", "../b/new.lock.json")
+	if l, err := os.ReadFile(filepath.Join(b, "new.lock.json")); err != nil || !strings.Contains(string(l), `"specDir": "../a"`) {
+		t.Fatalf("the lock does not say where its spec is: %v", err)
+	}
+
+	if out := run("why", "-q", "--lock", "../b/new.lock.json", "--cache", "", "libseccomp"); !strings.Contains(out, "libseccomp-2.5.5-alt1.x86_64") {
+		t.Errorf("why: %s", out)
+	}
+	if out := run("diff", "--cache", t.TempDir(), "../b/old.lock.json", "../b/new.lock.json"); !strings.Contains(out, "CVE-2025-47290") {
+		t.Errorf("diff lacks the new package's changelog:\n%s", out)
+	}
+	run("build", "-q", "--spec", "../a/spec.yaml", "--lock", "../b/new.lock.json", "--cache", t.TempDir(), "--out", "out")
+	if _, err := os.Stat(filepath.Join(c, "out", "report.json")); err != nil {
 		t.Error(err)
 	}
 }

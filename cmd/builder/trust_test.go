@@ -233,6 +233,16 @@ func TestBuildOutRefusesForeign(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "report.json")); err != nil {
 		t.Error(err)
 	}
+	// A user's file deep inside the earlier output: refused, named, kept.
+	os.MkdirAll(filepath.Join(out, "x86_64", "mydata"), 0o755)
+	os.WriteFile(filepath.Join(out, "x86_64", "mydata", "notes.txt"), []byte("mine"), 0o644)
+	before := treeHash(t, out)
+	if _, err := runBuilder(t, "build", "-q", "--spec", d.spec, "--cache", d.cache, "--out", out); err == nil || !strings.Contains(err.Error(), `"x86_64/mydata/"`) {
+		t.Errorf("build over an output with a user's subdirectory: %v, want a refusal naming it", err)
+	}
+	if treeHash(t, out) != before {
+		t.Error("the refused build changed the output")
+	}
 }
 
 // leftovers lists the temporary files and directories the builder makes

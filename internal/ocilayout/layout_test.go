@@ -358,3 +358,38 @@ func TestHashedBlobOfTheWrongSize(t *testing.T) {
 		t.Fatalf("writeHashed = %v, want ErrDamaged", err)
 	}
 }
+
+// TestForeign: what a layout holds beside what its index.json leads to is
+// named; a layout WriteRoot wrote, a missing and an empty directory hold
+// nothing foreign; a directory of other things is no layout.
+func TestForeign(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	idx := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: testImage(t, "a")}, mutate.IndexAddendum{Add: testImage(t, "b")})
+	for _, name := range []string{"clean", "mine", "stray-blob", "top"} {
+		if err := WriteRoot(ctx, filepath.Join(base, name), idx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(base, "mine", "mine"), 0o755)
+	os.WriteFile(filepath.Join(base, "mine", "mine", "x"), []byte("x"), 0o644)
+	stray := strings.Repeat("a", 64)
+	os.WriteFile(filepath.Join(base, "stray-blob", "blobs", "sha256", stray), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(base, "top", "notes"), []byte("x"), 0o644)
+	os.MkdirAll(filepath.Join(base, "empty"), 0o755)
+	os.MkdirAll(filepath.Join(base, "other"), 0o755)
+	os.WriteFile(filepath.Join(base, "other", "notes"), []byte("x"), 0o644)
+
+	for dir, want := range map[string]string{
+		"clean": "", "missing": "", "empty": "",
+		"mine": "mine/", "stray-blob": "blobs/sha256/" + stray, "top": "notes",
+	} {
+		got, err := Foreign(ctx, filepath.Join(base, dir))
+		if err != nil || strings.Join(got, ",") != want {
+			t.Errorf("%s: %q, %v; want %q", dir, got, err, want)
+		}
+	}
+	if _, err := Foreign(ctx, filepath.Join(base, "other")); err == nil || !strings.Contains(err.Error(), "not an OCI image layout") {
+		t.Errorf("a directory of other things: %v", err)
+	}
+}

@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/nodeforge/builder/internal/direntries"
 )
 
 // errUnchanged stops an Update that has nothing to write.
@@ -86,6 +90,47 @@ func (d *Dir) Prune(ctx context.Context, cutoff time.Time) (Pruned, error) {
 		return nil
 	})
 	return p, err
+}
+
+// Files lists what a writer of the layout's index.json put in it:
+// oci-layout, index.json and every blob index.json leads to, as paths
+// relative to the layout, slash-separated. A manifest it cannot read is
+// an error.
+func (d *Dir) Files(ctx context.Context) (map[string]bool, error) {
+	m, err := d.Index()
+	if err != nil {
+		return nil, err
+	}
+	live, err := d.reachable(ctx, m.Manifests)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]bool{LayoutFile: true, IndexFile: true}
+	for dg := range live {
+		if h, err := v1.NewHash(dg); err == nil {
+			files[path.Join("blobs", h.Algorithm, h.Hex)] = true
+		}
+	}
+	return files, nil
+}
+
+// Foreign lists what the directory at p holds beside the layout's Files,
+// as direntries.Unlisted does: what stops it being replaced as a whole.
+// A missing or empty directory holds nothing; anything else that is not a
+// layout is an error.
+func Foreign(ctx context.Context, p string) ([]string, error) {
+	if ents, err := os.ReadDir(p); errors.Is(err, fs.ErrNotExist) || (err == nil && len(ents) == 0) {
+		return nil, nil
+	}
+	d, err := Open(p)
+	if err != nil {
+		return nil, err
+	}
+	files, err := d.Files(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return direntries.Unlisted(p, files, map[string]bool{"blobs/sha256": true})
 }
 
 // reachable is every digest the entries lead to.

@@ -17,7 +17,7 @@ import (
 // Changelog reads the changelog of a locked package: from the package
 // cache when the package is there (entered only once its digest held),
 // else fetched through it from the repository the lock names (a relative
-// URL from dir, the lock's directory; "" when unknown).
+// URL from dir, the lock's base, lock.Lock.Base; "" when unknown).
 func Changelog(ctx context.Context, c *cache.Cache, p *lock.Package, dir string, src repo.SourceOptions) ([]rpmfile.Change, error) {
 	if p.SHA256 == "" {
 		return nil, fmt.Errorf("%s: no digest to find it by", p.NEVRA)

@@ -385,11 +385,16 @@ func dedupe(ss []string) []string {
 	return out
 }
 
-// Write writes the lock to path atomically (temp file, then rename).
-func Write(path string, l *lock.Lock) error {
+// Write writes the lock to path atomically (temp file, then rename),
+// placed (lock.Place) for the spec in specDir so that it reads the same
+// repositories wherever path is, and returns the bytes written.
+func Write(path string, l *lock.Lock, specDir string) ([]byte, error) {
+	if err := l.Place(path, specDir); err != nil {
+		return nil, err
+	}
 	b, err := l.Marshal()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return atomicfile.Put(path, b)
+	return b, atomicfile.Put(path, b)
 }

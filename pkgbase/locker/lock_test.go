@@ -72,7 +72,7 @@ func TestCreateDemoLock(t *testing.T) {
 	}
 	// Round trip through a file.
 	p := filepath.Join(dir, "demo.lock.json")
-	if err := Write(p, l); err != nil {
+	if _, err := Write(p, l, dir); err != nil {
 		t.Fatal(err)
 	}
 	back, err := lock.Read(p)

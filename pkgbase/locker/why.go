@@ -82,9 +82,9 @@ func WhySpec(ctx context.Context, s *specs.Spec, target string, o WhyOptions) ([
 }
 
 // WhyLock explains from a lock alone: the repositories it records are read
-// again (relative URLs from the lock's directory, or as urls overrides
-// them by repository name) and must be the very indexes it pinned; the
-// sets are its components and the requests those it recorded.
+// again (relative URLs from the lock's base, lock.Lock.Base, or as urls
+// overrides them by repository name) and must be the very indexes it
+// pinned; the sets are its components and the requests those it recorded.
 func WhyLock(ctx context.Context, l *lock.Lock, lockPath string, urls map[string]string, target string, o WhyOptions) ([]Answer, error) {
 	if l.Resolution == nil {
 		return nil, errors.New("this lock records no resolution (made by an older builder): explain from the spec (--spec), or lock again")
@@ -141,7 +141,7 @@ func loadLocked(ctx context.Context, l *lock.Lock, lockPath string, urls map[str
 				continue
 			}
 		}
-		u := lockedURL(r, urls, lockPath)
+		u := lockedURL(l, r, urls, lockPath)
 		logf("reading %s (%s)", u, r.Format)
 		ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: r.Format, InsecureSkipVerify: true, UnsignedIndex: r.Verify == specs.VerifyPackages,
 			Source: o.Source, IndexCache: indexCacheDir(o.Options)})
@@ -158,8 +158,9 @@ func loadLocked(ctx context.Context, l *lock.Lock, lockPath string, urls map[str
 }
 
 // lockedURL is where a locked repository is read from: its override, or
-// its URL, a relative one from the lock's directory.
-func lockedURL(r lock.Repository, urls map[string]string, lockPath string) string {
+// its URL, a relative one from the lock's base (lock.Lock.Base: the spec's
+// directory, wherever the lock is).
+func lockedURL(l *lock.Lock, r lock.Repository, urls map[string]string, lockPath string) string {
 	u := r.URL
 	if o, ok := urls[r.Name]; ok {
 		// An ALT dist keeps its last element under the new base.
@@ -168,10 +169,7 @@ func lockedURL(r lock.Repository, urls map[string]string, lockPath string) strin
 		}
 		return o
 	}
-	if !strings.Contains(u, "://") && !filepath.IsAbs(u) {
-		u = filepath.Join(filepath.Dir(lockPath), u)
-	}
-	return u
+	return l.Locate(u, lockPath, "")
 }
 
 // explain runs the explanation; a package outside the set is no answer.

@@ -84,10 +84,8 @@ func Write(ctx context.Context, dir string, o Options) ([]File, error) {
 	wants := make([]cache.Want, 0, len(all))
 	sources := map[string]repo.Source{}
 	for _, pl := range all {
-		u := pl.p.URL
-		if !strings.Contains(u, "://") && !filepath.IsAbs(u) {
-			u = s.Path(u)
-		}
+		// A published lock is no file: relative URLs are the spec's.
+		u := l.Locate(pl.p.URL, "", s.Path("."))
 		src, ok := sources[u]
 		if !ok {
 			var err error
