@@ -46,7 +46,7 @@ func startReplica(t *testing.T, d *demoRelease, target string) *replica {
 	addr, maddr := freeAddr(t), freeAddr(t)
 	r := &replica{url: "http://" + addr, metrics: "http://" + maddr + "/metrics", log: &bytes.Buffer{}}
 	r.cmd = builderCommand(t, "factory", "serve", "--release", "docker://"+target, "--key", d.devPub, "--signing-key", d.devKey,
-		"--listen", addr, "--metrics-listen", maddr, "--build-rate", "0")
+		"--listen", addr, "--metrics-listen", maddr, "--build-rate", "0", "--schematic-rate", "0")
 	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
