@@ -798,7 +798,7 @@ func licenses(r *Report) {
 // path): NEVRAs added and removed, versions updated with their size
 // change, files counted.
 func changes(ctx context.Context, cur, prev *auditedRelease, prevRef string) *Changes {
-	d := Compare(ctx, &Side{Ref: prevRef, Lock: prev.lock, Report: prev.report}, &Side{Lock: cur.lock, Report: cur.report}, nil)
+	d := Compare(ctx, &Side{Ref: prevRef, Lock: prev.lock, Report: prev.report}, &Side{Lock: cur.lock, Report: cur.report}, nil, nil)
 	c := &Changes{Previous: prevRef, Added: []string{}, Removed: []string{}, Updated: []PackageUpdate{}}
 	for _, p := range d.Added {
 		c.Added = append(c.Added, p.NEVRA)
