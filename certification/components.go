@@ -199,6 +199,12 @@ func explainMembers(ctx context.Context, why WhyFunc, side, other *Side, arch, c
 	if len(list) == 0 {
 		return
 	}
+	if side.Lock.Resolution == nil {
+		for i := range list {
+			list[i].WhyNote = "the lock records no resolution (an older builder made it): lock again to explain"
+		}
+		return
+	}
 	nevras := make([]string, len(list))
 	for i, m := range list {
 		nevras[i] = m.NEVRA

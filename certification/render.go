@@ -184,7 +184,11 @@ func (r *Report) VerdictLine() string {
 	case OutcomePass:
 		return "every check passed, with no caveat."
 	case OutcomeCaveats:
-		return fmt.Sprintf("no check failed, but %s below need a certifier's judgement: this is not a clean pass.", counted(len(r.Caveats), "caveat"))
+		need := "need"
+		if len(r.Caveats) == 1 {
+			need = "needs"
+		}
+		return fmt.Sprintf("no check failed, but %s below %s a certifier's judgement: this is not a clean pass.", counted(len(r.Caveats), "caveat"), need)
 	}
 	return ""
 }
