@@ -49,9 +49,14 @@ type Options struct {
 
 // Report is the audit, as audit.json holds it.
 type Report struct {
-	SchemaVersion int      `json:"schemaVersion"`
-	Verdict       string   `json:"verdict"` // "pass" or "fail"
-	Reasons       []string `json:"reasons"`
+	SchemaVersion int `json:"schemaVersion"`
+	// Verdict is "pass" or "fail": the exit status, and the verification
+	// summary's result.
+	Verdict string `json:"verdict"`
+	// Outcome is the verdict in three states: "pass" (no caveat),
+	// "pass-with-caveats" (a pass a certifier must weigh) or "fail".
+	Outcome string   `json:"outcome"`
+	Reasons []string `json:"reasons"`
 	// Caveats are what a certifier must know of a release that passes
 	// (or fails): evidence not given, scriptlets not handled, findings the
 	// policy makes caveats.
@@ -171,11 +176,45 @@ type PolicyChecks struct {
 	Reproducibility ReproducibleEvid `json:"reproducibility"`
 }
 
-// BaseCheck: every package from the named base.
+// BaseCheck: every package from the named base, and built for the
+// release's branch.
 type BaseCheck struct {
 	Base    string   `json:"base"`
-	OK      bool     `json:"ok"`
+	OK      bool     `json:"ok"` // every package from the base's repository
 	Outside []string `json:"outside"`
+	// Branch is the release's; Branches count the packages by the branch
+	// their disttag names ("" for none), as the check saw them.
+	Branch   string        `json:"branch"`
+	Branches []BranchCount `json:"branches"`
+	// OtherBranch are the packages built for another branch: caveats or,
+	// as the policy says, failures.
+	OtherBranch []string `json:"otherBranch"`
+	// Result is the row's state, as Outcome is the report's.
+	Result string `json:"result"`
+}
+
+// BranchCount is how many packages were built for one branch.
+type BranchCount struct {
+	Branch   string `json:"branch"`
+	Packages int    `json:"packages"`
+}
+
+// The three states of a verdict (Report.Outcome, BaseCheck.Result).
+const (
+	OutcomePass    = "pass"
+	OutcomeCaveats = "pass-with-caveats"
+	OutcomeFail    = "fail"
+)
+
+// outcome is the state of a check that failed or not, with caveats or not.
+func outcome(failed, caveats bool) string {
+	switch {
+	case failed:
+		return OutcomeFail
+	case caveats:
+		return OutcomeCaveats
+	}
+	return OutcomePass
 }
 
 // SignatureCheck: every package and repository signature valid (as the
@@ -286,11 +325,18 @@ func Audit(ctx context.Context, o Options) (*Report, error) {
 		}
 		r.Changes = changes(ctx, rel, prev, o.Previous.Ref(release.RepoLock, o.PreviousVersion))
 	}
+	conclude(r)
+	return r, nil
+}
+
+// conclude gives the verdict: a pass has no reason to fail; a pass with
+// caveats still exits 0, but says so.
+func conclude(r *Report) {
 	r.Verdict = "pass"
 	if len(r.Reasons) > 0 {
 		r.Verdict = "fail"
 	}
-	return r, nil
+	r.Outcome = outcome(len(r.Reasons) > 0, len(r.Caveats) > 0)
 }
 
 // readRelease verifies every repository of the release and reads the
@@ -489,7 +535,7 @@ func baseName(rel *auditedRelease, pol *release.Policy) string {
 
 func packages(r *Report, rel *auditedRelease, pol *release.Policy, fail func(string, ...any)) {
 	base := baseName(rel, pol)
-	r.Policy.Base = BaseCheck{Base: base, OK: true, Outside: []string{}}
+	r.Policy.Base = BaseCheck{Base: base, OK: true, Outside: []string{}, Branch: rel.lock.Spec.Branch, Branches: []BranchCount{}, OtherBranch: []string{}}
 	r.Policy.Signatures = SignatureCheck{OK: true, Unsigned: []string{}, Problems: []string{}}
 	pinned := map[string]map[string]bool{}
 	for _, k := range rel.lock.Keyrings {
@@ -552,6 +598,24 @@ func packages(r *Report, rel *auditedRelease, pol *release.Policy, fail func(str
 		}
 	}
 	sort.Slice(r.Packages, func(i, j int) bool { return r.Packages[i].NEVRA < r.Packages[j].NEVRA })
+	count := map[string]int{}
+	for _, p := range r.Packages {
+		count[disttagBranch(p.Disttag)]++
+	}
+	// The release's own branch first: the others are what stands out.
+	branches := slices.Sorted(maps.Keys(count))
+	if i := slices.Index(branches, r.Policy.Base.Branch); i > 0 {
+		branches = append([]string{r.Policy.Base.Branch}, slices.Delete(branches, i, i+1)...)
+	}
+	for _, b := range branches {
+		r.Policy.Base.Branches = append(r.Policy.Base.Branches, BranchCount{Branch: b, Packages: count[b]})
+	}
+}
+
+// disttagBranch is the branch a disttag names (p11 of p11+381122.100.1.1).
+func disttagBranch(disttag string) string {
+	b, _, _ := strings.Cut(disttag, "+")
+	return b
 }
 
 // packageUse sums the file sizes of each package and lists the artifacts
@@ -769,14 +833,18 @@ func caveats(r *Report, rel *auditedRelease, pol *release.Policy, fail func(stri
 			}
 		}
 	}
+	foreignFails := pol != nil && pol.ForeignBranch == release.FindingFail
 	for _, p := range r.Packages {
 		if b, _, ok := strings.Cut(p.Disttag, "+"); ok && branch != "" && b != branch {
 			foreign("%s was built for branch %s (disttag %s), not the release's %s", p.NEVRA, b, p.Disttag, branch)
+			r.Policy.Base.OtherBranch = append(r.Policy.Base.OtherBranch, p.NEVRA)
 		}
 		if allowed != nil && !slices.Contains(allowed, p.License) {
 			badLicense("%s is under %q, which the policy does not allow", p.NEVRA, p.License)
 		}
 	}
+	other := len(r.Policy.Base.OtherBranch) > 0
+	r.Policy.Base.Result = outcome(!r.Policy.Base.OK || (other && foreignFails), other)
 }
 
 func licenses(r *Report) {
@@ -798,7 +866,7 @@ func licenses(r *Report) {
 // path): NEVRAs added and removed, versions updated with their size
 // change, files counted.
 func changes(ctx context.Context, cur, prev *auditedRelease, prevRef string) *Changes {
-	d := Compare(ctx, &Side{Ref: prevRef, Lock: prev.lock, Report: prev.report}, &Side{Lock: cur.lock, Report: cur.report}, nil)
+	d := Compare(ctx, &Side{Ref: prevRef, Lock: prev.lock, Report: prev.report}, &Side{Lock: cur.lock, Report: cur.report}, nil, nil)
 	c := &Changes{Previous: prevRef, Added: []string{}, Removed: []string{}, Updated: []PackageUpdate{}}
 	for _, p := range d.Added {
 		c.Added = append(c.Added, p.NEVRA)
@@ -894,7 +962,7 @@ func (r *Report) VSAPredicate(when, builderVersion string, auditJSON []byte) ([]
 	}
 	v.SLSAVersion = "1.0"
 	v.Reasons = r.Reasons
-	v.Extra = map[string]any{"auditSha256": digest.SHA256Hex(auditJSON), "unownedFiles": r.Files.Unowned, "packages": len(r.Packages)}
+	v.Extra = map[string]any{"auditSha256": digest.SHA256Hex(auditJSON), "unownedFiles": r.Files.Unowned, "packages": len(r.Packages), "outcome": r.Outcome}
 	if r.Identity.LockDigest != "" {
 		v.InputAttestations = append(v.InputAttestations, VSAInput{URI: r.Identity.Store + "#lock", Digest: map[string]string{"sha256": strings.TrimPrefix(r.Identity.LockDigest, "sha256:")}})
 	}

@@ -27,11 +27,15 @@ type Side struct {
 
 // Diff is what changed from one side to the other.
 type Diff struct {
-	Old        string            `json:"old"`
-	New        string            `json:"new"`
-	Added      []PackageRef      `json:"added"`
-	Removed    []PackageRef      `json:"removed"`
-	Updated    []PackageChange   `json:"updated"`
+	Old      string           `json:"old"`
+	New      string           `json:"new"`
+	Identity []IdentityChange `json:"identity"` // name, version, branch
+	Added    []PackageRef     `json:"added"`
+	Removed  []PackageRef     `json:"removed"`
+	Updated  []PackageChange  `json:"updated"`
+	// Components are the packages that joined or left each component,
+	// also those the release keeps through another component.
+	Components []ComponentChange `json:"components"`
 	Fixes      []Fix             `json:"fixes"`
 	Artifacts  []ArtifactChange  `json:"artifacts"`
 	Kernel     []KernelChange    `json:"kernel"`
@@ -115,11 +119,14 @@ type ExtensionChange struct {
 type ChangelogFunc func(ctx context.Context, side *Side, p *lock.Package) ([]rpmfile.Change, error)
 
 // Compare lists what changed from old to new. Changelogs are read with
-// changelog when it is not nil.
-func Compare(ctx context.Context, old, new *Side, changelog ChangelogFunc) *Diff {
-	d := &Diff{Old: old.Ref, New: new.Ref, Added: []PackageRef{}, Removed: []PackageRef{}, Updated: []PackageChange{},
-		Fixes: []Fix{}, Artifacts: []ArtifactChange{}, Kernel: []KernelChange{}, Extensions: []ExtensionChange{}}
+// changelog, and the packages that joined or left a component explained
+// with why, when each is not nil.
+func Compare(ctx context.Context, old, new *Side, changelog ChangelogFunc, why WhyFunc) *Diff {
+	d := &Diff{Old: old.Ref, New: new.Ref, Identity: []IdentityChange{}, Added: []PackageRef{}, Removed: []PackageRef{}, Updated: []PackageChange{},
+		Components: []ComponentChange{}, Fixes: []Fix{}, Artifacts: []ArtifactChange{}, Kernel: []KernelChange{}, Extensions: []ExtensionChange{}}
+	compareIdentity(d, old, new)
 	comparePackages(ctx, d, old, new, changelog)
+	compareComponents(ctx, d, old, new, why)
 	if old.Report != nil && new.Report != nil {
 		compareArtifacts(d, old.Report, new.Report)
 		compareKernels(d, old.Report, new.Report)

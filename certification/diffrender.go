@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -22,7 +23,7 @@ func indentedJSON(w io.Writer, v any) error {
 
 // Empty says nothing changed.
 func (d *Diff) Empty() bool {
-	return len(d.Added)+len(d.Removed)+len(d.Updated)+len(d.Artifacts)+len(d.Kernel)+len(d.Extensions) == 0
+	return len(d.Identity)+len(d.Added)+len(d.Removed)+len(d.Updated)+len(d.Components)+len(d.Artifacts)+len(d.Kernel)+len(d.Extensions) == 0
 }
 
 // Text writes the diff for a terminal; with md, as Markdown release notes.
@@ -47,6 +48,13 @@ func (d *Diff) Text(w io.Writer, md bool) error {
 		fmt.Fprintln(w, "No changes.")
 		return nil
 	}
+	if len(d.Identity) > 0 {
+		h(2, "Release")
+		for _, c := range d.Identity {
+			fmt.Fprintf(w, "- %s: %s -> %s\n", c.Field, code(c.Old), code(c.New))
+		}
+		fmt.Fprintln(w)
+	}
 	if len(d.Fixes) > 0 {
 		h(2, "Fixes in this update")
 		for _, f := range d.Fixes {
@@ -55,6 +63,7 @@ func (d *Diff) Text(w io.Writer, md bool) error {
 		fmt.Fprintln(w)
 	}
 	d.textPackages(w, h, code)
+	d.textComponents(w, h, code)
 	if len(d.Kernel) > 0 {
 		h(2, "Kernel")
 		for _, k := range d.Kernel {
@@ -144,4 +153,62 @@ func plusMinus(added, removed []string, code func(string) string) string {
 		parts = append(parts, "-"+code(r))
 	}
 	return strings.Join(parts, " ")
+}
+
+// textComponents says which package left or joined which component, why
+// it was (or is) there and what changed on the way.
+func (d *Diff) textComponents(w io.Writer, h func(int, string), code func(string) string) {
+	if len(d.Components) == 0 {
+		return
+	}
+	h(2, "Components")
+	for _, c := range d.Components {
+		if c.Change != "changed" {
+			var names []string
+			for _, m := range append(slices.Clone(c.Joined), c.Left...) {
+				names = append(names, code(m.Name))
+			}
+			fmt.Fprintf(w, "- %s (%s): component %s, with %d packages: %s\n", c.Component, c.Arch, c.Change, len(names), strings.Join(names, ", "))
+			continue
+		}
+		for _, m := range c.Left {
+			fmt.Fprintf(w, "- %s left %s (%s): %s; %s\n", code(m.Name), c.Component, c.Arch, code(m.NEVRA), where(m.Elsewhere, "still in ", "in no other component now"))
+			textWhy(w, m, "was there by", "why it left", code)
+		}
+		for _, m := range c.Joined {
+			fmt.Fprintf(w, "- %s joined %s (%s): %s; %s\n", code(m.Name), c.Component, c.Arch, code(m.NEVRA), where(m.Elsewhere, "already in ", "in no component before"))
+			textWhy(w, m, "is there by", "why it joined", code)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func where(list []string, some, none string) string {
+	if len(list) == 0 {
+		return none
+	}
+	return some + strings.Join(list, ", ")
+}
+
+// textWhy writes a member's chain as one line: requested "R" -> P requires
+// X -> Q ...
+func textWhy(w io.Writer, m Member, there, why string, code func(string) string) {
+	if m.WhyNote != "" {
+		fmt.Fprintf(w, "  - (%s)\n", m.WhyNote)
+	}
+	if m.Why == nil {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "requested %s", code(m.Why.Request))
+	for i, s := range m.Why.Steps {
+		if i > 0 {
+			fmt.Fprintf(&b, " requires %s", code(s.Requirement))
+		}
+		fmt.Fprintf(&b, " -> %s", code(s.Provider))
+	}
+	fmt.Fprintf(w, "  - %s: %s\n", there, b.String())
+	if m.Because != "" {
+		fmt.Fprintf(w, "  - %s: %s\n", why, m.Because)
+	}
 }

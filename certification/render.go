@@ -52,8 +52,8 @@ func (r *Report) Markdown(w io.Writer) error {
 	id := r.Identity
 	fmt.Fprintf(&b, "# Certification audit: %s %s\n\n", id.Name, id.Version)
 	fmt.Fprintf(&b, "## Verdict: %s\n\n", r.VerdictText())
-	if len(r.Reasons) == 0 {
-		b.WriteString("Every check passed.\n\n")
+	if line := r.VerdictLine(); line != "" {
+		fmt.Fprintf(&b, "**%s**: %s\n\n", outcomeText(r.Outcome), line)
 	}
 	for _, reason := range r.Reasons {
 		fmt.Fprintf(&b, "- %s\n", mdEscape(reason))
@@ -108,10 +108,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	b.WriteString("\nThe full list (every file, its package and the RPM's recorded digest, or its generator) is in audit.json.\n")
 	p := r.Policy
 	b.WriteString("\n## Policy checks\n\n")
-	fmt.Fprintf(&b, "- single base %q: %s", p.Base.Base, okText(p.Base.OK))
-	if len(p.Base.Outside) > 0 {
-		fmt.Fprintf(&b, " (outside: %s)", mdEscape(strings.Join(p.Base.Outside, ", ")))
-	}
+	fmt.Fprintf(&b, "- single base %q: %s: %s", p.Base.Base, outcomeText(p.Base.Result), mdEscape(p.Base.Saw()))
 	fmt.Fprintf(&b, "\n- signatures: %s (%d packages and %d repositories signed by pinned keys)\n", okText(p.Signatures.OK), p.Signatures.Packages, p.Signatures.Repositories)
 	fmt.Fprintf(&b, "- scriptlets: %d, none executed; %d handled declaratively, %d not handled\n", s.Scriptlets, s.Scriptlets-s.ScriptletsNotHandled, s.ScriptletsNotHandled)
 	fmt.Fprintf(&b, "- setuid kept: %d, setuid stripped: %d, capabilities: %d, world-writable: %d (each against the spec's allowlist at build time)\n",
@@ -178,6 +175,66 @@ func (r *Report) VerdictText() string {
 		return v + " with 1 caveat"
 	}
 	return fmt.Sprintf("%s with %d caveats", v, len(r.Caveats))
+}
+
+// VerdictLine is the sentence under the verdict: a pass with caveats
+// says it is not a clean pass (a fail lists its reasons instead).
+func (r *Report) VerdictLine() string {
+	switch r.Outcome {
+	case OutcomePass:
+		return "every check passed, with no caveat."
+	case OutcomeCaveats:
+		need := "need"
+		if len(r.Caveats) == 1 {
+			need = "needs"
+		}
+		return fmt.Sprintf("no check failed, but %s below %s a certifier's judgement: this is not a clean pass.", counted(len(r.Caveats), "caveat"), need)
+	}
+	return ""
+}
+
+// outcomeText is a verdict's state in words.
+func outcomeText(outcome string) string {
+	switch outcome {
+	case OutcomePass:
+		return "pass"
+	case OutcomeCaveats:
+		return "pass with caveats"
+	}
+	return "FAIL"
+}
+
+func counted(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// Saw says what the single-base check saw: the packages' repository and
+// the branches they were built for.
+func (b BaseCheck) Saw() string {
+	total := 0
+	var branches []string
+	for _, c := range b.Branches {
+		total += c.Packages
+		name := c.Branch
+		if name == "" {
+			name = "no disttag"
+		}
+		branches = append(branches, fmt.Sprintf("%s (%s)", name, counted(c.Packages, "package")))
+	}
+	s := fmt.Sprintf("%d of %d packages from repository %q", total-len(b.Outside), total, b.Base)
+	if len(b.Outside) > 0 {
+		s += "; outside it: " + strings.Join(b.Outside, ", ")
+	}
+	if len(branches) > 0 {
+		s += "; built for " + strings.Join(branches, ", ")
+	}
+	if len(b.OtherBranch) > 0 {
+		s += fmt.Sprintf("; not the release's branch %s: %s", b.Branch, strings.Join(b.OtherBranch, ", "))
+	}
+	return s
 }
 
 func yesNo(b bool) string {
@@ -308,7 +365,7 @@ func (r *Report) HTML(w io.Writer) error {
 }
 
 var page = template.Must(template.New("audit").Funcs(template.FuncMap{
-	"upper": strings.ToUpper, "join": strings.Join, "keys": shortKeys, "atts": attSummary, "yes": yesNo, "ok": okText,
+	"upper": strings.ToUpper, "join": strings.Join, "outcome": outcomeText, "keys": shortKeys, "atts": attSummary, "yes": yesNo, "ok": okText,
 	"bytes": func(n int64) string {
 		switch {
 		case n >= 1<<20:
@@ -339,7 +396,8 @@ td{overflow-wrap:normal;word-break:normal}
 .none{color:#667;font-style:italic}
 th{background:#eef0f5}
 #verdict{padding:1em 1.4em;border-radius:6px;font-size:1.3em;font-weight:600;color:#fff}
-#verdict.pass{background:#1f8a3b}#verdict.fail{background:#b3261e}
+#verdict.pass{background:#1f8a3b}#verdict.pass-with-caveats{background:#8a5300}#verdict.fail{background:#b3261e}
+.result-pass{color:#1f8a3b;font-weight:600}.result-pass-with-caveats{color:#8a5300;font-weight:600}.result-fail{color:#b3261e;font-weight:600}
 #verdict ul{font-size:.75em;font-weight:400}
 .figures{display:flex;gap:1em;flex-wrap:wrap}.figures div{background:#eef0f5;border-radius:6px;padding:.6em 1em}
 .figures b{display:block;font-size:1.4em}
@@ -348,8 +406,8 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 </style></head>
 <body>
 <h1>Certification audit: {{.R.Identity.Name}} {{.R.Identity.Version}}</h1>
-<div id="verdict" class="{{.R.Verdict}}">Verdict: {{.R.VerdictText}}
-{{if .R.Reasons}}<ul>{{range .R.Reasons}}<li>{{.}}</li>{{end}}</ul>{{else}}<div style="font-size:.7em;font-weight:400">Every check passed.</div>{{end}}
+<div id="verdict" class="{{.R.Outcome}}">Verdict: {{.R.VerdictText}}
+{{if .R.Reasons}}<ul>{{range .R.Reasons}}<li>{{.}}</li>{{end}}</ul>{{else}}<div style="font-size:.7em;font-weight:400">{{outcome .R.Outcome}}: {{.R.VerdictLine}}</div>{{end}}
 </div>
 {{if .R.Caveats}}<div id="caveats"><b>What a certifier must know</b><ul>{{range .R.Caveats}}<li>{{.}}</li>{{end}}</ul></div>{{end}}
 <div class="figures">
@@ -412,7 +470,7 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 
 <h2>Policy checks</h2>
 <table>
-<tr><th>single base</th><td>{{ok .R.Policy.Base.OK}}: every package from {{.R.Policy.Base.Base}}{{if .R.Policy.Base.Outside}}; outside: {{join .R.Policy.Base.Outside ", "}}{{end}}</td></tr>
+<tr><th>single base</th><td><span id="single-base" class="result-{{.R.Policy.Base.Result}}">{{outcome .R.Policy.Base.Result}}</span>: {{.R.Policy.Base.Saw}}</td></tr>
 <tr><th>signatures</th><td>{{ok .R.Policy.Signatures.OK}}: {{.R.Policy.Signatures.Packages}} packages and {{.R.Policy.Signatures.Repositories}} repositories signed by pinned keys</td></tr>
 <tr><th>scriptlets</th><td>{{.S.Scriptlets}}, none executed; {{.S.ScriptletsNotHandled}} not handled</td></tr>
 <tr><th>setuid</th><td>kept: {{list .R.Policy.Setuid}}; stripped: {{list .R.Policy.SetuidStripped}}</td></tr>

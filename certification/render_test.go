@@ -8,7 +8,7 @@ import (
 
 func sampleReport() *Report {
 	return &Report{
-		SchemaVersion: SchemaVersion, Verdict: "fail", Reasons: []string{"package evil-1-1.noarch comes from repository \"foreign\""},
+		SchemaVersion: SchemaVersion, Verdict: "fail", Outcome: OutcomeFail, Reasons: []string{"package evil-1-1.noarch comes from repository \"foreign\""},
 		Identity: Identity{Name: "p11", Version: "1.0", Base: []Repo{}},
 		Packages: []Package{
 			{NEVRA: "evil-1-1.noarch", Name: "<script>alert(1)</script>", Arch: "noarch", Repository: "foreign", Size: 10, In: []string{"rootfs/x86_64"}},

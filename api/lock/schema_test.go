@@ -2,19 +2,15 @@ package lock_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/nodeforge/builder/api/lock"
-	"github.com/nodeforge/builder/api/specs"
-	"github.com/nodeforge/builder/pkgbase/cache"
+	"github.com/nodeforge/builder/internal/testdemo"
 	"github.com/nodeforge/builder/pkgbase/demobase"
-	"github.com/nodeforge/builder/pkgbase/locker"
 )
 
 const lockSchema = "../../docs/schemas/lock.schema.json"
@@ -28,18 +24,7 @@ func TestLockSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "demo")
-	if err := demobase.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	s, err := specs.Load(filepath.Join(dir, demobase.SpecFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := locker.Create(context.Background(), s, locker.Options{Cache: &cache.Cache{Dir: t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, l, _ := testdemo.Locked(t)
 	good, err := l.Marshal()
 	if err != nil {
 		t.Fatal(err)

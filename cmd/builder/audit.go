@@ -113,7 +113,8 @@ published it); DIR is a local OCI layout written by builder release (oci:DIR
 also works; --version may be left out when it holds one release).
 
 The report states, in this order:
-  1. the verdict, pass or fail, with every reason;
+  1. the verdict, pass, pass with caveats or fail, with every reason and
+     caveat;
   2. the identity: version, branch, channel, spec and lock digests, the
      builder's version and digest, SOURCE_DATE_EPOCH, the package base
      (repositories, index digests, signing key fingerprints);
@@ -124,7 +125,8 @@ The report states, in this order:
   5. every file of every artifact traced to its package (and the digest the
      RPM records for it) or to a declared builder generator; unowned files
      fail the audit;
-  6. policy checks: all packages from the named base, package and
+  6. policy checks: all packages from the named base (and the branches
+     their disttags name, another branch's a caveat), package and
      repository signatures, every scriptlet (none is executed) and how it was
      handled, setuid, capabilities and world-writable files, and, with
      --reproduced, the digests of a second independent build compared;
@@ -133,7 +135,8 @@ The report states, in this order:
 The build report and provenance are read from the release's signed
 attestations, so --key must verify them. Outputs: DIR/audit.json (schema in
 docs/audit.schema.json), DIR/audit.md and DIR/audit.html (one self-contained
-page with size charts). Exit status 1 when the verdict is fail.`
+page with size charts). Exit status 0 on a pass, with caveats or not
+(audit.json's outcome tells them apart), 1 when the verdict is fail.`
 
 func newAuditCmd() *cobra.Command {
 	var (
@@ -143,7 +146,7 @@ func newAuditCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "audit REF|DIR [--key PUB]... [--previous REF|DIR] [--format html,json,md] -o DIR",
-		Short: "Write the certification audit report of a release: pass or fail, and why",
+		Short: "Write the certification audit report of a release: pass, pass with caveats or fail, and why",
 		Long:  auditLong,
 		Example: `  builder audit --key out/demo/keys/dev/cosign.pub -o out/audit out/demo/release/dev
   builder audit --key cosign.pub --version 1.11.0 --previous-version 1.10.2 \

@@ -15,6 +15,7 @@ import (
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/locker"
 	"github.com/nodeforge/builder/pkgbase/repo"
+	"github.com/nodeforge/builder/pkgbase/resolve"
 	"github.com/nodeforge/builder/pkgbase/rpmfile"
 )
 
@@ -34,18 +35,25 @@ docker://HOST[:PORT]/PREFIX or oci:DIR (a layout written by builder release),
 verified with --key like builder audit; --old-version and --new-version pick
 the release when a store holds several.
 
-It lists the packages added, removed and updated (version old -> new, source
+It states the release's identity that changed (name, version, branch) and
+lists the packages added, removed and updated (version old -> new, source
 RPM), and for each update the changelog entries of the new package after the
 old version, read from the package's header (from the package cache, or
 fetched from the repository the lock names); CVE identifiers those entries
-name are gathered under "fixes in this update". When both sides were built
+name are gathered under "fixes in this update". Per component and
+architecture it lists the packages that joined or left it, also those the
+release keeps through another component, each with the shortest requirement
+chain that put it there (builder why, from the lock that holds it: the
+indexes it pinned are read again) and what the other lock changed on that
+chain. Two locks or two releases compare their locks' components; two build
+directories their reports' (the root filesystem and each extension). When both sides were built
 (a build directory or a release), it compares every artifact (digest, size,
 files added, removed and changed), the kernel (version, command line, module
 set) and the extensions, and gives each update's size change per artifact.
 
 --format md writes Markdown that reads as release notes; json follows
 docs/schemas/diff.schema.json. With --exit-code, diff exits 1 when anything
-changed, like git diff.`,
+changed (the identity and component membership included), like git diff.`,
 		Example: `  builder diff old/demo.lock.json demo.lock.json
   builder diff --format md out-1.10/ out-1.11/ > RELEASE-NOTES.md
   builder diff --key cosign.pub --old-version 1.10.2 --new-version 1.11.0 \
@@ -71,7 +79,15 @@ changed, like git diff.`,
 			changelog := func(ctx context.Context, s *certification.Side, p *lock.Package) ([]rpmfile.Change, error) {
 				return locker.Changelog(ctx, c, p, dirs[s], repo.SourceOptions{Timeout: timeout})
 			}
-			d := certification.Compare(ctx, old, new, changelog)
+			// Each side's lock explains its own components (its base read once).
+			explainers := map[*certification.Side]*locker.LockExplainer{}
+			why := func(ctx context.Context, s *certification.Side, arch, comp string, nevras []string) (map[string]resolve.Path, error) {
+				if explainers[s] == nil {
+					explainers[s] = locker.NewLockExplainer(s.Lock, dirs[s], nil, locker.Options{Cache: c, Source: repo.SourceOptions{Timeout: timeout}})
+				}
+				return explainers[s].Shortest(ctx, arch, comp, nevras)
+			}
+			d := certification.Compare(ctx, old, new, changelog, why)
 			w := cmd.OutOrStdout()
 			if format == "json" {
 				err = d.JSON(w)

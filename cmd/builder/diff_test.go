@@ -114,6 +114,14 @@ func TestDiffDemo(t *testing.T) {
 		got.Extensions[1].Name != "nvidia" || got.Extensions[1].Change != "removed" {
 		t.Errorf("extensions: %+v", got.Extensions)
 	}
+	// The version, and the nvidia component gone as a whole.
+	if len(got.Identity) != 1 || got.Identity[0] != (certification.IdentityChange{Field: "version", Old: "1.11.0-demo", New: "1.12.0-demo"}) {
+		t.Errorf("identity: %+v", got.Identity)
+	}
+	if i := slices.IndexFunc(got.Components, func(c certification.ComponentChange) bool { return c.Component == "nvidia" }); i < 0 ||
+		got.Components[i].Change != "removed" || !slices.ContainsFunc(got.Components[i].Left, func(m certification.Member) bool { return m.Name == "nvidia-modprobe" }) {
+		t.Errorf("components: %+v", got.Components)
+	}
 	if len(got.Kernel) != 1 || !slices.Equal(got.Kernel[0].ArgsAdded, []string{"talos.platform=metal"}) || len(got.Kernel[0].ArgsRemoved) != 0 ||
 		got.Kernel[0].OldVersion != got.Kernel[0].NewVersion || len(got.Kernel[0].ModulesAdded)+len(got.Kernel[0].ModulesRemoved) != 0 {
 		t.Errorf("kernel: %+v", got.Kernel)
@@ -157,6 +165,25 @@ func TestDiffDemo(t *testing.T) {
 	same, err := runBuilder(t, "diff", "--exit-code", "--cache", d.cache, oldLock, oldLock)
 	if err != nil || !strings.Contains(same, "No changes.") {
 		t.Errorf("a lock against itself: %v\n%s", err, same)
+	}
+	// The same release but for tzdata, no longer requested by rootfs
+	// (talos-installer keeps it in the release): a change, explained from
+	// the lock that held it (its base read again beside it).
+	l, err := lock.Read(filepath.Join(d.dir, "demo.lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x86 := l.Architectures["x86_64"]
+	x86.Components["rootfs"] = slices.DeleteFunc(x86.Components["rootfs"], func(n string) bool { return strings.HasPrefix(n, "tzdata-") })
+	l.Resolution.Requests["rootfs"] = slices.DeleteFunc(l.Resolution.Requests["rootfs"], func(r string) bool { return r == "tzdata" })
+	noTz := filepath.Join(d.dir, "no-tzdata.lock.json")
+	if b, err := l.Marshal(); err != nil || os.WriteFile(noTz, b, 0o644) != nil {
+		t.Fatal(err)
+	}
+	tz, err := runBuilder(t, "diff", "--exit-code", "--cache", d.cache, filepath.Join(d.dir, "demo.lock.json"), noTz)
+	if ee := (*exitError)(nil); !errors.As(err, &ee) || ee.code != 1 ||
+		!strings.Contains(tz, "- tzdata left rootfs (x86_64): tzdata-2025b-alt1.noarch; still in installer\n  - was there by: requested tzdata -> tzdata-2025b-alt1.noarch\n") {
+		t.Errorf("tzdata leaving rootfs: %v\n%s", err, tz)
 	}
 }
 

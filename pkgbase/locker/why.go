@@ -87,7 +87,7 @@ func WhySpec(ctx context.Context, s *specs.Spec, target string, o WhyOptions) ([
 // pinned; the sets are its components and the requests those it recorded.
 func WhyLock(ctx context.Context, l *lock.Lock, lockPath string, urls map[string]string, target string, o WhyOptions) ([]Answer, error) {
 	if l.Resolution == nil {
-		return nil, errors.New("this lock records no resolution (made by an older builder): explain from the spec (--spec), or lock again")
+		return nil, errNoResolution
 	}
 	logf := logger(o.Options)
 	archs := slices.Sorted(maps.Keys(l.Architectures))
@@ -96,25 +96,16 @@ func WhyLock(ctx context.Context, l *lock.Lock, lockPath string, urls map[string
 		if o.Arch != "" && arch != o.Arch {
 			continue
 		}
-		all, ropts, err := loadLocked(ctx, l, lockPath, urls, arch, o, logf)
+		all, ropts, err := loadLocked(ctx, l, l.Base(lockPath, ""), urls, arch, o.Options, logf)
 		if err != nil {
 			return nil, err
 		}
 		a := l.Architectures[arch]
-		disttag := map[string]string{}
-		for _, p := range a.Packages {
-			disttag[p.NEVRA] = p.Disttag
-		}
 		for _, c := range slices.Sorted(maps.Keys(a.Components)) {
 			if o.Component != "" && c != o.Component {
 				continue
 			}
-			set := map[string]bool{}
-			for _, n := range a.Components[c] {
-				set[n] = true
-			}
-			inSet := func(p *repo.Package) bool { n := p.NEVRA(); return set[n] && disttag[n] == p.EVR.Disttag }
-			ans, err := explain(all, l.Resolution.Requests[c], inSet, target, ropts)
+			ans, err := explain(all, l.Resolution.Requests[c], inComponent(a, c), target, ropts)
 			if err != nil {
 				return nil, fmt.Errorf("%s component %s: %w", arch, c, err)
 			}
@@ -126,10 +117,86 @@ func WhyLock(ctx context.Context, l *lock.Lock, lockPath string, urls map[string
 	return found(out, target, o, archs)
 }
 
+var errNoResolution = errors.New("this lock records no resolution (made by an older builder): explain from the spec (--spec), or lock again")
+
+// inComponent says which packages of the base are in component c of a
+// lock: its NEVRAs, each of the locked build (its disttag).
+func inComponent(a *lock.Arch, c string) func(*repo.Package) bool {
+	disttag := map[string]string{}
+	for _, p := range a.Packages {
+		disttag[p.NEVRA] = p.Disttag
+	}
+	set := map[string]bool{}
+	for _, n := range a.Components[c] {
+		set[n] = true
+	}
+	return func(p *repo.Package) bool { n := p.NEVRA(); return set[n] && disttag[n] == p.EVR.Disttag }
+}
+
+// LockExplainer answers why from a lock alone, as WhyLock does, for many
+// packages: each architecture's repositories are read once.
+type LockExplainer struct {
+	lock   *lock.Lock
+	dir    string
+	urls   map[string]string
+	o      Options
+	arches map[string]*lockedArch
+}
+
+// lockedArch is an architecture's base as the lock pinned it (or why it
+// could not be read).
+type lockedArch struct {
+	all  []*repo.Package
+	opts resolve.Options
+	err  error
+}
+
+// NewLockExplainer explains from l: relative repository URLs are read from
+// dir (the lock's base, lock.Lock.Base), urls override them by repository
+// name.
+func NewLockExplainer(l *lock.Lock, dir string, urls map[string]string, o Options) *LockExplainer {
+	return &LockExplainer{lock: l, dir: dir, urls: urls, o: o, arches: map[string]*lockedArch{}}
+}
+
+// Shortest gives, for each package of the NEVRAs that component of arch
+// holds, the shortest chain from one of the component's recorded requests
+// to it (the first of the shortest, in the order of the requests).
+func (x *LockExplainer) Shortest(ctx context.Context, arch, component string, nevras []string) (map[string]resolve.Path, error) {
+	if x.lock.Resolution == nil {
+		return nil, errNoResolution
+	}
+	a := x.lock.Architectures[arch]
+	if a == nil {
+		return nil, fmt.Errorf("the lock has no architecture %s", arch)
+	}
+	la := x.arches[arch]
+	if la == nil {
+		la = &lockedArch{}
+		la.all, la.opts, la.err = loadLocked(ctx, x.lock, x.dir, x.urls, arch, x.o, logger(x.o))
+		x.arches[arch] = la
+	}
+	if la.err != nil {
+		return nil, la.err
+	}
+	ans, err := resolve.WhyEach(la.all, x.lock.Resolution.Requests[component], inComponent(a, component), nevras, la.opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s component %s: %w", arch, component, err)
+	}
+	out := map[string]resolve.Path{}
+	for _, e := range ans {
+		for _, p := range e.Paths {
+			if q, ok := out[e.Package]; !ok || len(p.Edges) < len(q.Edges) {
+				out[e.Package] = p
+			}
+		}
+	}
+	return out, nil
+}
+
 // loadLocked reads the repositories of a lock that arch installs from and
 // checks that each is the one the lock pinned (its release file's digest,
 // which pins its indexes).
-func loadLocked(ctx context.Context, l *lock.Lock, lockPath string, urls map[string]string, arch string, o WhyOptions, logf func(string, ...any)) ([]*repo.Package, resolve.Options, error) {
+func loadLocked(ctx context.Context, l *lock.Lock, dir string, urls map[string]string, arch string, o Options, logf func(string, ...any)) ([]*repo.Package, resolve.Options, error) {
 	ropts := resolve.Options{Arch: arch, Semantics: evr.RPM, TargetBranch: l.Spec.Branch,
 		Excludes: l.Resolution.Excludes, MultiVersion: l.Resolution.MultiVersion}
 	var all []*repo.Package
@@ -141,10 +208,10 @@ func loadLocked(ctx context.Context, l *lock.Lock, lockPath string, urls map[str
 				continue
 			}
 		}
-		u := lockedURL(l, r, urls, lockPath)
+		u := lockedURL(r, urls, dir)
 		logf("reading %s (%s)", u, r.Format)
 		ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: r.Format, InsecureSkipVerify: true, UnsignedIndex: r.Verify == specs.VerifyPackages,
-			Source: o.Source, IndexCache: indexCacheDir(o.Options)})
+			Source: o.Source, IndexCache: indexCacheDir(o)})
 		if err != nil {
 			return nil, ropts, fmt.Errorf("repository %s: %w", r.Name, err)
 		}
@@ -158,9 +225,9 @@ func loadLocked(ctx context.Context, l *lock.Lock, lockPath string, urls map[str
 }
 
 // lockedURL is where a locked repository is read from: its override, or
-// its URL, a relative one from the lock's base (lock.Lock.Base: the spec's
-// directory, wherever the lock is).
-func lockedURL(l *lock.Lock, r lock.Repository, urls map[string]string, lockPath string) string {
+// its URL, a relative one from dir (the lock's base, lock.Lock.Base: the
+// spec's directory, wherever the lock is).
+func lockedURL(r lock.Repository, urls map[string]string, dir string) string {
 	u := r.URL
 	if o, ok := urls[r.Name]; ok {
 		// An ALT dist keeps its last element under the new base.
@@ -169,7 +236,10 @@ func lockedURL(l *lock.Lock, r lock.Repository, urls map[string]string, lockPath
 		}
 		return o
 	}
-	return l.Locate(u, lockPath, "")
+	if !strings.Contains(u, "://") && !filepath.IsAbs(u) {
+		u = filepath.Join(dir, u)
+	}
+	return u
 }
 
 // explain runs the explanation; a package outside the set is no answer.

@@ -62,28 +62,43 @@ func (e *NotInSetError) Error() string {
 // kernel may have several); none is a *NotInSetError. Nothing is solved:
 // the set is taken as given, and only the requirement graph is walked.
 func Why(pkgs []*repo.Package, requests []string, inSet func(*repo.Package) bool, target string, opts Options) ([]Explanation, error) {
+	out, err := WhyEach(pkgs, requests, inSet, []string{target}, opts)
+	if err == nil && len(out) == 0 {
+		return nil, &NotInSetError{Name: target}
+	}
+	return out, err
+}
+
+// WhyEach is Why for several targets at once (the graph is built once):
+// one Explanation per package of the set that a target names, none for a
+// target outside the set.
+func WhyEach(pkgs []*repo.Package, requests []string, inSet func(*repo.Package) bool, targets []string, opts Options) ([]Explanation, error) {
 	r, err := newRequestResolver(pkgs, requests, opts)
 	if err != nil {
 		return nil, err
 	}
 	r.buildClosure()
 	w := &why{r: r, chosen: make([]bool, len(r.pkgOf)), pairsOf: make([][]int32, len(r.pkgOf)), outOf: map[depKey][]Candidate{}}
-	var targets []int32
+	want := map[string]bool{}
+	for _, t := range targets {
+		want[t] = true
+	}
+	var found []int32
 	for v := range r.pkgOf {
 		p := r.pkg(int32(v))
-		if w.chosen[v] = inSet(p); w.chosen[v] && (p.Name == target || p.NEVRA() == target) {
-			targets = append(targets, int32(v))
+		if w.chosen[v] = inSet(p); w.chosen[v] && (want[p.Name] || want[p.NEVRA()]) {
+			found = append(found, int32(v))
 		}
 	}
-	if len(targets) == 0 {
-		return nil, &NotInSetError{Name: target}
+	if len(found) == 0 {
+		return nil, nil
 	}
 	for i, pa := range r.pairs {
 		w.pairsOf[pa.a] = append(w.pairsOf[pa.a], int32(i))
 		w.pairsOf[pa.b] = append(w.pairsOf[pa.b], int32(i))
 	}
-	out := make([]Explanation, 0, len(targets))
-	for _, v := range targets {
+	out := make([]Explanation, 0, len(found))
+	for _, v := range found {
 		out = append(out, w.explain(v))
 	}
 	return out, nil

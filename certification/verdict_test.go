@@ -1,0 +1,120 @@
+package certification
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"strings"
+	"testing"
+
+	"github.com/nodeforge/builder/api/lock"
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/release"
+)
+
+// judged runs the audit's checks that need no store on a p11 release of
+// these packages (with a reproduction compared, so that the only caveats
+// are the packages' own).
+func judged(t *testing.T, pol *release.Policy, disttags ...string) *Report {
+	t.Helper()
+	l := &lock.Lock{Spec: lock.SpecRef{Name: "p11", Branch: "p11", Version: "1.0"},
+		Repositories:  []lock.Repository{{Name: "p11", URL: "http://alt/p11", Signers: []string{"FP"}}},
+		Architectures: map[string]*lock.Arch{"x86_64": {}}}
+	for i, d := range disttags {
+		l.Architectures["x86_64"].Packages = append(l.Architectures["x86_64"].Packages, lock.Package{
+			Name: fmt.Sprintf("pkg%d", i), Version: "1", Release: "alt1", Disttag: d, Arch: "x86_64", NEVRA: fmt.Sprintf("pkg%d-1-alt1.x86_64", i),
+			Repository: "p11", SHA256: strings.Repeat("0", 64), SignerFingerprint: "FP", License: "MIT"})
+	}
+	built := &report.Report{LockSHA256: strings.Repeat("1", 64), Architectures: map[string]*report.ArchReport{}, Generators: map[string]string{}}
+	rel := &auditedRelease{lock: l, report: built}
+	r := &Report{SchemaVersion: SchemaVersion, Reasons: []string{}, Caveats: []string{}, Artifacts: []Artifact{}, Promotions: []Promotion{}, UKIs: []UKI{},
+		Identity: Identity{Name: "p11", Version: "1.0", Branch: "p11", SpecSHA256: strings.Repeat("2", 64), LockSHA256: strings.Repeat("1", 64), Base: []Repo{}}}
+	fail := func(format string, a ...any) { r.Reasons = append(r.Reasons, fmt.Sprintf(format, a...)) }
+	packages(r, rel, pol, fail)
+	files(r, rel, fail)
+	policy(r, rel, fail)
+	reproducibility(r, rel, Options{Reproduced: built, ReproducedFrom: "second/report.json"}, fail)
+	licenses(r)
+	caveats(r, rel, pol, fail)
+	conclude(r)
+	return r
+}
+
+// rendered is the report in its three formats.
+func rendered(t *testing.T, r *Report) (js, md, html string) {
+	t.Helper()
+	var j, m, h bytes.Buffer
+	if err := r.JSON(&j); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Markdown(&m); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.HTML(&h); err != nil {
+		t.Fatal(err)
+	}
+	validateJSON(t, "audit.schema.json", j.Bytes())
+	return j.String(), m.String(), h.String()
+}
+
+// TestVerdictStates: a release with another branch's packages is a pass
+// with caveats in every format, drawn apart from a clean pass; its
+// single-base row names the branches it saw; a policy that makes other
+// branches failures fails it.
+func TestVerdictStates(t *testing.T) {
+	check := func(what, doc string, want, unwanted []string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(doc, w) {
+				t.Errorf("%s lacks %q:\n%s", what, w, doc)
+			}
+		}
+		for _, u := range unwanted {
+			if strings.Contains(doc, u) {
+				t.Errorf("%s has %q", what, u)
+			}
+		}
+	}
+
+	clean := judged(t, nil, "p11+1.100.1.1", "p11+2.100.1.1")
+	js, md, html := rendered(t, clean)
+	if clean.Verdict != "pass" || clean.Outcome != OutcomePass || clean.Policy.Base.Result != OutcomePass || len(clean.Caveats) != 0 {
+		t.Errorf("a clean release: %s, %s, row %s, caveats %q", clean.Verdict, clean.Outcome, clean.Policy.Base.Result, clean.Caveats)
+	}
+	check("clean json", js, []string{`"verdict": "pass"`, `"outcome": "pass"`}, nil)
+	check("clean md", md, []string{"## Verdict: PASS\n\n**pass**: every check passed, with no caveat.",
+		`- single base "p11": pass: 2 of 2 packages from repository "p11"; built for p11 (2 packages)` + "\n"}, []string{"caveat "})
+	check("clean html", html, []string{`<div id="verdict" class="pass">`, `class="result-pass">pass</span>`}, []string{`class="pass-with-caveats"`})
+
+	mixed := judged(t, nil, "sisyphus+9.100.1.1", "p11+1.100.1.1", "p11+2.100.1.1", "sisyphus+8.100.1.1")
+	js, md, html = rendered(t, mixed)
+	if mixed.Verdict != "pass" || mixed.Outcome != OutcomeCaveats || mixed.Policy.Base.Result != OutcomeCaveats || len(mixed.Caveats) != 2 {
+		t.Errorf("another branch's packages: %s, %s, row %s, caveats %q", mixed.Verdict, mixed.Outcome, mixed.Policy.Base.Result, mixed.Caveats)
+	}
+	var doc struct {
+		Verdict, Outcome string
+		Policy           struct{ SingleBase BaseCheck }
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if b := doc.Policy.SingleBase; doc.Verdict != "pass" || doc.Outcome != "pass-with-caveats" || b.Result != "pass-with-caveats" ||
+		fmt.Sprint(b.Branches) != "[{p11 2} {sisyphus 2}]" || fmt.Sprint(b.OtherBranch) != "[pkg0-1-alt1.x86_64 pkg3-1-alt1.x86_64]" {
+		t.Errorf("json: %s, %s, single base %+v", doc.Verdict, doc.Outcome, b)
+	}
+	const row = `4 of 4 packages from repository "p11"; built for p11 (2 packages), sisyphus (2 packages); not the release's branch p11: pkg0-1-alt1.x86_64, pkg3-1-alt1.x86_64`
+	check("md", md, []string{"## Verdict: PASS with 2 caveats\n\n**pass with caveats**: no check failed, but 2 caveats below need a certifier's judgement: this is not a clean pass.",
+		`- single base "p11": pass with caveats: ` + mdEscape(row), mdEscape("pkg0-1-alt1.x86_64 was built for branch sisyphus")}, []string{"every check passed"})
+	check("html", html, []string{`<div id="verdict" class="pass-with-caveats">Verdict: PASS with 2 caveats`, "pass with caveats: no check failed, but 2 caveats",
+		`<span id="single-base" class="result-pass-with-caveats">pass with caveats</span>: ` + template.HTMLEscapeString(row), `#verdict.pass-with-caveats{background:#8a5300}`},
+		[]string{`class="pass"`, "every check passed", "Every check passed"})
+
+	strict := judged(t, &release.Policy{ForeignBranch: release.FindingFail}, "sisyphus+9.100.1.1", "p11+1.100.1.1")
+	_, md, html = rendered(t, strict)
+	if strict.Verdict != "fail" || strict.Outcome != OutcomeFail || strict.Policy.Base.Result != OutcomeFail {
+		t.Errorf("other branches as failures: %s, %s, row %s", strict.Verdict, strict.Outcome, strict.Policy.Base.Result)
+	}
+	check("strict md", md, []string{"## Verdict: FAIL\n", `- single base "p11": FAIL: 2 of 2 packages`}, []string{"**pass"})
+	check("strict html", html, []string{`<div id="verdict" class="fail">`, `class="result-fail">FAIL</span>`}, nil)
+}
