@@ -160,8 +160,8 @@ func compareComponents(ctx context.Context, d *Diff, old, new *Side, why WhyFunc
 			}
 			// A component added or removed as a whole is its own reason.
 			if fromLock && why != nil && cc.Change == "changed" {
-				explainMembers(ctx, why, new, old, arch, c, cc.Joined, true, was)
-				explainMembers(ctx, why, old, new, arch, c, cc.Left, false, is)
+				explainMembers(ctx, why, memberSide{side: new, other: old, arch: arch, comp: c, joined: true, otherSet: was}, cc.Joined)
+				explainMembers(ctx, why, memberSide{side: old, other: new, arch: arch, comp: c, otherSet: is}, cc.Left)
 			}
 			d.Components = append(d.Components, cc)
 		}
@@ -192,10 +192,20 @@ func elsewhere(arch map[string]map[string]string, comp, name string) []string {
 	return out
 }
 
+// memberSide says whose members are explained: those of comp on side
+// that joined it (or left it) against other, whose comp holds otherSet.
+type memberSide struct {
+	side, other *Side
+	arch, comp  string
+	joined      bool
+	otherSet    map[string]string
+}
+
 // explainMembers gives each member (joined: of NEW, else of OLD) the chain
-// that put it in the component on side, and what the other side changed
-// on it (otherSet: the component there).
-func explainMembers(ctx context.Context, why WhyFunc, side, other *Side, arch, comp string, list []Member, joined bool, otherSet map[string]string) {
+// that put it in the component on its side, and what the other side
+// changed on it.
+func explainMembers(ctx context.Context, why WhyFunc, ms memberSide, list []Member) {
+	side, other, arch, comp, joined, otherSet := ms.side, ms.other, ms.arch, ms.comp, ms.joined, ms.otherSet
 	if len(list) == 0 {
 		return
 	}
