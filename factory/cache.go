@@ -290,19 +290,21 @@ func (c *artifactCache) read(ctx context.Context, img v1.Image, want entryInfo) 
 	}
 	// Opened anew by each reader: what read it here ends with the build's
 	// context.
-	st := c.st
-	remote := func(ctx context.Context) (io.ReadCloser, error) {
-		img, err := st.Image(ctx, RepoArtifacts, d.String())
-		if err != nil {
-			return nil, err
-		}
-		l, err := img.LayerByDigest(ld.Digest)
-		if err != nil {
-			return nil, err
-		}
-		return l.Compressed()
-	}
+	remote := func(ctx context.Context) (io.ReadCloser, error) { return c.openLayer(ctx, d, ld.Digest) }
 	return &cachedArtifact{desc: ld, remote: remote}, nil
+}
+
+// openLayer opens a layer of an entry (by the entry's digest) as stored.
+func (c *artifactCache) openLayer(ctx context.Context, entry, layer v1.Hash) (io.ReadCloser, error) {
+	img, err := c.st.Image(ctx, RepoArtifacts, entry.String())
+	if err != nil {
+		return nil, err
+	}
+	l, err := img.LayerByDigest(layer)
+	if err != nil {
+		return nil, err
+	}
+	return l.Compressed()
 }
 
 // checkFile hashes a blob file unless it is unchanged since it last
@@ -378,17 +380,7 @@ func (c *artifactCache) recheck(ctx context.Context, img v1.Image) {
 		return
 	}
 	d, _ := img.Digest()
-	err = checkBlob(func() (io.ReadCloser, error) {
-		img, err := c.st.Image(ctx, RepoArtifacts, d.String())
-		if err != nil {
-			return nil, err
-		}
-		l, err := img.LayerByDigest(ld.Digest)
-		if err != nil {
-			return nil, err
-		}
-		return l.Compressed()
-	}, ld)
+	err = checkBlob(func() (io.ReadCloser, error) { return c.openLayer(ctx, d, ld.Digest) }, ld)
 	if err != nil {
 		c.log.Error("the cache store still holds a damaged blob: the artifact is built at each request until the store is repaired", "blob", ld.Digest.String(), "err", err)
 		return

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,13 +21,8 @@ import (
 // httpGet fetches a URL and returns its status and body.
 func httpGet(t *testing.T, url string) (int, []byte) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	resp, b := call(t, http.DefaultClient, "GET", url, "")
+	return resp.StatusCode, []byte(b)
 }
 
 // retag points the cache entry tagged for one schematic at the entry of
