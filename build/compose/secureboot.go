@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -59,8 +60,8 @@ func UKI(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureB
 }
 
 // signedBoot returns the signed UKI of the boot and the ESP's files
-// around it.
-func signedBoot(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureBoot) (*SignedUKI, []fat.File, error) {
+// around it; enroll is the schematic's secureboot.enrollKeys ("": force).
+func signedBoot(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureBoot, enroll string) (*SignedUKI, []fat.File, error) {
 	a, err := target.Lookup(b.Arch)
 	if err != nil {
 		return nil, nil, err
@@ -75,11 +76,13 @@ func signedBoot(b Boot, initramfs []byte, args []string, prettyName string, sb *
 	}
 	// "force" enrols the keys only when the firmware is in setup mode,
 	// at once in a virtual machine and after a 15 second countdown (any
-	// key aborts) on hardware; PK goes last and ends setup mode.
+	// key aborts) on hardware; PK goes last and ends setup mode. A
+	// schematic may ask for another mode (upstream's default is if-safe:
+	// virtual machines only).
 	conf := "timeout 0\n"
 	files := []fat.File{{Path: a.EFIBootFile(), Data: loader}, {Path: ukiName, Data: u.Image}}
 	if sb.Signing.Auth != nil {
-		conf += "secure-boot-enroll force\n"
+		conf += "secure-boot-enroll " + cmp.Or(enroll, "force") + "\n"
 		for _, n := range secureboot.Names {
 			files = append(files, fat.File{Path: "loader/keys/auto/" + n + ".auth", Data: sb.Signing.Auth[n]})
 		}
