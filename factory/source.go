@@ -43,7 +43,7 @@ type Release struct {
 	Extensions []string
 	// Namespace is how clients name them (siderolabs/zfs, or the spec's).
 	Namespace schematic.Namespace
-	digests    map[string]string // repository -> verified digest
+	digests   map[string]string // repository -> verified digest
 
 	mu    sync.Mutex
 	meta  map[string]extensions.Metadata // extension -> its manifest's

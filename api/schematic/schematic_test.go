@@ -98,14 +98,14 @@ func TestOrderKept(t *testing.T) {
 // texts (clients match on them).
 func TestRefused(t *testing.T) {
 	for doc, want := range map[string]string{
-		"something:":                                "yaml: construct errors: line 1: field something not found in type schematic.Schematic",
+		"something:": "yaml: construct errors: line 1: field something not found in type schematic.Schematic",
 		"customization: {extraKernelArgs: [a], typo: 1}": "field typo not found in type schematic.Customization",
 		"customization: {meta: [{key: 300, value: a}]}":  "cannot construct !!int `300` into uint8",
 		"customization: {bootloader: lilo}":              "lilo does not belong to BootloaderKind values",
 		"customization: {diskImage: {sectorSize: -1}}":   "into uint",
-		"[1, 2]":             "cannot construct !!seq into schematic.Schematic",
-		"owner: alice":       "owner field is only supported in Enterprise edition",
-		"":                   "EOF",
+		"[1, 2]":                                 "cannot construct !!seq into schematic.Schematic",
+		"owner: alice":                           "owner field is only supported in Enterprise edition",
+		"":                                       "EOF",
 		"customization: {}\ncustomization: {}\n": "already defined",
 	} {
 		_, err := Parse([]byte(doc))
