@@ -1,46 +1,22 @@
 package schematic
 
 import (
-	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 )
 
-// Vector is one schematic of testdata/vectors.json: a document as a
-// client sends it, the ID upstream's factory gives it and the canonical
-// YAML it stores and returns. The IDs were computed by a separate program
-// with go.yaml.in/yaml/v4 and upstream's types; upstream's own pinned
-// vectors (pkg/schematic tests) and its integration test's schematics are
-// among them. IDAfterRC6 is the ID go-yaml's next releases (rc.7, v4.0.0)
-// give where they differ from rc.6 (docs/talos-compatibility.md).
-type Vector struct {
-	Name       string `json:"name"`
-	Doc        string `json:"doc"`
-	ID         string `json:"id"`
-	Canonical  string `json:"canonical"`
-	IDAfterRC6 string `json:"idAfterRC6"`
-}
-
-// Vectors reads testdata/vectors.json.
-func Vectors(t testing.TB, path string) []Vector {
+// vectors reads testdata/vectors.json (see ReadVectors).
+func vectors(t testing.TB) []Vector {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	vs, err := ReadVectors("testdata/vectors.json")
 	if err != nil {
 		t.Fatal(err)
-	}
-	var vs []Vector
-	if err := json.Unmarshal(b, &vs); err != nil {
-		t.Fatal(err)
-	}
-	if len(vs) < 40 {
-		t.Fatalf("%d vectors", len(vs))
 	}
 	return vs
 }
 
 func TestIDVectors(t *testing.T) {
-	for _, v := range Vectors(t, "testdata/vectors.json") {
+	for _, v := range vectors(t) {
 		s, err := Parse([]byte(v.Doc))
 		if err != nil {
 			t.Errorf("%s: %v", v.Name, err)
