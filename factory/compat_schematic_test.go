@@ -189,6 +189,8 @@ func TestCompatExtensionMetadata(t *testing.T) {
 // Rows of the options upstream applies to some outputs: each is refused
 // (400, naming the field) where these media cannot honour it, and only
 // there; sd-boot, 512-byte sectors and the enrolment modes are honoured.
+// A kernel argument with a line break is refused where it would end the
+// command line (the cmdline file, the iPXE script, boot entries).
 func TestCompatSchematicOptions(t *testing.T) {
 	f := newAccessFactory(t, ServerOptions{})
 	f.o.SecureBoot = &secureboot.Signing{} // -secureboot names are served (refusals come first)
@@ -212,9 +214,16 @@ func TestCompatSchematicOptions(t *testing.T) {
 		{"customization: {secureboot: {enrollKeys: sometimes}}", "metal-amd64-secureboot.raw", 400, `invalid secureboot enrollKeys value "sometimes"`},
 		{"customization: {secureboot: {enrollKeys: sometimes}}", "metal-amd64.raw", 200, ""},
 		{"overlay: {name: rpi_generic, image: siderolabs/sbc-raspberrypi}", "metal-amd64.raw", 400, "ships no overlays"},
+		{"customization: {extraKernelArgs: [\"a\\nchain http://x/\"]}", "cmdline-metal-amd64", 400, "customization.extraKernelArgs"},
+		{"customization: {extraKernelArgs: [\"a\\nchain http://x/\"]}", "pxe", 400, "customization.extraKernelArgs"},
+		{"customization: {extraKernelArgs: [\"a\\nchain http://x/\"]}", "kernel-amd64", 200, ""},
 	} {
 		id := compatCreate(t, f, c.doc)
-		code, b := f.get(t, "/image/"+id+"/1.0/"+c.artifact)
+		path := "/image/" + id + "/1.0/" + c.artifact
+		if c.artifact == "pxe" {
+			path = "/pxe/" + id + "/1.0/metal-amd64"
+		}
+		code, b := f.get(t, path)
 		if code != c.code || !strings.Contains(string(b), c.says) {
 			t.Errorf("%s, %s: %d %s, want %d %q", c.doc, c.artifact, code, b, c.code, c.says)
 		}

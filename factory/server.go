@@ -881,6 +881,10 @@ func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if err := unhonoured(rel, sch, a.output(), r.PathValue("version")); err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
 	art, err := s.compose(r.Context(), rel, sch, a, rarch)
 	var cmdline []byte
 	if err == nil {

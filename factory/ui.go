@@ -599,11 +599,9 @@ func uiDownloads(p platform.Platform) []string {
 // version, architecture and platform chosen.
 func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch string, plat platform.Platform) {
 	sch, st := p.Schematic, p.State
-	for _, e := range sch.Extensions() {
-		if !slices.Contains(rel.Extensions, e) {
-			p.fail(http.StatusBadRequest, uiM("err.ext.unknown", rel.Version, e))
-			return
-		}
+	if e, missing := rel.Missing(sch.Customization.SystemExtensions.OfficialExtensions); missing {
+		p.fail(http.StatusBadRequest, uiM("err.ext.unknown", rel.Version, e))
+		return
 	}
 	canon, err := sch.Canonical()
 	if err != nil {

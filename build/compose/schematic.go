@@ -24,6 +24,15 @@ type Output struct {
 func Refusal(sch *schematic.Schematic, out Output) error {
 	c := sch.Customization
 	image := out.Kind == "iso" || out.Kind == "disk"
+	if out.Kind != "kernel" && out.Kind != "initramfs" {
+		// A line break would end the command line where the boot entry,
+		// the iPXE script or cmdline-* write it, and start a command.
+		for _, a := range c.ExtraKernelArgs {
+			if strings.IndexFunc(a, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+				return fmt.Errorf("customization.extraKernelArgs: %q holds a control character", a)
+			}
+		}
+	}
 	switch {
 	case c.EmbeddedMachineConfiguration != "" && out.Kind != "kernel" && out.Kind != "cmdline":
 		return fmt.Errorf("customization.embeddedMachineConfiguration: not supported yet (the media would boot without the configuration)")

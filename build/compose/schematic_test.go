@@ -28,6 +28,8 @@ func TestRefusal(t *testing.T) {
 		{"customization: {secureboot: {includeWellKnownCertificates: true}}", []Output{sbISO, sbRaw, sbUKI}, []Output{iso, raw, kernel}, "customization.secureboot.includeWellKnownCertificates"},
 		{"customization: {secureboot: {enrollKeys: sometimes}}", []Output{sbISO, sbRaw}, []Output{iso, raw, sbUKI}, `invalid secureboot enrollKeys value "sometimes"`},
 		{"customization: {secureboot: {enrollKeys: if-safe}}", nil, []Output{sbISO, sbRaw}, ""},
+		{"customization: {extraKernelArgs: [\"a\\nlinux /x\"]}", []Output{cmdline, iso, raw, installer, sbUKI}, []Output{kernel, initramfs}, "customization.extraKernelArgs"},
+		{"customization: {extraKernelArgs: [\"a b\", ключ=значение]}", nil, []Output{cmdline, iso, raw, installer}, ""},
 	} {
 		sch, err := schematic.Parse([]byte(c.doc))
 		if err != nil {
