@@ -180,8 +180,8 @@ func (r *Release) Inputs(ctx context.Context, arch string, names []string) (comp
 	}
 	var bare []string
 	for _, name := range names {
-		b, _ := r.Namespace.Resolve(name)
-		bare = append(bare, b)
+		n, _ := r.Namespace.Resolve(name)
+		bare = append(bare, n)
 	}
 	slices.Sort(bare)
 	for _, name := range slices.Compact(bare) {
