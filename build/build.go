@@ -475,6 +475,14 @@ func (b *archBuild) releaseTree() {
 // schematicMedia writes the boot media of the build's schematic and
 // records them in the report.
 func (b *archBuild) schematicMedia(ctx context.Context, initramfs []byte) (*mediaResult, error) {
+	// The schematic names extensions as the release's clients do: in the
+	// spec's namespace, an alias of it, or bare.
+	ns := schematic.Namespace{Name: b.spec.ExtensionsNamespace, Aliases: b.spec.ExtensionAliases}
+	for _, e := range b.opts.Schematic.Customization.SystemExtensions.OfficialExtensions {
+		if _, ok := ns.Resolve(e); !ok {
+			return nil, fmt.Errorf("schematic: extension %q is not in the namespace of the spec's extensions (%s)", e, ns.Qualified("NAME"))
+		}
+	}
 	// The EFI boot manager comes from the base like everything else;
 	// without it in the lock, no ISO or disk image.
 	berr := b.noBootloader
@@ -661,6 +669,13 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 		return err
 	}
 	ann[compose.AnnotationParams] = params
+	// How Image Factory clients name the extensions; absent: the default.
+	if s.ExtensionsNamespace != "" {
+		ann[schematic.AnnotationNamespace] = s.ExtensionsNamespace
+	}
+	if len(s.ExtensionAliases) > 0 {
+		ann[schematic.AnnotationAliases] = strings.Join(s.ExtensionAliases, ",")
+	}
 	idx, err := writeOCILayout(ctx, filepath.Join(r.work, "oci"), sde, ann, arches, r.assets)
 	if err != nil {
 		return err

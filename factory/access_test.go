@@ -195,8 +195,8 @@ func newAccessFactory(t *testing.T, o ServerOptions) *accessFactory {
 	s.buildFn = func(_ context.Context, _ *Release, _ *schematic.Schematic, a artifact, arch string) ([]byte, error) {
 		return []byte(a.composedName(arch)), nil
 	}
-	sch, _ := schematic.Parse(nil)
-	id, _, err := s.schematics.put(context.Background(), sch)
+	sch, _ := schematic.Parse([]byte("{}"))
+	id, _, err := s.schematics.put(context.Background(), sch, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,11 @@ func newAccessFactory(t *testing.T, o ServerOptions) *accessFactory {
 // the response with its body read.
 func (f *accessFactory) do(t *testing.T, method, path, auth string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, f.url+path, nil)
+	var body io.Reader
+	if method == "POST" { // the empty schematic (an empty body is not one)
+		body = strings.NewReader("customization: {}\n")
+	}
+	req, _ := http.NewRequest(method, f.url+path, body)
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}

@@ -67,7 +67,7 @@ func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]r
 	defer os.RemoveAll(work)
 	files := map[string]report.ArtifactInfo{}
 	for _, arch := range rel.Params.Architectures {
-		boot, exts, co, err := rel.Inputs(ctx, arch, o.Schematic.Extensions())
+		boot, exts, co, err := rel.Inputs(ctx, arch, o.Schematic.Customization.SystemExtensions.OfficialExtensions)
 		if err != nil {
 			return nil, err
 		}

@@ -108,7 +108,7 @@ func (r *Release) Installer(ctx context.Context, o InstallerOptions) (v1.ImageIn
 
 // installerLayer is the schematic's installer layer for arch.
 func (r *Release) installerLayer(ctx context.Context, arch string, o InstallerOptions) (*compose.ImageLayer, error) {
-	boot, exts, co, err := r.Inputs(ctx, arch, o.Schematic.Extensions())
+	boot, exts, co, err := r.Inputs(ctx, arch, o.Schematic.Customization.SystemExtensions.OfficialExtensions)
 	if err != nil {
 		return nil, err
 	}

@@ -150,6 +150,10 @@ func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr regist
 			registryError(w, http.StatusBadRequest, "MANIFEST_INVALID", "%v", err)
 			return
 		}
+		if err := unhonoured(rel, sch, compose.Output{Kind: "installer", SecureBoot: rr.kind.secureBoot}, rr.ref); err != nil {
+			registryError(w, http.StatusBadRequest, "MANIFEST_INVALID", "%v", err)
+			return
+		}
 		var err error
 		if e, err = s.installer(r.Context(), rel, sch, rr.kind, r.Host); s.refused(w, r, err) {
 			return

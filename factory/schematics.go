@@ -24,7 +24,8 @@ const (
 	// artifact per schematic, tagged with its ID, so every replica and
 	// instance on the store sees them.
 	RepoSchematics = "schematics"
-	// MediaTypeSchematic is the layer holding a schematic's canonical YAML.
+	// MediaTypeSchematic is the layer holding a schematic: the document
+	// as posted (or its canonical YAML), which parses to its ID.
 	MediaTypeSchematic = "application/vnd.nodeforge.schematic.v1+yaml"
 	// maxSchematic bounds a stored schematic read back.
 	maxSchematic = 64 << 10
@@ -60,20 +61,24 @@ func (c *schematics) count(ctx context.Context) error {
 }
 
 // put stores s under its ID and returns the ID; created says it was not
-// stored yet.
-func (c *schematics) put(ctx context.Context, s *schematic.Schematic) (id string, created bool, err error) {
+// stored yet. doc is the document s was parsed from, stored as it is: the
+// canonical form does not always parse back (go-yaml's emitter writes
+// some block scalars no parser reads), the document does. nil stores the
+// canonical form (a schematic the factory made itself).
+func (c *schematics) put(ctx context.Context, s *schematic.Schematic, doc []byte) (id string, created bool, err error) {
 	if id, err = s.ID(); err != nil {
 		return "", false, err
 	}
 	if _, err := c.get(ctx, id); err == nil {
 		return id, false, nil
 	}
-	canon, err := s.Canonical()
-	if err != nil {
-		return "", false, err
+	if doc == nil {
+		if doc, err = s.Canonical(); err != nil {
+			return "", false, err
+		}
 	}
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
-		Layer: static.NewLayer(canon, MediaTypeSchematic)})
+		Layer: static.NewLayer(doc, MediaTypeSchematic)})
 	if err != nil {
 		return "", false, err
 	}

@@ -332,19 +332,15 @@ func (s *Server) postSchematic(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "reading the schematic: %v", err)
 		return
 	}
+	// As upstream: any schematic it accepts is stored (extensions the
+	// served releases lack too: a schematic is version-independent); what
+	// a release cannot make of it is refused when media are asked for.
 	sch, err := schematic.Parse(body)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	available := s.extensionNames()
-	for _, e := range sch.Extensions() {
-		if !slices.Contains(available, e) {
-			fail(w, http.StatusBadRequest, "extension %q is in no served release (available: %s)", e, strings.Join(available, ", "))
-			return
-		}
-	}
-	id, err := s.createSchematic(r.Context(), sch)
+	id, err := s.createSchematic(r.Context(), sch, body)
 	if s.refused(w, r, err) {
 		return
 	}
@@ -359,10 +355,10 @@ func (s *Server) postSchematic(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]string{"id": id, "schematic": string(canon)})
 }
 
-// createSchematic stores a schematic posted (to the API or the UI): one
-// the factory has gives its ID at once; a new one counts against its
-// client's rate (429) and the store's cap (507).
-func (s *Server) createSchematic(ctx context.Context, sch *schematic.Schematic) (string, error) {
+// createSchematic stores a schematic posted (to the API, as the document
+// doc, or the UI, nil): one the factory has gives its ID at once; a new
+// one counts against its client's rate (429) and the store's cap (507).
+func (s *Server) createSchematic(ctx context.Context, sch *schematic.Schematic, doc []byte) (string, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return "", err
@@ -379,7 +375,7 @@ func (s *Server) createSchematic(ctx context.Context, sch *schematic.Schematic) 
 		return "", &refusal{status: http.StatusInsufficientStorage,
 			msg: fmt.Sprintf("the factory stores %d schematics, as many as it may: ask its operator (--max-schematics)", n)}
 	}
-	id, created, err := s.schematics.put(ctx, sch)
+	id, created, err := s.schematics.put(ctx, sch, doc)
 	if created {
 		s.metrics.schematicsCreated.Inc()
 	}
@@ -390,20 +386,6 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	var b bytes.Buffer
 	_, err := b.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
 	return b.Bytes(), err
-}
-
-// extensionNames are the extensions of every served release.
-func (s *Server) extensionNames() []string {
-	var out []string
-	for _, rel := range s.served().releases {
-		for _, e := range rel.Extensions {
-			if !slices.Contains(out, e) {
-				out = append(out, e)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 func (s *Server) getSchematic(w http.ResponseWriter, r *http.Request) {
@@ -466,7 +448,11 @@ func (s *Server) release(w http.ResponseWriter, v string) (*Release, bool) {
 	return rel, true
 }
 
-// officialExtension is one entry of /version/{v}/extensions/official.
+// officialExtension is one entry of /version/{v}/extensions/official:
+// its name in the release's namespace (siderolabs/zfs by default, as
+// Talos names them; a schematic may name it so, by an alias or bare), a
+// pullable reference pinned to its digest (the factory's own /v2/), its
+// manifest's author and description.
 type officialExtension struct {
 	Name        string `json:"name"`
 	Ref         string `json:"ref"`
@@ -488,7 +474,7 @@ func (s *Server) getExtensions(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusInternalServerError, "reading extension %s failed", name)
 			return
 		}
-		out = append(out, officialExtension{Name: name, Ref: s.extensionRef(r.Host, rel, name), Digest: rel.digests[release.RepoExtension+name],
+		out = append(out, officialExtension{Name: rel.Namespace.Qualified(name), Ref: s.extensionRef(r.Host, rel, name), Digest: rel.digests[release.RepoExtension+name],
 			Author: meta.Author, Description: meta.Description})
 	}
 	writeJSON(w, out)
@@ -527,6 +513,10 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 	}
 	sch, rel, arch, ok := s.target(w, r, a.arch)
 	if !ok {
+		return
+	}
+	if err := unhonoured(rel, sch, a.output(), r.PathValue("version")); err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	data, err := s.compose(r.Context(), rel, sch, a, arch)
@@ -717,6 +707,37 @@ func honours(rel *Release, sch *schematic.Schematic) error {
 	return nil
 }
 
+// unhonoured says why a release cannot make out of a schematic (a 400,
+// with upstream's text where it has one): an extension the release lacks
+// (not for the kernel and the command line, which no extension changes:
+// upstream does not look there either), an option these media do not
+// support yet. version is the version as the client named it.
+func unhonoured(rel *Release, sch *schematic.Schematic, out compose.Output, version string) error {
+	if out.Kind != "kernel" && out.Kind != "cmdline" {
+		if name, missing := rel.Missing(sch.Customization.SystemExtensions.OfficialExtensions); missing {
+			return fmt.Errorf("official extension %q is not available for Talos version %s", name, version)
+		}
+	}
+	return compose.Refusal(sch, out)
+}
+
+// output is what compose.Refusal judges of an artifact.
+func (a artifact) output() compose.Output {
+	if a.kind == "disk" {
+		return compose.Output{Kind: compose.DiskKind(a.format), SecureBoot: a.secureBoot}
+	}
+	return compose.Output{Kind: a.kind, SecureBoot: a.secureBoot}
+}
+
+// bootOnly is the part of a schematic the kernel and the command line
+// depend on (kernel arguments, META values): what the factory composes
+// them of, so the schematic's other options, checked for the media they
+// apply to, neither fail nor slow them.
+func bootOnly(sch *schematic.Schematic) *schematic.Schematic {
+	return &schematic.Schematic{Customization: schematic.Customization{
+		ExtraKernelArgs: sch.Customization.ExtraKernelArgs, Meta: sch.Customization.Meta}}
+}
+
 // compose makes one artifact (see flight).
 func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) (*cachedArtifact, error) {
 	id, err := sch.ID()
@@ -809,7 +830,10 @@ func (s *Server) flight(ctx context.Context, j flightJob) (any, error) {
 
 // build composes the media the artifact belongs to and returns its bytes.
 func (s *Server) build(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
-	boot, exts, o, err := rel.Inputs(ctx, arch, sch.Extensions())
+	if a.kind == "kernel" || a.kind == "cmdline" {
+		sch = bootOnly(sch)
+	}
+	boot, exts, o, err := rel.Inputs(ctx, arch, sch.Customization.SystemExtensions.OfficialExtensions)
 	if err != nil {
 		return nil, err
 	}
@@ -855,6 +879,10 @@ func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
 	}
 	sch, rel, rarch, ok := s.target(w, r, arch)
 	if !ok {
+		return
+	}
+	if err := unhonoured(rel, sch, a.output(), r.PathValue("version")); err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	art, err := s.compose(r.Context(), rel, sch, a, rarch)

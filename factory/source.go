@@ -22,6 +22,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/nodeforge/builder/api/extensions"
+	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/rootfs"
@@ -38,9 +39,11 @@ type Release struct {
 	Branch     string
 	Params     compose.Params
 	SourceDate int64
-	// Extensions are the names of the release's extensions.
+	// Extensions are the names of the release's extensions (bare: zfs).
 	Extensions []string
-	digests    map[string]string // repository -> verified digest
+	// Namespace is how clients name them (siderolabs/zfs, or the spec's).
+	Namespace schematic.Namespace
+	digests   map[string]string // repository -> verified digest
 
 	mu    sync.Mutex
 	meta  map[string]extensions.Metadata // extension -> its manifest's
@@ -92,6 +95,7 @@ func Open(ctx context.Context, st oci.Store, version string, keys []signature.Ve
 		return nil, fmt.Errorf("release %s: %w", version, err)
 	}
 	r.Branch = m.Annotations["dev.nodeforge.branch"]
+	r.Namespace = schematic.NamespaceOf(m.Annotations)
 	if r.SourceDate, err = strconv.ParseInt(m.Annotations["dev.nodeforge.source-date-epoch"], 10, 64); err != nil {
 		return nil, fmt.Errorf("release %s: the boot image has no source date: %w", version, err)
 	}
@@ -130,8 +134,9 @@ var errNoArch = errors.New("not built for this architecture")
 
 // Inputs reads what compose.Media needs for arch: the boot assets, the
 // installer's EFI boot manager and the layers of the extensions named
-// (those a schematic asks for; one the release lacks is an error listing
-// what it has), and the options that make the same bytes as the build
+// (those a schematic asks for, as it names them: in the release's
+// namespace or bare; one the release lacks is an error listing what it
+// has), and the options that make the same bytes as the build
 // did (the caller adds the schematic, the platform, the formats and a
 // scratch directory).
 func (r *Release) Inputs(ctx context.Context, arch string, names []string) (compose.Boot, []*compose.Extension, compose.Options, error) {
@@ -170,10 +175,16 @@ func (r *Release) Inputs(ctx context.Context, arch string, names []string) (comp
 	b.Bootloader, b.Stub = ib.bootloader, ib.stub
 	var exts []*compose.Extension
 	var trees []*rootfs.Tree
+	if missing, ok := r.Missing(names); ok {
+		return fail(fmt.Errorf("extension %q is not in the release (it has %s)", missing, strings.Join(r.Extensions, ", ")))
+	}
+	var bare []string
 	for _, name := range names {
-		if !slices.Contains(r.Extensions, name) {
-			return fail(fmt.Errorf("extension %q is not in the release (it has %s)", name, strings.Join(r.Extensions, ", ")))
-		}
+		n, _ := r.Namespace.Resolve(name)
+		bare = append(bare, n)
+	}
+	slices.Sort(bare)
+	for _, name := range slices.Compact(bare) {
 		e, err := r.extension(ctx, name, arch)
 		if err != nil {
 			return fail(err)
@@ -185,6 +196,17 @@ func (r *Release) Inputs(ctx context.Context, arch string, names []string) (comp
 	o := compose.Options{Squashfs: r.Params.SquashfsOptions(), InitramfsCompression: r.Params.InitramfsCompression,
 		Owners: rootfs.NumericOwners(trees...), PrettyName: r.Params.PrettyName, SourceDate: r.SourceDate}
 	return b, exts, o, nil
+}
+
+// Missing is the first of the extensions named (as a schematic names
+// them) that the release does not have, in its namespace or bare.
+func (r *Release) Missing(names []string) (string, bool) {
+	for _, name := range names {
+		if b, ok := r.Namespace.Resolve(name); !ok || !slices.Contains(r.Extensions, b) {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // installerBoot are the EFI files of a release's installer image.

@@ -39,11 +39,12 @@ var uiLanguages = []struct{ Code, Name string }{{"en", "English"}, {"ru", "Ру�
 var uiSteps = []string{"version", "arch", "platform", "extensions", "args", "final"}
 
 // Bounds of what the UI accepts: the kernel's command line is 2 KiB on
-// x86 and the release and the platform take their share of it.
+// x86 and the release and the platform take their share of it. (The API
+// accepts any schematic, as upstream's: these guard the wizard's users.)
 const (
-	uiMaxArgs      = schematic.MaxKernelArgs
-	uiMaxArgLen    = schematic.MaxKernelArgLen
-	uiMaxArgsTotal = schematic.MaxKernelArgsTotal
+	uiMaxArgs      = 32
+	uiMaxArgLen    = 256
+	uiMaxArgsTotal = 1024 // bytes, joined by spaces
 	uiMaxFilter    = 100
 	uiMaxForm      = 64 << 10
 )
@@ -598,11 +599,9 @@ func uiDownloads(p platform.Platform) []string {
 // version, architecture and platform chosen.
 func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch string, plat platform.Platform) {
 	sch, st := p.Schematic, p.State
-	for _, e := range sch.Extensions() {
-		if !slices.Contains(rel.Extensions, e) {
-			p.fail(http.StatusBadRequest, uiM("err.ext.unknown", rel.Version, e))
-			return
-		}
+	if e, missing := rel.Missing(sch.Customization.SystemExtensions.OfficialExtensions); missing {
+		p.fail(http.StatusBadRequest, uiM("err.ext.unknown", rel.Version, e))
+		return
 	}
 	canon, err := sch.Canonical()
 	if err != nil {
@@ -695,8 +694,9 @@ func (s *Server) postUISchematic(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	args := strings.Fields(st.Args)
+	// Sorted: the wizard's choice, not the form's order, makes the ID.
 	sch := &schematic.Schematic{Customization: schematic.Customization{ExtraKernelArgs: args,
-		SystemExtensions: schematic.SystemExtensions{OfficialExtensions: st.Exts}}}
+		SystemExtensions: schematic.SystemExtensions{OfficialExtensions: slices.Sorted(slices.Values(st.Exts))}}}
 	p.ArgErrors = uiCheckArgs(args)
 	if len(p.ArgErrors) == 0 {
 		if err := sch.Validate(); err != nil {
@@ -710,7 +710,7 @@ func (s *Server) postUISchematic(w http.ResponseWriter, r *http.Request) {
 		s.uiRender(w, p)
 		return
 	}
-	id, err := s.createSchematic(r.Context(), sch)
+	id, err := s.createSchematic(r.Context(), sch, nil)
 	if rf := (*refusal)(nil); errors.As(err, &rf) {
 		msg := uiM("err.schematic.full")
 		if rf.status == http.StatusTooManyRequests {

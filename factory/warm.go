@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/build/compose"
 )
 
 // WarmOptions say what Warm builds ahead of the requests.
@@ -111,9 +112,16 @@ func (s *Server) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
 func (s *Server) warmOne(ctx context.Context, rel *Release, sch *schematic.Schematic, id string, t warmTarget) (WarmItem, error) {
 	it := WarmItem{Schematic: id, Artifact: t.a.composedName(t.arch)}
 	before, start := s.built.Load(), time.Now()
-	var err error
+	out := t.a.output()
 	if t.installer {
-		it.Artifact = InstallerRepo(t.a.platform) + "/" + id + ":" + rel.Version
+		it.Artifact, out = InstallerRepo(t.a.platform)+"/"+id+":"+rel.Version, compose.Output{Kind: "installer"}
+	}
+	// What a request would refuse (400), warming refuses by the same words.
+	err := unhonoured(rel, sch, out, rel.Version)
+	if err != nil {
+		return it, fmt.Errorf("warming %s of schematic %s: %w", it.Artifact, id, err)
+	}
+	if t.installer {
 		_, err = s.installer(ctx, rel, sch, installerKind{platform: t.a.platform}, "")
 	} else {
 		_, err = s.compose(ctx, rel, sch, t.a, t.arch)

@@ -1,12 +1,14 @@
-// Package schematic reads image schematics (extensions, extra kernel
-// arguments, META values, overlay) and computes their IDs the way Talos's
-// Image Factory does: the sha256 of the YAML marshalled from a fixed field
-// order, so a schematic written for Talos gets the ID Talos gives it.
+// Package schematic reads image schematics (extensions, kernel arguments,
+// META values, an embedded machine configuration, boot loader, Secure
+// Boot and disk options, an overlay) and computes their IDs as Talos's
+// Image Factory does: the sha256 of the schematic marshalled as sent
+// (lists in the order given), with the YAML library upstream uses
+// (go.yaml.in/yaml/v4) and upstream's field order, so any schematic gets
+// the ID Talos gives it.
 //
-// One difference, on purpose: extension names are sorted before the ID is
-// taken, so the order in which a user lists them does not matter (upstream
-// gives two IDs for one image). A Talos schematic whose extensions are
-// already sorted has the same ID in both.
+// A schematic is version-independent: what a release can make of it
+// (which extensions it has, which options its media support) is checked
+// when media of a version are asked for, not here.
 package schematic
 
 import (
@@ -15,18 +17,22 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"regexp"
 	"slices"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"go.yaml.in/yaml/v3"
+	// Upstream pins a commit after v4.0.0-rc.6 that the module proxy does
+	// not serve; rc.6 is the last release before it (and the version
+	// Talos's machinery pins). docs/talos-compatibility.md says where the
+	// versions' output differs and which vectors hold it.
+	"go.yaml.in/yaml/v4"
 )
 
 // Schematic is an image customisation. Field order and YAML names are
-// Talos's: they decide the canonical form.
+// upstream's: they decide the marshalled form, hence the ID.
 type Schematic struct {
+	// Owner is upstream's Enterprise field: accepted by the decoder and
+	// refused by Validate, as upstream's non-Enterprise factory does.
+	Owner         string        `yaml:"owner,omitempty"`
 	Overlay       Overlay       `yaml:"overlay,omitempty"`
 	Customization Customization `yaml:"customization"`
 }
@@ -41,32 +47,15 @@ type Overlay struct {
 // Requested says whether the schematic asks for an overlay.
 func (o Overlay) Requested() bool { return o.Image != "" || o.Name != "" || len(o.Options) > 0 }
 
-// overlayName is what an overlay's name may be (Talos's: rpi_generic,
-// rock64, jetson_nano).
-var overlayName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
-
-// check lists what is wrong with an overlay: a name and an image, the
-// image an OCI reference (repository[:tag][@digest], no path tricks).
-func (o Overlay) check() []string {
-	if !o.Requested() {
-		return nil
-	}
-	var errs []string
-	if !overlayName.MatchString(o.Name) {
-		errs = append(errs, fmt.Sprintf("overlay name %q is not a name (lower-case letters, digits, '_', '.', '-'; at most 64)", o.Name))
-	}
-	if _, err := name.ParseReference(o.Image); err != nil || len(o.Image) > 255 || strings.Contains(o.Image, "..") {
-		errs = append(errs, fmt.Sprintf("overlay image %q is not an image reference (REGISTRY/REPOSITORY[:TAG][@DIGEST])", o.Image))
-	}
-	return errs
-}
-
 // Customization is what a schematic changes in the image.
 type Customization struct {
-	ExtraKernelArgs  []string                `yaml:"extraKernelArgs,omitempty"`
-	Meta             []MetaValue             `yaml:"meta,omitempty"`
-	SystemExtensions SystemExtensions        `yaml:"systemExtensions,omitempty"`
-	SecureBoot       SecureBootCustomization `yaml:"secureboot,omitempty"`
+	EmbeddedMachineConfiguration string           `yaml:"embeddedMachineConfiguration,omitempty"`
+	ExtraKernelArgs              []string         `yaml:"extraKernelArgs,omitempty"`
+	Meta                         []MetaValue      `yaml:"meta,omitempty"`
+	SystemExtensions             SystemExtensions `yaml:"systemExtensions,omitempty"`
+	Bootloader                   Bootloader       `yaml:"bootloader,omitempty"`
+	SecureBoot                   SecureBoot       `yaml:"secureboot,omitempty"`
+	DiskImage                    DiskImage        `yaml:"diskImage,omitempty"`
 }
 
 // MetaValue is an initial value of the META partition.
@@ -75,24 +64,71 @@ type MetaValue struct {
 	Value string `yaml:"value"`
 }
 
-// SystemExtensions lists extensions by name.
+// SystemExtensions lists extensions by name: NAMESPACE/NAME (Talos's
+// siderolabs/zfs) or NAME.
 type SystemExtensions struct {
 	OfficialExtensions []string `yaml:"officialExtensions,omitempty"`
 }
 
-// SecureBootCustomization holds the secure boot options.
-type SecureBootCustomization struct {
-	IncludeWellKnownCertificates bool `yaml:"includeWellKnownCertificates,omitempty"`
+// SecureBoot holds the Secure Boot options.
+type SecureBoot struct {
+	// EnrollKeys is systemd-boot's secure-boot-enroll: off, manual,
+	// if-safe or force ("" is the media's default).
+	EnrollKeys                   string `yaml:"enrollKeys,omitempty"`
+	IncludeWellKnownCertificates bool   `yaml:"includeWellKnownCertificates,omitempty"`
 }
 
-// Parse reads a schematic (YAML or JSON). Unknown fields are errors, as
-// in Talos, so a typo does not silently give another image.
+// EnrollKeysValues are the values of SecureBoot.EnrollKeys.
+var EnrollKeysValues = []string{"off", "manual", "if-safe", "force"}
+
+// DiskImage holds the disk image options.
+type DiskImage struct {
+	// SectorSize is the disk images' logical sector size (0: 512).
+	SectorSize uint `yaml:"sectorSize,omitempty"`
+}
+
+// Bootloader is the boot loader of the ISO and disk images; the zero
+// value is the media's default. Its YAML form is Talos's name.
+type Bootloader int
+
+// The boot loaders, in Talos's order (its enum's values).
+const (
+	BootloaderDefault  Bootloader = iota // "none": the media's default
+	BootloaderDualBoot                   // dual-boot: GRUB for BIOS, sd-boot for UEFI
+	BootloaderSDBoot                     // sd-boot
+	BootloaderGrub                       // grub
+)
+
+var bootloaderNames = []string{"none", "dual-boot", "sd-boot", "grub"}
+
+func (b Bootloader) String() string {
+	if b < 0 || int(b) >= len(bootloaderNames) {
+		return fmt.Sprintf("BootloaderKind(%d)", int(b))
+	}
+	return bootloaderNames[b]
+}
+
+// MarshalText writes the name (what upstream's enum writes).
+func (b Bootloader) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
+
+// UnmarshalText reads a name, in any case, as upstream does.
+func (b *Bootloader) UnmarshalText(text []byte) error {
+	if i := slices.Index(bootloaderNames, strings.ToLower(string(text))); i >= 0 {
+		*b = Bootloader(i)
+		return nil
+	}
+	return fmt.Errorf("%s does not belong to BootloaderKind values", text)
+}
+
+// Parse reads a schematic (YAML or JSON) as upstream's factory does:
+// one document, unknown fields refused, the decoder's errors as they are
+// (clients match on them), then Validate.
 func Parse(data []byte) (*Schematic, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var s Schematic
-	if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("schematic: %w", err)
+	if err := dec.Decode(&s); err != nil {
+		return nil, err
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -100,67 +136,19 @@ func Parse(data []byte) (*Schematic, error) {
 	return &s, nil
 }
 
-// Bounds of the kernel arguments a schematic adds: the kernel's command
-// line is 2 KiB on x86, and the release and the platform take their share.
-const (
-	MaxKernelArgs      = 32
-	MaxKernelArgLen    = 256
-	MaxKernelArgsTotal = 1024 // bytes, joined by spaces
-)
-
-// Validate checks what the YAML types cannot.
+// Validate checks what upstream checks when a schematic is stored; the
+// rest depends on the release and the media asked for.
 func (s *Schematic) Validate() error {
-	errs := s.Overlay.check()
-	seen := map[string]bool{}
-	for _, e := range s.Customization.SystemExtensions.OfficialExtensions {
-		switch {
-		case strings.TrimSpace(e) == "":
-			errs = append(errs, "an extension name is empty")
-		case seen[e]:
-			errs = append(errs, fmt.Sprintf("extension %s is listed twice", e))
-		}
-		seen[e] = true
-	}
-	keys := map[uint8]bool{}
-	for _, m := range s.Customization.Meta {
-		if keys[m.Key] {
-			errs = append(errs, fmt.Sprintf("META key 0x%x is set twice", m.Key))
-		}
-		keys[m.Key] = true
-	}
-	args := s.Customization.ExtraKernelArgs
-	if len(args) > MaxKernelArgs {
-		errs = append(errs, fmt.Sprintf("%d kernel arguments, at most %d", len(args), MaxKernelArgs))
-	}
-	if total := len(strings.Join(args, " ")); total > MaxKernelArgsTotal {
-		errs = append(errs, fmt.Sprintf("the kernel arguments take %d bytes, at most %d", total, MaxKernelArgsTotal))
-	}
-	for _, a := range args {
-		switch {
-		case a == "" || strings.ContainsAny(a, " \t\n"):
-			errs = append(errs, fmt.Sprintf("kernel argument %q is empty or holds white space", a))
-		case len(a) > MaxKernelArgLen:
-			errs = append(errs, fmt.Sprintf("kernel argument %.32q... is %d bytes long, at most %d", a, len(a), MaxKernelArgLen))
-		case strings.IndexFunc(a, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
-			errs = append(errs, fmt.Sprintf("kernel argument %q holds a control character", a))
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("schematic: %s", strings.Join(errs, "; "))
+	if s.Owner != "" {
+		return errors.New("owner field is only supported in Enterprise edition")
 	}
 	return nil
 }
 
-// Canonical returns the canonical form: extension names sorted, then
-// marshalled as Talos marshals it (yaml.v3, empty fields dropped,
-// customization always present).
+// Canonical returns the schematic marshalled as upstream marshals it:
+// what its ID is taken from, what the factory stores and returns.
 func (s *Schematic) Canonical() ([]byte, error) {
-	c := *s
-	c.Customization.SystemExtensions.OfficialExtensions = slices.Sorted(slices.Values(s.Customization.SystemExtensions.OfficialExtensions))
-	if len(c.Customization.SystemExtensions.OfficialExtensions) == 0 {
-		c.Customization.SystemExtensions.OfficialExtensions = nil
-	}
-	return yaml.Marshal(&c)
+	return yaml.Marshal(s)
 }
 
 // ID is the hex sha256 of the canonical form.
@@ -173,7 +161,71 @@ func (s *Schematic) ID() (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// Extensions returns the extension names, sorted.
+// Extensions returns the extensions' names without their namespace
+// (siderolabs/zfs is zfs), sorted, each once: what the media are composed
+// of, whatever the order and spelling the schematic lists them in. Which
+// namespaces a release answers to is its own (see Namespace).
 func (s *Schematic) Extensions() []string {
-	return slices.Sorted(slices.Values(s.Customization.SystemExtensions.OfficialExtensions))
+	var out []string
+	for _, e := range s.Customization.SystemExtensions.OfficialExtensions {
+		out = append(out, BareName(e))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// BareName is an extension's name without its namespace.
+func BareName(name string) string { return name[strings.LastIndex(name, "/")+1:] }
+
+// Namespace is how a release names its extensions: Name/NAME (listed),
+// each Aliases/NAME and the bare NAME (accepted too).
+type Namespace struct {
+	Name    string
+	Aliases []string
+}
+
+// The boot index's annotations that record a release's namespace (its
+// spec's extensions-namespace and extension-aliases, comma-separated);
+// a release without them has the default namespace.
+const (
+	AnnotationNamespace = "dev.nodeforge.extensions.namespace"
+	AnnotationAliases   = "dev.nodeforge.extensions.aliases"
+)
+
+// NamespaceOf reads a release's namespace from its boot index's
+// annotations.
+func NamespaceOf(annotations map[string]string) Namespace {
+	n := Namespace{Name: annotations[AnnotationNamespace]}
+	if a := annotations[AnnotationAliases]; a != "" {
+		n.Aliases = strings.Split(a, ",")
+	}
+	return n
+}
+
+// DefaultNamespace is a release's namespace when its spec names none:
+// Talos's, so clients that ask for siderolabs/NAME work unchanged.
+const DefaultNamespace = "siderolabs"
+
+// Qualified is an extension's listed name.
+func (n Namespace) Qualified(bare string) string {
+	if n.Name == "" {
+		return DefaultNamespace + "/" + bare
+	}
+	return n.Name + "/" + bare
+}
+
+// Resolve is the bare name an extension's name denotes in the namespace,
+// false when it is not one of its forms (another namespace).
+func (n Namespace) Resolve(name string) (string, bool) {
+	ns, bare, qualified := strings.Cut(name, "/")
+	if !qualified {
+		return name, name != ""
+	}
+	if strings.Contains(bare, "/") || bare == "" {
+		return "", false
+	}
+	if ns == n.Name || (n.Name == "" && ns == DefaultNamespace) || slices.Contains(n.Aliases, ns) {
+		return bare, true
+	}
+	return "", false
 }

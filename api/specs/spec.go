@@ -46,6 +46,13 @@ type Spec struct {
 	// ExtensionsDir holds extension definitions (*.yaml) that add to or
 	// replace the shipped ones (extensions/), relative to the spec.
 	ExtensionsDir string `yaml:"extensions-dir,omitempty" json:"extensionsDir,omitempty"`
+	// ExtensionsNamespace is how clients of the Image Factory name the
+	// release's extensions: NAMESPACE/NAME (default "siderolabs", as Talos
+	// names its own, so Talos clients work unchanged).
+	ExtensionsNamespace string `yaml:"extensions-namespace,omitempty" json:"extensionsNamespace,omitempty"`
+	// ExtensionAliases are other namespaces a schematic may name the
+	// extensions in (e.g. siderolabs, for a release in its own namespace).
+	ExtensionAliases []string `yaml:"extension-aliases,omitempty" json:"extensionAliases,omitempty"`
 	// Channels say where releases are published (dev, prod); default: a
 	// local OCI layout per channel beside the spec.
 	Channels map[string]Channel `yaml:"channels,omitempty" json:"channels,omitempty"`
@@ -196,6 +203,10 @@ func Parse(b []byte, dir string, defs extensions.Set) (*Spec, error) {
 
 var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
 
+// namespaceRe is what an extension namespace may be: an OCI repository
+// path component.
+var namespaceRe = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*$`)
+
 func (s *Spec) normalize() error {
 	var errs []string
 	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
@@ -204,6 +215,16 @@ func (s *Spec) normalize() error {
 	}
 	if s.Branch == "" {
 		s.Branch = s.Name
+	}
+	for _, ns := range append([]string{s.ExtensionsNamespace}, s.ExtensionAliases...) {
+		if ns != "" && !namespaceRe.MatchString(ns) {
+			bad("extension namespace %q: want lower-case letters, digits, . _ -", ns)
+		}
+	}
+	for _, a := range s.ExtensionAliases {
+		if a == "" || a == s.ExtensionsNamespace {
+			bad("extension-aliases: %q is not another namespace", a)
+		}
 	}
 	if s.Version == "" {
 		bad("version is required")

@@ -126,6 +126,9 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	if sch.Overlay.Requested() {
 		return nil, &OverlayError{Name: sch.Overlay.Name, Image: sch.Overlay.Image}
 	}
+	if err := Refusal(sch, Output{Kind: "initramfs", SecureBoot: o.SecureBoot != nil}); err != nil {
+		return nil, err
+	}
 	p, err := platform.Lookup(o.Platform)
 	if err != nil {
 		return nil, err
@@ -155,6 +158,11 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	if formats == nil {
 		formats = p.Formats
 	}
+	for _, f := range formats {
+		if err := Refusal(sch, Output{Kind: DiskKind(f), SecureBoot: o.SecureBoot != nil}); err != nil {
+			return nil, err
+		}
+	}
 	// The disk images boot with the base's EFI boot manager.
 	ta, err := target.Lookup(arch)
 	if err != nil {
@@ -166,7 +174,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		// The UKI's .osrel is made from the release's pretty name, which
 		// a release records (its /etc/os-release is inside the root):
 		// media from a build and from its release are the same bytes.
-		su, files, err := signedBoot(b, initramfs, args, o.PrettyName, o.SecureBoot)
+		su, files, err := signedBoot(b, initramfs, args, o.PrettyName, o.SecureBoot, sch.Customization.SecureBoot.EnrollKeys)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -59,8 +60,8 @@ func UKI(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureB
 }
 
 // signedBoot returns the signed UKI of the boot and the ESP's files
-// around it.
-func signedBoot(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureBoot) (*SignedUKI, []fat.File, error) {
+// around it; enroll is the schematic's secureboot.enrollKeys ("": force).
+func signedBoot(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureBoot, enroll string) (*SignedUKI, []fat.File, error) {
 	a, err := target.Lookup(b.Arch)
 	if err != nil {
 		return nil, nil, err
@@ -73,19 +74,29 @@ func signedBoot(b Boot, initramfs []byte, args []string, prettyName string, sb *
 	if err != nil {
 		return nil, nil, fmt.Errorf("signing the EFI boot manager: %w", err)
 	}
-	// "force" enrols the keys only when the firmware is in setup mode,
-	// at once in a virtual machine and after a 15 second countdown (any
-	// key aborts) on hardware; PK goes last and ends setup mode.
-	conf := "timeout 0\n"
+	conf := loaderConf(sb.Signing.Auth != nil, enroll)
 	files := []fat.File{{Path: a.EFIBootFile(), Data: loader}, {Path: ukiName, Data: u.Image}}
 	if sb.Signing.Auth != nil {
-		conf += "secure-boot-enroll force\n"
 		for _, n := range secureboot.Names {
 			files = append(files, fat.File{Path: "loader/keys/auto/" + n + ".auth", Data: sb.Signing.Auth[n]})
 		}
 	}
 	files = append(files, fat.File{Path: "loader/loader.conf", Data: []byte(conf)})
 	return u, files, nil
+}
+
+// loaderConf is the Secure Boot ESP's loader/loader.conf. With keys to
+// enrol (auth), "force" enrols them only when the firmware is in setup
+// mode, at once in a virtual machine and after a 15 second countdown (any
+// key aborts) on hardware; PK goes last and ends setup mode. A schematic
+// may ask for another mode (enroll: upstream's default is if-safe,
+// virtual machines only).
+func loaderConf(auth bool, enroll string) string {
+	conf := "timeout 0\n"
+	if auth {
+		conf += "secure-boot-enroll " + cmp.Or(enroll, "force") + "\n"
+	}
+	return conf
 }
 
 // osRelease is the UKI's .osrel: systemd-boot's

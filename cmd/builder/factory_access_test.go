@@ -359,22 +359,22 @@ max-builds: 1
 		t.Errorf("curl without the CA: %s", out)
 	}
 	// Schematics: a login to create one.
-	resp, body := call(t, c, "POST", srv.url+"/schematics", "")
+	resp, body := call(t, c, "POST", srv.url+"/schematics", "{}")
 	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Basic realm="nodeforge-factory"` {
 		t.Errorf("anonymous POST: %d %v %q", resp.StatusCode, resp.Header, body)
 	}
-	if resp, body := call(t, c, "POST", srv.url+"/schematics", "", accessUser, "wrong"); resp.StatusCode != 401 || !strings.Contains(body, "wrong user name, password or token") {
+	if resp, body := call(t, c, "POST", srv.url+"/schematics", "{}", accessUser, "wrong"); resp.StatusCode != 401 || !strings.Contains(body, "wrong user name, password or token") {
 		t.Errorf("a wrong password: %d %q", resp.StatusCode, body)
 	}
-	resp, body = call(t, c, "POST", srv.url+"/schematics", "", accessUser, accessPassword)
+	resp, body = call(t, c, "POST", srv.url+"/schematics", "{}", accessUser, accessPassword)
 	var created struct{ ID string }
 	if json.Unmarshal([]byte(body), &created); resp.StatusCode != 201 || len(created.ID) != 64 {
 		t.Fatalf("a valid login: %d %q", resp.StatusCode, body)
 	}
-	if code, body := curl(t, "--cacert", caFile, "-u", accessUser+":"+accessPassword, "--data-binary", "", srv.url+"/schematics"); code != "201" || !strings.Contains(body, created.ID) {
+	if code, body := curl(t, "--cacert", caFile, "-u", accessUser+":"+accessPassword, "--data-binary", "{}", srv.url+"/schematics"); code != "201" || !strings.Contains(body, created.ID) {
 		t.Errorf("curl -u POST: %s %q", code, body)
 	}
-	if resp, _ := call(t, c, "POST", srv.url+"/schematics", "", accessToken); resp.StatusCode != 201 {
+	if resp, _ := call(t, c, "POST", srv.url+"/schematics", "{}", accessToken); resp.StatusCode != 201 {
 		t.Errorf("a bearer token: %d", resp.StatusCode)
 	}
 	// A build needs the login; what the cache holds does not.
@@ -446,7 +446,7 @@ func checkHangUp(t *testing.T, d *demoRelease, layout string) {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
-	resp, err := http.Post(hs.URL+"/schematics", "application/yaml", nil)
+	resp, err := http.Post(hs.URL+"/schematics", "application/yaml", strings.NewReader("{}"))
 	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("POST /schematics: %v %v", err, resp)
 	}
@@ -514,7 +514,7 @@ func TestFactoryRegistryAccess(t *testing.T) {
 		"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(dir, "server.pem"), "--tls-key", filepath.Join(dir, "server.key"),
 		"--htpasswd", filepath.Join(dir, "htpasswd"), "--tokens", filepath.Join(dir, "tokens"), "--login", "build,pull")
 	host := strings.TrimPrefix(srv.url, "https://")
-	resp, body := call(t, tlsClient(t, caFile), "POST", srv.url+"/schematics", "", accessUser, accessPassword)
+	resp, body := call(t, tlsClient(t, caFile), "POST", srv.url+"/schematics", "{}", accessUser, accessPassword)
 	var created struct{ ID string }
 	if json.Unmarshal([]byte(body), &created); resp.StatusCode != 201 {
 		t.Fatalf("POST /schematics: %d %q", resp.StatusCode, body)

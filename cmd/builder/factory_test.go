@@ -44,7 +44,7 @@ func TestFactoryServe(t *testing.T) {
 	}
 
 	// Schematics: the empty one has Talos's default ID.
-	resp, b := get("POST", "/schematics", nil)
+	resp, b := get("POST", "/schematics", []byte("{}"))
 	if resp.StatusCode != 201 || !strings.Contains(string(b), `"id":"376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"`) {
 		t.Fatalf("POST empty schematic: %d %s", resp.StatusCode, b)
 	}
@@ -199,14 +199,21 @@ func TestFactoryServe(t *testing.T) {
 	if _, b := get("GET", "/versions?branch=p10", nil); strings.TrimSpace(string(b)) != `[]` {
 		t.Errorf("versions of another branch: %s", b)
 	}
-	if _, b := get("GET", "/version/1.11.0-demo/extensions/official", nil); !strings.Contains(string(b), `"name":"zfs"`) || !strings.Contains(string(b), `"digest":"sha256:`) {
+	if _, b := get("GET", "/version/1.11.0-demo/extensions/official", nil); !strings.Contains(string(b), `"name":"altlinux/zfs"`) || !strings.Contains(string(b), `"digest":"sha256:`) {
 		t.Errorf("extensions: %s", b)
 	}
 	if resp, b := get("GET", "/readyz", nil); resp.StatusCode != 200 {
 		t.Errorf("readyz: %d %s", resp.StatusCode, b)
 	}
 
-	// Bad input.
+	// Bad input. An extension no release has is stored (a schematic is
+	// version-independent) and refused when media are asked for.
+	resp, b = get("POST", "/schematics", []byte("customization:\n  systemExtensions:\n    officialExtensions: [gpu-magic]\n"))
+	var magic struct{ ID string }
+	if json.Unmarshal(b, &magic); resp.StatusCode != 201 {
+		t.Fatalf("POST a schematic with an unknown extension: %d %s", resp.StatusCode, b)
+	}
+	magicID := magic.ID
 	for _, c := range []struct {
 		method, path string
 		body         []byte
@@ -215,9 +222,9 @@ func TestFactoryServe(t *testing.T) {
 	}{
 		{"POST", "/schematics", []byte("customisation: {}\n"), 400, "customisation"},
 		{"POST", "/schematics", bytes.Repeat([]byte("#"), 70<<10), 413, "larger than"},
-		{"POST", "/schematics", []byte("customization:\n  extraKernelArgs: [" + strings.Repeat("a=b, ", 40) + "c]\n"), 400, "41 kernel arguments, at most 32"},
-		{"POST", "/schematics", []byte("customization:\n  extraKernelArgs: [\"a=\\x01\"]\n"), 400, "control character"},
-		{"POST", "/schematics", []byte("customization:\n  systemExtensions:\n    officialExtensions: [gpu-magic]\n"), 400, "available: btrfs, cri, nvidia, zfs"},
+		{"POST", "/schematics", nil, 400, "EOF"},
+		{"POST", "/schematics", []byte("owner: alice\n"), 400, "owner field is only supported in Enterprise edition"},
+		{"GET", "/image/" + magicID + "/1.11.0-demo/metal-amd64.iso", nil, 400, `official extension "gpu-magic" is not available for Talos version 1.11.0-demo`},
 		{"GET", "/schematics/" + strings.Repeat("0", 64), nil, 404, "not found"},
 		{"GET", "/schematics/..%2f..%2fetc", nil, 400, "not a schematic ID"},
 		{"GET", base + "metal-amd64.exe", nil, 400, "not an artifact"},

@@ -44,7 +44,8 @@ func TestFactoryUI(t *testing.T) {
 	}
 
 	schPath := filepath.Join(t.TempDir(), "s.yaml")
-	os.WriteFile(schPath, []byte("customization:\n  extraKernelArgs: [console=ttyS0, net.ifnames=0]\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n"), 0o644)
+	// The wizard lists the extensions chosen sorted (the ID keeps the order).
+	os.WriteFile(schPath, []byte("customization:\n  extraKernelArgs: [console=ttyS0, net.ifnames=0]\n  systemExtensions:\n    officialExtensions: [cri, zfs]\n"), 0o644)
 	wantID, err := runBuilder(t, "schematic", "id", schPath)
 	if err != nil {
 		t.Fatal(err)

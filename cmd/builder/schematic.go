@@ -24,11 +24,14 @@ node OS image:
     meta:
       - {key: 0xa, value: '{"externalIPs": []}'}
     systemExtensions:
-      officialExtensions: [cri, zfs]
+      officialExtensions: [siderolabs/zfs, cri]
 
-Its ID is the sha256 of its canonical form, the YAML Talos marshals, with the
-extension names sorted first: the order in which extensions are listed does not
-change the ID, and a Talos schematic with sorted extensions keeps Talos's ID.`,
+Its ID is the sha256 of the schematic as Talos's Image Factory marshals it
+(go.yaml.in/yaml/v4, lists in the order given): any schematic gets the ID
+upstream gives it, and the factory (builder factory serve) the same. Listing
+extensions in another order is another schematic, with another ID (the media
+are composed of the same extensions). Extensions are named as the release's
+clients name them: NAMESPACE/NAME (siderolabs/zfs) or NAME.`,
 	}
 	canonical := false
 	id := &cobra.Command{

@@ -236,6 +236,11 @@ branch: p11
 version: 1.11.0-demo
 architectures: [%s]
 
+# Image Factory clients name the extensions altlinux/NAME (listed), and
+# siderolabs/NAME or NAME (accepted): Talos clients ask for siderolabs/.
+extensions-namespace: altlinux
+extension-aliases: [siderolabs]
+
 repositories:
   - name: demo
     url: %s

@@ -1,0 +1,58 @@
+package compose
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nodeforge/builder/api/schematic"
+)
+
+// Output is what one request makes of a schematic: which of its options
+// apply depends on it, as upstream applies each to some outputs only.
+type Output struct {
+	// Kind is kernel, initramfs, cmdline, iso, disk (the other disk
+	// formats), installer or uki.
+	Kind       string
+	SecureBoot bool
+}
+
+// Refusal names the schematic option these media cannot honour for out
+// (nil: none). An option that would change upstream's image and that
+// Nodeforge does not implement yet is refused, never ignored: the media
+// would boot without it.
+func Refusal(sch *schematic.Schematic, out Output) error {
+	c := sch.Customization
+	image := out.Kind == "iso" || out.Kind == "disk"
+	if out.Kind != "kernel" && out.Kind != "initramfs" {
+		// A line break would end the command line where the boot entry,
+		// the iPXE script or cmdline-* write it, and start a command.
+		for _, a := range c.ExtraKernelArgs {
+			if strings.IndexFunc(a, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+				return fmt.Errorf("customization.extraKernelArgs: %q holds a control character", a)
+			}
+		}
+	}
+	switch {
+	case c.EmbeddedMachineConfiguration != "" && out.Kind != "kernel" && out.Kind != "cmdline":
+		return fmt.Errorf("customization.embeddedMachineConfiguration: not supported yet (the media would boot without the configuration)")
+	case image && (c.Bootloader == schematic.BootloaderGrub || c.Bootloader == schematic.BootloaderDualBoot):
+		return fmt.Errorf("customization.bootloader %s: the release's media boot with systemd-boot (sd-boot) only; it ships no GRUB", c.Bootloader)
+	case out.Kind == "disk" && c.DiskImage.SectorSize != 0 && c.DiskImage.SectorSize != 512:
+		return fmt.Errorf("customization.diskImage.sectorSize %d: not supported yet (the disk images have 512-byte sectors)", c.DiskImage.SectorSize)
+	case out.SecureBoot && c.SecureBoot.IncludeWellKnownCertificates:
+		return fmt.Errorf("customization.secureboot.includeWellKnownCertificates: not supported yet (the media enrol the factory's own keys only)")
+	case out.SecureBoot && image && c.SecureBoot.EnrollKeys != "" && !slices.Contains(schematic.EnrollKeysValues, c.SecureBoot.EnrollKeys):
+		// Upstream's text.
+		return fmt.Errorf("invalid secureboot enrollKeys value %q: %s does not belong to SDBootEnrollKeys values (%s)", c.SecureBoot.EnrollKeys, c.SecureBoot.EnrollKeys, strings.Join(schematic.EnrollKeysValues, ", "))
+	}
+	return nil
+}
+
+// DiskKind is the Output kind of a disk format: iso or disk.
+func DiskKind(format string) string {
+	if format == "iso" {
+		return "iso"
+	}
+	return "disk"
+}
