@@ -207,15 +207,8 @@ var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
 // path component.
 var namespaceRe = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*$`)
 
-func (s *Spec) normalize() error {
-	var errs []string
-	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
-	if !nameRe.MatchString(s.Name) {
-		bad("name %q: want letters, digits, . _ + -", s.Name)
-	}
-	if s.Branch == "" {
-		s.Branch = s.Name
-	}
+// checkNamespaces checks the extension namespace and its aliases.
+func (s *Spec) checkNamespaces(bad func(string, ...any)) {
 	for _, ns := range append([]string{s.ExtensionsNamespace}, s.ExtensionAliases...) {
 		if ns != "" && !namespaceRe.MatchString(ns) {
 			bad("extension namespace %q: want lower-case letters, digits, . _ -", ns)
@@ -226,6 +219,18 @@ func (s *Spec) normalize() error {
 			bad("extension-aliases: %q is not another namespace", a)
 		}
 	}
+}
+
+func (s *Spec) normalize() error {
+	var errs []string
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
+	if !nameRe.MatchString(s.Name) {
+		bad("name %q: want letters, digits, . _ + -", s.Name)
+	}
+	if s.Branch == "" {
+		s.Branch = s.Name
+	}
+	s.checkNamespaces(bad)
 	if s.Version == "" {
 		bad("version is required")
 	}
