@@ -497,12 +497,12 @@ func TestRanges(t *testing.T) {
 // to make media for one (400), instead of ignoring it.
 func TestOverlays(t *testing.T) {
 	f := trustFactory(t, ServerOptions{}, 16)
-	// Any overlay is stored, as upstream stores it (a schematic is
-	// version-independent; nothing of it reaches a path): the release
-	// refuses it when media are asked for.
+	// An overlay is stored as sent when its name and image are a name and
+	// a reference (upstream stores any string; a path in them can only be
+	// hostile): the release refuses it when media are asked for.
 	for body, want := range map[string]int{
-		"overlay:\n  name: rpi_generic\n  image: ../../../etc/passwd\n":        201,
-		"overlay:\n  name: ../x\n  image: siderolabs/sbc-raspberrypi\n":        201,
+		"overlay:\n  name: rpi_generic\n  image: ../../../etc/passwd\n":        400,
+		"overlay:\n  name: ../x\n  image: siderolabs/sbc-raspberrypi\n":        400,
 		"overlay:\n  image: siderolabs/sbc-raspberrypi\n":                      201,
 		"overlay:\n  name: rpi_generic\n  image: siderolabs/sbc-raspberrypi\n": 201,
 	} {

@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -24,6 +25,7 @@ import (
 	// not serve; rc.6 is the last release before it (and the version
 	// Talos's machinery pins). docs/talos-compatibility.md says where the
 	// versions' output differs and which vectors hold it.
+	"github.com/google/go-containerregistry/pkg/name"
 	"go.yaml.in/yaml/v4"
 )
 
@@ -46,6 +48,26 @@ type Overlay struct {
 
 // Requested says whether the schematic asks for an overlay.
 func (o Overlay) Requested() bool { return o.Image != "" || o.Name != "" || len(o.Options) > 0 }
+
+// overlayName is what an overlay's name may be (Talos's: rpi_generic,
+// rock64, jetson_nano).
+var overlayName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+
+// check refuses an overlay whose name is not a name or whose image is not
+// an image reference (../../../etc/passwd): upstream stores any string
+// there, but a factory that takes hostile input refuses what can only be
+// an attack or a typo. Both may be empty (not asked for).
+func (o Overlay) check() error {
+	if o.Name != "" && !overlayName.MatchString(o.Name) {
+		return fmt.Errorf("overlay name %q is not a name (lower-case letters, digits, '_', '.', '-'; at most 64)", o.Name)
+	}
+	if o.Image != "" {
+		if _, err := name.ParseReference(o.Image); err != nil || len(o.Image) > 255 || strings.Contains(o.Image, "..") {
+			return fmt.Errorf("overlay image %q is not an image reference (REGISTRY/REPOSITORY[:TAG][@DIGEST])", o.Image)
+		}
+	}
+	return nil
+}
 
 // Customization is what a schematic changes in the image.
 type Customization struct {
@@ -136,13 +158,14 @@ func Parse(data []byte) (*Schematic, error) {
 	return &s, nil
 }
 
-// Validate checks what upstream checks when a schematic is stored; the
-// rest depends on the release and the media asked for.
+// Validate checks what upstream checks when a schematic is stored, and
+// that an overlay's name and image are a name and a reference; the rest
+// depends on the release and the media asked for.
 func (s *Schematic) Validate() error {
 	if s.Owner != "" {
 		return errors.New("owner field is only supported in Enterprise edition")
 	}
-	return nil
+	return s.Overlay.check()
 }
 
 // Canonical returns the schematic marshalled as upstream marshals it:

@@ -83,6 +83,9 @@ func TestRefused(t *testing.T) {
 		"owner: alice":                           "owner field is only supported in Enterprise edition",
 		"":                                       "EOF",
 		"customization: {}\ncustomization: {}\n": "already defined",
+		// Deliberately stricter than upstream (hostile input, issue 34).
+		"overlay: {name: rpi_generic, image: ../../../etc/passwd}":   "is not an image reference",
+		"overlay: {name: ../rpi, image: siderolabs/sbc-raspberrypi}": "is not a name",
 	} {
 		_, err := Parse([]byte(doc))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -99,7 +102,7 @@ func TestAccepted(t *testing.T) {
 		`customization: {systemExtensions: {officialExtensions: [zfs, zfs, "", gpu-magic, other/zfs]}}`,
 		`customization: {meta: [{key: 10, value: a}, {key: 10, value: b}]}`,
 		`customization: {extraKernelArgs: [` + strings.Repeat("a,", 100) + `b]}`,
-		`overlay: {name: "../rpi", image: ../../../etc/passwd}`,
+		`overlay: {name: rpi_generic, image: "registry.example:5000/boards/sbc-raspberrypi:v1.8.0@sha256:` + strings.Repeat("0", 64) + `"}`,
 		`customization: {secureboot: {enrollKeys: sometimes}}`,
 		`customization: {diskImage: {sectorSize: 3}}`,
 	} {
