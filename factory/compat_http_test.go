@@ -173,7 +173,7 @@ func TestCompatVersions(t *testing.T) {
 	})
 	t.Run("warm either spelling", func(t *testing.T) {
 		rep, err := f.Warm(context.Background(), WarmOptions{Version: "v1.0", Schematics: []string{id}, Artifacts: []string{"kernel"}})
-		if err != nil || rep.Version != "v1.0" || len(rep.Items) != 1 {
+		if err != nil || rep.Version != "1.0" || len(rep.Items) != 1 {
 			t.Errorf("warm v1.0: %+v %v", rep, err)
 		}
 		if _, err := f.Warm(context.Background(), WarmOptions{Version: "1.2.0", Schematics: []string{id}}); err == nil || !strings.Contains(err.Error(), "marked broken") {

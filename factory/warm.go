@@ -94,7 +94,8 @@ func (s *Server) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &WarmReport{Version: TalosVersion(rel.Version), Items: []WarmItem{}}
+	// The release's spelling, as the cache entries (and gc) name it.
+	rep := &WarmReport{Version: rel.Version, Items: []WarmItem{}}
 	for i, sch := range schs {
 		for _, t := range plan {
 			it, err := s.warmOne(ctx, rel, sch, o.Schematics[i], t)
