@@ -155,7 +155,7 @@ func TestCompatVersions(t *testing.T) {
 			wantAnswer(t, p, resp, body, 404, "version 1.2.0 is not available\n")
 		}
 		resp, body = compatDo(t, f, "GET", "/v2/installer/"+id+"/tags/list")
-		if !strings.Contains(body, `"tags":["v1.0","v1.9.0-demo","v1.10.0","v1.11.0-rc.1","latest"]`) {
+		if !strings.Contains(body, `"tags":["latest","v1.0","v1.10.0","v1.11.0-rc.1","v1.9.0-demo"]`) {
 			t.Errorf("tags/list: %d %s", resp.StatusCode, body)
 		}
 		none := newAccessFactory(t, ServerOptions{})
@@ -414,8 +414,13 @@ func TestCompatRegistry(t *testing.T) {
 		resp, body := compatDo(t, f, "GET", "/v2/metal-installer/"+f.id+"/tags/list")
 		var l struct{ Tags []string }
 		json.Unmarshal([]byte(body), &l)
-		if resp.StatusCode != 200 || strings.Join(l.Tags, " ") != "v1.0 v1.9.0-demo v1.10.0 v1.11.0-rc.1 latest" {
+		if resp.StatusCode != 200 || strings.Join(l.Tags, " ") != "latest v1.0 v1.10.0 v1.11.0-rc.1 v1.9.0-demo" {
 			t.Errorf("tags/list: %d %s", resp.StatusCode, body)
+		}
+		// The spec's pagination: lexical order, ?last=, ?n= and a Link.
+		resp, body = compatDo(t, f, "GET", "/v2/metal-installer/"+f.id+"/tags/list?n=2&last=latest")
+		if !strings.Contains(body, `"tags":["v1.0","v1.10.0"]`) || resp.Header.Get("Link") != `</v2/metal-installer/`+f.id+`/tags/list?n=2&last=v1.10.0>; rel="next"` {
+			t.Errorf("tags/list?n=2&last=latest: %s %s", resp.Header.Get("Link"), body)
 		}
 	})
 	t.Run("identity", func(t *testing.T) {

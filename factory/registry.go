@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,7 +127,7 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	}
 	switch rr.op {
 	case "tags":
-		writeJSONAs(w, "application/json", map[string]any{"name": rr.kind.repo() + "/" + rr.id, "tags": s.versionTags()})
+		writeTags(w, r, rr.kind.repo()+"/"+rr.id, s.versionTags())
 	case "referrers":
 		registryError(w, http.StatusNotFound, "UNSUPPORTED", "no referrers API: signatures are at the sha256-DIGEST.sig tags")
 	case "manifests":
@@ -134,6 +135,23 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	case "blobs":
 		s.serveBlob(w, r, rr, sch)
 	}
+}
+
+// writeTags answers tags/list as the distribution spec says: in lexical
+// order, after ?last= and at most ?n= of them, a Link to the next page
+// when cut short.
+func writeTags(w http.ResponseWriter, r *http.Request, name string, tags []string) {
+	tags = slices.Sorted(slices.Values(tags))
+	if last := r.URL.Query().Get("last"); last != "" {
+		tags = slices.DeleteFunc(tags, func(t string) bool { return t <= last })
+	}
+	if n, err := strconv.Atoi(r.URL.Query().Get("n")); err == nil && n >= 0 && n < len(tags) {
+		tags = tags[:n]
+		if n > 0 {
+			w.Header().Set("Link", fmt.Sprintf(`</v2/%s/tags/list?n=%d&last=%s>; rel="next"`, name, n, url.QueryEscape(tags[n-1])))
+		}
+	}
+	writeJSONAs(w, "application/json", map[string]any{"name": name, "tags": tags})
 }
 
 func writeJSONAs(w http.ResponseWriter, mediaType string, v any) {

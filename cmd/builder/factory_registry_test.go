@@ -260,7 +260,7 @@ var conformanceLine = regexp.MustCompile(`(?m)^\s*(OCI Conformance Test[^:\n]*):
 func TestFactoryConformance(t *testing.T) {
 	f := newFactoryFixture(t)
 	id := f.postSchematic(t, "customization:\n  systemExtensions:\n    officialExtensions: [zfs]\n")
-	ref := f.host + "/installer/" + id + ":1.11.0-demo"
+	ref := f.host + "/installer/" + id + ":v1.11.0-demo" // the tag tags/list gives
 	index := strings.TrimSpace(judge(t, "crane", "digest", "--insecure", ref))
 	var m struct{ Manifests []struct{ Digest string } }
 	json.Unmarshal([]byte(judge(t, "crane", "manifest", "--insecure", ref)), &m)
@@ -279,10 +279,10 @@ func TestFactoryConformance(t *testing.T) {
 		}
 	}
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
-	judge(t, "crane", "copy", "--insecure", ref, reg.Host+"/installer/"+id+":1.11.0-demo")
+	judge(t, "crane", "copy", "--insecure", ref, reg.Host+"/installer/"+id+":v1.11.0-demo")
 
-	ours, ourReport := conformance(t, f.host, "installer/"+id, "1.11.0-demo", manifests, blobs)
-	theirs, theirReport := conformance(t, reg.Host, "installer/"+id, "1.11.0-demo", manifests, blobs)
+	ours, ourReport := conformance(t, f.host, "installer/"+id, "v1.11.0-demo", manifests, blobs)
+	theirs, theirReport := conformance(t, reg.Host, "installer/"+id, "v1.11.0-demo", manifests, blobs)
 	passed := 0
 	for name, st := range theirs {
 		if st != "Pass" {
