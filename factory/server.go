@@ -957,7 +957,7 @@ func (s *Server) pxeBase(r *http.Request) *url.URL {
 			u.Scheme = "https"
 		}
 	}
-	if user, pass, ok := r.BasicAuth(); ok && principalOf(r.Context()).user == user {
+	if user, pass, ok := r.BasicAuth(); ok && user != "" && principalOf(r.Context()).user == user {
 		u.User = url.UserPassword(user, pass)
 	}
 	return u
