@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,7 +97,7 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 		registryError(w, http.StatusMethodNotAllowed, "UNSUPPORTED", "this registry is read-only")
 		return
 	}
-	if r.URL.Path == "/v2/" {
+	if r.URL.Path == "/v2/" || r.URL.Path == "/v2" {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte("{}"))
 		return
@@ -126,7 +127,7 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	}
 	switch rr.op {
 	case "tags":
-		writeJSONAs(w, "application/json", map[string]any{"name": rr.kind.repo() + "/" + rr.id, "tags": append([]string{}, s.served().versions...)})
+		writeTags(w, r, rr.kind.repo()+"/"+rr.id, s.versionTags())
 	case "referrers":
 		registryError(w, http.StatusNotFound, "UNSUPPORTED", "no referrers API: signatures are at the sha256-DIGEST.sig tags")
 	case "manifests":
@@ -136,16 +137,41 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// writeTags answers tags/list as the distribution spec says: in lexical
+// order, after ?last= and at most ?n= of them, a Link to the next page
+// when cut short.
+func writeTags(w http.ResponseWriter, r *http.Request, name string, tags []string) {
+	tags = slices.Sorted(slices.Values(tags))
+	if last := r.URL.Query().Get("last"); last != "" {
+		tags = slices.DeleteFunc(tags, func(t string) bool { return t <= last })
+	}
+	if n, err := strconv.Atoi(r.URL.Query().Get("n")); err == nil && n >= 0 && n < len(tags) {
+		tags = tags[:n]
+		if n > 0 {
+			w.Header().Set("Link", fmt.Sprintf(`</v2/%s/tags/list?n=%d&last=%s>; rel="next"`, name, n, url.QueryEscape(tags[n-1])))
+		}
+	}
+	writeJSONAs(w, "application/json", map[string]any{"name": name, "tags": tags})
+}
+
 func writeJSONAs(w http.ResponseWriter, mediaType string, v any) {
 	w.Header().Set("Content-Type", mediaType)
 	json.NewEncoder(w).Encode(v)
 }
 
-// serveManifest answers a manifest by version (built on demand), by
-// digest, or by cosign's signature tag, of an image of the repository.
+// serveManifest answers a manifest by version (either spelling, or
+// latest: built on demand), by digest, or by cosign's signature tag, of an
+// image of the repository.
 func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr registryRequest, sch *schematic.Schematic) {
 	var e *frontEntry
-	if rel := s.served().releases[rr.ref]; rel != nil {
+	rel := s.available(rr.ref)
+	if rr.ref == "latest" {
+		if rel = s.latest(); rel == nil {
+			registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "latest: no stable version is served (see tags/list)")
+			return
+		}
+	}
+	if rel != nil {
 		if err := honours(rel, sch); err != nil {
 			registryError(w, http.StatusBadRequest, "MANIFEST_INVALID", "%v", err)
 			return
@@ -159,7 +185,7 @@ func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr regist
 			return
 		} else if err != nil {
 			s.o.Log.Error("making an installer", "id", w.Header().Get("X-Request-Id"), "schematic", rr.id, "version", rel.Version, "err", err)
-			registryError(w, http.StatusInternalServerError, "UNKNOWN", "making %s/%s:%s failed (request %s: the factory's log says why)", rr.kind.repo(), rr.id, rel.Version, w.Header().Get("X-Request-Id"))
+			registryError(w, http.StatusInternalServerError, "UNKNOWN", "making %s/%s:%s failed (request %s: the factory's log says why)", rr.kind.repo(), rr.id, TalosVersion(rel.Version), w.Header().Get("X-Request-Id"))
 			return
 		}
 		s.writeManifest(w, r, e.manifests[e.digest])
@@ -369,12 +395,12 @@ func (s *Server) installerKey(rel *Release, id string, k installerKind) string {
 	return cacheKey(rel, id, name, s.o.BuilderVersion)
 }
 
-// pullRef is the reference users pull an installer by, HOST/REPO/ID:V,
-// the identity its signature claims: HOST is --external-url's, else the
-// request's.
+// pullRef is the reference users pull an installer by, HOST/REPO/ID:vV
+// (Talos's tag), the identity its signature claims: HOST is
+// --external-url's, else the request's.
 func (s *Server) pullRef(host string, k installerKind, id, version string) string {
 	host = s.publicHost(host)
-	ref := k.repo() + "/" + id + ":" + version
+	ref := k.repo() + "/" + id + ":" + TalosVersion(version)
 	if host == "" {
 		return ref
 	}

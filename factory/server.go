@@ -2,6 +2,7 @@ package factory
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha512"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -88,6 +90,13 @@ type ServerOptions struct {
 	// size and modification time stay (0: 10 minutes; negative: hashed at
 	// every request). A registry's entries are verified as they stream.
 	VerifyInterval time.Duration
+	// BrokenVersions are versions (either spelling) the operator marked
+	// broken: as upstream, not listed, not served, never latest; listed by
+	// /versions?broken=true.
+	BrokenVersions []string
+	// AllowedOrigins are the origins pages may download from (CORS); nil:
+	// any ("*"), as upstream.
+	AllowedOrigins []string
 	Log            *slog.Logger
 }
 
@@ -164,6 +173,12 @@ func newServer(o ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkBrokenVersions(o.BrokenVersions); err != nil {
+		return nil, err
+	}
+	if err := checkOrigins(o.AllowedOrigins); err != nil {
+		return nil, err
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -204,6 +219,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /schematics/{id}", s.getSchematic)
 	mux.HandleFunc("GET /versions", s.getVersions)
 	mux.HandleFunc("GET /version/{version}/extensions/official", s.getExtensions)
+	mux.HandleFunc("GET /version/{version}/overlays/official", s.getOverlays)
+	mux.HandleFunc("GET /talosctl/{version}", s.getTalosctl)
+	mux.HandleFunc("GET /talosctl/{version}/{file}", s.getTalosctl)
 	mux.HandleFunc("GET /image/{id}/{version}/{artifact}", s.getImage)
 	mux.HandleFunc("GET /pxe/{id}/{version}/{target}", s.getPXE)
 	mux.HandleFunc("GET /oci/cosign/signing-key.pub", s.getSigningKey)
@@ -212,7 +230,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /readyz", s.getReady)
 	s.uiRoutes(mux)
 	mux.HandleFunc("/v2/", s.serveRegistry)
-	return s.identify(s.logged(s.bodyDeadline(s.guardRoutes(mux))))
+	mux.HandleFunc("/v2", s.serveRegistry) // 200, not a redirect to /v2/
+	return s.identify(s.logged(s.cors(s.bodyDeadline(s.guardRoutes(mux)))))
 }
 
 // HTTPServer serves Handler with the factory's bounds: request headers
@@ -274,6 +293,7 @@ func (s *Server) logged(h http.Handler) http.Handler {
 			id = fmt.Sprintf("r%d", s.requests.Add(1))
 		}
 		w.Header().Set("X-Request-Id", id)
+		w.Header().Set("Server", strings.TrimSpace(serverName+" "+s.o.BuilderVersion))
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
 		h.ServeHTTP(rec, r)
@@ -402,17 +422,17 @@ func (s *Server) getSchematic(w http.ResponseWriter, r *http.Request) {
 	w.Write(canon)
 }
 
-// schematic finds a schematic or answers 404 (400 for what cannot be an
-// ID).
+// schematic finds a schematic or answers 404, as upstream, in upstream's
+// words (clients match them), for what cannot be an ID too.
 func (s *Server) schematic(w http.ResponseWriter, r *http.Request, id string) (*schematic.Schematic, bool) {
 	if len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
-		fail(w, http.StatusBadRequest, "%q is not a schematic ID (64 lower-case hex digits)", id)
+		fail(w, http.StatusNotFound, "schematic ID %q not found", id)
 		return nil, false
 	}
 	sch, err := s.schematics.get(r.Context(), id)
 	switch {
 	case errors.Is(err, errUnknownSchematic):
-		fail(w, http.StatusNotFound, "schematic %s not found", id)
+		fail(w, http.StatusNotFound, "schematic ID %q not found", id)
 		return nil, false
 	case err != nil:
 		s.o.Log.Error("reading a schematic", "id", id, "err", err)
@@ -422,12 +442,21 @@ func (s *Server) schematic(w http.ResponseWriter, r *http.Request, id string) (*
 	return sch, true
 }
 
+// getVersions lists the versions served and not broken, Talos's way
+// ("v1.11.0"), oldest first; ?broken=true lists only those marked broken.
 func (s *Server) getVersions(w http.ResponseWriter, r *http.Request) {
 	out := []string{}
+	if r.URL.Query().Get("broken") == "true" {
+		for _, v := range s.o.BrokenVersions {
+			out = append(out, TalosVersion(v))
+		}
+		writeJSON(w, out)
+		return
+	}
 	branch := r.URL.Query().Get("branch")
-	for _, v := range s.served().versions {
-		if branch == "" || s.served().releases[v].Branch == branch {
-			out = append(out, v)
+	for _, rel := range s.listed() {
+		if branch == "" || rel.Branch == branch {
+			out = append(out, TalosVersion(rel.Version))
 		}
 	}
 	writeJSON(w, out)
@@ -438,11 +467,12 @@ func writeJSON(w http.ResponseWriter, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// release finds a served version or answers 404.
+// release finds a version served and not broken, either spelling, or
+// answers 404 in upstream's words.
 func (s *Server) release(w http.ResponseWriter, v string) (*Release, bool) {
-	rel := s.served().releases[v]
+	rel := s.available(v)
 	if rel == nil {
-		fail(w, http.StatusNotFound, "version %q is not served (see /versions)", v)
+		fail(w, http.StatusNotFound, "version %s is not available", strings.TrimPrefix(v, "v"))
 		return nil, false
 	}
 	return rel, true
@@ -491,6 +521,11 @@ func (s *Server) getReady(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("artifact")
+	if strings.HasSuffix(name, ".sigstore.json") {
+		// Upstream's answer where it offers no bundles.
+		fail(w, http.StatusPaymentRequired, "signature endpoint is not available: this factory signs an artifact as ARTIFACT.sig (cosign sign-blob; key at /oci/cosign/signing-key.pub)")
+		return
+	}
 	side := "" // sha256, sha512 or sig: a file about the artifact
 	for _, ext := range []string{"sha256", "sha512", "sig"} {
 		if base, ok := strings.CutSuffix(name, "."+ext); ok {
@@ -502,16 +537,16 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "this factory has no signing key: no signatures")
 		return
 	}
-	a, err := parseArtifact(name)
-	if err != nil {
-		fail(w, http.StatusBadRequest, "%v", err)
+	// Upstream's order: the schematic, the name, then the version.
+	sch, ok := s.schematic(w, r, r.PathValue("id"))
+	if !ok {
 		return
 	}
-	if a.secureBoot && s.o.SecureBoot == nil {
-		fail(w, http.StatusNotFound, "this factory has no Secure Boot key: no -secureboot media")
+	a, goArch, ok := s.artifactAsked(w, name)
+	if !ok {
 		return
 	}
-	sch, rel, arch, ok := s.target(w, r, a.arch)
+	rel, arch, ok := s.target(w, r, sch, goArch)
 	if !ok {
 		return
 	}
@@ -538,8 +573,8 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("ETag", `"sha256:`+hexsum+`"`)
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	w.Header().Set("Content-Type", contentType(name))
+	w.Header().Set("Content-Disposition", contentDisposition(cmp.Or(r.URL.Query().Get("filename"), name)))
 	if rng := r.Header.Get("Range"); rng != "" {
 		fixed, ok := normalizeRange(rng, data.size())
 		if !ok {
@@ -675,27 +710,45 @@ func (s *Server) serveSide(w http.ResponseWriter, r *http.Request, data *cachedA
 	w.Write(out)
 }
 
-// target finds what a media URL names: its schematic, its release and
-// the release's name of the architecture asked for, or answers 4xx.
-func (s *Server) target(w http.ResponseWriter, r *http.Request, arch string) (*schematic.Schematic, *Release, string, bool) {
-	sch, ok := s.schematic(w, r, r.PathValue("id"))
-	if !ok {
-		return nil, nil, "", false
+// artifactAsked reads an artifact's name and the architecture it names
+// (amd64 or arm64, as upstream reads it), or answers 400 in upstream's
+// words; a -secureboot one without the factory's Secure Boot key is 400
+// as upstream's.
+func (s *Server) artifactAsked(w http.ResponseWriter, name string) (artifact, string, bool) {
+	a, err := parseArtifact(name)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "error parsing profile from path: %v", err)
+		return a, "", false
 	}
+	goArch, ok := archAsked(a.arch)
+	if !ok {
+		fail(w, http.StatusBadRequest, "error parsing profile from path: invalid architecture: %q", a.arch)
+		return a, "", false
+	}
+	if a.secureBoot && s.o.SecureBoot == nil {
+		fail(w, http.StatusBadRequest, "error enhancing profile from schematic: secure boot is disabled (this factory has no Secure Boot key: no -secureboot media)")
+		return a, "", false
+	}
+	return a, goArch, true
+}
+
+// target finds the release a media URL names and the release's name of
+// the architecture asked for, or answers 4xx.
+func (s *Server) target(w http.ResponseWriter, r *http.Request, sch *schematic.Schematic, goArch string) (*Release, string, bool) {
 	rel, ok := s.release(w, r.PathValue("version"))
 	if !ok {
-		return nil, nil, "", false
+		return nil, "", false
 	}
 	if err := honours(rel, sch); err != nil {
 		fail(w, http.StatusBadRequest, "%v", err)
-		return nil, nil, "", false
+		return nil, "", false
 	}
-	rarch := releaseArch(rel.Params.Architectures, arch)
+	rarch := releaseArch(rel.Params.Architectures, goArch)
 	if rarch == "" {
-		fail(w, http.StatusNotFound, "release %s has no architecture %s (it has %s)", rel.Version, arch, strings.Join(rel.Params.Architectures, ", "))
-		return nil, nil, "", false
+		fail(w, http.StatusNotFound, "release %s has no architecture %s (it has %s)", TalosVersion(rel.Version), goArch, strings.Join(rel.Params.Architectures, ", "))
+		return nil, "", false
 	}
-	return sch, rel, rarch, true
+	return rel, rarch, true
 }
 
 // honours says why a release cannot make a schematic's media (a board
@@ -866,18 +919,31 @@ func (s *Server) build(ctx context.Context, rel *Release, sch *schematic.Schemat
 	return nil, fmt.Errorf("%s was not made (the release has no EFI boot manager for disk images?)", want)
 }
 
+// getPXE answers upstream's iPXE script byte for byte: the kernel and
+// initramfs (with -secureboot, the UKI) at the factory with the
+// platform's command line, the version always "v"-prefixed and the
+// architecture Go's (iPXE's x86_64 and i386 boot amd64).
 func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
-	platformName, arch, ok := strings.Cut(r.PathValue("target"), "-")
+	id := r.PathValue("id")
+	sch, ok := s.schematic(w, r, id)
 	if !ok {
-		fail(w, http.StatusBadRequest, "want /pxe/ID/VERSION/PLATFORM-ARCH")
 		return
 	}
-	a, err := parseArtifact("cmdline-" + platformName + "-" + arch)
-	if err != nil {
-		fail(w, http.StatusBadRequest, "%v", err)
+	want, secureBoot := strings.CutSuffix(r.PathValue("target"), compose.SecureBootSuffix)
+	platformName, arch, ok := strings.Cut(want, "-")
+	if !ok {
+		fail(w, http.StatusBadRequest, "error parsing profile from path: invalid platform-arch: %q (want /pxe/ID/VERSION/PLATFORM-ARCH[-secureboot])", want)
 		return
 	}
-	sch, rel, rarch, ok := s.target(w, r, arch)
+	a, goArch, ok := s.artifactAsked(w, "cmdline-"+platformName+"-"+arch)
+	if !ok {
+		return
+	}
+	if secureBoot && s.o.SecureBoot == nil {
+		fail(w, http.StatusBadRequest, "error enhancing profile from schematic: secure boot is disabled (this factory has no Secure Boot key)")
+		return
+	}
+	rel, rarch, ok := s.target(w, r, sch, goArch)
 	if !ok {
 		return
 	}
@@ -894,16 +960,35 @@ func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		fail(w, http.StatusInternalServerError, "making the command line failed: %v", err)
+		s.failBuild(w, r, "cmdline-"+platformName+"-"+rarch, rel.Version, err)
 		return
 	}
-	base := s.o.ExternalURL
-	if base == "" {
-		base = "http://" + r.Host
-	}
-	base = strings.TrimSuffix(base, "/") + "/image/" + r.PathValue("id") + "/" + rel.Version + "/"
+	dir := s.pxeBase(r).JoinPath("image", id, TalosVersion(rel.Version))
+	file := func(name string) string { return dir.JoinPath(name).String() }
+	args := strings.TrimSpace(string(cmdline))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	fmt.Fprintf(w, "#!ipxe\nkernel %skernel-%s %s\ninitrd %sinitramfs-%s.xz\nboot\n", base, arch, strings.TrimSpace(string(cmdline)), base, arch)
+	if secureBoot {
+		fmt.Fprintf(w, "#!ipxe\n\nimgfree\nkernel %s %s\nboot\n", file(platformName+"-"+goArch+compose.SecureBootSuffix+"-uki.efi"), args)
+		return
+	}
+	fmt.Fprintf(w, "#!ipxe\n\nimgfree\nkernel %s %s\ninitrd %s\nboot\n", file("kernel-"+goArch), args, file("initramfs-"+goArch+".xz"))
+}
+
+// pxeBase is where iPXE fetches the files from: --external-url, else the
+// request's scheme and host. A request that logged in with a password
+// gets it in the URLs, as upstream embeds it, for iPXE to log in too.
+func (s *Server) pxeBase(r *http.Request) *url.URL {
+	u, err := url.Parse(s.o.ExternalURL)
+	if err != nil || s.o.ExternalURL == "" {
+		u = &url.URL{Scheme: "http", Host: r.Host}
+		if r.TLS != nil {
+			u.Scheme = "https"
+		}
+	}
+	if user, pass, ok := r.BasicAuth(); ok && user != "" && principalOf(r.Context()).user == user {
+		u.User = url.UserPassword(user, pass)
+	}
+	return u
 }
 
 // getSecureBootCert serves the certificate whose key signs the

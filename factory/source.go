@@ -53,12 +53,20 @@ type Release struct {
 // maxAsset bounds one boot asset or layer read into memory.
 const maxAsset = 8 << 30
 
-// Open verifies version in st with keys and reads its media parameters.
-// A release that does not verify is refused with every problem named.
+// Open verifies version in st with keys and reads its media parameters;
+// the version may be spelt either way (v1.11.0 or 1.11.0). A release that
+// does not verify is refused with every problem named.
 func Open(ctx context.Context, st oci.Store, version string, keys []signature.Verifier) (*Release, error) {
 	repos, err := release.Repositories(ctx, st, version)
 	if err != nil {
-		return nil, err
+		alt := storeVersion(ctx, st, nil, version)
+		if alt == version {
+			return nil, err
+		}
+		version = alt
+		if repos, err = release.Repositories(ctx, st, version); err != nil {
+			return nil, err
+		}
 	}
 	r := &Release{Store: st, Version: version, digests: map[string]string{}}
 	var vs []*release.Verification

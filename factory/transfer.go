@@ -25,6 +25,8 @@ const CachePrefix = "factory-cache/"
 // TransferOptions say what moves from one factory instance to another:
 // the verified release and the cache entries of its schematics.
 type TransferOptions struct {
+	// Version is the release's, either spelling; the report names the
+	// store's.
 	Version string
 	// Schematics are the IDs to carry; with Cached, every schematic with
 	// a cached entry of Version is carried too.
@@ -66,6 +68,7 @@ func Transfer(ctx context.Context, o TransferOptions) (*TransferReport, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	o.Version = storeVersion(ctx, o.FromRelease, o.SourceItems, o.Version)
 	rep := &TransferReport{Version: o.Version, Schematics: []string{}, Problems: []string{}}
 	relItems, cacheItems, err := o.items(ctx, rep)
 	if err != nil {
@@ -88,6 +91,31 @@ func Transfer(ctx context.Context, o TransferOptions) (*TransferReport, error) {
 	}
 	rep.OK = err == nil && len(rep.Problems) == 0
 	return rep, err
+}
+
+// storeVersion is the tag the source holds version v under, either
+// spelling (v1.11.0 or 1.11.0); v itself when none matches (the mirror
+// then says what is missing).
+func storeVersion(ctx context.Context, st oci.Store, items []release.Item, v string) string {
+	var tags []string
+	if items != nil {
+		for _, it := range items {
+			if it.Repo == release.RepoLock {
+				tags = append(tags, it.Tag)
+			}
+		}
+	} else if st != nil {
+		tags, _ = st.Tags(ctx, release.RepoLock)
+	}
+	if slices.Contains(tags, v) {
+		return v
+	}
+	for _, t := range tags {
+		if sameVersion(t, v) {
+			return t
+		}
+	}
+	return v
 }
 
 // items are what moves: the release's (nil: the mirror collects them) and
@@ -191,7 +219,7 @@ func SignEntry(ctx context.Context, signer *signing.Signer, st oci.Store, it rel
 		if err != nil {
 			return err
 		}
-		o.Identity = e.Artifact + "/" + e.Schematic + ":" + e.Version
+		o.Identity = e.Artifact + "/" + e.Schematic + ":" + TalosVersion(e.Version)
 		o.Claims = map[string]string{annInstallerKey: it.Tag}
 	}
 	_, err = signer.SignWith(ctx, st, it.Repo, d, o)

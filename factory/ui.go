@@ -447,7 +447,7 @@ func (s *Server) uiWizard(r *http.Request, p *uiPage) {
 		return gone
 	})
 	if len(dropped) > 0 {
-		p.Notices = append(p.Notices, uiM("ext.dropped", rel.Version, strings.Join(dropped, ", ")))
+		p.Notices = append(p.Notices, uiM("ext.dropped", TalosVersion(rel.Version), strings.Join(dropped, ", ")))
 	}
 	if at("args") || at("final") {
 		p.Step = "args"
@@ -461,7 +461,7 @@ func (s *Server) uiWizard(r *http.Request, p *uiPage) {
 // (ok false).
 func (s *Server) uiTarget(p *uiPage, want int) (*Release, string, platform.Platform, bool) {
 	st := &p.State
-	rel := s.served().releases[st.Version]
+	rel := s.available(st.Version)
 	if rel == nil {
 		p.fail(http.StatusNotFound, uiM("err.version", st.Version))
 		return nil, "", platform.Platform{}, false
@@ -472,7 +472,7 @@ func (s *Server) uiTarget(p *uiPage, want int) (*Release, string, platform.Platf
 	}
 	rarch := releaseArch(rel.Params.Architectures, st.Arch)
 	if rarch == "" {
-		p.fail(http.StatusNotFound, uiM("err.arch", rel.Version, st.Arch, strings.Join(rel.Params.Architectures, ", ")))
+		p.fail(http.StatusNotFound, uiM("err.arch", TalosVersion(rel.Version), st.Arch, strings.Join(rel.Params.Architectures, ", ")))
 		return nil, "", platform.Platform{}, false
 	}
 	if st.Platform == "" || want == slices.Index(uiSteps, "platform") {
@@ -510,17 +510,21 @@ func (s *Server) uiLoadSchematic(r *http.Request, p *uiPage) bool {
 
 func (s *Server) uiVersionStep(p *uiPage) {
 	p.Step = "version"
-	chosen := p.State.Version
-	if s.served().releases[chosen] == nil && len(s.served().versions) > 0 {
-		chosen = s.served().versions[len(s.served().versions)-1] // the newest by default
+	listed := s.listed()
+	chosen := s.available(p.State.Version)
+	if chosen == nil {
+		chosen = s.latest() // the newest stable by default
 	}
-	for _, v := range s.served().versions {
-		b := s.served().releases[v].Branch
-		i := slices.IndexFunc(p.Branches, func(x uiBranch) bool { return x.Name == b })
+	if chosen == nil && len(listed) > 0 {
+		chosen = listed[len(listed)-1]
+	}
+	for _, rel := range listed {
+		i := slices.IndexFunc(p.Branches, func(x uiBranch) bool { return x.Name == rel.Branch })
 		if i < 0 {
-			p.Branches, i = append(p.Branches, uiBranch{Name: b}), len(p.Branches)
+			p.Branches, i = append(p.Branches, uiBranch{Name: rel.Branch}), len(p.Branches)
 		}
-		p.Branches[i].Choices = append(p.Branches[i].Choices, uiChoice{Value: v, Label: v, Checked: v == chosen})
+		v := TalosVersion(rel.Version)
+		p.Branches[i].Choices = append(p.Branches[i].Choices, uiChoice{Value: v, Label: v, Checked: rel == chosen})
 	}
 }
 
@@ -600,7 +604,7 @@ func uiDownloads(p platform.Platform) []string {
 func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch string, plat platform.Platform) {
 	sch, st := p.Schematic, p.State
 	if e, missing := rel.Missing(sch.Customization.SystemExtensions.OfficialExtensions); missing {
-		p.fail(http.StatusBadRequest, uiM("err.ext.unknown", rel.Version, e))
+		p.fail(http.StatusBadRequest, uiM("err.ext.unknown", TalosVersion(rel.Version), e))
 		return
 	}
 	canon, err := sch.Canonical()
@@ -621,7 +625,8 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 	} else {
 		abs = "http://" + r.Host
 	}
-	img := "/image/" + st.SchematicID + "/" + rel.Version + "/"
+	version := TalosVersion(rel.Version)
+	img := "/image/" + st.SchematicID + "/" + version + "/"
 	file := func(name, key string) uiFile {
 		return uiFile{Name: name, Key: key, Href: base + img + name, Sig: s.o.Signer != nil}
 	}
@@ -631,10 +636,10 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 	}
 	f.Boot = []uiFile{file("kernel-"+arch, "final.kernel"), file("initramfs-"+arch+".xz", "final.initramfs"),
 		file("cmdline-"+plat.Name+"-"+arch, "final.cmdline")}
-	pxe := path.Join("/pxe", st.SchematicID, rel.Version, plat.Name+"-"+arch)
+	pxe := path.Join("/pxe", st.SchematicID, version, plat.Name+"-"+arch)
 	f.PXE, f.PXEText = base+pxe, abs+pxe
-	f.Installer = host + "/installer/" + st.SchematicID + ":" + rel.Version
-	f.PlatformInstaller = host + "/" + InstallerRepo(plat.Name) + "/" + st.SchematicID + ":" + rel.Version
+	f.Installer = host + "/installer/" + st.SchematicID + ":" + version
+	f.PlatformInstaller = host + "/" + InstallerRepo(plat.Name) + "/" + st.SchematicID + ":" + version
 	edit := uiState{Lang: st.Lang, Version: st.Version, Arch: st.Arch, Platform: st.Platform, Exts: sch.Extensions(),
 		Args: strings.Join(sch.Customization.ExtraKernelArgs, " ")}
 	f.Edit = p.link(edit, "extensions")
@@ -642,7 +647,7 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 		f.SigningKey = base + "/oci/cosign/signing-key.pub"
 	}
 	if s.o.SecureBoot != nil {
-		sb := &uiSecureBoot{Installer: host + "/" + installerKind{secureBoot: true}.repo() + "/" + st.SchematicID + ":" + rel.Version,
+		sb := &uiSecureBoot{Installer: host + "/" + installerKind{secureBoot: true}.repo() + "/" + st.SchematicID + ":" + version,
 			Cert: base + "/secureboot/signing-cert.pem"}
 		for _, d := range uiDownloads(plat) {
 			sb.Files = append(sb.Files, file(plat.Name+"-"+arch+compose.SecureBootSuffix+"."+d, "format."+d))
@@ -688,7 +693,7 @@ func (s *Server) postUISchematic(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, e := range st.Exts {
 		if !slices.Contains(rel.Extensions, e) {
-			p.fail(http.StatusBadRequest, uiM("err.ext.unknown", rel.Version, e))
+			p.fail(http.StatusBadRequest, uiM("err.ext.unknown", TalosVersion(rel.Version), e))
 			s.uiRender(w, p)
 			return
 		}

@@ -242,7 +242,7 @@ func TestUILanguage(t *testing.T) {
 func TestUISteps(t *testing.T) {
 	_, h := uiTestServer(t, "")
 	_, body := uiDo(t, h, "GET", "/?lang=ru", nil)
-	for _, want := range []string{"Ветка p10", "Ветка p11", `value="1.11.0" required checked`, `value="1.10.0" required>`,
+	for _, want := range []string{"Ветка p10", "Ветка p11", `value="v1.11.0" required checked`, `value="v1.10.0" required>`,
 		`<input type="hidden" name="lang" value="ru">`, `<input type="hidden" name="step" value="arch">`, `<link rel="stylesheet" href="/ui/style.css">`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("version step lacks %s:\n%s", want, body)
@@ -281,7 +281,7 @@ func TestUISteps(t *testing.T) {
 	}
 	// An extension of another release is dropped, with a notice.
 	_, body = uiDo(t, h, "GET", "/?version=1.10.0&arch=amd64&platform=metal&ext=zfs&ext=cri&step=args", nil)
-	if uiH1(body) != "Kernel arguments" || !strings.Contains(body, "Release 1.10.0 has no extension zfs") || !slices.Equal(uiFormValues(body)["ext"], []string{"cri"}) {
+	if uiH1(body) != "Kernel arguments" || !strings.Contains(body, "Release v1.10.0 has no extension zfs") || !slices.Equal(uiFormValues(body)["ext"], []string{"cri"}) {
 		t.Errorf("args step of another release:\n%s", body)
 	}
 	// A step whose choices are missing shows the first missing one.
@@ -304,7 +304,7 @@ func TestUIErrors(t *testing.T) {
 		ru    string
 	}{
 		{"version=9.9.9", 404, "Version “9.9.9” is not served by this factory.", "Версия «9.9.9» этой фабрикой не раздаётся."},
-		{"version=1.10.0&arch=arm64", 404, "Release 1.10.0 has no architecture “arm64” (it has x86_64).", "В выпуске 1.10.0 нет архитектуры «arm64» (есть: x86_64)."},
+		{"version=1.10.0&arch=arm64", 404, "Release v1.10.0 has no architecture “arm64” (it has x86_64).", "В выпуске v1.10.0 нет архитектуры «arm64» (есть: x86_64)."},
 		{"version=1.11.0&arch=amd64&platform=mars", 404, "There is no platform “mars”", "Платформы «mars» нет"},
 		{"schematic-id=" + strings.Repeat("0", 64), 404, "This factory knows no schematic 000", "Схема 000"},
 		{"schematic-id=..%2Fetc", 400, "“../etc” is not a schematic ID", "«../etc» — не идентификатор схемы"},
@@ -335,7 +335,7 @@ func TestUIErrors(t *testing.T) {
 		t.Errorf("POST too large: %d\n%s", resp.StatusCode, body)
 	}
 	bad := url.Values{"version": {"1.11.0"}, "arch": {"amd64"}, "platform": {"metal"}, "ext": {"gpu-magic"}, "lang": {"ru"}}
-	if resp, body := uiDo(t, h, "POST", "/ui/schematic", bad); resp.StatusCode != 400 || !strings.Contains(body, "В выпуске 1.11.0 нет расширения «gpu-magic».") {
+	if resp, body := uiDo(t, h, "POST", "/ui/schematic", bad); resp.StatusCode != 400 || !strings.Contains(body, "В выпуске v1.11.0 нет расширения «gpu-magic».") {
 		t.Errorf("POST with an unknown extension: %d\n%s", resp.StatusCode, body)
 	}
 }
@@ -401,18 +401,18 @@ func TestUIRoundTrip(t *testing.T) {
 		loc = strings.TrimPrefix(loc, "/f")
 		resp, body := uiDo(t, h, "GET", loc, nil, "Host", "factory.test:8080")
 		canon, _ := want.Canonical()
-		img := prefix + "/image/" + id + "/1.11.0/"
+		img := prefix + "/image/" + id + "/v1.11.0/"
 		host := "factory.test:8080"
 		if ext != "" {
 			host = "factory.example.org"
 		}
-		pxe := map[bool]string{true: "http://factory.test:8080/pxe/", false: prefix + "/pxe/"}[ext == ""] + id + "/1.11.0/metal-amd64"
+		pxe := map[bool]string{true: "http://factory.test:8080/pxe/", false: prefix + "/pxe/"}[ext == ""] + id + "/v1.11.0/metal-amd64"
 		for _, w := range []string{
 			`<h1>Ваш образ</h1>`, `<code class="id" id="schematic-id">` + id + `</code>`, html.EscapeString(string(canon)),
 			`href="` + img + `metal-amd64.iso"`, `href="` + img + `metal-amd64.iso.sha256"`, `href="` + img + `metal-amd64.raw.zst"`,
 			`href="` + img + `metal-amd64.qcow2.sha512"`, `href="` + img + `kernel-amd64"`, `href="` + img + `initramfs-amd64.xz"`,
-			`href="` + img + `cmdline-metal-amd64"`, `<a href="` + map[bool]string{true: "/pxe/" + id + "/1.11.0/metal-amd64", false: pxe}[ext == ""] + `" id="pxe">` + pxe + `</a>`,
-			`<code id="installer">` + host + `/installer/` + id + `:1.11.0</code>`, "<dd>cri, zfs</dd>", "<code>console=ttyS0 nodeforge.dashboard=off</code>",
+			`href="` + img + `cmdline-metal-amd64"`, `<a href="` + map[bool]string{true: "/pxe/" + id + "/v1.11.0/metal-amd64", false: pxe}[ext == ""] + `" id="pxe">` + pxe + `</a>`,
+			`<code id="installer">` + host + `/installer/` + id + `:v1.11.0</code>`, "<dd>cri, zfs</dd>", "<code>console=ttyS0 nodeforge.dashboard=off</code>",
 			`<link rel="stylesheet" href="` + strings.TrimPrefix(prefix, "https://factory.example.org") + `/ui/style.css">`,
 		} {
 			if !strings.Contains(body, w) {
@@ -455,7 +455,7 @@ func TestUIReload(t *testing.T) {
 		t.Fatalf("reload:\n%s", body)
 	}
 	// Walk the forms as a browser would.
-	for i, choose := range []url.Values{{"version": {"1.10.0"}}, {"arch": {"amd64"}}, {"platform": {"aws"}}} {
+	for i, choose := range []url.Values{{"version": {"v1.10.0"}}, {"arch": {"amd64"}}, {"platform": {"aws"}}} {
 		v := uiFormValues(body)
 		for k, vs := range choose {
 			v[k] = vs
@@ -465,7 +465,7 @@ func TestUIReload(t *testing.T) {
 			t.Errorf("step %d lost the schematic: %v", i, v)
 		}
 	}
-	for _, w := range []string{"<h1>Your image</h1>", def, "This is the standard image", `href="/image/` + def + `/1.10.0/aws-amd64.raw.xz"`} {
+	for _, w := range []string{"<h1>Your image</h1>", def, "This is the standard image", `href="/image/` + def + `/v1.10.0/aws-amd64.raw.xz"`} {
 		if !strings.Contains(body, w) {
 			t.Errorf("reloaded final page lacks %s:\n%s", w, body)
 		}
@@ -488,10 +488,10 @@ func TestUISecureBoot(t *testing.T) {
 	}
 	s.o.SecureBoot = &secureboot.Signing{}
 	_, body := uiDo(t, h, "GET", final, nil, "Host", "factory.test:8080")
-	img := `href="/image/` + def + `/1.11.0/`
+	img := `href="/image/` + def + `/v1.11.0/`
 	for _, w := range []string{"<h2>Secure Boot</h2>", img + `metal-amd64-secureboot.iso"`, img + `metal-amd64-secureboot.raw.zst.sha256"`,
 		img + `metal-amd64-secureboot-uki.efi"`, `<a href="/secureboot/signing-cert.pem" id="secureboot-cert">`,
-		`<code id="secureboot-installer">factory.test:8080/installer-secureboot/` + def + `:1.11.0</code>`} {
+		`<code id="secureboot-installer">factory.test:8080/installer-secureboot/` + def + `:v1.11.0</code>`} {
 		if !strings.Contains(body, w) {
 			t.Errorf("the final page lacks %s:\n%s", w, body)
 		}

@@ -15,7 +15,8 @@ import (
 
 // WarmOptions say what Warm builds ahead of the requests.
 type WarmOptions struct {
-	// Version is a version the factory serves.
+	// Version is a version the factory serves, either spelling (v1.11.0
+	// or 1.11.0).
 	Version string
 	// Schematics are IDs of schematics in the cache store.
 	Schematics []string
@@ -65,9 +66,16 @@ type warmTarget struct {
 // platform and artifact name. One artifact at a time: counts of built
 // and cached are exact as long as nothing else builds on this Server.
 func (s *Server) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
-	rel := s.served().releases[o.Version]
+	rel := s.served().find(o.Version)
 	if rel == nil {
-		return nil, fmt.Errorf("version %q is not served (served: %s)", o.Version, strings.Join(s.served().versions, ", "))
+		var served []string
+		for _, v := range s.served().versions {
+			served = append(served, TalosVersion(v))
+		}
+		return nil, fmt.Errorf("version %q is not served (served: %s)", o.Version, strings.Join(served, ", "))
+	}
+	if s.broken(rel.Version) {
+		return nil, fmt.Errorf("version %s is marked broken: the factory does not serve it", TalosVersion(rel.Version))
 	}
 	if s.o.Signer == nil {
 		return nil, errors.New("without a signing key nothing is cached: warming would build for nothing")
@@ -87,6 +95,7 @@ func (s *Server) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The release's spelling, as the cache entries (and gc) name it.
 	rep := &WarmReport{Version: rel.Version, Items: []WarmItem{}}
 	for i, sch := range schs {
 		for _, t := range plan {
@@ -114,7 +123,7 @@ func (s *Server) warmOne(ctx context.Context, rel *Release, sch *schematic.Schem
 	before, start := s.built.Load(), time.Now()
 	out := t.a.output()
 	if t.installer {
-		it.Artifact, out = InstallerRepo(t.a.platform)+"/"+id+":"+rel.Version, compose.Output{Kind: "installer"}
+		it.Artifact, out = InstallerRepo(t.a.platform)+"/"+id+":"+TalosVersion(rel.Version), compose.Output{Kind: "installer"}
 	}
 	// What a request would refuse (400), warming refuses by the same words.
 	err := unhonoured(rel, sch, out, rel.Version)

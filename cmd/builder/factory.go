@@ -40,7 +40,7 @@ func newFactoryCmd() *cobra.Command {
 // under the same names.
 type serveFlags struct {
 	config                                                             string
-	stores, keys, login                                                []string
+	stores, keys, login, brokenVersions, allowedOrigins                []string
 	cache, listen, metricsListen, external, signingKey, secureBootKeys string
 	tlsCert, tlsKey, htpasswd, tokens                                  string
 	maxBuilds, maxQueue, buildBurst                                    int
@@ -117,6 +117,8 @@ func factoryServeCommand() (*cobra.Command, *serveFlags) {
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "a keep-alive connection idle this long is closed")
 	fl.IntVar(&f.maxConnections, "max-connections", 1024, "connections served at once; more wait to be accepted")
 	fl.DurationVar(&f.verifyInterval, "verify-interval", 10*time.Minute, "a cached artifact in a layout cache is hashed again when it changed or was last hashed longer ago than this (a registry's are verified as they stream)")
+	fl.StringSliceVar(&f.brokenVersions, "broken-version", nil, "a version (v1.11.0 or 1.11.0) marked broken: not listed, not served, never latest; /versions?broken=true lists them")
+	fl.StringSliceVar(&f.allowedOrigins, "allowed-origin", []string{"*"}, "origins whose pages may download across sites (CORS): * or SCHEME://HOST[:PORT], one * standing for any part")
 	return cmd, f
 }
 
@@ -126,9 +128,13 @@ curl recipes and talosctl work) from releases published by builder release:
   POST /schematics                          a schematic (YAML or JSON, at most
                                             64 KiB) -> 201 {"id", "schematic"}
   GET  /schematics/ID                       its canonical YAML
-  GET  /versions[?branch=B]                 the versions served
+  GET  /versions[?branch=B]                 the versions served, Talos's way
+                                            (["v1.11.0-demo"]), broken ones
+                                            left out; ?broken=true: those
   GET  /version/V/extensions/official       the release's extensions
-  GET  /image/ID/V/ARTIFACT[.sha256|.sha512|.sig]
+  GET  /version/V/overlays/official         [] (releases ship no overlays)
+  GET  /talosctl/V                          404: releases ship no talosctl
+  GET  /image/ID/V/ARTIFACT[.sha256|.sha512|.sig][?filename=NAME]
                                             kernel-ARCH, initramfs-ARCH.xz,
                                             cmdline-PLATFORM-ARCH,
                                             PLATFORM-ARCH.{iso,raw,qcow2,vhd,
@@ -141,7 +147,8 @@ curl recipes and talosctl work) from releases published by builder release:
   GET  /oci/cosign/signing-key.pub          that key
   GET  /secureboot/signing-cert.pem         the certificate of --secureboot's
                                             db key, which signs those media
-  GET  /pxe/ID/V/PLATFORM-ARCH              an iPXE script pointing back here
+  GET  /pxe/ID/V/PLATFORM-ARCH[-secureboot] upstream's iPXE script, pointing
+                                            back here
   GET  /healthz, /readyz                    liveness; readiness: the versions
                                             served, then a line for each store
                                             or version not served, and why
@@ -152,12 +159,22 @@ curl recipes and talosctl work) from releases published by builder release:
   GET  /v2/...                              a read-only OCI registry of the
                                             schematic's installer images,
                                             installer/ID:V and
-                                            PLATFORM-installer/ID:V, built on
+                                            PLATFORM-installer/ID:V (V also
+                                            latest: the newest stable), built on
                                             demand as multi-arch indexes and
                                             signed by the factory's key (cosign
                                             verify --key signing-key.pub), and
                                             extensions/NAME:V, each release's
                                             extension images as it signed them
+
+V is a version either way, v1.11.0-demo (Talos's, what the factory lists and
+links) or 1.11.0-demo (the release's); --broken-version marks one broken, as
+upstream: not listed, not served, never latest. Answers carry a Server header
+naming the factory, each artifact's media type and a Content-Disposition
+(?filename= renames the download), and CORS headers for the --allowed-origin
+pages (default any, as upstream; GET and HEAD, preflights answered without a
+login). Errors are upstream's status codes and, where clients match on them,
+its words (404 schematic ID "X" not found).
 
 STORE is docker://HOST[:PORT]/PREFIX or oci:DIR; every version in it (the tags
 of its lock repository) is verified with the keys at start, and one that fails
@@ -397,7 +414,7 @@ func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) 
 	o := factory.ServerOptions{Releases: rs, Cache: cache, ExternalURL: f.external, Work: work, Log: log, BuilderVersion: selfDigest(),
 		MaxBuilds: f.maxBuilds, MaxQueue: f.maxQueue, BuildTimeout: f.buildTimeout,
 		MaxSchematics: f.maxSchematics, BodyTimeout: f.bodyTimeout, IdleTimeout: f.idleTimeout, MaxConnections: f.maxConnections,
-		VerifyInterval: f.verifyInterval,
+		VerifyInterval: f.verifyInterval, BrokenVersions: f.brokenVersions, AllowedOrigins: f.allowedOrigins,
 		Access: factory.Access{Login: f.login, BuildRate: f.buildRate, BuildBurst: f.buildBurst,
 			SchematicRate: f.schematicRate, SchematicBurst: f.schematicBurst}}
 	if f.htpasswd != "" || f.tokens != "" {

@@ -68,6 +68,8 @@ tokens: tokens
 login: [build, metrics]
 ca-file: ca.pem
 allow-http: true
+broken-versions: [v1.10.0, 1.10.1]
+allowed-origins: https://ui.example
 `), 0o644)
 	settle := func(args ...string) (*serveFlags, error) {
 		cmd, f := factoryServeCommand()
@@ -91,6 +93,7 @@ allow-http: true
 		{f.buildTimeout, 90 * time.Second}, {f.buildRate, 0.0}, {f.buildBurst, 2}, {f.tlsCert, in("tls/cert.pem")},
 		{f.tlsKey, "/etc/tls/key.pem"}, {f.htpasswd, in("htpasswd")}, {f.tokens, in("tokens")},
 		{strings.Join(f.login, ","), "build,metrics"}, {f.sf.caFile, in("ca.pem")}, {f.sf.allowHTTP, true},
+		{strings.Join(f.brokenVersions, ","), "v1.10.0,1.10.1"}, {strings.Join(f.allowedOrigins, ","), "https://ui.example"},
 	} {
 		if c.got != c.want {
 			t.Errorf("from the file: %v, want %v", c.got, c.want)

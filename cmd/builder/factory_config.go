@@ -15,7 +15,9 @@ import (
 )
 
 // factoryConfig is factory serve's --config file: every flag, under the
-// flag's name. Relative paths are the file's directory's.
+// flag's name (broken-versions and allowed-origins, lists, for
+// --broken-version and --allowed-origin). Relative paths are the file's
+// directory's.
 type factoryConfig struct {
 	Release        []factoryRelease `yaml:"release"`
 	Key            stringList       `yaml:"key"`
@@ -45,6 +47,8 @@ type factoryConfig struct {
 	Login          stringList       `yaml:"login"`
 	CAFile         string           `yaml:"ca-file"`
 	AllowHTTP      *bool            `yaml:"allow-http"`
+	BrokenVersions stringList       `yaml:"broken-versions"`
+	AllowedOrigins stringList       `yaml:"allowed-origins"`
 }
 
 // factoryRelease is a release store with the keys it must verify with
@@ -152,6 +156,7 @@ func (c *factoryConfig) apply(fl *pflag.FlagSet) error {
 		{"tls-cert", one(c.TLSCert)}, {"tls-key", one(c.TLSKey)}, {"insecure-listen", ptr(c.InsecureListen)},
 		{"htpasswd", one(c.Htpasswd)}, {"tokens", one(c.Tokens)}, {"login", c.Login},
 		{"ca-file", one(c.CAFile)}, {"allow-http", ptr(c.AllowHTTP)},
+		{"broken-version", c.BrokenVersions}, {"allowed-origin", c.AllowedOrigins},
 	} {
 		// A command without the flag (warm and gc take only the stores'
 		// flags) reads the file for what it takes.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/ocilayout"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
@@ -137,10 +138,12 @@ func (f *factoryFixture) cliInstallers(t *testing.T, schYAML, platformName strin
 }
 
 // TestFactoryRegistry: the /v2/ front serves a schematic's installer
-// images as the CLI writes them: crane and skopeo pull them, crane
-// validates them, stock cosign verifies them with the factory's key; the
-// second pull builds nothing; what is not an installer of a known
-// schematic and version is a registry error.
+// images as the CLI writes them: crane and skopeo pull them by Talos's
+// reference (installer/ID:v1.11.0-demo), the release's spelling and
+// latest, crane validates them, stock cosign verifies them with the
+// factory's key and the identity users pull; the second pull builds
+// nothing; what is not an installer of a known schematic and version is a
+// registry error.
 func TestFactoryRegistry(t *testing.T) {
 	f := newFactoryFixture(t)
 	schYAML := "customization:\n  extraKernelArgs: [console=ttyS0]\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n"
@@ -150,12 +153,14 @@ func TestFactoryRegistry(t *testing.T) {
 		t.Fatalf("builder image --kind installer wrote %v", want)
 	}
 	for name, digest := range want {
-		ref := f.host + "/" + name + "/" + id + ":1.11.0-demo"
+		ref := f.host + "/" + name + "/" + id + ":v1.11.0-demo"
 		if got := strings.TrimSpace(judge(t, "crane", "digest", "--insecure", ref)); got != digest {
 			t.Errorf("crane digest %s = %s, builder image wrote %s", ref, got, digest)
 		}
 		judge(t, "crane", "validate", "--insecure", "--remote", ref)
-		judge(t, "cosign", "verify", "--key", f.d.devPub, "--insecure-ignore-tlog", "--allow-http-registry", "--allow-insecure-registry", ref)
+		if out := judge(t, "cosign", "verify", "--key", f.d.devPub, "--insecure-ignore-tlog", "--allow-http-registry", "--allow-insecure-registry", ref); !strings.Contains(out, `"docker-reference":"`+ref+`"`) {
+			t.Errorf("cosign verify %s: the signature claims another identity:\n%s", ref, out)
+		}
 		// skopeo 1.9 refuses --preserve-digests for any index; the copy
 		// keeps the digest all the same.
 		dst := filepath.Join(t.TempDir(), "copy")
@@ -175,6 +180,16 @@ func TestFactoryRegistry(t *testing.T) {
 		t.Errorf("%d builds for two installers", builds)
 	}
 	judge(t, "crane", "pull", "--insecure", "--format", "oci", f.host+"/installer/"+id+":1.11.0-demo", t.TempDir())
+	talos := f.host + "/installer/" + id + ":v1.11.0-demo"
+	if a, b := judge(t, "crane", "manifest", "--insecure", talos), judge(t, "crane", "manifest", "--insecure", f.host+"/installer/"+id+":1.11.0-demo"); a != b || digest.OCI([]byte(a)).String() != want["installer"] {
+		t.Errorf("crane manifest %s:\n%s\nthe release's spelling:\n%s", talos, a, b)
+	}
+	// latest: the newest stable version (the demo's only one).
+	latest := filepath.Join(t.TempDir(), "latest")
+	judge(t, "skopeo", "copy", "--all", "--src-tls-verify=false", "docker://"+f.host+"/installer/"+id+":latest", "oci:"+latest+":latest")
+	if b, err := os.ReadFile(filepath.Join(latest, "index.json")); err != nil || !strings.Contains(string(b), want["installer"]) {
+		t.Errorf("skopeo copy --all installer/ID:latest: %v %s, want %s", err, b, want["installer"])
+	}
 	if got := f.srv.Stats().Builds; got != builds {
 		t.Errorf("pulling a cached installer built %d more", got-builds)
 	}
@@ -185,6 +200,7 @@ func TestFactoryRegistry(t *testing.T) {
 		code         string
 	}{
 		{"GET", "/v2/", 200, ""},
+		{"GET", "/v2", 200, ""},
 		{"GET", "/v2/installer/" + strings.Repeat("0", 64) + "/manifests/1.11.0-demo", 404, "NAME_UNKNOWN"},
 		{"GET", "/v2/installer/" + id + "/manifests/9.9.9", 404, "MANIFEST_UNKNOWN"},
 		{"GET", "/v2/nosuch-installer/" + id + "/manifests/1.11.0-demo", 404, "NAME_UNKNOWN"},
@@ -244,7 +260,7 @@ var conformanceLine = regexp.MustCompile(`(?m)^\s*(OCI Conformance Test[^:\n]*):
 func TestFactoryConformance(t *testing.T) {
 	f := newFactoryFixture(t)
 	id := f.postSchematic(t, "customization:\n  systemExtensions:\n    officialExtensions: [zfs]\n")
-	ref := f.host + "/installer/" + id + ":1.11.0-demo"
+	ref := f.host + "/installer/" + id + ":v1.11.0-demo" // the tag tags/list gives
 	index := strings.TrimSpace(judge(t, "crane", "digest", "--insecure", ref))
 	var m struct{ Manifests []struct{ Digest string } }
 	json.Unmarshal([]byte(judge(t, "crane", "manifest", "--insecure", ref)), &m)
@@ -263,10 +279,10 @@ func TestFactoryConformance(t *testing.T) {
 		}
 	}
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
-	judge(t, "crane", "copy", "--insecure", ref, reg.Host+"/installer/"+id+":1.11.0-demo")
+	judge(t, "crane", "copy", "--insecure", ref, reg.Host+"/installer/"+id+":v1.11.0-demo")
 
-	ours, ourReport := conformance(t, f.host, "installer/"+id, "1.11.0-demo", manifests, blobs)
-	theirs, theirReport := conformance(t, reg.Host, "installer/"+id, "1.11.0-demo", manifests, blobs)
+	ours, ourReport := conformance(t, f.host, "installer/"+id, "v1.11.0-demo", manifests, blobs)
+	theirs, theirReport := conformance(t, reg.Host, "installer/"+id, "v1.11.0-demo", manifests, blobs)
 	passed := 0
 	for name, st := range theirs {
 		if st != "Pass" {

@@ -77,17 +77,21 @@ func TestFactoryServe(t *testing.T) {
 			want[n] = data
 		}
 	}
-	base := "/image/" + wantID + "/1.11.0-demo/"
+	// Talos's spelling of the version, and (every other file) the release's.
+	base := "/image/" + wantID + "/v1.11.0-demo/"
 	served := 0
 	for i, file := range slices.Sorted(maps.Keys(want)) {
 		if strings.HasPrefix(file, "ipxe-") {
 			continue // served at /pxe/, pointing back here
 		}
-		url := file
+		url := base + file
 		if i%2 == 0 {
-			url = strings.Replace(file, "x86_64", "amd64", 1)
+			url = base + strings.Replace(file, "x86_64", "amd64", 1)
 		}
-		resp, b := get("GET", base+url, nil)
+		if i%3 == 0 {
+			url = strings.Replace(url, "/v1.11.0-demo/", "/1.11.0-demo/", 1)
+		}
+		resp, b := get("GET", url, nil)
 		if resp.StatusCode != 200 || !bytes.Equal(b, want[file]) {
 			t.Errorf("%s: %d, %d bytes; builder image wrote %d bytes", url, resp.StatusCode, len(b), len(want[file]))
 		}
@@ -188,12 +192,16 @@ func TestFactoryServe(t *testing.T) {
 		t.Errorf("20 concurrent requests for one artifact: %d builds", st.Builds-before.Builds)
 	}
 
-	// PXE, versions, extensions, readiness.
-	if resp, b := get("GET", "/pxe/"+wantID+"/1.11.0-demo/metal-amd64", nil); resp.StatusCode != 200 ||
-		!strings.Contains(string(b), "kernel "+hs.URL+base+"kernel-amd64 ") || !strings.Contains(string(b), "nodeforge.platform=metal console=ttyS0\n") {
-		t.Errorf("pxe: %d\n%s", resp.StatusCode, b)
+	// PXE (upstream's script byte for byte, the version Talos's however
+	// asked), versions, extensions, readiness.
+	cmdline := strings.TrimSpace(string(want["cmdline-metal-x86_64"]))
+	pxe := "#!ipxe\n\nimgfree\nkernel " + hs.URL + base + "kernel-amd64 " + cmdline + "\ninitrd " + hs.URL + base + "initramfs-amd64.xz\nboot\n"
+	for _, v := range []string{"1.11.0-demo", "v1.11.0-demo"} {
+		if resp, b := get("GET", "/pxe/"+wantID+"/"+v+"/metal-x86_64", nil); resp.StatusCode != 200 || string(b) != pxe || cmdline == "" {
+			t.Errorf("pxe of %s: %d\n%q\nwant\n%q", v, resp.StatusCode, b, pxe)
+		}
 	}
-	if _, b := get("GET", "/versions", nil); strings.TrimSpace(string(b)) != `["1.11.0-demo"]` {
+	if _, b := get("GET", "/versions", nil); strings.TrimSpace(string(b)) != `["v1.11.0-demo"]` {
 		t.Errorf("versions: %s", b)
 	}
 	if _, b := get("GET", "/versions?branch=p10", nil); strings.TrimSpace(string(b)) != `[]` {
@@ -226,12 +234,13 @@ func TestFactoryServe(t *testing.T) {
 		{"POST", "/schematics", []byte("owner: alice\n"), 400, "owner field is only supported in Enterprise edition"},
 		{"GET", "/image/" + magicID + "/1.11.0-demo/metal-amd64.iso", nil, 400, `official extension "gpu-magic" is not available for Talos version 1.11.0-demo`},
 		{"GET", "/schematics/" + strings.Repeat("0", 64), nil, 404, "not found"},
-		{"GET", "/schematics/..%2f..%2fetc", nil, 400, "not a schematic ID"},
+		{"GET", "/schematics/..%2f..%2fetc", nil, 404, `schematic ID "../../etc" not found`},
 		{"GET", base + "metal-amd64.exe", nil, 400, "not an artifact"},
 		{"GET", base + "mars-amd64.iso", nil, 400, "unknown platform"},
 		{"GET", base + "metal-arm64.iso", nil, 404, "no architecture arm64"},
 		{"GET", base + "metal-amd64.qcow2.xz", nil, 400, "not compressed further"},
-		{"GET", "/image/" + wantID + "/9.9.9/kernel-amd64", nil, 404, "not served"},
+		{"GET", "/image/" + wantID + "/9.9.9/kernel-amd64", nil, 404, "version 9.9.9 is not available"},
+		{"GET", base + "metal-mips.iso", nil, 400, `invalid architecture: "mips"`},
 	} {
 		resp, b := get(c.method, c.path, c.body)
 		if resp.StatusCode != c.code || !strings.Contains(string(b), c.says) {

@@ -263,7 +263,7 @@ func sealTransfer(ctx context.Context, o factory.TransferOptions, rep *factory.T
 	for _, it := range items[len(rep.Release.Items):] {
 		mrep.Items = append(mrep.Items, release.Parity{Item: it})
 	}
-	mo := release.MirrorOptions{Version: o.Version, From: o.FromRelease, To: o.ToRelease}
+	mo := release.MirrorOptions{Version: rep.Version, From: o.FromRelease, To: o.ToRelease}
 	info, err := sealArchive(mo, mrep, dst, e.staging, sealInputs{signer: signer}, 0, logf)
 	if err != nil {
 		return err

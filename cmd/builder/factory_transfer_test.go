@@ -123,7 +123,8 @@ func TestFactoryTransfer(t *testing.T) {
 	}
 	to := external.Host + "/nodeforge/p11"
 	report := filepath.Join(t.TempDir(), "report.json")
-	if out, err := runBuilder(t, "factory", "transfer", "--version", "1.11.0-demo", "--cached", "--key", d.devPub, "--report", report,
+	// Talos's spelling of the version names the release's tag.
+	if out, err := runBuilder(t, "factory", "transfer", "--version", "v1.11.0-demo", "--cached", "--key", d.devPub, "--report", report,
 		"docker://"+from, "docker://"+to); err != nil {
 		t.Fatalf("transfer: %v\n%s", err, out)
 	}
@@ -166,7 +167,7 @@ func TestFactoryTransfer(t *testing.T) {
 		t.Fatalf("transfer to an archive: %v\n%s", err, out)
 	}
 	perimeter := testutil.StartRegistry(t, testutil.RegistryOptions{})
-	if out, err := runBuilder(t, "factory", "transfer", "--version", "1.11.0-demo", "--cached", "--key", d.devPub,
+	if out, err := runBuilder(t, "factory", "transfer", "--version", "v1.11.0-demo", "--cached", "--key", d.devPub,
 		"oci-archive:"+archive, "docker://"+perimeter.Host+"/nodeforge/p11"); err != nil {
 		t.Fatalf("transfer from the archive: %v\n%s", err, out)
 	}

@@ -198,7 +198,7 @@ func checkFinalLinks(t *testing.T, base string, p *uiPageInfo, w uiWalk) {
 		}
 		return answer{resp.StatusCode, resp.Header.Get("ETag"), hex.EncodeToString(h.Sum(nil)), head.String()}, nil
 	}
-	img := base + "/image/" + p.ID + "/1.11.0-demo/"
+	img := base + "/image/" + p.ID + "/v1.11.0-demo/"
 	var urls, artifacts []string
 	for _, l := range p.Links {
 		if slices.Contains(urls, l.Href) {
@@ -256,10 +256,10 @@ func checkFinalLinks(t *testing.T, base string, p *uiPageInfo, w uiWalk) {
 	if yaml := answers[base+"/schematics/"+p.ID].text; yaml != p.YAML {
 		t.Errorf("the page's schematic:\n%s\nthe API's:\n%s", p.YAML, yaml)
 	}
-	if want := strings.TrimPrefix(base, "http://") + "/installer/" + p.ID + ":1.11.0-demo"; p.Installer != want {
+	if want := strings.TrimPrefix(base, "http://") + "/installer/" + p.ID + ":v1.11.0-demo"; p.Installer != want {
 		t.Errorf("installer %q, want %q", p.Installer, want)
 	}
-	if want := base + "/pxe/" + p.ID + "/1.11.0-demo/" + w.platform + "-amd64"; p.PXE != want || !slices.Contains(urls, want) {
+	if want := base + "/pxe/" + p.ID + "/v1.11.0-demo/" + w.platform + "-amd64"; p.PXE != want || !slices.Contains(urls, want) {
 		t.Errorf("PXE link %q, want %q", p.PXE, want)
 	}
 }

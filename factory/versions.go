@@ -1,0 +1,156 @@
+package factory
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/nodeforge/builder/pkgbase/evr"
+)
+
+// Talos writes its versions with a "v" (v1.11.0) and so do upstream's
+// factory and talosctl; a release's version is its spec's (1.11.0-demo).
+// Every route and tag takes either spelling; what the factory lists and
+// links is Talos's.
+
+// TalosVersion is a version as Talos writes it: "v" first.
+func TalosVersion(v string) string { return "v" + strings.TrimPrefix(v, "v") }
+
+// sameVersion says whether two spellings name one version.
+func sameVersion(a, b string) bool { return strings.TrimPrefix(a, "v") == strings.TrimPrefix(b, "v") }
+
+// find is the release a client's version names (either spelling), or nil.
+func (c *catalog) find(v string) *Release {
+	if rel := c.releases[v]; rel != nil {
+		return rel
+	}
+	for _, k := range c.versions {
+		if sameVersion(k, v) {
+			return c.releases[k]
+		}
+	}
+	return nil
+}
+
+// checkBrokenVersions refuses a broken-version entry that names nothing.
+func checkBrokenVersions(vs []string) error {
+	for _, v := range vs {
+		if strings.TrimPrefix(v, "v") == "" || strings.ContainsAny(v, " \t\n/") {
+			return fmt.Errorf("broken version %q: not a version", v)
+		}
+	}
+	return nil
+}
+
+// broken says whether the operator marked a version broken: as upstream,
+// a broken version is neither listed nor served (its entries stay, so
+// unmarking it serves them again).
+func (s *Server) broken(v string) bool {
+	return slices.ContainsFunc(s.o.BrokenVersions, func(b string) bool { return sameVersion(b, v) })
+}
+
+// available is the release a client's version names when it is served
+// and not broken, or nil.
+func (s *Server) available(v string) *Release {
+	rel := s.served().find(v)
+	if rel == nil || s.broken(rel.Version) {
+		return nil
+	}
+	return rel
+}
+
+// listed are the releases /versions lists, oldest first.
+func (s *Server) listed() []*Release {
+	c := s.served()
+	var out []*Release
+	for _, v := range c.versions {
+		if !s.broken(v) {
+			out = append(out, c.releases[v])
+		}
+	}
+	slices.SortFunc(out, func(a, b *Release) int { return compareVersions(a.Version, b.Version) })
+	return out
+}
+
+// latest is the release the "latest" tag names: the newest listed that
+// is not a pre-release, as upstream picks it; nil when there is none.
+func (s *Server) latest() *Release {
+	rels := s.listed()
+	for i := len(rels) - 1; i >= 0; i-- {
+		if !prerelease(rels[i].Version) {
+			return rels[i]
+		}
+	}
+	return nil
+}
+
+// versionTags are the tags of a schematic's installer repositories: the
+// listed versions, Talos's way, and latest when there is one.
+func (s *Server) versionTags() []string {
+	tags := []string{}
+	for _, rel := range s.listed() {
+		tags = append(tags, TalosVersion(rel.Version))
+	}
+	if s.latest() != nil {
+		tags = append(tags, "latest")
+	}
+	return tags
+}
+
+// preKinds are the pre-release suffixes Talos publishes (v1.12.0-alpha.1,
+// -beta.0, -rc.2); any other suffix (1.11.0-demo) names a build of the
+// release, not a version before it.
+var preKinds = []string{"alpha", "beta", "rc"}
+
+// prerelease says whether v is a pre-release.
+func prerelease(v string) bool {
+	_, suffix, ok := strings.Cut(strings.TrimPrefix(v, "v"), "-")
+	if !ok {
+		return false
+	}
+	for _, k := range preKinds {
+		if rest, ok := strings.CutPrefix(suffix, k); ok && (rest == "" || rest[0] == '.' || rest[0] >= '0' && rest[0] <= '9') {
+			return true
+		}
+	}
+	return false
+}
+
+// compareVersions orders versions as rpm does (the order gc keeps
+// versions by), a pre-release before its release (1.12.0-rc.1 < 1.12.0,
+// as semver); equal ones by their spelling, so the order is total.
+func compareVersions(a, b string) int {
+	key := func(v string) string {
+		v = strings.TrimPrefix(v, "v")
+		if prerelease(v) {
+			v = strings.Replace(v, "-", "~", 1) // rpm's "before the release"
+		}
+		return v
+	}
+	if c := evr.Vercmp(evr.RPM, key(a), key(b)); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}
+
+// getOverlays lists a version's official overlays: none, for a release
+// ships no board overlay images (a schematic naming one is refused when
+// its media are asked for); 200 [] as upstream answers a version without
+// overlays.
+func (s *Server) getOverlays(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.release(w, r.PathValue("version")); !ok {
+		return
+	}
+	writeJSON(w, []struct{}{})
+}
+
+// getTalosctl answers /talosctl/V and its files: a release ships no
+// talosctl binaries, so 404 as upstream answers a version without them.
+func (s *Server) getTalosctl(w http.ResponseWriter, r *http.Request) {
+	rel, ok := s.release(w, r.PathValue("version"))
+	if !ok {
+		return
+	}
+	fail(w, http.StatusNotFound, "talosctl is not available for version %s: the release ships no talosctl binaries", TalosVersion(rel.Version))
+}
