@@ -305,6 +305,9 @@ func call(t *testing.T, c *http.Client, method, url, body string, login ...strin
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	var hdr strings.Builder
+	resp.Header.Write(&hdr)
+	testutil.CheckNoLocalPaths(t, method+" "+url, hdr.String()+string(b))
 	return resp, string(b)
 }
 
@@ -317,6 +320,7 @@ func curl(t *testing.T, args ...string) (string, string) {
 		t.Errorf("curl %s: %v\n%s", strings.Join(args, " "), err, b)
 	}
 	body, _ := os.ReadFile(out)
+	testutil.CheckNoLocalPaths(t, "curl "+strings.Join(args, " "), string(body))
 	return string(b), string(body)
 }
 

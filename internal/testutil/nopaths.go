@@ -10,6 +10,20 @@ import (
 	"testing"
 )
 
+// CheckNoLocalPaths fails the test when a response a client received
+// (what: the request; text: its headers and body) carries the test's
+// temporary directory or any of dirs: the client-side form of
+// NoLocalPaths, for servers run as other processes.
+func CheckNoLocalPaths(t testing.TB, what, text string, dirs ...string) {
+	t.Helper()
+	for _, d := range append(dirs, filepath.Dir(t.TempDir())) {
+		if d != "" && d != "/" && d != os.TempDir() && strings.Contains(text, d) {
+			i := strings.Index(text, d)
+			t.Errorf("%s: the response shows a local path: %q", what, text[max(0, i-60):min(len(text), i+len(d)+20)])
+		}
+	}
+}
+
 // NoLocalPaths wraps a server's handler so that the test fails when any
 // response (status line aside: its headers and its body) carries the
 // test's temporary directory, or any of dirs: a server must not tell its
