@@ -149,9 +149,7 @@ func newImageCmd() *cobra.Command {
 			if b.secureBootKeys != "" && formats != nil && len(formats) == 0 && kind != "uki" && kind != "installer" {
 				return fmt.Errorf("--secureboot signs the UKI, the ISO and the disk images: --kind %s makes none of them", kind)
 			}
-			if kind == "uki" && b.secureBootKeys == "" {
-				return errors.New("--kind uki is the signed unified kernel image of the Secure Boot media: give --secureboot KEYDIR")
-			}
+			b.uki = kind == "uki" && b.secureBootKeys == ""
 			if rel.store != "" {
 				var sb *secureboot.Signing
 				if b.secureBootKeys != "" {
@@ -161,7 +159,7 @@ func newImageCmd() *cobra.Command {
 					defer sb.Close()
 				}
 				files, err := rel.write(cmd, factory.ImageOptions{Schematic: sch, Platform: platformName, DiskFormats: formats, Compressions: compress, Out: b.out,
-					Installers: kind == "installer" || kind == "all", SecureBoot: sb})
+					Installers: kind == "installer" || kind == "all", SecureBoot: sb, UKI: b.uki})
 				if err != nil {
 					return err
 				}
