@@ -1,14 +1,18 @@
 package factory
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
@@ -93,6 +97,32 @@ func (r *Release) InstallerImage(ctx context.Context, o InstallerOptions, arch s
 		return nil, fmt.Errorf("installer, %s: %w", arch, err)
 	}
 	return compose.Image(r.SourceDate, ann, arch, layers, compose.InstallerEntrypoint)
+}
+
+// InstallerTarball is one architecture's image of the schematic's
+// installer as a docker tarball (docker load, crane push take it), as the
+// upstream factory serves installer-ARCH.tar: the image's config and
+// layers, and a manifest.json tagging it [PLATFORM-]installer[-secureboot]/
+// ID:vVERSION (no host: the bytes do not depend on who asks).
+func (r *Release) InstallerTarball(ctx context.Context, o InstallerOptions, arch string) ([]byte, error) {
+	id, err := o.Schematic.ID()
+	if err != nil {
+		return nil, err
+	}
+	img, err := r.InstallerImage(ctx, o, arch)
+	if err != nil {
+		return nil, err
+	}
+	k := installerKind{platform: o.Platform, secureBoot: o.SecureBoot != nil}
+	tag, err := name.NewTag(k.repo() + "/" + id + ":v" + strings.TrimPrefix(r.Version, "v"))
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := tarball.Write(tag, img, &b); err != nil {
+		return nil, fmt.Errorf("installer tarball: %w", err)
+	}
+	return b.Bytes(), nil
 }
 
 // installerAnnotations are a schematic's installer's: the release's

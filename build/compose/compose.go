@@ -26,6 +26,7 @@ import (
 	"github.com/nodeforge/builder/build/media/disktar"
 	"github.com/nodeforge/builder/build/media/fat"
 	"github.com/nodeforge/builder/build/media/meta"
+	"github.com/nodeforge/builder/build/media/ova"
 	"github.com/nodeforge/builder/build/media/qcow2"
 	"github.com/nodeforge/builder/build/media/uki"
 	"github.com/nodeforge/builder/build/media/vhd"
@@ -70,8 +71,9 @@ type Options struct {
 	// raw.tar.gz); nil is the platform's own list, empty none.
 	DiskFormats []string
 	// Compressions are the compressed variants of the ISO, raw and VHD
-	// images: "zst", "xz".
-	Compressions []string
+	// images (or of CompressedFormats): "zst", "xz", "gz".
+	Compressions      []string
+	CompressedFormats []string
 	// Squashfs, Cache, InitramfsCompression and Owners are the release's:
 	// how its extension layers and its initramfs were written.
 	Squashfs             rootfs.SquashfsOptions
@@ -227,7 +229,13 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	for _, m := range sch.Customization.Meta {
 		metaValues[m.Key] = []byte(m.Value)
 	}
-	disks, tool, err := diskImages(ctx, o.Work, isoFiles, diskFiles, id, metaValues, formats, o.Compressions, o.SourceDate)
+	compressed := o.CompressedFormats
+	if compressed == nil {
+		compressed = []string{"iso", "raw", "vhd"}
+	}
+	// The appliance is named and configured as Talos's.
+	app := ova.Options{Name: table.Prefix, ConfigKey: table.Param("config"), SourceDate: o.SourceDate}
+	disks, tool, err := diskImages(ctx, o.Work, isoFiles, diskFiles, id, metaValues, formats, o.Compressions, compressed, app)
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +395,8 @@ func extensionSegment(b Boot, exts []*Extension, names []string, o Options) ([]b
 // api/platform) from the boot files, in the order the formats are listed
 // there, then the compressed variants of the ISO, raw and VHD images. It
 // returns them named by suffix, and the tool that made the ISO.
-func diskImages(ctx context.Context, work string, isoFiles, diskFiles []fat.File, id string, metaValues map[uint8][]byte, formats, compressions []string, sde int64) ([]File, string, error) {
+func diskImages(ctx context.Context, work string, isoFiles, diskFiles []fat.File, id string, metaValues map[uint8][]byte, formats, compressions, compressed []string, app ova.Options) ([]File, string, error) {
+	sde := app.SourceDate
 	want := map[string]bool{}
 	for _, f := range formats {
 		if err := platform.CheckFormat(f); err != nil {
@@ -409,7 +418,7 @@ func diskImages(ctx context.Context, work string, isoFiles, diskFiles []fat.File
 		tool = t
 		out = append(out, File{"iso", iso})
 	}
-	if want["raw"] || want["qcow2"] || want["vhd"] || want["raw.tar.gz"] {
+	if want["raw"] || want["qcow2"] || want["vhd"] || want["raw.tar.gz"] || want["ova"] {
 		raw, err := rawImage(diskFiles, sde, id, metaValues)
 		if err != nil {
 			return nil, "", err
@@ -417,7 +426,7 @@ func diskImages(ctx context.Context, work string, isoFiles, diskFiles []fat.File
 		if want["raw"] {
 			out = append(out, File{"raw", raw})
 		}
-		for _, f := range []string{"qcow2", "vhd", "raw.tar.gz"} {
+		for _, f := range []string{"qcow2", "vhd", "raw.tar.gz", "ova"} {
 			if !want[f] {
 				continue
 			}
@@ -430,6 +439,8 @@ func diskImages(ctx context.Context, work string, isoFiles, diskFiles []fat.File
 				err = vhd.Write(&buf, raw, sde)
 			case "raw.tar.gz":
 				err = disktar.Write(&buf, raw, sde)
+			case "ova":
+				err = ova.Write(&buf, raw, app)
 			}
 			if err != nil {
 				return nil, "", fmt.Errorf("%s: %w", f, err)
@@ -440,7 +451,7 @@ func diskImages(ctx context.Context, work string, isoFiles, diskFiles []fat.File
 	// The large ones also compressed, as downloads.
 	var variants []File
 	for _, big := range out {
-		if big.Name != "iso" && big.Name != "raw" && big.Name != "vhd" {
+		if !slices.Contains(compressed, big.Name) || big.Name == "raw.tar.gz" {
 			continue
 		}
 		for _, c := range compressions {
