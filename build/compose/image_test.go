@@ -49,7 +49,9 @@ func TestSchematicInstaller(t *testing.T) {
 	if InstallDir("x86_64") != dir || InstallDir("aarch64") != "usr/install/arm64/" {
 		t.Fatalf("InstallDir: %s %s", InstallDir("x86_64"), InstallDir("aarch64"))
 	}
-	uki := func(d string, data string) *rootfs.Node { return &rootfs.Node{Path: "/" + d + UKIName, Data: []byte(data)} }
+	uki := func(d string, data string) *rootfs.Node {
+		return &rootfs.Node{Path: "/" + d + UKIName, Data: []byte(data)}
+	}
 	base := installerTar(t, dir, []byte("release initramfs"), uki(dir, "release UKI"))
 	same, err := SchematicInstaller(base, "x86_64", InstallerAssets{Initramfs: []byte("release initramfs"), UKI: []byte("release UKI")}, 1700000000)
 	if err != nil || !bytes.Equal(same, base) {
