@@ -831,6 +831,9 @@ func (s *Server) build(ctx context.Context, rel *Release, sch *schematic.Schemat
 	if err != nil {
 		return nil, err
 	}
+	if a.kind == "uki" && boot.Stub == nil {
+		return nil, &requestError{msg: "release " + rel.Version + " has no systemd-stub (image.stub): no UKI"}
+	}
 	o.Schematic, o.Platform, o.Work = sch, a.platform, work
 	o.DiskFormats, o.Compressions, o.UKI = []string{}, nil, a.kind == "uki"
 	if a.secureBoot {

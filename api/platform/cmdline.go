@@ -10,14 +10,31 @@ import (
 // META partition of the disk it installs to.
 const MetaEnv = "INSTALLER_META_BASE64"
 
+// Args are what a command line is made of besides the platform.
+type Args struct {
+	// Base are the release's arguments (the spec's image.cmdline, Talos's
+	// defaults).
+	Base []string
+	// Meta is the schematic's META values, encoded (see
+	// build/media/meta.Env), for media without a META partition; "" for
+	// none.
+	Meta string
+	// ISO adds PREFIX.halt_if_installed=1: booted from the ISO, the node
+	// stops when its disk already holds an installed system.
+	ISO bool
+	// Extra are the schematic's arguments.
+	Extra []string
+}
+
 // KernelArgs is the command line of media made for p on goarch (amd64,
 // arm64), assembled as Talos's imager assembles it:
 //
 //  1. PREFIX.platform=NAME and the platform's arguments;
-//  2. the release's (base: the spec's image.cmdline, Talos's defaults);
-//  3. PREFIX.environment=INSTALLER_META_BASE64=<meta> when meta is not ""
-//     (the schematic's META values, encoded: see build/media/meta.Env);
-//  4. the schematic's (extra), which replace the console= and
+//  2. for the ISO, PREFIX.halt_if_installed=1;
+//  3. the release's (a.Base);
+//  4. PREFIX.environment=INSTALLER_META_BASE64=<a.Meta> when there are META
+//     values;
+//  5. the schematic's (a.Extra), which replace the console= and
 //     PREFIX.platform= values before them and remove what they negate
 //     (-name removes every name=, -name=value that one).
 //
@@ -25,19 +42,22 @@ const MetaEnv = "INSTALLER_META_BASE64"
 // together there, as Talos's go-procfs keeps them: console=tty0 from the
 // platform and console=ttyS0 from the release give "console=tty0
 // console=ttyS0" at the platform's place.
-func (t Table) KernelArgs(p Platform, goarch string, base []string, meta string, extra []string) []string {
+func (t Table) KernelArgs(p Platform, goarch string, a Args) []string {
 	var c cmdline
 	c.add(t.Param("platform"), p.Name)
 	for _, q := range parseArgs(p.args(t.Prefix, goarch)) {
 		c.set(q)
 	}
-	for _, q := range parseArgs(base) {
+	if a.ISO {
+		c.add(t.Param("halt_if_installed"), "1")
+	}
+	for _, q := range parseArgs(a.Base) {
 		c.addAll(q)
 	}
-	if meta != "" {
-		c.add(t.Param("environment"), MetaEnv+"="+meta)
+	if a.Meta != "" {
+		c.add(t.Param("environment"), MetaEnv+"="+a.Meta)
 	}
-	for _, q := range parseArgs(extra) {
+	for _, q := range parseArgs(a.Extra) {
 		switch {
 		case len(q.key) > 1 && q.key[0] == '-':
 			c.remove(q.key[1:], q.values)

@@ -53,12 +53,15 @@ func TestKernelArgs(t *testing.T) {
 		table                Table
 		base                 []string
 		meta                 string
+		iso                  bool
 		extra                []string
 		want                 string
 	}{
 		// pkg/imager TestImager, cmdline-1.11-amd64 and -arm64.
 		{name: "metal amd64", platform: "metal", arch: "amd64", base: talos111Defaults, want: "talos.platform=metal console=tty0" + tal111},
 		{name: "metal arm64", platform: "metal", arch: "arm64", base: talos111Defaults, want: "talos.platform=metal console=ttyAMA0 console=tty0" + tal111},
+		// The ISO's (Talos 1.8 and later): after the platform's arguments.
+		{name: "iso", platform: "metal", arch: "amd64", base: talos111Defaults, iso: true, want: "talos.platform=metal console=tty0 talos.halt_if_installed=1" + tal111},
 		// image-factory download_test: "extra metal", "meta contents".
 		{name: "extra args", platform: "metal", arch: "amd64", base: talos111Defaults, extra: []string{"nolapic", "nomodeset"},
 			want: "talos.platform=metal console=tty0" + tal111 + " nolapic nomodeset"},
@@ -93,7 +96,7 @@ func TestKernelArgs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(tb.KernelArgs(p, c.arch, c.base, c.meta, c.extra), " "); got != c.want {
+		if got := strings.Join(tb.KernelArgs(p, c.arch, Args{Base: c.base, Meta: c.meta, ISO: c.iso, Extra: c.extra}), " "); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
 		}
 	}
@@ -109,7 +112,7 @@ func TestOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	metal, _ := tb.Lookup("metal")
-	if got := tb.KernelArgs(metal, "arm64", nil, "", nil); !slices.Equal(got, []string{"nodeforge.platform=metal", "console=ttyS0"}) {
+	if got := tb.KernelArgs(metal, "arm64", Args{}); !slices.Equal(got, []string{"nodeforge.platform=metal", "console=ttyS0"}) {
 		t.Errorf("metal: %v", got)
 	}
 	aws, _ := tb.Lookup("aws")
@@ -117,7 +120,7 @@ func TestOverride(t *testing.T) {
 		t.Errorf("aws: %+v", aws)
 	}
 	lab, err := tb.Lookup("lab")
-	if err != nil || !slices.Equal(tb.KernelArgs(lab, "amd64", nil, "", nil), []string{"nodeforge.platform=lab", "nodeforge.config=http://10.0.0.1/c"}) {
+	if err != nil || !slices.Equal(tb.KernelArgs(lab, "amd64", Args{}), []string{"nodeforge.platform=lab", "nodeforge.config=http://10.0.0.1/c"}) {
 		t.Errorf("lab: %+v %v", lab, err)
 	}
 	if t2, _ := Talos.Override("", nil); t2.Prefix != "talos" || len(t2.Platforms) != len(Talos.Platforms) {

@@ -171,11 +171,14 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		values = append(values, meta.Value{Key: m.Key, Value: m.Value})
 	}
 	table := o.table()
-	diskArgs := table.KernelArgs(p, ta.OCI, b.Cmdline, "", sch.Customization.ExtraKernelArgs)
-	args := diskArgs
+	a := platform.Args{Base: b.Cmdline, Extra: sch.Customization.ExtraKernelArgs}
+	diskArgs := table.KernelArgs(p, ta.OCI, a)
 	if len(values) > 0 {
-		args = table.KernelArgs(p, ta.OCI, b.Cmdline, meta.Env(values), sch.Customization.ExtraKernelArgs)
+		a.Meta = meta.Env(values)
 	}
+	args := table.KernelArgs(p, ta.OCI, a)
+	a.ISO = true
+	isoArgs := table.KernelArgs(p, ta.OCI, a)
 	kernelName, initrdName := "kernel-"+arch, "initramfs-"+arch+".xz"
 	ipxe := fmt.Sprintf("#!ipxe\nkernel %s %s\ninitrd %s\nboot\n", kernelName, strings.Join(args, " "), initrdName)
 	initramfs := append(append(make([]byte, 0, len(b.Initramfs)+len(seg)), b.Initramfs...), seg...)
@@ -205,7 +208,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		formats = p.Formats
 	}
 	// The disk images boot with the base's EFI boot manager.
-	isoFiles := bootFiles(ta, b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, args)
+	isoFiles := bootFiles(ta, b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, isoArgs)
 	diskFiles := bootFiles(ta, b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, diskArgs)
 	if o.SecureBoot != nil {
 		// The UKI's .osrel is made from the release's pretty name, which
@@ -216,10 +219,10 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 			return nil, err
 		}
 		prefix += SecureBootSuffix
-		isoFiles, diskFiles, r.PCR11, r.ESP = files, files, su.PCR11, files
-		if len(values) > 0 && slices.Contains(formats, "iso") {
-			// The ISO's UKI carries the META values; signed apart.
-			if _, isoFiles, err = signedBoot(b, initramfs, args, o.PrettyName, o.SecureBoot); err != nil {
+		diskFiles, r.PCR11, r.ESP = files, su.PCR11, files
+		if slices.Contains(formats, "iso") {
+			// The ISO's UKI has the ISO's command line; signed apart.
+			if _, isoFiles, err = signedBoot(b, initramfs, isoArgs, o.PrettyName, o.SecureBoot); err != nil {
 				return nil, err
 			}
 		}
@@ -273,7 +276,7 @@ func InstallerUKI(b Boot, initramfs []byte, o Options) ([]byte, error) {
 	if o.Schematic != nil {
 		extra = o.Schematic.Customization.ExtraKernelArgs
 	}
-	return plainUKI(b, initramfs, o.table().KernelArgs(p, ta.OCI, b.Cmdline, "", extra), o.PrettyName)
+	return plainUKI(b, initramfs, o.table().KernelArgs(p, ta.OCI, platform.Args{Base: b.Cmdline, Extra: extra}), o.PrettyName)
 }
 
 // plainUKI is an unsigned UKI: the stub with the kernel, the initramfs,
