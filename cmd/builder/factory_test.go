@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
 )
 
 // TestFactoryServe: the factory's API on the demo release in a local
