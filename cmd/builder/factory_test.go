@@ -221,7 +221,8 @@ func TestFactoryServe(t *testing.T) {
 		{"GET", base + "metal-amd64.exe", nil, 400, "not an artifact"},
 		{"GET", base + "mars-amd64.iso", nil, 400, "unknown platform"},
 		{"GET", base + "metal-arm64.iso", nil, 404, "no architecture arm64"},
-		{"GET", base + "metal-amd64.qcow2.xz", nil, 400, "not compressed further"},
+		{"GET", base + "gcp-amd64.raw.tar.gz.xz", nil, 400, "not compressed further"},
+		{"GET", base + "metal-amd64-uki.efi", nil, 400, "has no systemd-stub"},
 		{"GET", "/image/" + wantID + "/9.9.9/kernel-amd64", nil, 404, "not served"},
 	} {
 		resp, b := get(c.method, c.path, c.body)
