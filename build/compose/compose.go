@@ -112,9 +112,10 @@ type File struct {
 // Result is the media of one architecture: kernel-<arch>,
 // initramfs-<arch>.xz (the release's initramfs with the extensions'
 // segment appended: the kernel unpacks concatenated cpio archives in
-// order), cmdline-<platform>-<arch> (the image's kernel arguments, the
-// platform's and the schematic's), ipxe-<platform>-<arch> and the disk
-// images <platform>-<arch>.<format>.
+// order), cmdline-<platform>-<arch> (the kernel arguments as Talos's
+// imager puts them together: platform.Table.KernelArgs),
+// ipxe-<platform>-<arch>, the disk images <platform>-<arch>.<format> and
+// the UKIs.
 type Result struct {
 	Schematic, Platform string
 	Files               []File
