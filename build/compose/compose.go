@@ -396,9 +396,10 @@ func extensionSegment(b Boot, exts []*Extension, names []string, o Options) ([]b
 }
 
 // diskImages makes the disk images of formats (file name suffixes, see
-// api/platform) from the boot files, in the order the formats are listed
-// there, then the compressed variants of the ISO, raw and VHD images. It
-// returns them named by suffix, and the tool that made the ISO.
+// api/platform) from the boot files (the ISO's, with the ISO's command
+// line, and the disks'), in the order the formats are listed there, then
+// the compressed variants of those in compressed. It returns them named by
+// suffix, and the tool that made the ISO.
 func diskImages(ctx context.Context, work string, isoFiles, diskFiles []fat.File, id string, metaValues map[uint8][]byte, formats, compressions, compressed []string, app ova.Options) ([]File, string, error) {
 	sde := app.SourceDate
 	want := map[string]bool{}
