@@ -142,7 +142,7 @@ func writeInstallers(ctx context.Context, rel *Release, o ImageOptions, work, di
 // installerKinds are the installers writeInstallers writes: the
 // schematic's and its platform's.
 func installerKinds(rel *Release, o ImageOptions) ([]installerKind, error) {
-	p, err := rel.Platforms.Lookup(o.Platform)
+	p, err := rel.platforms().Lookup(o.Platform)
 	if err != nil {
 		return nil, err
 	}

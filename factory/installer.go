@@ -133,7 +133,7 @@ func (r *Release) installerAnnotations(ctx context.Context, o InstallerOptions) 
 		return nil, err
 	}
 	if o.Platform != "" {
-		if _, err := r.Platforms.Lookup(o.Platform); err != nil {
+		if _, err := r.platforms().Lookup(o.Platform); err != nil {
 			return nil, err
 		}
 	}

@@ -725,7 +725,7 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 	}
 	if a.platform != "" {
 		// The release's platforms: its spec may add some.
-		if _, err := rel.Platforms.Lookup(a.platform); err != nil {
+		if _, err := rel.platforms().Lookup(a.platform); err != nil {
 			return nil, &requestError{msg: err.Error()}
 		}
 	}

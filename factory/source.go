@@ -39,7 +39,7 @@ type Release struct {
 	Branch  string
 	Params  compose.Params
 	// Platforms is the release's platform table (Talos's with its spec's
-	// changes).
+	// changes; the zero Table is Talos's).
 	Platforms  platform.Table
 	SourceDate int64
 	// Extensions are the names of the release's extensions.
@@ -103,6 +103,14 @@ func Open(ctx context.Context, st oci.Store, version string, keys []signature.Ve
 		return nil, fmt.Errorf("release %s: the boot image has no source date: %w", version, err)
 	}
 	return r, nil
+}
+
+// platforms is the release's platform table (Talos's when not set).
+func (r *Release) platforms() platform.Table {
+	if r.Platforms.Prefix == "" {
+		return platform.Talos
+	}
+	return r.Platforms
 }
 
 // index reads a repository's verified index.
