@@ -214,7 +214,7 @@ func newImageCmd() *cobra.Command {
 func platformHelp() string {
 	var b strings.Builder
 	for _, p := range platform.All {
-		fmt.Fprintf(&b, "  %-12s %-15s %s\n", p.Name, strings.Join(p.Formats, ", "), p.Description)
+		fmt.Fprintf(&b, "  %-12s %-16s %s\n", p.Name, strings.Join(p.Formats, ", "), p.Description)
 	}
 	return b.String()
 }
