@@ -27,6 +27,9 @@ const bootTimeout = 180 * time.Second
 // tiny static init (internal/testinit) is locked and built, and qemu boots
 // the result: the init loads the boot modules from the initramfs, mounts
 // rootfs.sqsh under a tmpfs overlay and prints the root's PRETTY_NAME.
+// It prints the command line it was given too: the schematic's media
+// carry Talos's platform arguments and its META value
+// (talos.environment=INSTALLER_META_BASE64), which it decodes.
 // The base is cached (see internal/testbase); NODEFORGE_BOOT_INITRAMFS=xz
 // boots an xz initramfs instead of the default zstd one.
 func TestBootDebianKernel(t *testing.T) {
@@ -55,8 +58,10 @@ func TestBootDebianKernel(t *testing.T) {
 	lockTime := time.Since(t1)
 	t2 := time.Now()
 	out := filepath.Join(t.TempDir(), "out")
-	// The schematic adds boot media with the base's extension appended.
-	sch, err := schematic.Parse([]byte("customization:\n  systemExtensions:\n    officialExtensions: [testext]\n"))
+	// The schematic adds boot media with the base's extension appended, and
+	// a META value (the upstream factory's test value), which the command
+	// line of the PXE and ISO media carries as Talos's does.
+	sch, err := schematic.Parse([]byte("customization:\n  systemExtensions:\n    officialExtensions: [testext]\n  meta:\n    - key: 0xa\n      value: '{\"externalIPs\":[\"1.2.3.4\"]}'\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +90,13 @@ func TestBootDebianKernel(t *testing.T) {
 	direct := func(initrd, cmdline string) []string {
 		return []string{"-kernel", filepath.Join(dir, "vmlinuz"), "-initrd", initrd, "-append", cmdline}
 	}
-	boot := func(what string, media []string, lines ...string) {
+	boot := func(what string, media []string, lines ...string) *testutil.BootResult {
 		t.Helper()
 		res := bootAndCheck(t, qemu, what, want, timeout, append([]string{"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1"}, media...), lines...)
 		t.Logf("%s: timings: base %s, lock %s, build %s, boot to marker %s (qemu ran %s)", what,
 			baseTime.Round(time.Millisecond), lockTime.Round(time.Millisecond), buildTime.Round(time.Millisecond),
 			res.ToMarker.Round(time.Millisecond), res.Total.Round(time.Millisecond))
+		return res
 	}
 	boot("initramfs.xz", direct(filepath.Join(dir, "initramfs.xz"), strings.TrimSpace(string(cmdline))))
 
@@ -102,8 +108,23 @@ func TestBootDebianKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	extLines := []string{"nodeforge-init: extension layer 0.sqsh", "nodeforge-init: check testext: " + testbase.ExtCheckContent}
-	boot("initramfs with testext appended", direct(filepath.Join(media, "initramfs-x86_64.xz"), strings.TrimSpace(string(mcmd))), extLines...)
+	// The init reads the platform's Talos arguments (metal's console
+	// first, the release's beside it) and the META value back.
+	extLines := []string{"nodeforge-init: extension layer 0.sqsh", "nodeforge-init: check testext: " + testbase.ExtCheckContent,
+		`nodeforge-init: META 0xa={"externalIPs":["1.2.3.4"]}`}
+	talosArgs := func(what string, res *testutil.BootResult) {
+		t.Helper()
+		got := res.Find("nodeforge-init: cmdline: ")
+		for _, a := range []string{" talos.platform=metal console=tty0 console=ttyS0 ", " talos.environment=INSTALLER_META_BASE64=MHhhPXsiZXh0ZXJuYWxJUHMiOlsiMS4yLjMuNCJdfQ=="} {
+			if !strings.Contains(got+" ", a) {
+				t.Errorf("%s: the init's command line lacks %q: %s", what, strings.TrimSpace(a), got)
+			}
+		}
+	}
+	if strings.HasSuffix(string(mcmd), "\n") {
+		t.Error("cmdline-metal-x86_64 ends in a newline")
+	}
+	talosArgs("initramfs with testext appended", boot("initramfs with testext appended", direct(filepath.Join(media, "initramfs-x86_64.xz"), string(mcmd)), extLines...))
 
 	// The ISO under UEFI firmware (Debian's OVMF): systemd-boot from the
 	// base loads the same kernel and initramfs from the El Torito image.
@@ -116,11 +137,11 @@ func TestBootDebianKernel(t *testing.T) {
 	if err := os.WriteFile(vars, vb, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	boot("ISO under OVMF", []string{
+	talosArgs("ISO under OVMF", boot("ISO under OVMF", []string{
 		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + code,
 		"-drive", "if=pflash,format=raw,unit=1,file=" + vars,
 		"-cdrom", filepath.Join(media, "metal-x86_64.iso"),
-	}, extLines...)
+	}, extLines...))
 	// The same ISO as a disk (written to a USB stick with dd): the
 	// firmware finds the EFI system partition in its GPT.
 	if err := os.WriteFile(vars, vb, 0o644); err != nil {

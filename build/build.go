@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/nodeforge/builder/api/lock"
@@ -76,6 +77,9 @@ type Options struct {
 	// DiskCompressions are the compressed variants of the ISO, raw and VHD
 	// images to write besides them: "zst", "xz".
 	DiskCompressions []string
+	// UKI adds the schematic's plain (unsigned) UKI,
+	// <platform>-<arch>-uki.efi (see compose.Options.UKI).
+	UKI bool
 	// SecureBoot, when set, signs the schematic's ISO and disk images for
 	// UEFI Secure Boot with this key set (see compose.SecureBoot): they
 	// boot a signed UKI made with the base's systemd-stub (image.stub).
@@ -204,10 +208,10 @@ type buildRun struct {
 	assets         map[string][]ociAsset                     // arch -> boot assets
 	extLayers      map[string]map[string]*compose.ImageLayer // extension -> arch -> layer
 	extVersions    map[string]string
-	installer      map[string]*compose.ImageLayer  // arch -> installer layer
+	installer      map[string][]v1.Layer           // arch -> installer layers
 	kernels        map[string]compose.KernelParams // arch -> its kernel, for the media
-	mediaInstaller map[string]*compose.ImageLayer  // arch -> the schematic's installer layer
-	sbInstaller    map[string]*compose.ImageLayer  // arch -> the schematic's Secure Boot installer layer
+	mediaInstaller map[string][]v1.Layer           // arch -> the schematic's installer layers
+	sbInstaller    map[string][]v1.Layer           // arch -> the schematic's Secure Boot installer layers
 }
 
 // newRun checks that the spec and the lock belong together and settles
@@ -222,7 +226,7 @@ func newRun(opts Options) (*buildRun, error) {
 	}
 	r := &buildRun{opts: opts, spec: s, lock: l, sde: opts.SourceDateEpoch, logf: opts.Log,
 		assets: map[string][]ociAsset{}, extLayers: map[string]map[string]*compose.ImageLayer{}, extVersions: map[string]string{},
-		installer: map[string]*compose.ImageLayer{}, mediaInstaller: map[string]*compose.ImageLayer{}, sbInstaller: map[string]*compose.ImageLayer{}, kernels: map[string]compose.KernelParams{}}
+		installer: map[string][]v1.Layer{}, mediaInstaller: map[string][]v1.Layer{}, sbInstaller: map[string][]v1.Layer{}, kernels: map[string]compose.KernelParams{}}
 	if r.logf == nil {
 		r.logf = func(string, ...any) {}
 	}
@@ -537,7 +541,7 @@ func (b *archBuild) bootAssets(dir string, a assetData) error {
 		if err != nil {
 			return err
 		}
-		files = append(files, ociAsset{name: compose.UKIName, mediaType: compose.MediaTypeUKI, data: u})
+		files = append(files, ociAsset{name: compose.ReleaseUKIName, mediaType: compose.MediaTypeUKI, data: u})
 	}
 	for i := range files {
 		f := &files[i]
@@ -560,43 +564,70 @@ func (b *archBuild) bootAssets(dir string, a assetData) error {
 // holds it.
 func (b *archBuild) cmdline() string { return strings.Join(b.spec.Image.Cmdline, " ") + "\n" }
 
-// installers makes the installer image's layer of the architecture, and
+// installers makes the installer image's layers of the architecture, and
 // the schematic's when there are boot media.
 func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error {
 	instBin, instPkg, err := lockedFile(b.spec.Image.Installer, "image.installer", b.locked, b.paths, b.layCache)
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.arch, err)
 	}
+	// The plain installer is metal's (as Talos's): its UKI has metal's
+	// command line.
+	boot, _, o := b.composeInputs(initramfs, b.bootloaderData, "")
+	o.Schematic, o.Platform = nil, ""
+	uki, err := compose.InstallerUKI(boot, initramfs, o)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.arch, err)
+	}
 	base := installerFiles{bin: instBin, binPkg: instPkg, bootloader: b.bootloaderData, bootloaderPkg: b.bootloaderPkg, stub: b.stubData, stubPkg: b.stubPkg}
-	il, err := installerLayer(b.arch, b.spec.Name, b.as.kernel.vmlinuz, initramfs, spdx, base, b.sde)
+	bin, assets, err := installerLayers(b.arch, b.spec.Name, b.as.kernel.vmlinuz, initramfs, spdx, uki, base, b.sde)
 	if err != nil {
 		return err
 	}
-	if b.installer[b.arch], err = compose.NewImageLayer(il); err != nil {
+	binLayer, err := compose.NewImageLayer(bin)
+	if err != nil {
 		return err
 	}
-	if media != nil && media.Initramfs != nil {
-		// The schematic's installer: the same, with its initramfs, made as
-		// the Image Factory makes it from the release's.
-		ml, err := compose.SchematicInstaller(il, b.arch, media.Initramfs, nil, nil, b.sde)
-		if err != nil {
-			return err
-		}
-		if b.mediaInstaller[b.arch], err = compose.NewImageLayer(ml); err != nil {
+	al, err := compose.NewImageLayer(assets)
+	if err != nil {
+		return err
+	}
+	b.installer[b.arch] = []v1.Layer{binLayer, al}
+	if media == nil || media.Initramfs == nil {
+		return nil
+	}
+	// The schematic's installer: the same, with its initramfs, made as the
+	// Image Factory makes it from the release's.
+	o.Schematic = b.opts.Schematic
+	in := compose.InstallerAssets{Initramfs: media.Initramfs}
+	if uki != nil {
+		if in.UKI, err = compose.InstallerUKI(boot, media.Initramfs, o); err != nil {
 			return err
 		}
 	}
-	if media != nil && media.ESP != nil {
+	ml, err := schematicLayer(assets, b.arch, in, b.sde)
+	if err != nil {
+		return err
+	}
+	b.mediaInstaller[b.arch] = []v1.Layer{binLayer, ml}
+	if media.ESP != nil {
 		// The Secure Boot installer: the signed ESP for the unsigned boot code.
-		sl, err := compose.SchematicInstaller(il, b.arch, media.Initramfs, nil, media.ESP, b.sde)
+		sl, err := schematicLayer(assets, b.arch, compose.InstallerAssets{Initramfs: media.Initramfs, ESP: media.ESP}, b.sde)
 		if err != nil {
 			return err
 		}
-		if b.sbInstaller[b.arch], err = compose.NewImageLayer(sl); err != nil {
-			return err
-		}
+		b.sbInstaller[b.arch] = []v1.Layer{binLayer, sl}
 	}
 	return nil
+}
+
+// schematicLayer is a schematic's installer layer (compose.SchematicInstaller).
+func schematicLayer(assets []byte, arch string, in compose.InstallerAssets, sde int64) (*compose.ImageLayer, error) {
+	l, err := compose.SchematicInstaller(assets, arch, in, sde)
+	if err != nil {
+		return nil, err
+	}
+	return compose.NewImageLayer(l)
 }
 
 // archReport is the report of the architecture; it also collects the
@@ -664,6 +695,7 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 	sq := r.opts.Squashfs
 	params, err := compose.Params{Architectures: arches, PrettyName: s.Image.OS.PrettyName, Cmdline: s.Image.Cmdline,
 		InitramfsCompression: s.Image.InitramfsCompression, Kernel: r.kernels,
+		KernelParamPrefix: s.Image.KernelParamPrefix, Platforms: s.Image.Platforms,
 		Squashfs: compose.SquashfsParams{Compressor: sq.Compressor, Level: sq.Level, BlockSize: sq.BlockSize}}.Annotation()
 	if err != nil {
 		return err
@@ -719,7 +751,11 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 			"dev.nodeforge.branch":              s.Branch,
 			"dev.nodeforge.release":             s.Version,
 		}
-		d, err := writeImageLayout(ctx, filepath.Join(r.work, "extensions", name), sde, ea, arches, r.extLayers[name], nil)
+		layers := map[string][]v1.Layer{}
+		for arch, l := range r.extLayers[name] {
+			layers[arch] = []v1.Layer{l}
+		}
+		d, err := writeImageLayout(ctx, filepath.Join(r.work, "extensions", name), sde, ea, arches, layers, nil)
 		if err != nil {
 			return fmt.Errorf("extension %s: %w", name, err)
 		}

@@ -610,13 +610,33 @@ func TestBuildDemoInstaller(t *testing.T) {
 		}
 		got[strings.TrimPrefix(h.Name, "./")] = h.Size
 	}
+	// Talos's layout: the installer, then its boot assets under Go's
+	// architecture name (the demo base has no systemd-stub: no UKI).
 	initramfs, _ := os.ReadFile(filepath.Join(out, "x86_64", "initramfs.xz"))
-	if got["usr/install/x86_64/initramfs.xz"] != int64(len(initramfs)) {
-		t.Errorf("installer initramfs: %d bytes, the build's is %d", got["usr/install/x86_64/initramfs.xz"], len(initramfs))
+	if got["usr/install/amd64/initramfs.xz"] != int64(len(initramfs)) {
+		t.Errorf("installer initramfs: %d bytes, the build's is %d", got["usr/install/amd64/initramfs.xz"], len(initramfs))
 	}
-	for _, p := range []string{"usr/install/x86_64/vmlinuz", "usr/install/x86_64/demo.spdx.json", "usr/bin/installer"} {
+	for _, p := range []string{"usr/install/amd64/vmlinuz", "usr/install/amd64/demo.spdx.json", "usr/install/amd64/systemd-boot.efi", "usr/bin/installer"} {
 		if got[p] == 0 {
 			t.Errorf("installer lacks %s (has %v)", p, got)
+		}
+	}
+	if layers, _ := img.Layers(); len(layers) != 2 {
+		t.Errorf("%d layers, want the installer's and the boot assets'", len(layers))
+	} else if lr, err := layers[0].Uncompressed(); err == nil {
+		var first []string
+		for tr := tar.NewReader(lr); ; {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			if h.Typeflag == tar.TypeReg {
+				first = append(first, strings.TrimPrefix(h.Name, "./"))
+			}
+		}
+		lr.Close()
+		if len(first) != 1 || first[0] != "usr/bin/installer" {
+			t.Errorf("the first layer holds %v, want the installer alone", first)
 		}
 	}
 	for _, f := range []string{"sbom.spdx.json", "sbom.cdx.json"} {

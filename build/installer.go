@@ -33,13 +33,14 @@ type installerFiles struct {
 	binPkg, bootloaderPkg, stubPkg string
 }
 
-// installerLayer is the installer image's layer for one architecture:
-// usr/install/<arch>/{vmlinuz,initramfs.xz,<name>.spdx.json,bootloader.efi,
-// systemd-stub.efi}
-// and the installer binary of the base at usr/bin/installer.
-func installerLayer(arch, name string, vmlinuz, initramfs, spdx []byte, base installerFiles, sde int64) ([]byte, error) {
-	t := rootfs.New()
-	dir := "/usr/install/" + arch + "/"
+// installerLayers are the installer image's layers for one architecture,
+// as Talos's imager lays them out: the installer, usr/bin/installer from
+// the base, then the boot assets it installs, compose.InstallDir(arch)
+// {vmlinuz,initramfs.xz,<name>.spdx.json,systemd-boot.efi,systemd-stub.efi,
+// vmlinuz.efi} (the last three when the base has them: uki is the plain
+// UKI). A schematic's installer shares the first and replaces the second.
+func installerLayers(arch, name string, vmlinuz, initramfs, spdx, uki []byte, base installerFiles, sde int64) (bin, assets []byte, err error) {
+	dir := "/" + compose.InstallDir(arch)
 	type file struct {
 		path string
 		data []byte
@@ -50,7 +51,6 @@ func installerLayer(arch, name string, vmlinuz, initramfs, spdx []byte, base ins
 		{dir + "vmlinuz", vmlinuz, 0o644, generated("vmlinuz")},
 		{dir + "initramfs.xz", initramfs, 0o644, generated("initramfs")},
 		{dir + name + ".spdx.json", spdx, 0o644, generated("sbom")},
-		{"/usr/bin/installer", base.bin, 0o755, report.Origin{Package: base.binPkg}},
 	}
 	if base.bootloader != nil {
 		files = append(files, file{dir + compose.BootloaderName, base.bootloader, 0o644, report.Origin{Package: base.bootloaderPkg}})
@@ -58,19 +58,34 @@ func installerLayer(arch, name string, vmlinuz, initramfs, spdx []byte, base ins
 	if base.stub != nil {
 		files = append(files, file{dir + compose.StubName, base.stub, 0o644, report.Origin{Package: base.stubPkg}})
 	}
-	// No digests: the tree only becomes a tar, and the initramfs alone
-	// would cost a hash of its 150 MB (the report has its digest).
-	for _, f := range files {
-		if err := t.Add(&rootfs.Node{Path: f.path, Kind: rootfs.KindFile, Mode: f.mode, User: "root", Group: "root", Data: f.data, Origin: f.o}); err != nil {
+	if uki != nil {
+		files = append(files, file{dir + compose.UKIName, uki, 0o644, generated("uki")})
+	}
+	layer := func(files []file) ([]byte, error) {
+		t := rootfs.New()
+		size := 64 << 10
+		// No digests: the tree only becomes a tar, and the initramfs alone
+		// would cost a hash of its 150 MB (the report has its digest).
+		for _, f := range files {
+			size += len(f.data)
+			if err := t.Add(&rootfs.Node{Path: f.path, Kind: rootfs.KindFile, Mode: f.mode, User: "root", Group: "root", Data: f.data, Origin: f.o}); err != nil {
+				return nil, err
+			}
+		}
+		// Sized once: the files and a few KiB of tar headers (growing the
+		// buffer by doubling costs more than writing it).
+		var b bytes.Buffer
+		b.Grow(size)
+		if err := t.WriteTar(&b, rootfs.Owners{Users: map[string]int{"root": 0}, Groups: map[string]int{"root": 0}}, sde); err != nil {
 			return nil, err
 		}
+		return b.Bytes(), nil
 	}
-	// Sized once: the files and a few KiB of tar headers (growing the
-	// buffer by doubling costs more than writing it).
-	var b bytes.Buffer
-	b.Grow(len(vmlinuz) + len(initramfs) + len(spdx) + len(base.bin) + len(base.bootloader) + len(base.stub) + 64<<10)
-	if err := t.WriteTar(&b, rootfs.Owners{Users: map[string]int{"root": 0}, Groups: map[string]int{"root": 0}}, sde); err != nil {
-		return nil, err
+	if bin, err = layer([]file{{"/usr/bin/installer", base.bin, 0o755, report.Origin{Package: base.binPkg}}}); err != nil {
+		return nil, nil, err
 	}
-	return b.Bytes(), nil
+	if assets, err = layer(files); err != nil {
+		return nil, nil, err
+	}
+	return bin, assets, nil
 }

@@ -74,9 +74,11 @@ func (b *archBuild) composeInputs(initramfs, bootloader []byte, work string) (co
 		exts = append(exts, &compose.Extension{Name: e.name, Metadata: e.metadata, Tree: e.tree, Modules: e.report.Modules})
 	}
 	o := compose.Options{Schematic: b.opts.Schematic, Platform: b.opts.Platform,
-		DiskFormats: b.opts.DiskFormats, Compressions: b.opts.DiskCompressions, Squashfs: b.opts.Squashfs, Cache: b.blockCache(),
+		DiskFormats: b.opts.DiskFormats, Compressions: b.opts.DiskCompressions, UKI: b.opts.UKI, Squashfs: b.opts.Squashfs, Cache: b.blockCache(),
 		InitramfsCompression: b.spec.Image.InitramfsCompression, Owners: b.owners, PrettyName: b.spec.Image.OS.PrettyName,
 		SourceDate: b.sde, Work: work}
+	// Checked when the spec was read.
+	o.Platforms, _ = b.spec.Image.PlatformTable()
 	boot.Stub = b.stubData
 	if b.opts.SecureBoot != nil {
 		o.SecureBoot = &compose.SecureBoot{Signing: b.opts.SecureBoot}
@@ -142,7 +144,7 @@ func (b *archBuild) releaseUKI(initramfs []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.arch, err)
 	}
-	ur := &report.UKIReport{File: b.arch + "/" + compose.UKIName, UnsignedSHA256: digest.SHA256Hex(u.Unsigned),
+	ur := &report.UKIReport{File: b.arch + "/" + compose.ReleaseUKIName, UnsignedSHA256: digest.SHA256Hex(u.Unsigned),
 		SigningCertSHA256: s.CertSHA256(), Subject: s.Signer.Cert.Subject.String(),
 		Stub: b.stubPkg, Kernel: b.as.kernel.Package, Initramfs: b.arch + "/initramfs.xz"}
 	if u.PCR11 != nil {

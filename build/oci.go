@@ -90,7 +90,7 @@ func writeOCILayout(ctx context.Context, dir string, sde int64, annotations map[
 
 // writeImageLayout writes compose.ImageIndex's index as an OCI image
 // layout.
-func writeImageLayout(ctx context.Context, dir string, sde int64, annotations map[string]string, arches []string, layers map[string]*compose.ImageLayer, entrypoint []string) (v1.Hash, error) {
+func writeImageLayout(ctx context.Context, dir string, sde int64, annotations map[string]string, arches []string, layers map[string][]v1.Layer, entrypoint []string) (v1.Hash, error) {
 	idx, err := compose.ImageIndex(sde, annotations, arches, layers, entrypoint)
 	if err != nil {
 		return v1.Hash{}, err

@@ -55,7 +55,7 @@ func buildKey(opts Options, sde int64) (string, error) {
 	h := sha256.New()
 	for _, part := range [][]byte{
 		[]byte(stampFormat), []byte(opts.BuilderSHA256), []byte(opts.Version), opts.Spec.Raw, exts, opts.LockBytes,
-		fmt.Appendf(nil, "%d %s %d %d %s %q %q %q %t", sde, opts.Squashfs.Compressor, opts.Squashfs.Level, opts.Squashfs.BlockSize, opts.Squashfs.Tool, opts.DiskCompressions, opts.Platform, opts.DiskFormats, opts.DiskFormats == nil),
+		fmt.Appendf(nil, "%d %s %d %d %s %q %q %q %t %t", sde, opts.Squashfs.Compressor, opts.Squashfs.Level, opts.Squashfs.BlockSize, opts.Squashfs.Tool, opts.DiskCompressions, opts.Platform, opts.DiskFormats, opts.DiskFormats == nil, opts.UKI),
 		sch, secureBootKey(opts.SecureBoot),
 	} {
 		fmt.Fprintf(h, "%d:", len(part))

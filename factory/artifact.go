@@ -3,9 +3,7 @@ package factory
 import (
 	"fmt"
 	"regexp"
-	"slices"
 
-	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/build/compose"
 )
@@ -14,24 +12,28 @@ import (
 // names it (the upstream Image Factory's names).
 type artifact struct {
 	name        string // as requested
-	kind        string // kernel, initramfs, cmdline or disk
-	platform    string // cmdline and disk
+	kind        string // kernel, initramfs, cmdline, disk, uki or installer (a tarball)
+	platform    string // cmdline, disk, uki; installer: "" for installer-ARCH.tar
 	arch        string // as requested: amd64 or x86_64
-	format      string // disk: iso, raw, qcow2, vhd, raw.tar.gz
-	compression string // disk: "", xz or zst
-	secureBoot  bool   // disk and uki: the Secure Boot media
+	format      string // disk: iso, raw, qcow2, vhd, raw.tar.gz, ova
+	compression string // disk: "", xz, zst or gz
+	secureBoot  bool   // disk, uki and installer: the Secure Boot ones
 }
 
 var (
 	kernelRE    = regexp.MustCompile(`^kernel-([a-z0-9_]+)$`)
 	initramfsRE = regexp.MustCompile(`^initramfs-([a-z0-9_]+)\.xz$`)
-	cmdlineRE   = regexp.MustCompile(`^cmdline-([a-z]+)-([a-z0-9_]+)$`)
-	diskRE      = regexp.MustCompile(`^([a-z]+)-([a-z0-9_]+)(-secureboot)?\.(raw\.tar\.gz|iso|raw|qcow2|vhd)(?:\.(xz|zst))?$`)
-	ukiRE       = regexp.MustCompile(`^([a-z]+)-([a-z0-9_]+)-secureboot-uki\.efi$`)
+	cmdlineRE   = regexp.MustCompile(`^cmdline-([a-z][a-z0-9]*)-([a-z0-9_]+)$`)
+	diskRE      = regexp.MustCompile(`^([a-z][a-z0-9]*)-([a-z0-9_]+)(-secureboot)?\.(raw\.tar\.gz|iso|raw|qcow2|vhd|ova)(?:\.(xz|zst|gz))?$`)
+	ukiRE       = regexp.MustCompile(`^([a-z][a-z0-9]*)-([a-z0-9_]+)(-secureboot)?-uki\.efi$`)
+	// installer-ARCH[-secureboot].tar, PLATFORM-installer-ARCH[-secureboot].tar:
+	// the installer image of one architecture as a docker tarball.
+	installerTarRE = regexp.MustCompile(`^(?:([a-z][a-z0-9]*)-)?installer-([a-z0-9_]+)(-secureboot)?\.tar$`)
 )
 
 // parseArtifact reads an artifact name strictly: nothing else reaches the
-// composer (and no name ever reaches the file system).
+// composer (and no name ever reaches the file system). Whether the
+// platform is one of the release's is the composer's to say.
 func parseArtifact(name string) (artifact, error) {
 	a := artifact{name: name}
 	switch {
@@ -42,22 +44,20 @@ func parseArtifact(name string) (artifact, error) {
 	case cmdlineRE.MatchString(name):
 		m := cmdlineRE.FindStringSubmatch(name)
 		a.kind, a.platform, a.arch = "cmdline", m[1], m[2]
+	case installerTarRE.MatchString(name):
+		m := installerTarRE.FindStringSubmatch(name)
+		a.kind, a.platform, a.arch, a.secureBoot = "installer", m[1], m[2], m[3] != ""
 	case diskRE.MatchString(name):
 		m := diskRE.FindStringSubmatch(name)
 		a.kind, a.platform, a.arch, a.secureBoot, a.format, a.compression = "disk", m[1], m[2], m[3] != "", m[4], m[5]
-		if a.compression != "" && !slices.Contains([]string{"iso", "raw", "vhd"}, a.format) {
+		if a.compression != "" && a.format == "raw.tar.gz" {
 			return a, fmt.Errorf("%s: %s images are not compressed further", name, a.format)
 		}
 	case ukiRE.MatchString(name):
 		m := ukiRE.FindStringSubmatch(name)
-		a.kind, a.platform, a.arch, a.secureBoot = "uki", m[1], m[2], true
+		a.kind, a.platform, a.arch, a.secureBoot = "uki", m[1], m[2], m[3] != ""
 	default:
-		return a, fmt.Errorf("%q is not an artifact: kernel-ARCH, initramfs-ARCH.xz, cmdline-PLATFORM-ARCH, PLATFORM-ARCH[-secureboot].{iso,raw,qcow2,vhd,raw.tar.gz}[.xz|.zst], PLATFORM-ARCH-secureboot-uki.efi", name)
-	}
-	if a.platform != "" {
-		if _, err := platform.Lookup(a.platform); err != nil {
-			return a, err
-		}
+		return a, fmt.Errorf("%q is not an artifact: kernel-ARCH, initramfs-ARCH.xz, cmdline-PLATFORM-ARCH, PLATFORM-ARCH[-secureboot].{iso,raw,qcow2,vhd,ova,raw.tar.gz}[.xz|.zst|.gz], PLATFORM-ARCH[-secureboot]-uki.efi, [PLATFORM-]installer-ARCH[-secureboot].tar", name)
 	}
 	return a, nil
 }
@@ -76,21 +76,27 @@ func releaseArch(arches []string, asked string) string {
 // composedName is the file compose writes for a, with the release's
 // architecture name.
 func (a artifact) composedName(arch string) string {
+	sb := ""
+	if a.secureBoot {
+		sb = compose.SecureBootSuffix
+	}
 	switch a.kind {
 	case "kernel":
 		return "kernel-" + arch
 	case "initramfs":
 		return "initramfs-" + arch + ".xz"
 	case "cmdline":
-		return "cmdline-" + a.platform + "-" + arch
+		return compose.CmdlineName(a.platform, arch)
 	case "uki":
-		return a.platform + "-" + arch + compose.SecureBootSuffix + "-uki.efi"
+		return a.platform + "-" + arch + sb + "-uki.efi"
+	case "installer":
+		n := "installer-" + arch + sb + ".tar"
+		if a.platform != "" {
+			n = a.platform + "-" + n
+		}
+		return n
 	}
-	n := a.platform + "-" + arch
-	if a.secureBoot {
-		n += compose.SecureBootSuffix
-	}
-	n += "." + a.format
+	n := a.platform + "-" + arch + sb + "." + a.format
 	if a.compression != "" {
 		n += "." + a.compression
 	}

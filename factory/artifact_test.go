@@ -7,17 +7,25 @@ import (
 
 func TestParseArtifact(t *testing.T) {
 	for name, want := range map[string]artifact{
-		"kernel-amd64":                    {kind: "kernel", arch: "amd64"},
-		"initramfs-x86_64.xz":             {kind: "initramfs", arch: "x86_64"},
-		"cmdline-nocloud-arm64":           {kind: "cmdline", platform: "nocloud", arch: "arm64"},
-		"metal-amd64.iso":                 {kind: "disk", platform: "metal", arch: "amd64", format: "iso"},
-		"aws-amd64.raw.xz":                {kind: "disk", platform: "aws", arch: "amd64", format: "raw", compression: "xz"},
-		"gcp-amd64.raw.tar.gz":            {kind: "disk", platform: "gcp", arch: "amd64", format: "raw.tar.gz"},
-		"azure-x86_64.vhd.zst":            {kind: "disk", platform: "azure", arch: "x86_64", format: "vhd", compression: "zst"},
-		"yandex-aarch64.qcow2":            {kind: "disk", platform: "yandex", arch: "aarch64", format: "qcow2"},
-		"metal-amd64-secureboot.iso":      {kind: "disk", platform: "metal", arch: "amd64", format: "iso", secureBoot: true},
-		"nocloud-amd64-secureboot.raw.xz": {kind: "disk", platform: "nocloud", arch: "amd64", format: "raw", compression: "xz", secureBoot: true},
-		"metal-x86_64-secureboot-uki.efi": {kind: "uki", platform: "metal", arch: "x86_64", secureBoot: true},
+		"kernel-amd64":                        {kind: "kernel", arch: "amd64"},
+		"initramfs-x86_64.xz":                 {kind: "initramfs", arch: "x86_64"},
+		"cmdline-nocloud-arm64":               {kind: "cmdline", platform: "nocloud", arch: "arm64"},
+		"metal-amd64.iso":                     {kind: "disk", platform: "metal", arch: "amd64", format: "iso"},
+		"aws-amd64.raw.xz":                    {kind: "disk", platform: "aws", arch: "amd64", format: "raw", compression: "xz"},
+		"gcp-amd64.raw.tar.gz":                {kind: "disk", platform: "gcp", arch: "amd64", format: "raw.tar.gz"},
+		"azure-x86_64.vhd.zst":                {kind: "disk", platform: "azure", arch: "x86_64", format: "vhd", compression: "zst"},
+		"yandex-aarch64.qcow2":                {kind: "disk", platform: "yandex", arch: "aarch64", format: "qcow2"},
+		"metal-amd64-secureboot.iso":          {kind: "disk", platform: "metal", arch: "amd64", format: "iso", secureBoot: true},
+		"nocloud-amd64-secureboot.raw.xz":     {kind: "disk", platform: "nocloud", arch: "amd64", format: "raw", compression: "xz", secureBoot: true},
+		"metal-x86_64-secureboot-uki.efi":     {kind: "uki", platform: "metal", arch: "x86_64", secureBoot: true},
+		"metal-amd64-uki.efi":                 {kind: "uki", platform: "metal", arch: "amd64"},
+		"vmware-amd64.ova":                    {kind: "disk", platform: "vmware", arch: "amd64", format: "ova"},
+		"akamai-amd64.raw.gz":                 {kind: "disk", platform: "akamai", arch: "amd64", format: "raw", compression: "gz"},
+		"exoscale-arm64.qcow2.zst":            {kind: "disk", platform: "exoscale", arch: "arm64", format: "qcow2", compression: "zst"},
+		"installer-amd64.tar":                 {kind: "installer", arch: "amd64"},
+		"metal-installer-amd64.tar":           {kind: "installer", platform: "metal", arch: "amd64"},
+		"installer-arm64-secureboot.tar":      {kind: "installer", arch: "arm64", secureBoot: true},
+		"aws-installer-x86_64-secureboot.tar": {kind: "installer", platform: "aws", arch: "x86_64", secureBoot: true},
 	} {
 		got, err := parseArtifact(name)
 		want.name = name
@@ -25,9 +33,9 @@ func TestParseArtifact(t *testing.T) {
 			t.Errorf("%s: %+v %v, want %+v", name, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "kernel", "kernel-", "../kernel-amd64", "kernel-amd64/..", "metal-amd64.iso.gz", "metal-amd64.qcow2.xz",
-		"vmware-amd64.iso", "metal-amd64.raw.tar.gz.xz", "Metal-amd64.iso", "initramfs-amd64", "cmdline-metal",
-		"metal-amd64-uki.efi", "metal-amd64-secureboot-uki.efi.xz", "metal-amd64-secureboot"} {
+	for _, bad := range []string{"", "kernel", "kernel-", "../kernel-amd64", "kernel-amd64/..", "metal-amd64.iso.bz2", "metal-amd64.vmdk",
+		"metal-amd64.raw.tar.gz.xz", "Metal-amd64.iso", "initramfs-amd64", "cmdline-metal", "digital-ocean-amd64.raw.gz",
+		"metal-amd64-secureboot-uki.efi.xz", "metal-amd64-secureboot", "installer-amd64.tar.gz", "installer.tar", "-installer-amd64.tar"} {
 		if a, err := parseArtifact(bad); err == nil {
 			t.Errorf("%q accepted: %+v", bad, a)
 		}
@@ -39,7 +47,8 @@ var safeName = regexp.MustCompile(`^[a-z0-9_.-]+$`)
 // FuzzParseArtifact: no name panics the parser, and what it accepts maps
 // to a file name of safe characters that names the same artifact again.
 func FuzzParseArtifact(f *testing.F) {
-	for _, s := range []string{"kernel-amd64", "initramfs-x86_64.xz", "cmdline-metal-amd64", "metal-amd64.iso.zst", "gcp-amd64.raw.tar.gz", "../../etc/passwd", "metal-amd64.iso\x00", "azure-amd64.vhd.xz"} {
+	for _, s := range []string{"kernel-amd64", "initramfs-x86_64.xz", "cmdline-metal-amd64", "metal-amd64.iso.zst", "gcp-amd64.raw.tar.gz", "../../etc/passwd", "metal-amd64.iso\x00", "azure-amd64.vhd.xz",
+		"metal-installer-amd64-secureboot.tar", "vmware-arm64.ova.gz", "metal-amd64-uki.efi"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
@@ -52,7 +61,7 @@ func FuzzParseArtifact(f *testing.F) {
 			t.Fatalf("%q accepted, composes %q", name, n)
 		}
 		b, err := parseArtifact(n)
-		if err != nil || b.kind != a.kind || b.platform != a.platform || b.format != a.format || b.compression != a.compression {
+		if err != nil || b.kind != a.kind || b.platform != a.platform || b.format != a.format || b.compression != a.compression || b.secureBoot != a.secureBoot {
 			t.Fatalf("%q -> %q -> %+v %v", name, n, b, err)
 		}
 	})

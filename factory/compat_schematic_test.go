@@ -100,11 +100,11 @@ func TestCompatSchematicAccepted(t *testing.T) {
 	}
 }
 
-// compatRelease serves, beside the access factory's release 1.0 (no
+// addCompatRelease serves, beside the access factory's release 1.0 (no
 // extensions, the default namespace), 2.0 with zfs and cri in the
 // namespace altlinux with the alias siderolabs, their manifests' metadata
 // and digests as a verified release has them.
-func compatRelease(t *testing.T, f *accessFactory) {
+func addCompatRelease(t *testing.T, f *accessFactory) {
 	t.Helper()
 	r := &Release{Version: "2.0", Params: compose.Params{Architectures: []string{"x86_64"}}, Extensions: []string{"cri", "zfs"},
 		Namespace: schematic.Namespace{Name: "altlinux", Aliases: []string{"siderolabs"}},
@@ -120,7 +120,7 @@ func compatRelease(t *testing.T, f *accessFactory) {
 // there either); the installer is refused too.
 func TestCompatExtensionAtImageTime(t *testing.T) {
 	f := newAccessFactory(t, ServerOptions{})
-	compatRelease(t, f)
+	addCompatRelease(t, f)
 	id := compatCreate(t, f, "customization:\n  systemExtensions:\n    officialExtensions: [siderolabs/zfs, gpu-magic]\n")
 	for path, want := range map[string]string{
 		"/image/" + id + "/2.0/metal-amd64.iso":      `official extension "gpu-magic" is not available for Talos version 2.0`,
@@ -144,7 +144,7 @@ func TestCompatExtensionAtImageTime(t *testing.T) {
 // differ there).
 func TestCompatExtensionNames(t *testing.T) {
 	f := newAccessFactory(t, ServerOptions{})
-	compatRelease(t, f)
+	addCompatRelease(t, f)
 	for names, want := range map[string]int{
 		"[altlinux/zfs, cri]":        200,
 		"[siderolabs/zfs]":           200,
@@ -165,7 +165,7 @@ func TestCompatExtensionNames(t *testing.T) {
 // digest, the manifest's author and description; [] for none.
 func TestCompatExtensionMetadata(t *testing.T) {
 	f := newAccessFactory(t, ServerOptions{ExternalURL: "https://factory.example.org"})
-	compatRelease(t, f)
+	addCompatRelease(t, f)
 	code, b := f.get(t, "/version/2.0/extensions/official")
 	var got []map[string]string
 	if err := json.Unmarshal(b, &got); err != nil || code != http.StatusOK || len(got) != 2 {

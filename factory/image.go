@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
@@ -34,6 +33,8 @@ type ImageOptions struct {
 	// SecureBoot makes the ISO and disk images the Secure Boot ones,
 	// signed with this key set, and adds the signed UKI.
 	SecureBoot *secureboot.Signing
+	// UKI adds the plain UKI (compose.Options.UKI).
+	UKI bool
 }
 
 // WriteImage makes the media of o.Schematic for every architecture of rel
@@ -47,7 +48,7 @@ func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]r
 	dir := filepath.Join(o.Out, "media", id)
 	if o.Installers {
 		// Refused before any work: nothing is written when one would be.
-		kinds, err := installerKinds(o)
+		kinds, err := installerKinds(rel, o)
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +72,7 @@ func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]r
 		if err != nil {
 			return nil, err
 		}
-		co.Schematic, co.Platform, co.DiskFormats, co.Compressions, co.Work = o.Schematic, o.Platform, o.DiskFormats, o.Compressions, work
+		co.Schematic, co.Platform, co.DiskFormats, co.Compressions, co.Work, co.UKI = o.Schematic, o.Platform, o.DiskFormats, o.Compressions, work, o.UKI
 		if o.SecureBoot != nil {
 			co.SecureBoot = &compose.SecureBoot{Signing: o.SecureBoot}
 		}
@@ -100,7 +101,7 @@ func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]r
 // replacing what was there only once whole, and lists each by its index
 // digest and manifest size.
 func writeInstallers(ctx context.Context, rel *Release, o ImageOptions, work, dir string, files map[string]report.ArtifactInfo) error {
-	kinds, err := installerKinds(o)
+	kinds, err := installerKinds(rel, o)
 	if err != nil {
 		return err
 	}
@@ -140,8 +141,8 @@ func writeInstallers(ctx context.Context, rel *Release, o ImageOptions, work, di
 
 // installerKinds are the installers writeInstallers writes: the
 // schematic's and its platform's.
-func installerKinds(o ImageOptions) ([]installerKind, error) {
-	p, err := platform.Lookup(o.Platform)
+func installerKinds(rel *Release, o ImageOptions) ([]installerKind, error) {
+	p, err := rel.platforms().Lookup(o.Platform)
 	if err != nil {
 		return nil, err
 	}

@@ -1,16 +1,19 @@
 package factory
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
@@ -64,17 +67,73 @@ type InstallerOptions struct {
 }
 
 // Installer makes the installer image of a schematic: the release's
-// installer image, architecture by architecture, with the initramfs that
-// carries the schematic's extensions (compose.SchematicInstaller), under
-// an index annotated as the release's and with the schematic's ID. builder
-// build writes the same index for its spec's schematic.
+// installer image, architecture by architecture, with the boot assets of
+// the schematic's media (installerLayers), under an index annotated as the
+// release's and with the schematic's ID. builder build writes the same
+// index for its spec's schematic.
 func (r *Release) Installer(ctx context.Context, o InstallerOptions) (v1.ImageIndex, error) {
+	ann, err := r.installerAnnotations(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	layers := map[string][]v1.Layer{}
+	for _, arch := range r.Params.Architectures {
+		if layers[arch], err = r.installerLayers(ctx, arch, o); err != nil {
+			return nil, fmt.Errorf("installer, %s: %w", arch, err)
+		}
+	}
+	return compose.ImageIndex(r.SourceDate, ann, r.Params.Architectures, layers, compose.InstallerEntrypoint)
+}
+
+// InstallerImage is one architecture's image of the schematic's installer
+// (the index's child, the same bytes).
+func (r *Release) InstallerImage(ctx context.Context, o InstallerOptions, arch string) (v1.Image, error) {
+	ann, err := r.installerAnnotations(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	layers, err := r.installerLayers(ctx, arch, o)
+	if err != nil {
+		return nil, fmt.Errorf("installer, %s: %w", arch, err)
+	}
+	return compose.Image(r.SourceDate, ann, arch, layers, compose.InstallerEntrypoint)
+}
+
+// InstallerTarball is one architecture's image of the schematic's
+// installer as a docker tarball (docker load, crane push take it), as the
+// upstream factory serves installer-ARCH.tar: the image's config and
+// layers, and a manifest.json tagging it [PLATFORM-]installer[-secureboot]/
+// ID:vVERSION (no host: the bytes do not depend on who asks).
+func (r *Release) InstallerTarball(ctx context.Context, o InstallerOptions, arch string) ([]byte, error) {
+	id, err := o.Schematic.ID()
+	if err != nil {
+		return nil, err
+	}
+	img, err := r.InstallerImage(ctx, o, arch)
+	if err != nil {
+		return nil, err
+	}
+	k := installerKind{platform: o.Platform, secureBoot: o.SecureBoot != nil}
+	tag, err := name.NewTag(k.repo() + "/" + id + ":v" + strings.TrimPrefix(r.Version, "v"))
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := tarball.Write(tag, img, &b); err != nil {
+		return nil, fmt.Errorf("installer tarball: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// installerAnnotations are a schematic's installer's: the release's
+// installer's, the schematic, the platform, the Secure Boot certificate.
+func (r *Release) installerAnnotations(ctx context.Context, o InstallerOptions) (map[string]string, error) {
 	id, err := o.Schematic.ID()
 	if err != nil {
 		return nil, err
 	}
 	if o.Platform != "" {
-		if _, err := platform.Lookup(o.Platform); err != nil {
+		if _, err := r.platforms().Lookup(o.Platform); err != nil {
 			return nil, err
 		}
 	}
@@ -97,17 +156,14 @@ func (r *Release) Installer(ctx context.Context, o InstallerOptions) (v1.ImageIn
 	if o.SecureBoot != nil {
 		ann[compose.AnnotationSecureBoot] = o.SecureBoot.CertSHA256()
 	}
-	layers := map[string]*compose.ImageLayer{}
-	for _, arch := range r.Params.Architectures {
-		if layers[arch], err = r.installerLayer(ctx, arch, o); err != nil {
-			return nil, fmt.Errorf("installer, %s: %w", arch, err)
-		}
-	}
-	return compose.ImageIndex(r.SourceDate, ann, r.Params.Architectures, layers, compose.InstallerEntrypoint)
+	return ann, nil
 }
 
-// installerLayer is the schematic's installer layer for arch.
-func (r *Release) installerLayer(ctx context.Context, arch string, o InstallerOptions) (*compose.ImageLayer, error) {
+// installerLayers are the schematic's installer layers for arch, as
+// Talos's imager makes them: the release's installer layers but the last
+// as they are, and the last, the boot assets, with the schematic's
+// (compose.SchematicInstaller).
+func (r *Release) installerLayers(ctx context.Context, arch string, o InstallerOptions) ([]v1.Layer, error) {
 	boot, exts, co, err := r.Inputs(ctx, arch, o.Schematic.Customization.SystemExtensions.OfficialExtensions)
 	if err != nil {
 		return nil, err
@@ -128,20 +184,24 @@ func (r *Release) installerLayer(ctx context.Context, arch string, o InstallerOp
 	if o.SecureBoot != nil && res.ESP == nil {
 		return nil, errors.New("a Secure Boot installer needs the release's EFI boot manager, and it has none (image.bootloader)")
 	}
-	var cmdline []byte
+	in := compose.InstallerAssets{Initramfs: res.Initramfs, ESP: res.ESP}
 	if o.Platform != "" {
-		want := "cmdline-" + res.Platform + "-" + arch
-		for _, f := range res.Files {
-			if f.Name == want {
-				cmdline = f.Data
-			}
+		in.Cmdline = res.InstallerCmdline
+	}
+	if o.SecureBoot == nil {
+		if in.UKI, err = compose.InstallerUKI(boot, res.Initramfs, co); err != nil {
+			return nil, err
 		}
 	}
 	img, err := r.child(ctx, release.RepoInstaller, arch)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := onlyLayerReader(img, false)
+	kept, assets, err := installerAssetsLayer(img)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := assets.Uncompressed()
 	if err != nil {
 		return nil, err
 	}
@@ -150,9 +210,28 @@ func (r *Release) installerLayer(ctx context.Context, arch string, o InstallerOp
 	if err != nil {
 		return nil, err
 	}
-	l, err := compose.SchematicInstaller(base, arch, res.Initramfs, cmdline, res.ESP, r.SourceDate)
+	l, err := compose.SchematicInstaller(base, arch, in, r.SourceDate)
 	if err != nil {
 		return nil, err
 	}
-	return compose.NewImageLayer(l)
+	nl, err := compose.NewImageLayer(l)
+	if err != nil {
+		return nil, err
+	}
+	return append(kept, nl), nil
+}
+
+// installerAssetsLayer splits a release's installer image: the layers a
+// schematic's installer keeps (the installer itself) and the one that
+// holds the boot assets, its last. A release made before the installer
+// was laid out as Talos's has that one only.
+func installerAssetsLayer(img v1.Image) ([]v1.Layer, v1.Layer, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(layers) == 0 || len(layers) > 2 {
+		return nil, nil, fmt.Errorf("installer image: %d layers, want the installer's and the boot assets'", len(layers))
+	}
+	return layers[:len(layers)-1], layers[len(layers)-1], nil
 }

@@ -797,6 +797,12 @@ func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schem
 	if err != nil {
 		return nil, err
 	}
+	if a.platform != "" {
+		// The release's platforms: its spec may add some.
+		if _, err := rel.platforms().Lookup(a.platform); err != nil {
+			return nil, &requestError{msg: err.Error()}
+		}
+	}
 	name := a.composedName(arch)
 	e := entryInfo{Schematic: id, Version: rel.Version, Name: name, Arch: arch, Platform: a.platform, Builder: s.o.BuilderVersion}
 	keyName := name
@@ -886,24 +892,34 @@ func (s *Server) build(ctx context.Context, rel *Release, sch *schematic.Schemat
 	if a.kind == "kernel" || a.kind == "cmdline" {
 		sch = bootOnly(sch)
 	}
-	boot, exts, o, err := rel.Inputs(ctx, arch, sch.Customization.SystemExtensions.OfficialExtensions)
-	if err != nil {
-		return nil, err
-	}
 	work, err := os.MkdirTemp(s.o.Work, "compose-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
+	if a.kind == "installer" {
+		inst := InstallerOptions{Schematic: sch, Platform: a.platform, Work: work}
+		if a.secureBoot {
+			inst.SecureBoot = s.o.SecureBoot
+		}
+		return rel.InstallerTarball(ctx, inst, arch)
+	}
+	boot, exts, o, err := rel.Inputs(ctx, arch, sch.Customization.SystemExtensions.OfficialExtensions)
+	if err != nil {
+		return nil, err
+	}
+	if a.kind == "uki" && boot.Stub == nil {
+		return nil, &requestError{msg: "release " + rel.Version + " has no systemd-stub (image.stub): no UKI"}
+	}
 	o.Schematic, o.Platform, o.Work = sch, a.platform, work
-	o.DiskFormats, o.Compressions = []string{}, nil
+	o.DiskFormats, o.Compressions, o.UKI = []string{}, nil, a.kind == "uki"
 	if a.secureBoot {
 		o.SecureBoot = &compose.SecureBoot{Signing: s.o.SecureBoot}
 	}
 	if a.kind == "disk" {
 		o.DiskFormats = []string{a.format}
 		if a.compression != "" {
-			o.Compressions = []string{a.compression}
+			o.Compressions, o.CompressedFormats = []string{a.compression}, []string{a.format}
 		}
 	}
 	res, err := compose.Media(ctx, boot, exts, o)

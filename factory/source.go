@@ -22,6 +22,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/nodeforge/builder/api/extensions"
+	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/build/compose"
@@ -34,10 +35,13 @@ import (
 // was checked against the keys before anything is read from it, and is
 // read by the digest that verified.
 type Release struct {
-	Store      oci.Store
-	Version    string
-	Branch     string
-	Params     compose.Params
+	Store   oci.Store
+	Version string
+	Branch  string
+	Params  compose.Params
+	// Platforms is the release's platform table (Talos's with its spec's
+	// changes; the zero Table is Talos's).
+	Platforms  platform.Table
 	SourceDate int64
 	// Extensions are the names of the release's extensions (bare: zfs).
 	Extensions []string
@@ -102,12 +106,23 @@ func Open(ctx context.Context, st oci.Store, version string, keys []signature.Ve
 	if r.Params, err = compose.ParseParams(m.Annotations[compose.AnnotationParams]); err != nil {
 		return nil, fmt.Errorf("release %s: %w", version, err)
 	}
+	if r.Platforms, err = r.Params.PlatformTable(); err != nil {
+		return nil, fmt.Errorf("release %s: %w", version, err)
+	}
 	r.Branch = m.Annotations["dev.nodeforge.branch"]
 	r.Namespace = schematic.NamespaceOf(m.Annotations)
 	if r.SourceDate, err = strconv.ParseInt(m.Annotations["dev.nodeforge.source-date-epoch"], 10, 64); err != nil {
 		return nil, fmt.Errorf("release %s: the boot image has no source date: %w", version, err)
 	}
 	return r, nil
+}
+
+// platforms is the release's platform table (Talos's when not set).
+func (r *Release) platforms() platform.Table {
+	if r.Platforms.Prefix == "" {
+		return platform.Talos
+	}
+	return r.Platforms
 }
 
 // index reads a repository's verified index.
@@ -202,7 +217,7 @@ func (r *Release) Inputs(ctx context.Context, arch string, names []string) (comp
 		}
 	}
 	o := compose.Options{Squashfs: r.Params.SquashfsOptions(), InitramfsCompression: r.Params.InitramfsCompression,
-		Owners: rootfs.NumericOwners(trees...), PrettyName: r.Params.PrettyName, SourceDate: r.SourceDate}
+		Owners: rootfs.NumericOwners(trees...), PrettyName: r.Params.PrettyName, SourceDate: r.SourceDate, Platforms: r.Platforms}
 	return b, exts, o, nil
 }
 
@@ -237,13 +252,19 @@ func (r *Release) bootFiles(ctx context.Context, arch string) (installerBoot, er
 	if err != nil {
 		return b, err
 	}
-	rc, err := onlyLayerReader(img, false)
+	_, assets, err := installerAssetsLayer(img)
+	if err != nil {
+		return b, err
+	}
+	rc, err := assets.Uncompressed()
 	if err != nil {
 		return b, fmt.Errorf("installer image: %w", err)
 	}
 	defer rc.Close()
-	dir := "usr/install/" + arch + "/"
-	want := map[string]*[]byte{dir + compose.BootloaderName: &b.bootloader, dir + compose.StubName: &b.stub}
+	// Talos's layout, or the one of releases made before (rpm names).
+	dir, legacy := compose.InstallDir(arch), "usr/install/"+arch+"/"
+	want := map[string]*[]byte{dir + compose.BootloaderName: &b.bootloader, dir + compose.StubName: &b.stub,
+		legacy + compose.LegacyBootloaderName: &b.bootloader, legacy + compose.StubName: &b.stub}
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()

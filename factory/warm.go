@@ -202,8 +202,14 @@ func warmArtifact(name, pl, arch string) (artifact, error) {
 	case "cmdline":
 		file = "cmdline-" + pl + "-" + arch
 	default:
-		if platform.CheckFormat(strings.TrimSuffix(strings.TrimSuffix(name, ".xz"), ".zst")) != nil {
-			return artifact{}, fmt.Errorf("unknown artifact %q: kernel, initramfs, cmdline, installer, or a disk format (%s; iso, raw and vhd also .xz or .zst)", name, strings.Join(platform.Formats, ", "))
+		format := name
+		for _, c := range []string{".xz", ".zst", ".gz"} {
+			if platform.CheckFormat(format) != nil {
+				format = strings.TrimSuffix(format, c)
+			}
+		}
+		if platform.CheckFormat(format) != nil {
+			return artifact{}, fmt.Errorf("unknown artifact %q: kernel, initramfs, cmdline, installer, or a disk format (%s; also .xz, .zst or .gz)", name, strings.Join(platform.Formats, ", "))
 		}
 		file = pl + "-" + arch + "." + name
 	}

@@ -39,7 +39,7 @@ func TestWarmPlan(t *testing.T) {
 		want                 string
 	}{
 		{nil, []string{"floppy"}, `"floppy"`},
-		{nil, []string{"qcow2.xz"}, "not compressed further"},
+		{nil, []string{"raw.tar.gz.xz"}, "not compressed further"},
 		{[]string{"mars"}, nil, `"mars"`},
 	} {
 		if _, err := warmPlan([]string{"x86_64"}, c.platforms, c.artifacts); err == nil || !strings.Contains(err.Error(), c.want) {

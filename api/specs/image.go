@@ -5,6 +5,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/nodeforge/builder/api/platform"
 )
 
 // Image is how the node OS image is assembled from the locked packages.
@@ -14,6 +16,15 @@ type Image struct {
 	OS OSRelease `yaml:"os,omitempty" json:"os"`
 	// Cmdline is the kernel command line, one argument per item.
 	Cmdline []string `yaml:"cmdline,omitempty" json:"cmdline"`
+	// KernelParamPrefix names the node's init's kernel parameters in the
+	// media's command lines: PREFIX.platform=, PREFIX.environment= (default
+	// talos: Talos's machined reads talos.*).
+	KernelParamPrefix string `yaml:"kernel-param-prefix,omitempty" json:"kernelParamPrefix,omitempty"`
+	// Platforms change Talos's platform table (api/platform): an entry
+	// named as one of its platforms replaces the fields it sets (args and
+	// arch-args together), another is a new platform. Both are recorded in
+	// the release, so media made from it (the factory's) are the build's.
+	Platforms []platform.Platform `yaml:"platforms,omitempty" json:"platforms,omitempty"`
 	// Kernel names the kernel component's package that ships the kernel
 	// image. Default: the one package of the component with a
 	// /boot/vmlinuz-<version> or a /lib/modules/<version>/vmlinuz (ALT's
@@ -142,6 +153,9 @@ func (im *Image) normalize(s *Spec, bad func(string, ...any)) {
 	if im.Cmdline == nil {
 		im.Cmdline = append([]string(nil), DefaultCmdline...)
 	}
+	if _, err := im.PlatformTable(); err != nil {
+		bad("image: %v", err)
+	}
 	if im.Kernel != "" && !nameRe.MatchString(im.Kernel) {
 		bad("image.kernel %q is not a package name", im.Kernel)
 	}
@@ -265,4 +279,9 @@ func (im *Image) StubRef(efiArch string) FileRef {
 		return *im.Stub
 	}
 	return FileRef{Package: im.Bootloader.Package, Path: path.Join(path.Dir(im.Bootloader.ForEFIArch(efiArch).Path), "linux"+efiArch+".efi.stub")}
+}
+
+// PlatformTable is Talos's platform table with the image's changes.
+func (im *Image) PlatformTable() (platform.Table, error) {
+	return platform.Talos.Override(im.KernelParamPrefix, im.Platforms)
 }

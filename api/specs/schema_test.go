@@ -120,6 +120,10 @@ extensions-dir: ""
 image:
   os: {id: demo, name: Demo, pretty-name: Demo 1, home-url: https://example.org}
   cmdline: [console=ttyS0]
+  kernel-param-prefix: nodeforge
+  platforms:
+    - {name: metal, args: [console=ttyS0], arch-args: {arm64: [console=ttyAMA0]}, formats: [iso, ova], description: bare metal}
+    - {name: lab, formats: [raw]}
   kernel: kernel-image-std-def
   init: {package: talos-installer, path: /usr/libexec/talos/init}
   installer: {package: talos-installer, path: /usr/bin/installer}
@@ -160,6 +164,9 @@ image:
 		"unknown repository format": edit("    format: alt\n", "    format: deb\n"),
 		"no name":                   edit("\nname: demo\n", "\n"),
 		"relative init path":        string(base) + "image:\n  init: {package: x, path: init}\n",
+		"platform name with a dash": string(base) + "image:\n  platforms: [{name: digital-ocean, formats: [raw]}]\n",
+		"unknown platform format":   string(base) + "image:\n  platforms: [{name: metal, formats: [vmdk]}]\n",
+		"bad parameter prefix":      string(base) + "image:\n  kernel-param-prefix: Talos.\n",
 		"registry and layout":       edit("    key: keys/dev/cosign.key\n", "    key: keys/dev/cosign.key\n    registry: r.example.org\n    layout: out\n"),
 	} {
 		if _, err := specs.Parse([]byte(body), demo, nil); err == nil {

@@ -9,6 +9,7 @@ package compose
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -24,7 +25,10 @@ import (
 	"github.com/nodeforge/builder/build/kernel"
 	"github.com/nodeforge/builder/build/media/disktar"
 	"github.com/nodeforge/builder/build/media/fat"
+	"github.com/nodeforge/builder/build/media/meta"
+	"github.com/nodeforge/builder/build/media/ova"
 	"github.com/nodeforge/builder/build/media/qcow2"
+	"github.com/nodeforge/builder/build/media/uki"
 	"github.com/nodeforge/builder/build/media/vhd"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/build/rootfs/sqfs"
@@ -67,8 +71,9 @@ type Options struct {
 	// raw.tar.gz); nil is the platform's own list, empty none.
 	DiskFormats []string
 	// Compressions are the compressed variants of the ISO, raw and VHD
-	// images: "zst", "xz".
-	Compressions []string
+	// images (or of CompressedFormats): "zst", "xz", "gz".
+	Compressions      []string
+	CompressedFormats []string
 	// Squashfs, Cache, InitramfsCompression and Owners are the release's:
 	// how its extension layers and its initramfs were written.
 	Squashfs             rootfs.SquashfsOptions
@@ -81,6 +86,21 @@ type Options struct {
 	// SecureBoot, when set, makes the ISO and disk images the Secure Boot
 	// ones (named with SecureBootSuffix) and adds the signed UKI.
 	SecureBoot *SecureBoot
+	// UKI adds the plain (unsigned) UKI, <platform>-<arch>-uki.efi: the
+	// base's systemd-stub with the kernel, the initramfs and the command
+	// line of the disk images.
+	UKI bool
+	// Platforms is the release's platform table (the zero Table is
+	// Talos's: api/platform).
+	Platforms platform.Table
+}
+
+// table is the options' platform table.
+func (o Options) table() platform.Table {
+	if o.Platforms.Prefix == "" {
+		return platform.Talos
+	}
+	return o.Platforms
 }
 
 // File is one file of the media.
@@ -92,9 +112,10 @@ type File struct {
 // Result is the media of one architecture: kernel-<arch>,
 // initramfs-<arch>.xz (the release's initramfs with the extensions'
 // segment appended: the kernel unpacks concatenated cpio archives in
-// order), cmdline-<platform>-<arch> (the image's kernel arguments, the
-// platform's and the schematic's), ipxe-<platform>-<arch> and the disk
-// images <platform>-<arch>.<format>.
+// order), cmdline-<platform>-<arch> (the kernel arguments as Talos's
+// imager puts them together: platform.Table.KernelArgs),
+// ipxe-<platform>-<arch>, the disk images <platform>-<arch>.<format> and
+// the UKIs.
 type Result struct {
 	Schematic, Platform string
 	Files               []File
@@ -107,6 +128,10 @@ type Result struct {
 	// ESP is the Secure Boot media's EFI System Partition (nil without
 	// Secure Boot): what the Secure Boot installer carries.
 	ESP []fat.File
+	// InstallerCmdline is the command line a platform's installer
+	// carries: the disk images' (no META values: as Talos's, an
+	// installer has none).
+	InstallerCmdline []byte
 }
 
 // OverlayError refuses a schematic that asks for a board overlay: no
@@ -129,7 +154,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	if err := Refusal(sch, Output{Kind: "initramfs", SecureBoot: o.SecureBoot != nil}); err != nil {
 		return nil, err
 	}
-	p, err := platform.Lookup(o.Platform)
+	p, ta, err := o.platform(arch)
 	if err != nil {
 		return nil, err
 	}
@@ -141,16 +166,44 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	args := slices.Concat(b.Cmdline, p.Args, sch.Customization.ExtraKernelArgs)
+	// As Talos's: the media with no META partition (the command line, PXE,
+	// the ISO) carry the META values on the command line, for the
+	// installer to write; the disk images, the UKIs and the installer
+	// have them in the partition or not at all.
+	var values []meta.Value
+	for _, m := range sch.Customization.Meta {
+		values = append(values, meta.Value{Key: m.Key, Value: m.Value})
+	}
+	table := o.table()
+	a := platform.Args{Base: b.Cmdline, Extra: sch.Customization.ExtraKernelArgs}
+	diskArgs := table.KernelArgs(p, ta.OCI, a)
+	if len(values) > 0 {
+		a.Meta = meta.Env(values)
+	}
+	args := table.KernelArgs(p, ta.OCI, a)
+	a.ISO = true
+	isoArgs := table.KernelArgs(p, ta.OCI, a)
 	kernelName, initrdName := "kernel-"+arch, "initramfs-"+arch+".xz"
 	ipxe := fmt.Sprintf("#!ipxe\nkernel %s %s\ninitrd %s\nboot\n", kernelName, strings.Join(args, " "), initrdName)
 	initramfs := append(append(make([]byte, 0, len(b.Initramfs)+len(seg)), b.Initramfs...), seg...)
 	r := &Result{Schematic: id, Platform: p.Name, Initramfs: initramfs, Segment: entries, Files: []File{
 		{kernelName, b.Vmlinuz},
 		{initrdName, initramfs},
-		{"cmdline-" + p.Name + "-" + arch, []byte(strings.Join(args, " ") + "\n")},
+		// No newline: the kernel's and Talos's command line asset have none.
+		{CmdlineName(p.Name, arch), []byte(strings.Join(args, " "))},
 		{"ipxe-" + p.Name + "-" + arch, []byte(ipxe)},
-	}}
+	}, InstallerCmdline: []byte(strings.Join(diskArgs, " "))}
+	prefix := p.Name + "-" + arch
+	if o.UKI && o.SecureBoot == nil {
+		if b.Stub == nil {
+			return nil, errors.New("a UKI needs the base's systemd-stub, and the release has none (image.stub)")
+		}
+		u, err := plainUKI(b, initramfs, diskArgs, o.PrettyName)
+		if err != nil {
+			return nil, err
+		}
+		r.Files = append(r.Files, File{prefix + "-uki.efi", u})
+	}
 	if b.Bootloader == nil {
 		return r, nil
 	}
@@ -164,29 +217,38 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		}
 	}
 	// The disk images boot with the base's EFI boot manager.
-	ta, err := target.Lookup(arch)
-	if err != nil {
-		return nil, err
-	}
-	bf := bootFiles(ta, b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, args)
-	prefix := p.Name + "-" + arch
+	isoFiles := bootFiles(ta, b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, isoArgs)
+	diskFiles := bootFiles(ta, b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, diskArgs)
 	if o.SecureBoot != nil {
 		// The UKI's .osrel is made from the release's pretty name, which
 		// a release records (its /etc/os-release is inside the root):
 		// media from a build and from its release are the same bytes.
-		su, files, err := signedBoot(b, initramfs, args, o.PrettyName, o.SecureBoot, sch.Customization.SecureBoot.EnrollKeys)
+		su, files, err := signedBoot(b, initramfs, diskArgs, o.PrettyName, o.SecureBoot, sch.Customization.SecureBoot.EnrollKeys)
 		if err != nil {
 			return nil, err
 		}
 		prefix += SecureBootSuffix
-		bf, r.PCR11, r.ESP = files, su.PCR11, files
+		diskFiles, r.PCR11, r.ESP = files, su.PCR11, files
+		if slices.Contains(formats, "iso") {
+			// The ISO's UKI has the ISO's command line; signed apart.
+			if _, isoFiles, err = signedBoot(b, initramfs, isoArgs, o.PrettyName, o.SecureBoot, sch.Customization.SecureBoot.EnrollKeys); err != nil {
+				return nil, err
+			}
+		}
 		r.Files = append(r.Files, File{prefix + "-uki.efi", su.Image})
 	}
-	meta := map[uint8][]byte{}
+	metaValues := map[uint8][]byte{}
 	for _, m := range sch.Customization.Meta {
-		meta[m.Key] = []byte(m.Value)
+		metaValues[m.Key] = []byte(m.Value)
 	}
-	disks, tool, err := diskImages(ctx, o.Work, bf, id, meta, formats, o.Compressions, o.SourceDate)
+	compressed := o.CompressedFormats
+	if compressed == nil {
+		compressed = []string{"iso", "raw", "vhd"}
+	}
+	// The appliance is named and configured as Talos's.
+	app := ova.Options{Name: table.Prefix, ConfigKey: table.Param("config"), SourceDate: o.SourceDate}
+	disks, tool, err := diskImages(ctx, o.Work, espFiles{iso: isoFiles, disk: diskFiles}, id, metaValues,
+		diskFormats{formats: formats, compressions: o.Compressions, compressed: compressed}, app)
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +258,49 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	}
 	return r, nil
 }
+
+// platform is the options' platform and the architecture.
+func (o Options) platform(arch string) (platform.Platform, target.Arch, error) {
+	p, err := o.table().Lookup(o.Platform)
+	if err != nil {
+		return p, target.Arch{}, err
+	}
+	ta, err := target.Lookup(arch)
+	return p, ta, err
+}
+
+// InstallerUKI is the plain UKI an installer of o.Schematic for o.Platform
+// carries at usr/install/<arch>/vmlinuz.efi, where Talos's installer takes
+// it for systemd-boot: the base's systemd-stub with the kernel, initramfs
+// (the schematic's) and the command line of the disk images; nil when the
+// base has no stub.
+func InstallerUKI(b Boot, initramfs []byte, o Options) ([]byte, error) {
+	if b.Stub == nil {
+		return nil, nil
+	}
+	p, ta, err := o.platform(b.Arch)
+	if err != nil {
+		return nil, err
+	}
+	var extra []string
+	if o.Schematic != nil {
+		extra = o.Schematic.Customization.ExtraKernelArgs
+	}
+	return plainUKI(b, initramfs, o.table().KernelArgs(p, ta.OCI, platform.Args{Base: b.Cmdline, Extra: extra}), o.PrettyName)
+}
+
+// plainUKI is an unsigned UKI: the stub with the kernel, the initramfs,
+// the command line, an os-release of prettyName and the kernel's version.
+func plainUKI(b Boot, initramfs []byte, args []string, prettyName string) ([]byte, error) {
+	u, err := uki.Build(b.Stub, uki.Sections(osRelease(prettyName), []byte(strings.Join(args, " ")), []byte(b.KernelVersion), initramfs, b.Vmlinuz))
+	if err != nil {
+		return nil, fmt.Errorf("unified kernel image: %w", err)
+	}
+	return u, nil
+}
+
+// CmdlineName is the command line's file: cmdline-<platform>-<arch>.
+func CmdlineName(platform, arch string) string { return "cmdline-" + platform + "-" + arch }
 
 // ExtensionsYAML is /extensions.yaml of the appended initramfs segment:
 // the layers in mount order with their manifests' metadata.
@@ -299,11 +404,23 @@ func extensionSegment(b Boot, exts []*Extension, names []string, o Options) ([]b
 	return seg, entries, nil
 }
 
+// espFiles are the ESP trees of the ISO and of the disks (their command
+// lines differ).
+type espFiles struct{ iso, disk []fat.File }
+
+// diskFormats are the disk formats to make, the compressions of the
+// downloads and which formats get them.
+type diskFormats struct{ formats, compressions, compressed []string }
+
 // diskImages makes the disk images of formats (file name suffixes, see
-// api/platform) from the boot files, in the order the formats are listed
-// there, then the compressed variants of the ISO, raw and VHD images. It
-// returns them named by suffix, and the tool that made the ISO.
-func diskImages(ctx context.Context, work string, bf []fat.File, id string, meta map[uint8][]byte, formats, compressions []string, sde int64) ([]File, string, error) {
+// api/platform) from the boot files (the ISO's, with the ISO's command
+// line, and the disks'), in the order the formats are listed there, then
+// the compressed variants of those in compressed. It returns them named by
+// suffix, and the tool that made the ISO.
+func diskImages(ctx context.Context, work string, esps espFiles, id string, metaValues map[uint8][]byte, fs diskFormats, app ova.Options) ([]File, string, error) {
+	isoFiles, diskFiles := esps.iso, esps.disk
+	formats, compressions, compressed := fs.formats, fs.compressions, fs.compressed
+	sde := app.SourceDate
 	want := map[string]bool{}
 	for _, f := range formats {
 		if err := platform.CheckFormat(f); err != nil {
@@ -314,26 +431,26 @@ func diskImages(ctx context.Context, work string, bf []fat.File, id string, meta
 	var out []File
 	var tool string
 	if want["iso"] {
-		esp, err := espImage(bf, sde, id, 0)
+		esp, err := espImage(isoFiles, sde, id, 0)
 		if err != nil {
 			return nil, "", err
 		}
-		iso, t, err := isoImage(ctx, work, esp, bf, sde, "NODEFORGE")
+		iso, t, err := isoImage(ctx, work, esp, isoFiles, sde, "NODEFORGE")
 		if err != nil {
 			return nil, "", err
 		}
 		tool = t
 		out = append(out, File{"iso", iso})
 	}
-	if want["raw"] || want["qcow2"] || want["vhd"] || want["raw.tar.gz"] {
-		raw, err := rawImage(bf, sde, id, meta)
+	if want["raw"] || want["qcow2"] || want["vhd"] || want["raw.tar.gz"] || want["ova"] {
+		raw, err := rawImage(diskFiles, sde, id, metaValues)
 		if err != nil {
 			return nil, "", err
 		}
 		if want["raw"] {
 			out = append(out, File{"raw", raw})
 		}
-		for _, f := range []string{"qcow2", "vhd", "raw.tar.gz"} {
+		for _, f := range []string{"qcow2", "vhd", "raw.tar.gz", "ova"} {
 			if !want[f] {
 				continue
 			}
@@ -346,6 +463,8 @@ func diskImages(ctx context.Context, work string, bf []fat.File, id string, meta
 				err = vhd.Write(&buf, raw, sde)
 			case "raw.tar.gz":
 				err = disktar.Write(&buf, raw, sde)
+			case "ova":
+				err = ova.Write(&buf, raw, app)
 			}
 			if err != nil {
 				return nil, "", fmt.Errorf("%s: %w", f, err)
@@ -356,7 +475,7 @@ func diskImages(ctx context.Context, work string, bf []fat.File, id string, meta
 	// The large ones also compressed, as downloads.
 	var variants []File
 	for _, big := range out {
-		if big.Name != "iso" && big.Name != "raw" && big.Name != "vhd" {
+		if !slices.Contains(compressed, big.Name) || big.Name == "raw.tar.gz" {
 			continue
 		}
 		for _, c := range compressions {

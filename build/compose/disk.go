@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
+
 	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/build/media/fat"
 	"github.com/nodeforge/builder/build/media/gpt"
@@ -159,7 +161,8 @@ func isoImage(ctx context.Context, work string, esp []byte, files []fat.File, sd
 	return iso, strings.TrimSpace(first), nil
 }
 
-// compressVariant compresses a disk image: "zst" (zstd) or "xz". xz is
+// compressVariant compresses a disk image: "zst" (zstd), "gz" (gzip) or
+// "xz". xz is
 // written as independent streams of 16 MiB, compressed in parallel and
 // concatenated (a valid .xz file): the bytes depend on the chunking, not
 // on the number of cores.
@@ -170,6 +173,17 @@ func compressVariant(algo string, data []byte) ([]byte, error) {
 	switch algo {
 	case "zst":
 		return one("zstd", data)
+	case "gz":
+		// One compressor at a pinned version, no name and no time in the
+		// header: the same image gives the same bytes.
+		var b bytes.Buffer
+		zw, err := gzip.NewWriterLevel(&b, gzip.DefaultCompression)
+		if err == nil {
+			if _, err = zw.Write(data); err == nil {
+				err = zw.Close()
+			}
+		}
+		return b.Bytes(), err
 	case "xz":
 		const chunk = 16 << 20
 		n := (len(data) + chunk - 1) / chunk
@@ -191,5 +205,5 @@ func compressVariant(algo string, data []byte) ([]byte, error) {
 		}
 		return bytes.Join(parts, nil), nil
 	}
-	return nil, fmt.Errorf("unknown disk image compression %q (zst or xz)", algo)
+	return nil, fmt.Errorf("unknown disk image compression %q (zst, xz or gz)", algo)
 }

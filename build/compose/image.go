@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/build/media/fat"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/internal/digest"
@@ -84,34 +85,42 @@ func (l *ImageLayer) Uncompressed() (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(l.tar)), nil
 }
 
-// ImageIndex is a release's image of one layer per architecture (an
-// extension, the installer, a schematic's installer): an OCI index over
-// one image per architecture in arches that has a layer, every time the
-// source date, the entrypoint when not nil, annotated on the index and
-// on each image.
-func ImageIndex(sde int64, annotations map[string]string, arches []string, layers map[string]*ImageLayer, entrypoint []string) (v1.ImageIndex, error) {
-	created := v1.Time{Time: time.Unix(sde, 0).UTC()}
+// ImageIndex is a release's image (an extension, the installer, a
+// schematic's installer): an OCI index over one image per architecture in
+// arches that has layers (Image), annotated as each image is.
+func ImageIndex(sde int64, annotations map[string]string, arches []string, layers map[string][]v1.Layer, entrypoint []string) (v1.ImageIndex, error) {
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, arch := range arches {
-		l := layers[arch]
-		if l == nil {
+		if len(layers[arch]) == 0 {
 			continue
 		}
-		img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-		img, err := mutate.Append(img, mutate.Addendum{Layer: l})
+		img, err := Image(sde, annotations, arch, layers[arch], entrypoint)
 		if err != nil {
 			return nil, err
 		}
-		if img, err = WithPlatform(img, arch, created, entrypoint); err != nil {
-			return nil, err
-		}
-		img = mutate.Annotations(img, annotations).(v1.Image)
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
 			Platform: &v1.Platform{OS: "linux", Architecture: specs.GoArch(arch)},
 		}})
 	}
 	return withoutArtifactTypes(mutate.Annotations(idx, annotations).(v1.ImageIndex))
+}
+
+// Image is one architecture's image of a release's: the layers in order,
+// created at the source date, the entrypoint when not nil, annotated.
+func Image(sde int64, annotations map[string]string, arch string, layers []v1.Layer, entrypoint []string) (v1.Image, error) {
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	for _, l := range layers {
+		var err error
+		if img, err = mutate.Append(img, mutate.Addendum{Layer: l}); err != nil {
+			return nil, err
+		}
+	}
+	img, err := WithPlatform(img, arch, v1.Time{Time: time.Unix(sde, 0).UTC()}, entrypoint)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Annotations(img, annotations).(v1.Image), nil
 }
 
 // plainIndex is an index whose descriptors carry no artifactType:
@@ -173,52 +182,95 @@ var InstallerEntrypoint = []string{"/usr/bin/installer"}
 // maxInstallerFile bounds one file of an installer layer read back.
 const maxInstallerFile = 4 << 30
 
-// SchematicInstaller is the installer layer of a schematic for arch: the
-// release's installer layer (base, a tar) with the schematic's initramfs
-// in place of the release's and, when cmdline is not nil (a platform's
-// installer), the platform's command line at usr/install/<arch>/cmdline.
-// Everything else, headers included, is the release's.
+// InstallerAssets are what a schematic's installer takes from its media.
+type InstallerAssets struct {
+	Initramfs []byte // the schematic's (with its extensions)
+	// Cmdline, when not nil (a platform's installer), is the platform's
+	// command line, at usr/install/<arch>/cmdline.
+	Cmdline []byte
+	// UKI is the plain UKI for vmlinuz.efi (InstallerUKI), when the
+	// release's layer has one.
+	UKI []byte
+	// ESP, for the Secure Boot installer, are the Secure Boot media's ESP
+	// files.
+	ESP []fat.File
+}
+
+// SchematicInstaller is the boot assets' layer of a schematic's installer
+// for arch: the release's (base, a tar: the installer image's last layer,
+// see InstallDir) with the schematic's initramfs and UKI in place of the
+// release's and, for a platform's installer, the platform's command line
+// at usr/install/<arch>/cmdline. Everything else, headers included, is the
+// release's. A release made before the installer was laid out as Talos's
+// (one layer, usr/install/<rpm arch>/) gets its layer back so changed.
 //
-// With esp (the Secure Boot media's ESP files), it is the Secure Boot
-// installer: the unsigned boot code (vmlinuz, initramfs.xz,
-// bootloader.efi, systemd-stub.efi) gives way to the signed ESP an
-// installer copies to a node's disk, under usr/install/<arch>/esp/.
-func SchematicInstaller(base []byte, arch string, initramfs, cmdline []byte, esp []fat.File, sde int64) ([]byte, error) {
+// With ESP it is the Secure Boot installer: the unsigned boot code
+// (vmlinuz, initramfs.xz, the boot manager, systemd-stub.efi) gives way to
+// the signed ESP an installer copies to a node's disk, under
+// usr/install/<arch>/esp/, and where Talos's installer looks for them the
+// signed systemd-boot (systemd-boot.efi) and UKI (vmlinuz.efi), hard links
+// to the ESP's.
+func SchematicInstaller(base []byte, arch string, in InstallerAssets, sde int64) ([]byte, error) {
 	t, err := rootfs.ReadTar(bytes.NewReader(base), maxInstallerFile)
 	if err != nil {
 		return nil, fmt.Errorf("installer layer: %w", err)
 	}
-	dir := "/usr/install/" + arch + "/"
+	dir, legacy := "/"+InstallDir(arch), false
+	if t.Get(dir+"initramfs.xz") == nil {
+		dir, legacy = "/usr/install/"+arch+"/", true
+	}
 	n := t.Get(dir + "initramfs.xz")
 	if n == nil || n.Kind != rootfs.KindFile {
-		return nil, fmt.Errorf("installer layer: no %sinitramfs.xz", dir[1:])
+		return nil, fmt.Errorf("installer layer: no %sinitramfs.xz", InstallDir(arch))
 	}
-	n.Data, n.Digest = initramfs, digest.SHA256Hex(initramfs)
-	add := func(name, generator string, data []byte) error {
+	n.Data, n.Digest = in.Initramfs, digest.SHA256Hex(in.Initramfs)
+	add := func(name, generator string, data []byte) (*rootfs.Node, error) {
 		c := &rootfs.Node{Path: dir + name, Kind: rootfs.KindFile, Mode: n.Mode, User: n.User, Group: n.Group,
 			Data: data, Digest: digest.SHA256Hex(data), Origin: report.Origin{Generator: generator}}
+		t.Remove(c.Path)
 		if err := t.Add(c); err != nil {
-			return fmt.Errorf("installer layer: %w", err)
+			return nil, fmt.Errorf("installer layer: %w", err)
 		}
-		return nil
+		return c, nil
 	}
-	if cmdline != nil {
-		if err := add("cmdline", "cmdline", cmdline); err != nil {
+	if u := t.Get(dir + UKIName); u != nil && in.ESP == nil {
+		if in.UKI == nil {
+			return nil, fmt.Errorf("installer layer: the release's has %s%s, and no UKI of the schematic was made", InstallDir(arch), UKIName)
+		}
+		u.Data, u.Digest = in.UKI, digest.SHA256Hex(in.UKI)
+	}
+	if in.Cmdline != nil {
+		if _, err := add("cmdline", "cmdline", in.Cmdline); err != nil {
 			return nil, err
 		}
 	}
-	if esp != nil {
-		for _, name := range []string{"vmlinuz", "initramfs.xz", BootloaderName, StubName} {
+	if in.ESP != nil {
+		for _, name := range []string{"vmlinuz", "initramfs.xz", BootloaderName, LegacyBootloaderName, StubName, UKIName} {
 			t.Remove(dir + name)
 		}
-		for _, f := range esp {
-			if err := add(ESPDir+"/"+f.Path, "secureboot", f.Data); err != nil {
+		ta, err := target.Lookup(arch)
+		if err != nil {
+			return nil, err
+		}
+		talos := map[string]string{ta.EFIBootFile(): BootloaderName, ukiName: UKIName}
+		for _, f := range in.ESP {
+			leader, err := add(ESPDir+"/"+f.Path, "secureboot", f.Data)
+			if err != nil {
 				return nil, err
 			}
+			name := talos[f.Path]
+			if name == "" || legacy {
+				continue
+			}
+			link, err := add(name, "secureboot", f.Data)
+			if err != nil {
+				return nil, err
+			}
+			leader.LinkGroup, link.LinkGroup = leader.Path, leader.Path
 		}
 	}
 	var b bytes.Buffer
-	b.Grow(len(base) + len(initramfs) + 4096)
+	b.Grow(len(base) + len(in.Initramfs) + len(in.UKI) + 4096)
 	if err := t.WriteTar(&b, rootfs.NumericOwners(t), sde); err != nil {
 		return nil, err
 	}

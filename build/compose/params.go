@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/nodeforge/builder/api/platform"
+	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/build/rootfs"
 )
 
@@ -22,15 +24,26 @@ const (
 	MediaTypeCycloneDX = "application/vnd.cyclonedx+json"
 )
 
-// BootloaderName is the EFI boot manager's file in the release's installer
-// image, usr/install/<arch>/BootloaderName: the installer puts it on the
-// disk, and media made from the release boot with it.
-const BootloaderName = "bootloader.efi"
+// InstallDir is where an installer image holds an architecture's boot
+// assets, as Talos's installer looks for them: usr/install/<arch>/ with
+// Go's name of the architecture (amd64, arm64). Releases made before
+// used the rpm name (x86_64); the factory reads both.
+func InstallDir(arch string) string { return "usr/install/" + specs.GoArch(arch) + "/" }
 
-// StubName is the base's systemd-stub in the installer image,
-// usr/install/<arch>/StubName, when the base has one: Secure Boot media
-// made from a release build their UKIs on it.
-const StubName = "systemd-stub.efi"
+// The boot assets of an installer image (InstallDir), Talos's names:
+// the kernel and the initramfs (vmlinuz, initramfs.xz), the base's EFI boot
+// manager (systemd-boot), which the installer puts on the disk and media
+// made from the release boot with, and its systemd-stub when the base has
+// one (Secure Boot media made from a release build their UKIs on it), with
+// the plain UKI Talos's installer installs for systemd-boot.
+const (
+	BootloaderName = "systemd-boot.efi"
+	StubName       = "systemd-stub.efi"
+	UKIName        = "vmlinuz.efi"
+	// LegacyBootloaderName is the boot manager's name in releases made
+	// before the installer was laid out as Talos's.
+	LegacyBootloaderName = "bootloader.efi"
+)
 
 // ESPDir holds, in a Secure Boot installer image (usr/install/<arch>/ESPDir),
 // the files of the EFI System Partition the installer writes to a node's
@@ -42,8 +55,8 @@ const ESPDir = "esp"
 // SHA-256 of the certificate whose key signed its boot code.
 const AnnotationSecureBoot = "dev.nodeforge.secureboot"
 
-// UKIName is a release's signed UKI among its boot assets.
-const UKIName = "uki.efi"
+// ReleaseUKIName is a release's signed UKI among its boot assets.
+const ReleaseUKIName = "uki.efi"
 
 // AnnotationParams is the annotation of a release's boot image index that
 // holds its Params as JSON.
@@ -65,6 +78,17 @@ type Params struct {
 	// the root filesystem (per architecture: they differ between
 	// architectures).
 	Kernel map[string]KernelParams `json:"kernel"`
+	// KernelParamPrefix and Platforms are the spec's changes to Talos's
+	// platform table (image.kernel-param-prefix, image.platforms), absent
+	// when it makes none.
+	KernelParamPrefix string              `json:"kernelParamPrefix,omitempty"`
+	Platforms         []platform.Platform `json:"platforms,omitempty"`
+}
+
+// PlatformTable is the release's platform table: Talos's with the spec's
+// changes.
+func (p Params) PlatformTable() (platform.Table, error) {
+	return platform.Talos.Override(p.KernelParamPrefix, p.Platforms)
 }
 
 // KernelParams name one architecture's kernel.

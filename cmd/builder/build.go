@@ -33,6 +33,7 @@ type buildFlags struct {
 	diskCompressions        []string      // image: variants of the raw disk image
 	platform                string        // image: --platform
 	diskFormats             []string      // image: the disk images asked for (nil: the platform's)
+	uki                     bool          // image --kind uki without --secureboot: the plain UKI
 	secureBootKeys          string        // --secureboot, the Secure Boot key set's directory
 	// The reproducibility experiment's knobs (builder repro sets them).
 	shuffle      int64
@@ -79,7 +80,7 @@ func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.S
 	timeout := netTimeout(cmd.Context())
 	c := &cache.Cache{Timeout: timeout, Dir: b.cacheDir, Workers: b.jobs, Progress: b.view.cacheEvent}
 	return build.Options{Out: out, Cache: c, SourceDateEpoch: sde, Version: version, BuilderSHA256: selfDigest(),
-		Log: b.view.logf, Progress: b.view.update, Shuffle: b.shuffle, Schematic: sch, DiskCompressions: b.diskCompressions, Platform: b.platform, DiskFormats: b.diskFormats,
+		Log: b.view.logf, Progress: b.view.update, Shuffle: b.shuffle, Schematic: sch, DiskCompressions: b.diskCompressions, Platform: b.platform, DiskFormats: b.diskFormats, UKI: b.uki,
 		NoStepCaches: b.noStepCaches, SecureBoot: sb, Source: repo.SourceOptions{Timeout: timeout}}, nil
 }
 

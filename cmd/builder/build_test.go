@@ -106,7 +106,9 @@ func checkPlatformDisks(t *testing.T, spec, cacheDir, sch, out string) {
 		t.Fatalf("media directories: %v", media)
 	}
 	cmdline, err := os.ReadFile(filepath.Join(media[0], "cmdline-azure-x86_64"))
-	if err != nil || !strings.Contains(string(cmdline), " nodeforge.platform=azure console=ttyS0,115200n8 ") || !strings.HasSuffix(string(cmdline), " console=ttyS0\n") {
+	// Talos's: the platform's arguments first, the schematic's console=
+	// in place of Azure's, no trailing newline.
+	if err != nil || !strings.HasPrefix(string(cmdline), "talos.platform=azure console=ttyS0 earlyprintk=ttyS0,115200 rootdelay=300 net.ifnames=0 ") || !strings.HasSuffix(string(cmdline), " module.sig_enforce=1") {
 		t.Errorf("cmdline-azure-x86_64: %v %q", err, cmdline)
 	}
 	vhd := filepath.Join(media[0], "azure-x86_64.vhd")

@@ -138,12 +138,16 @@ curl recipes and talosctl work) from releases published by builder release:
                                             kernel-ARCH, initramfs-ARCH.xz,
                                             cmdline-PLATFORM-ARCH,
                                             PLATFORM-ARCH.{iso,raw,qcow2,vhd,
-                                            raw.tar.gz}[.xz|.zst]; Range, ETag
+                                            ova,raw.tar.gz}[.xz|.zst|.gz],
+                                            PLATFORM-ARCH-uki.efi,
+                                            [PLATFORM-]installer-ARCH.tar;
+                                            Range, ETag
                                             (.sig: cosign sign-blob's, by the
                                             factory's key); with --secureboot
-                                            also PLATFORM-ARCH-secureboot.FORMAT
-                                            and PLATFORM-ARCH-secureboot-uki.efi
-                                            (builder image --secureboot's)
+                                            also PLATFORM-ARCH-secureboot.FORMAT,
+                                            PLATFORM-ARCH-secureboot-uki.efi
+                                            (builder image --secureboot's) and
+                                            [PLATFORM-]installer-ARCH-secureboot.tar
   GET  /oci/cosign/signing-key.pub          that key
   GET  /secureboot/signing-cert.pem         the certificate of --secureboot's
                                             db key, which signs those media

@@ -392,7 +392,7 @@ max-builds: 1
 	if resp, body := call(t, c, "GET", pxe, "", accessToken); resp.StatusCode != 200 || !strings.Contains(body, "kernel https://flag.example/image/"+created.ID) {
 		t.Errorf("PXE with a login (and --external-url over the file's): %d %q", resp.StatusCode, body)
 	}
-	if code, body := curl(t, "--cacert", caFile, srv.url+"/image/"+created.ID+"/1.11.0-demo/cmdline-metal-amd64"); code != "200" || !strings.Contains(body, "nodeforge.platform=metal") {
+	if code, body := curl(t, "--cacert", caFile, srv.url+"/image/"+created.ID+"/1.11.0-demo/cmdline-metal-amd64"); code != "200" || !strings.Contains(body, "talos.platform=metal") {
 		t.Errorf("the cached command line, anonymously: %s %q", code, body)
 	}
 	// Metrics: a login.

@@ -201,11 +201,17 @@ func checkSecureBootInstaller(t *testing.T, ref string, uki []byte, sbKeys strin
 	exported := filepath.Join(t.TempDir(), "fs.tar")
 	judge(t, "crane", "export", "--insecure", "--platform", "linux/amd64", ref, exported)
 	files := tarFiles(t, exported)
-	dir := "usr/install/x86_64/"
-	if !bytes.Equal(files[dir+"esp/EFI/Linux/nodeforge.efi"], uki) {
-		t.Errorf("the Secure Boot installer's UKI (%d bytes) is not the Secure Boot media's", len(files[dir+"esp/EFI/Linux/nodeforge.efi"]))
+	dir := "usr/install/amd64/"
+	// The ESP's UKI, and the same where Talos's installer looks for it.
+	for _, name := range []string{"esp/EFI/Linux/nodeforge.efi", "vmlinuz.efi"} {
+		if !bytes.Equal(files[dir+name], uki) {
+			t.Errorf("the Secure Boot installer's %s (%d bytes) is not the Secure Boot media's UKI", name, len(files[dir+name]))
+		}
 	}
-	for _, name := range []string{"vmlinuz", "initramfs.xz", "bootloader.efi", "systemd-stub.efi"} {
+	if b := files[dir+"systemd-boot.efi"]; len(b) == 0 || !bytes.Equal(b, files[dir+"esp/EFI/BOOT/BOOTX64.EFI"]) {
+		t.Error("the Secure Boot installer's systemd-boot.efi is not its ESP's signed systemd-boot")
+	}
+	for _, name := range []string{"vmlinuz", "initramfs.xz", "systemd-stub.efi"} {
 		if _, ok := files[dir+name]; ok {
 			t.Errorf("the Secure Boot installer still carries the unsigned %s", name)
 		}
@@ -225,7 +231,8 @@ func checkSecureBootInstaller(t *testing.T, ref string, uki []byte, sbKeys strin
 	}
 }
 
-// tarFiles reads the regular files of a tar by name.
+// tarFiles reads the regular files of a tar by name (hard links as the
+// files they link to).
 func tarFiles(t *testing.T, path string) map[string][]byte {
 	t.Helper()
 	f, err := os.Open(path)
@@ -243,12 +250,15 @@ func tarFiles(t *testing.T, path string) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.Typeflag == tar.TypeReg {
+		switch h.Typeflag {
+		case tar.TypeReg:
 			b, err := io.ReadAll(tr)
 			if err != nil {
 				t.Fatal(err)
 			}
 			files[strings.TrimPrefix(h.Name, "./")] = b
+		case tar.TypeLink: // a hard link to a file before it
+			files[strings.TrimPrefix(h.Name, "./")] = files[strings.TrimPrefix(strings.TrimPrefix(h.Linkname, "/"), "./")]
 		}
 	}
 }

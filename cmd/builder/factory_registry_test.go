@@ -1,16 +1,19 @@
 package main
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -193,6 +196,7 @@ func TestFactoryRegistry(t *testing.T) {
 	if got := f.srv.Stats().Builds; got != builds {
 		t.Errorf("pulling a cached installer built %d more", got-builds)
 	}
+	checkTalosInstallerLayout(t, f, id)
 
 	for _, c := range []struct {
 		method, path string
@@ -221,6 +225,81 @@ func TestFactoryRegistry(t *testing.T) {
 		if resp.StatusCode != c.status || !strings.Contains(string(b), c.code) || resp.Header.Get("Docker-Distribution-API-Version") != "registry/2.0" {
 			t.Errorf("%s %s: %d %s", c.method, c.path, resp.StatusCode, b)
 		}
+	}
+}
+
+// checkTalosInstallerLayout reads the installers of schematic id (console=ttyS0)
+// with crane, as Talos's installer finds its inputs: two layers, the
+// installer's (the release's blob in both) and the boot assets'; the
+// entrypoint /usr/bin/installer; the files under usr/install/amd64/ by
+// Talos's names, aws's with its command line (docs/talos-compatibility.md,
+// "Installer image"); installer-amd64.tar is the same image, a docker
+// tarball.
+func checkTalosInstallerLayout(t *testing.T, f *factoryFixture, id string) {
+	t.Helper()
+	host := f.host
+	var first []string
+	var plain struct {
+		Config struct{ Digest string }
+		Layers []struct{ Digest string }
+	}
+	for _, name := range []string{"installer", "aws-installer"} {
+		ref := host + "/" + name + "/" + id + ":1.11.0-demo"
+		var m struct{ Layers []struct{ Digest string } }
+		if err := json.Unmarshal([]byte(judge(t, "crane", "manifest", "--insecure", "--platform", "linux/amd64", ref)), &m); err != nil || len(m.Layers) != 2 {
+			t.Fatalf("%s: %v, %d layers, want the installer's and the boot assets'", ref, err, len(m.Layers))
+		}
+		first = append(first, m.Layers[0].Digest)
+		if name == "installer" {
+			json.Unmarshal([]byte(judge(t, "crane", "manifest", "--insecure", "--platform", "linux/amd64", ref)), &plain)
+		}
+		if cfg := judge(t, "crane", "config", "--insecure", "--platform", "linux/amd64", ref); !strings.Contains(cfg, `"Entrypoint":["/usr/bin/installer"]`) || !strings.Contains(cfg, `"architecture":"amd64"`) {
+			t.Errorf("%s: config %s", ref, cfg)
+		}
+		exported := filepath.Join(t.TempDir(), "fs.tar")
+		judge(t, "crane", "export", "--insecure", "--platform", "linux/amd64", ref, exported)
+		files := tarFiles(t, exported)
+		for _, p := range []string{"usr/bin/installer", "usr/install/amd64/vmlinuz", "usr/install/amd64/initramfs.xz", "usr/install/amd64/systemd-boot.efi", "usr/install/amd64/demo.spdx.json"} {
+			if len(files[p]) == 0 {
+				t.Errorf("%s: no %s (has %v)", ref, p, slices.Sorted(maps.Keys(files)))
+			}
+		}
+		for p := range files {
+			if strings.HasPrefix(p, "usr/install/") && !strings.HasPrefix(p, "usr/install/amd64/") {
+				t.Errorf("%s: %s outside usr/install/amd64/", ref, p)
+			}
+		}
+		if c := string(files["usr/install/amd64/cmdline"]); name == "aws-installer" && !strings.HasPrefix(c, "talos.platform=aws console=ttyS0 net.ifnames=0 nvme_core.io_timeout=4294967295 init_on_alloc=1 ") {
+			t.Errorf("%s: cmdline %q", ref, c)
+		}
+	}
+	if first[0] != first[1] {
+		t.Errorf("the installer's layers differ: %v", first)
+	}
+	resp, err := http.Get(f.hs.URL + "/image/" + id + "/1.11.0-demo/installer-amd64.tar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var names []string
+	var m []struct {
+		Config   string
+		RepoTags []string
+		Layers   []string
+	}
+	for tr := tar.NewReader(resp.Body); ; {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		names = append(names, h.Name)
+		if h.Name == "manifest.json" {
+			json.NewDecoder(tr).Decode(&m)
+		}
+	}
+	if resp.StatusCode != 200 || len(m) != 1 || m[0].Config != plain.Config.Digest || len(m[0].Layers) != 2 || len(plain.Layers) != 2 ||
+		m[0].Layers[1] != strings.TrimPrefix(plain.Layers[1].Digest, "sha256:")+".tar.gz" || !slices.Equal(m[0].RepoTags, []string{"installer/" + id + ":v1.11.0-demo"}) {
+		t.Errorf("installer-amd64.tar: %d, files %v, manifest %+v; the image's %+v", resp.StatusCode, names, m, plain)
 	}
 }
 

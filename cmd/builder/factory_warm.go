@@ -70,7 +70,7 @@ func newFactoryWarmCmd() *cobra.Command {
 	fl.StringVar(&o.Version, "version", "", "the release version to build for (one the release stores serve)")
 	fl.StringVar(&list, "schematics", "", "a file of schematic IDs, one a line (# comments), each in the cache store")
 	fl.StringArrayVar(&o.Platforms, "platform", nil, "a platform whose media are built (repeatable; default metal)")
-	fl.StringSliceVar(&o.Artifacts, "artifacts", nil, "what is built: kernel, initramfs, cmdline, installer, or disk formats (iso, raw, qcow2, vhd, raw.tar.gz; iso, raw, vhd with .xz or .zst) (default: kernel, initramfs, cmdline, the platform's formats, installer)")
+	fl.StringSliceVar(&o.Artifacts, "artifacts", nil, "what is built: kernel, initramfs, cmdline, installer, or disk formats (iso, raw, qcow2, vhd, ova, raw.tar.gz; also with .xz, .zst or .gz) (default: kernel, initramfs, cmdline, the platform's formats, installer)")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }
@@ -93,8 +93,8 @@ the version, warm builds:
   kernel       kernel-ARCH
   initramfs    initramfs-ARCH.xz, with the schematic's extensions
   cmdline      cmdline-PLATFORM-ARCH
-  FORMAT       PLATFORM-ARCH.FORMAT: iso, raw, qcow2, vhd, raw.tar.gz (iso, raw
-               and vhd also .xz or .zst)
+  FORMAT       PLATFORM-ARCH.FORMAT: iso, raw, qcow2, vhd, ova, raw.tar.gz (all
+               but raw.tar.gz also .xz, .zst or .gz)
   installer    the installer image: installer/ID:V for metal,
                PLATFORM-installer/ID:V for another platform (every
                architecture in one index)

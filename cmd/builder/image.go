@@ -46,7 +46,7 @@ func kindMatch(kind string) (*regexp.Regexp, []string, error) {
 	if platform.CheckFormat(kind) != nil {
 		return nil, nil, fmt.Errorf("--kind %q: want kernel, initramfs, cmdline, pxe, %s, installer or all", kind, strings.Join(platform.Formats, ", "))
 	}
-	return regexp.MustCompile(`^[a-z]+-[^.]+\.` + regexp.QuoteMeta(kind) + `($|\.)`), []string{kind}, nil
+	return regexp.MustCompile(`^[a-z][a-z0-9]*-[^.]+\.` + regexp.QuoteMeta(kind) + `($|\.)`), []string{kind}, nil
 }
 
 // imageLong is builder image --help.
@@ -64,8 +64,12 @@ does:
                                schematic (0.sqsh, 1.sqsh, ... by name), a layer
                                of module indexes when extensions ship kernel
                                modules, and extensions.yaml listing the layers
-  cmdline-<platform>-<arch>    the image's kernel arguments, the platform's
-                               (its name, its consoles) and the schematic's
+  cmdline-<platform>-<arch>    the kernel arguments as Talos's imager puts them
+                               together: talos.platform=<platform> and the
+                               platform's consoles, the image's, the
+                               schematic's META values as
+                               talos.environment=INSTALLER_META_BASE64=...,
+                               the schematic's (no trailing newline)
   ipxe-<platform>-<arch>       an iPXE script booting the kernel and initramfs
   <platform>-<arch>.iso        a UEFI-bootable ISO: the EFI boot manager of the
                                base (image.bootloader, systemd-boot) with the
@@ -76,8 +80,15 @@ does:
   <platform>-<arch>.qcow2      the same disk in QEMU's qcow2 format (sparse)
   <platform>-<arch>.vhd        the same disk as a fixed VHD (Azure)
   <platform>-<arch>.raw.tar.gz the same disk as disk.raw in a gzipped tar (GCP)
-  installer/                   the installer image (OCI layout) with the
-                               schematic's initramfs
+  <platform>-<arch>.ova        the same disk as a VMware appliance: its OVF
+                               and a streamOptimized VMDK in a tar
+  <platform>-<arch>-uki.efi    --kind uki: the plain unified kernel image, the
+                               base's systemd-stub (image.stub) with the
+                               kernel, the initramfs and the command line
+  installer/                   the installer image (OCI layout), laid out as
+                               Talos's: the installer, then its boot assets
+                               at usr/install/<amd64|arm64>/ with the
+                               schematic's initramfs (and UKI, vmlinuz.efi)
   <platform>-installer/        with --release: the same with the platform's
                                command line at usr/install/<arch>/cmdline
                                (the factory's /v2/ serves both)
@@ -102,15 +113,17 @@ ISO and disk images boot under UEFI Secure Boot, and are named so:
                                initramfs and boot manager, the ESP above
                                at usr/install/<arch>/esp/ (signed
                                systemd-boot, the signed UKI, loader.conf,
-                               the .auth files) for the installer to copy
+                               the .auth files) for the installer to copy,
+                               and the signed systemd-boot.efi and
+                               vmlinuz.efi where Talos's installer looks
 The command line is inside the signed UKI: it cannot be changed at boot.
 
 Platforms and the disk images --kind all makes for them:
 ` + platformHelp() + `
 --kind picks what to build and print: kernel, initramfs, cmdline, pxe (the
-first four), one disk format (iso, raw, qcow2, vhd, raw.tar.gz; any platform
-may have any), uki (with --secureboot), installer, or all (the platform's
-formats). Nothing needs root or loop devices. The release's own installer
+first four), one disk format (iso, raw, qcow2, vhd, raw.tar.gz, ova; any
+platform may have any), uki (signed with --secureboot), installer, or all
+(the platform's formats). Nothing needs root or loop devices. The release's own installer
 image is written by every build, at OUT/installer/.`
 }
 
@@ -135,9 +148,8 @@ func newImageCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := platform.Lookup(platformName); err != nil {
-				return fmt.Errorf("--platform: %w", err)
-			}
+			// The platform is checked against the release's table (its spec
+			// may add platforms) when the media are made.
 			data, err := os.ReadFile(schematicPath)
 			if err != nil {
 				return err
@@ -149,9 +161,7 @@ func newImageCmd() *cobra.Command {
 			if b.secureBootKeys != "" && formats != nil && len(formats) == 0 && kind != "uki" && kind != "installer" {
 				return fmt.Errorf("--secureboot signs the UKI, the ISO and the disk images: --kind %s makes none of them", kind)
 			}
-			if kind == "uki" && b.secureBootKeys == "" {
-				return errors.New("--kind uki is the signed unified kernel image of the Secure Boot media: give --secureboot KEYDIR")
-			}
+			b.uki = kind == "uki" && b.secureBootKeys == ""
 			if rel.store != "" {
 				var sb *secureboot.Signing
 				if b.secureBootKeys != "" {
@@ -161,7 +171,7 @@ func newImageCmd() *cobra.Command {
 					defer sb.Close()
 				}
 				files, err := rel.write(cmd, factory.ImageOptions{Schematic: sch, Platform: platformName, DiskFormats: formats, Compressions: compress, Out: b.out,
-					Installers: kind == "installer" || kind == "all", SecureBoot: sb})
+					Installers: kind == "installer" || kind == "all", SecureBoot: sb, UKI: b.uki})
 				if err != nil {
 					return err
 				}
@@ -192,9 +202,9 @@ func newImageCmd() *cobra.Command {
 	b.add(cmd)
 	b.addJSON(cmd)
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "schematic file (YAML or JSON; builder schematic id explains)")
-	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, vhd, raw.tar.gz, uki (with --secureboot), installer or all")
+	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, vhd, raw.tar.gz, ova, uki, installer or all")
 	cmd.Flags().StringVar(&platformName, "platform", platform.Default, "where the node runs: "+strings.Join(platform.Names(), ", "))
-	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the ISO, raw and VHD images: zst, xz (none: --compress '')")
+	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the ISO, raw and VHD images: zst, xz, gz (none: --compress '')")
 	cmd.MarkFlagRequired("schematic")
 	return cmd
 }
@@ -204,7 +214,7 @@ func newImageCmd() *cobra.Command {
 func platformHelp() string {
 	var b strings.Builder
 	for _, p := range platform.All {
-		fmt.Fprintf(&b, "  %-8s %-17s %s\n", p.Name, strings.Join(p.Formats, ", "), p.Description)
+		fmt.Fprintf(&b, "  %-12s %-16s %s\n", p.Name, strings.Join(p.Formats, ", "), p.Description)
 	}
 	return b.String()
 }

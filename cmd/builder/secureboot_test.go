@@ -44,6 +44,17 @@ func TestSecureBootImage(t *testing.T) {
 		t.Errorf("sbverify --cert db.pem: %v\n%s", err, o)
 	}
 	signWithToken(t, keys, outs[0], "image", "-q", "--json", "--spec", specPath, "--cache", cacheDir, "--schematic", sch, "--kind", "uki")
+	// Without keys, --kind uki is the plain UKI (upstream's PLATFORM-ARCH-uki.efi):
+	// unsigned, the disk images' command line inside.
+	var plain outputsJSON
+	builderJSON(t, &plain, "image", "-q", "--json", "--spec", specPath, "--cache", cacheDir, "--out", out, "--schematic", sch, "--kind", "uki")
+	if p := pathsOf(plain); len(p) != 1 || !strings.HasSuffix(p[0], "/metal-x86_64-uki.efi") {
+		t.Errorf("--kind uki without keys printed %v", p)
+	} else if b, err := os.ReadFile(p[0]); err != nil || !bytes.Contains(b, []byte("talos.platform=metal console=tty0 console=ttyS0 ")) {
+		t.Errorf("the plain UKI's command line: %v", err)
+	} else if o, err := exec.Command(sbverify, "--list", p[0]).CombinedOutput(); err != nil || !strings.Contains(string(o), "No signature table present") {
+		t.Errorf("sbverify --list of the plain UKI: %v\n%s", err, o)
+	}
 	var inst outputsJSON
 	builderJSON(t, &inst, "image", "-q", "--json", "--spec", specPath, "--cache", cacheDir, "--out", out, "--schematic", sch, "--kind", "installer", "--secureboot", keys)
 	if p := pathsOf(inst); len(p) != 1 || filepath.Base(p[0]) != "installer-secureboot" || !strings.HasPrefix(inst.Outputs[0].Digest, "sha256:") {
@@ -65,7 +76,6 @@ func TestSecureBootImage(t *testing.T) {
 		args []string
 		want string
 	}{
-		"uki without keys":   {[]string{"--kind", "uki"}, "give --secureboot"},
 		"pxe with keys":      {[]string{"--kind", "pxe", "--secureboot", keys}, "makes none of them"},
 		"no key set":         {[]string{"--kind", "iso", "--secureboot", t.TempDir()}, "db.pem"},
 		"repro keys, no sch": {nil, ""},

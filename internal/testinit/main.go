@@ -3,7 +3,11 @@
 // (CGO_ENABLED=0, linux/amd64), it runs as PID 1 and does what the node OS's
 // init does before switching root, then reports and powers off:
 //
-//  1. mounts devtmpfs on /dev, proc on /proc, sysfs on /sys;
+//  1. mounts devtmpfs on /dev, proc on /proc, sysfs on /sys; prints the
+//     kernel command line ("nodeforge-init: cmdline: ...") and the META
+//     values the boot media pass in it, decoded as Talos's installer decodes
+//     PREFIX.environment=INSTALLER_META_BASE64=... ("nodeforge-init: META
+//     0xKEY=VALUE");
 //  2. loads every module of /lib/modules/<kver>/modules.dep (the builder
 //     puts exactly the boot modules and their dependencies there),
 //     dependencies first;
@@ -24,6 +28,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -73,6 +78,9 @@ func boot() error {
 	}
 	if c, err := os.OpenFile("/dev/console", os.O_WRONLY|unix.O_NOCTTY, 0); err == nil {
 		console = c
+	}
+	if err := reportCmdline("/proc/cmdline"); err != nil {
+		return err
 	}
 
 	modDir, err := modulesDir()
@@ -412,4 +420,49 @@ func osReleaseValue(b []byte, key string) (string, bool) {
 		return v, true
 	}
 	return "", false
+}
+
+// reportCmdline prints the kernel command line and the META values of its
+// PREFIX.environment=INSTALLER_META_BASE64= arguments.
+func reportCmdline(p string) error {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	line := strings.TrimSpace(string(b))
+	say("nodeforge-init: cmdline: %s", line)
+	for _, arg := range strings.Fields(line) {
+		k, v, _ := strings.Cut(arg, "=")
+		enc, ok := strings.CutPrefix(v, "INSTALLER_META_BASE64=")
+		if !strings.HasSuffix(k, ".environment") || !ok {
+			continue
+		}
+		values, err := metaValues(enc)
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		for _, mv := range values {
+			say("nodeforge-init: META %s", mv)
+		}
+	}
+	return nil
+}
+
+// metaValues decodes INSTALLER_META_BASE64: base64 of "0xKEY=VALUE;..."
+// gzipped when long.
+func metaValues(enc string) ([]string, error) {
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, err
+		}
+		if raw, err = io.ReadAll(zr); err != nil {
+			return nil, err
+		}
+	}
+	return strings.Split(string(raw), ";"), nil
 }

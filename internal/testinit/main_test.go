@@ -46,3 +46,23 @@ func TestExtensionLayers(t *testing.T) {
 		t.Errorf("missing file: %v %v", got, err)
 	}
 }
+
+func TestReportCmdline(t *testing.T) {
+	var b strings.Builder
+	console = &b
+	p := filepath.Join(t.TempDir(), "cmdline")
+	// 0xa={"externalIPs":["1.2.3.4"]}, the upstream factory's vector.
+	os.WriteFile(p, []byte("talos.platform=metal console=ttyS0 talos.environment=INSTALLER_META_BASE64=MHhhPXsiZXh0ZXJuYWxJUHMiOlsiMS4yLjMuNCJdfQ==\n"), 0o644)
+	if err := reportCmdline(p); err != nil {
+		t.Fatal(err)
+	}
+	want := "nodeforge-init: cmdline: talos.platform=metal console=ttyS0 talos.environment=INSTALLER_META_BASE64=MHhhPXsiZXh0ZXJuYWxJUHMiOlsiMS4yLjMuNCJdfQ==\n" +
+		"nodeforge-init: META 0xa={\"externalIPs\":[\"1.2.3.4\"]}\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	os.WriteFile(p, []byte("nodeforge.environment=INSTALLER_META_BASE64=!!!"), 0o644)
+	if err := reportCmdline(p); err == nil {
+		t.Error("bad base64 accepted")
+	}
+}

@@ -11,10 +11,16 @@
 package meta
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // Layout constants.
@@ -94,6 +100,68 @@ func decodeCopy(buf []byte) (map[uint8][]byte, error) {
 		}
 		out[uint8(tag)] = append([]byte(nil), data[8:8+size]...)
 		data = data[8+size:]
+	}
+	return out, nil
+}
+
+// Value is one META key and its value, in the order a schematic lists
+// them.
+type Value struct {
+	Key   uint8
+	Value string
+}
+
+// envGzipOver is the size above which Env compresses the values.
+const envGzipOver = 256
+
+// Env encodes values for PREFIX.environment=INSTALLER_META_BASE64=<Env>,
+// as Talos's imager encodes them for boot media that have no META
+// partition (PXE, ISO): "0x<key in hex>=<value>" joined by ';', gzipped
+// (the standard library's, best compression) when longer than 256 bytes,
+// in standard base64. Talos's installer decodes it and writes the values
+// to the META partition of the disk it installs to.
+func Env(values []Value) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
+		parts[i] = fmt.Sprintf("0x%x=%s", v.Key, v.Value)
+	}
+	raw := []byte(strings.Join(parts, ";"))
+	if len(raw) > envGzipOver {
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression) // a valid level: no error
+		zw.Write(raw)                                          // a bytes.Buffer: no error
+		zw.Close()
+		raw = b.Bytes()
+	}
+	return base64.StdEncoding.EncodeToString(raw)
+}
+
+// DecodeEnv reads what Env wrote, as Talos's installer does.
+func DecodeEnv(s string) ([]Value, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("meta: %w", err)
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if len(b) >= 10 && b[0] == 0x1f && b[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("meta: %w", err)
+		}
+		if b, err = io.ReadAll(io.LimitReader(zr, CopyLength)); err != nil {
+			return nil, fmt.Errorf("meta: %w", err)
+		}
+	}
+	var out []Value
+	for _, part := range strings.Split(string(b), ";") {
+		k, v, ok := strings.Cut(part, "=")
+		key, err := strconv.ParseUint(k, 0, 8)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("meta: %q is not KEY=VALUE with a key of 0 to 0xff", part)
+		}
+		out = append(out, Value{Key: uint8(key), Value: v})
 	}
 	return out, nil
 }

@@ -2,8 +2,12 @@ package meta
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
+	"io"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +48,51 @@ func TestRoundTripAndLayout(t *testing.T) {
 	}
 	if _, err := Encode(map[uint8][]byte{1: make([]byte, CopyLength)}); err == nil {
 		t.Error("oversized value accepted")
+	}
+}
+
+// TestEnv holds the INSTALLER_META_BASE64 encoding to Talos's: the
+// upstream factory's own vector (its integration test's META schematic),
+// several values in the schematic's order, and gzip above 256 bytes.
+func TestEnv(t *testing.T) {
+	for _, c := range []struct {
+		values []Value
+		want   string
+	}{
+		{[]Value{{0xa, `{"externalIPs":["1.2.3.4"]}`}}, "MHhhPXsiZXh0ZXJuYWxJUHMiOlsiMS4yLjMuNCJdfQ=="},
+		// "0xc=b;0xa=a;0xff=" in the order given, keys in lower-case hex.
+		{[]Value{{0xc, "b"}, {0xa, "a"}, {0xff, ""}}, "MHhjPWI7MHhhPWE7MHhmZj0="},
+		{nil, ""},
+	} {
+		got := Env(c.values)
+		if got != c.want {
+			t.Errorf("Env(%v) = %q, want %q", c.values, got, c.want)
+		}
+		back, err := DecodeEnv(got)
+		if err != nil || len(back) != len(c.values) {
+			t.Errorf("DecodeEnv(%q) = %v, %v", got, back, err)
+		}
+	}
+	long := []Value{{0xa, strings.Repeat("x", 300)}}
+	enc := Env(long)
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil || len(raw) < 2 || raw[0] != 0x1f || raw[1] != 0x8b {
+		t.Fatalf("a long value is not gzipped: % x %v", raw[:min(len(raw), 4)], err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := io.ReadAll(zr)
+	if err != nil || string(text) != "0xa="+strings.Repeat("x", 300) {
+		t.Errorf("gunzipped: %q %v", text, err)
+	}
+	if back, err := DecodeEnv(enc); err != nil || len(back) != 1 || back[0] != long[0] {
+		t.Errorf("DecodeEnv of the gzipped: %v %v", back, err)
+	}
+	for _, bad := range []string{"!!!", base64.StdEncoding.EncodeToString([]byte("0x100=a")), base64.StdEncoding.EncodeToString([]byte("novalue"))} {
+		if _, err := DecodeEnv(bad); err == nil {
+			t.Errorf("DecodeEnv(%q) took it", bad)
+		}
 	}
 }
