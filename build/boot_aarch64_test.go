@@ -37,7 +37,11 @@ func TestBootAarch64(t *testing.T) {
 	baseTime := time.Since(t0)
 	d := lockSpec(t, specPath)
 	s := d.spec
-	sch, err := schematic.Parse([]byte("customization:\n  systemExtensions:\n    officialExtensions: [testext]\n"))
+	// Talos's metal arguments on arm64 end in console=tty0, a screen (the
+	// kernel's /dev/console is the last console named); the test reads the
+	// serial port, so the schematic names it, as a Talos user does: a
+	// schematic's console= replaces the platform's.
+	sch, err := schematic.Parse([]byte("customization:\n  extraKernelArgs: [console=ttyAMA0]\n  systemExtensions:\n    officialExtensions: [testext]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
