@@ -146,7 +146,11 @@ func (s *Server) readiness() (ready bool, body string) {
 	c := s.served()
 	var b strings.Builder
 	if len(c.versions) > 0 {
-		fmt.Fprintf(&b, "ready: %s\n", strings.Join(c.versions, ", "))
+		talos := make([]string, len(c.versions))
+		for i, v := range c.versions {
+			talos[i] = TalosVersion(v) // as /versions lists them
+		}
+		fmt.Fprintf(&b, "ready: %s\n", strings.Join(talos, ", "))
 	} else {
 		b.WriteString("not ready: no release served\n")
 	}
@@ -158,7 +162,7 @@ func (s *Server) readiness() (ready bool, body string) {
 			fmt.Fprintf(&b, "store %s: %s\n", name, cause)
 			continue
 		}
-		fmt.Fprintf(&b, "store %s, version %s: %s\n", name, f.version, strings.TrimPrefix(cause, "release "+f.version+" in "+name+" "))
+		fmt.Fprintf(&b, "store %s, version %s: %s\n", name, TalosVersion(f.version), strings.TrimPrefix(cause, "release "+f.version+" in "+name+" "))
 	}
 	return len(c.versions) > 0, b.String()
 }

@@ -181,7 +181,7 @@ func TestFactoryTrust(t *testing.T) {
 		t.Fatalf("a factory with one good and one unreachable store: %v", err)
 	}
 	code, ready := httpGetHandler(t, both.Handler(), "/readyz")
-	if code != 200 || !strings.Contains(ready, "ready: 1.11.0-demo\n") || !strings.Contains(ready, "store docker://"+deadAddr+"/p11: no releases listed") ||
+	if code != 200 || !strings.Contains(ready, "ready: v1.11.0-demo\n") || !strings.Contains(ready, "store docker://"+deadAddr+"/p11: no releases listed") ||
 		strings.Contains(ready, "s3cret") || strings.Contains(ready, f.d.dir) || strings.Count(ready, "\n") != 2 {
 		t.Errorf("readyz with an unreachable store: %d\n%s", code, ready)
 	}
