@@ -19,11 +19,9 @@ import (
 // serves more, so a reader holds one consistent view without locks; a
 // version once served stays.
 type catalog struct {
-	releases   map[string]*Release // version -> verified release
-	versions   []string            // sorted
-	failures   []failure           // what is not served, and why
-	unverified []string            // versions listed but not served (gc keeps their entries)
-	unlisted   []string            // stores whose versions could not be listed
+	releases map[string]*Release // version -> verified release
+	versions []string            // sorted
+	failures []failure           // what is not served, and why
 }
 
 // failure is a store, or one version in it, that is not served.
@@ -49,14 +47,11 @@ func (s *Server) load(ctx context.Context, c *catalog) *catalog {
 	}
 	for i, rs := range s.o.Releases {
 		if c != nil && !retry[i] {
-			next.failures = append(next.failures, failuresOf(c, i)...)
-			next.unverified = append(next.unverified, unverifiedOf(c, i)...)
-			continue
+			continue // nothing of it failed
 		}
 		tags, err := rs.Store.Tags(ctx, release.RepoLock)
 		if err != nil {
 			next.failures = append(next.failures, failure{store: i, cause: fmt.Errorf("no releases listed: %w", err)})
-			next.unlisted = append(next.unlisted, rs.Store.String())
 			continue
 		}
 		for _, v := range tags {
@@ -66,7 +61,6 @@ func (s *Server) load(ctx context.Context, c *catalog) *catalog {
 			rel, err := Open(ctx, rs.Store, v, rs.Keys)
 			if err != nil {
 				next.failures = append(next.failures, failure{store: i, version: v, cause: err})
-				next.unverified = append(next.unverified, v)
 				s.o.Log.Warn("release not served", "version", v, "store", rs.Store.String(), "err", err)
 				continue
 			}
@@ -77,21 +71,25 @@ func (s *Server) load(ctx context.Context, c *catalog) *catalog {
 	return next
 }
 
-func failuresOf(c *catalog, store int) []failure {
-	var out []failure
+// unverified are the versions listed but not served (gc keeps their
+// entries).
+func (c *catalog) unverified() []string {
+	var out []string
 	for _, f := range c.failures {
-		if f.store == store {
-			out = append(out, f)
+		if f.version != "" {
+			out = append(out, f.version)
 		}
 	}
 	return out
 }
 
-func unverifiedOf(c *catalog, store int) []string {
-	var out []string
-	for _, f := range failuresOf(c, store) {
-		if f.version != "" {
-			out = append(out, f.version)
+// unlisted are the stores (their indexes) whose versions could not be
+// listed.
+func (c *catalog) unlisted() []int {
+	var out []int
+	for _, f := range c.failures {
+		if f.version == "" {
+			out = append(out, f.store)
 		}
 	}
 	return out

@@ -81,15 +81,20 @@ func (s *Server) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 	if o.KeepVersions < 1 {
 		return nil, fmt.Errorf("keeping %d versions: at least one must stay", o.KeepVersions)
 	}
-	if len(s.served().unlisted) > 0 {
-		return nil, fmt.Errorf("release stores %s could not be listed: which versions they serve is unknown, so nothing is collected", strings.Join(s.served().unlisted, ", "))
+	c := s.served()
+	if unlisted := c.unlisted(); len(unlisted) > 0 {
+		var names []string
+		for _, i := range unlisted {
+			names = append(names, s.o.Releases[i].Store.String())
+		}
+		return nil, fmt.Errorf("release stores %s could not be listed: which versions they serve is unknown, so nothing is collected", strings.Join(names, ", "))
 	}
-	rels := make([]*Release, 0, len(s.served().releases))
-	for _, v := range s.served().versions {
-		rels = append(rels, s.served().releases[v])
+	rels := make([]*Release, 0, len(c.releases))
+	for _, v := range c.versions {
+		rels = append(rels, c.releases[v])
 	}
 	slices.SortFunc(rels, newestFirst)
-	rep := &CollectReport{Store: s.o.Cache.String(), DryRun: o.DryRun, Unverified: slices.Clone(s.served().unverified),
+	rep := &CollectReport{Store: s.o.Cache.String(), DryRun: o.DryRun, Unverified: c.unverified(),
 		Kept: []string{}, Dropped: []string{}, Entries: []CollectedEntry{}}
 	for _, r := range rels[:min(o.KeepVersions, len(rels))] {
 		rep.Kept = append(rep.Kept, r.Version)

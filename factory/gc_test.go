@@ -281,13 +281,17 @@ func TestCollectKeeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{o: ServerOptions{Cache: l}}
+	unlisted, err := oci.CreateLayout(filepath.Join(t.TempDir(), "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{o: ServerOptions{Cache: l, Releases: []ReleaseStore{{Store: l}, {Store: unlisted}}}}
 	var rels []*Release
 	for v, date := range map[string]int64{"1.9.0": 100, "1.10.0": 100, "1.8.0": 200, "1.0.0": 50} {
 		rels = append(rels, &Release{Version: v, SourceDate: date})
 	}
 	s.serve(rels...)
-	s.served().unverified = []string{"0.9.0"}
+	s.served().failures = []failure{{store: 0, version: "0.9.0", cause: errors.New("does not verify")}}
 	rep, err := s.Collect(context.Background(), CollectOptions{KeepVersions: 3, DryRun: true})
 	if err != nil || !slices.Equal(rep.Kept, []string{"1.8.0", "1.10.0", "1.9.0"}) || !slices.Equal(rep.Unverified, []string{"0.9.0"}) {
 		t.Errorf("kept %v, unverified %v: %v", rep.Kept, rep.Unverified, err)
@@ -295,8 +299,8 @@ func TestCollectKeeps(t *testing.T) {
 	if _, err := s.Collect(context.Background(), CollectOptions{}); err == nil {
 		t.Error("keeping no version was accepted")
 	}
-	s.served().unlisted = []string{"oci:/x"}
-	if _, err := s.Collect(context.Background(), CollectOptions{KeepVersions: 1}); err == nil || !strings.Contains(err.Error(), "oci:/x") {
+	s.served().failures = append(s.served().failures, failure{store: 1, cause: errors.New("unreachable")})
+	if _, err := s.Collect(context.Background(), CollectOptions{KeepVersions: 1}); err == nil || !strings.Contains(err.Error(), unlisted.String()) {
 		t.Errorf("a store not listed: %v", err)
 	}
 }

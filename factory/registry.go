@@ -172,10 +172,6 @@ func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr regist
 		}
 	}
 	if rel != nil {
-		if err := honours(rel, sch); err != nil {
-			registryError(w, http.StatusBadRequest, "MANIFEST_INVALID", "%v", err)
-			return
-		}
 		if err := unhonoured(rel, sch, compose.Output{Kind: "installer", SecureBoot: rr.kind.secureBoot}, rr.ref); err != nil {
 			registryError(w, http.StatusBadRequest, "MANIFEST_INVALID", "%v", err)
 			return

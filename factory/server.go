@@ -546,12 +546,8 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rel, arch, ok := s.target(w, r, sch, goArch)
+	rel, arch, ok := s.target(w, r, sch, a.output(), goArch)
 	if !ok {
-		return
-	}
-	if err := unhonoured(rel, sch, a.output(), r.PathValue("version")); err != nil {
-		fail(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	data, err := s.compose(r.Context(), rel, sch, a, arch)
@@ -733,13 +729,14 @@ func (s *Server) artifactAsked(w http.ResponseWriter, name string) (artifact, st
 }
 
 // target finds the release a media URL names and the release's name of
-// the architecture asked for, or answers 4xx.
-func (s *Server) target(w http.ResponseWriter, r *http.Request, sch *schematic.Schematic, goArch string) (*Release, string, bool) {
+// the architecture asked for, or answers 4xx (400 for what the release
+// cannot make of the schematic for out).
+func (s *Server) target(w http.ResponseWriter, r *http.Request, sch *schematic.Schematic, out compose.Output, goArch string) (*Release, string, bool) {
 	rel, ok := s.release(w, r.PathValue("version"))
 	if !ok {
 		return nil, "", false
 	}
-	if err := honours(rel, sch); err != nil {
+	if err := unhonoured(rel, sch, out, r.PathValue("version")); err != nil {
 		fail(w, http.StatusBadRequest, "%v", err)
 		return nil, "", false
 	}
@@ -751,20 +748,12 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request, sch *schematic.S
 	return rel, rarch, true
 }
 
-// honours says why a release cannot make a schematic's media (a board
-// overlay it does not ship), or nil.
-func honours(rel *Release, sch *schematic.Schematic) error {
-	if sch.Overlay.Requested() {
-		return fmt.Errorf("release %s: %w", rel.Version, &compose.OverlayError{Name: sch.Overlay.Name, Image: sch.Overlay.Image})
-	}
-	return nil
-}
-
 // unhonoured says why a release cannot make out of a schematic (a 400,
 // with upstream's text where it has one): an extension the release lacks
 // (not for the kernel and the command line, which no extension changes:
 // upstream does not look there either), an option these media do not
-// support yet. version is the version as the client named it.
+// support yet (a board overlay among them: no release ships one).
+// version is the version as the client named it.
 func unhonoured(rel *Release, sch *schematic.Schematic, out compose.Output, version string) error {
 	if out.Kind != "kernel" && out.Kind != "cmdline" {
 		if name, missing := rel.Missing(sch.Customization.SystemExtensions.OfficialExtensions); missing {
@@ -959,12 +948,8 @@ func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "error enhancing profile from schematic: secure boot is disabled (this factory has no Secure Boot key)")
 		return
 	}
-	rel, rarch, ok := s.target(w, r, sch, goArch)
+	rel, rarch, ok := s.target(w, r, sch, a.output(), goArch)
 	if !ok {
-		return
-	}
-	if err := unhonoured(rel, sch, a.output(), r.PathValue("version")); err != nil {
-		fail(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	art, err := s.compose(r.Context(), rel, sch, a, rarch)

@@ -148,9 +148,6 @@ func (e *OverlayError) Error() string {
 // files of OUT/media/<schematic id>/ (see Result).
 func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, error) {
 	sch, arch := o.Schematic, b.Arch
-	if sch.Overlay.Requested() {
-		return nil, &OverlayError{Name: sch.Overlay.Name, Image: sch.Overlay.Image}
-	}
 	if err := Refusal(sch, Output{Kind: "initramfs", SecureBoot: o.SecureBoot != nil}); err != nil {
 		return nil, err
 	}

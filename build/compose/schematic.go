@@ -22,6 +22,9 @@ type Output struct {
 // Nodeforge does not implement yet is refused, never ignored: the media
 // would boot without it.
 func Refusal(sch *schematic.Schematic, out Output) error {
+	if sch.Overlay.Requested() {
+		return &OverlayError{Name: sch.Overlay.Name, Image: sch.Overlay.Image}
+	}
 	c := sch.Customization
 	image := out.Kind == "iso" || out.Kind == "disk"
 	if out.Kind != "kernel" && out.Kind != "initramfs" {
