@@ -196,7 +196,7 @@ func newAccessFactory(t *testing.T, o ServerOptions) *accessFactory {
 		return []byte(a.composedName(arch)), nil
 	}
 	sch, _ := schematic.Parse([]byte("{}"))
-	id, _, err := s.schematics.put(context.Background(), sch, nil)
+	id, err := s.schematics.put(context.Background(), sch, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,10 +124,16 @@ type artifactCache struct {
 // while nothing about it changes (ServerOptions.VerifyInterval).
 const defaultVerifyInterval = 10 * time.Minute
 
+// countDamaged counts a cached blob that failed its digest while served.
+func (c *artifactCache) countDamaged() {
+	c.errors.Add(1)
+	c.metrics.damaged.Inc()
+}
+
 // distrust marks a streamed blob that did not match its digest: its entry
 // is refused (and rebuilt) from then on.
 func (c *artifactCache) distrust(h v1.Hash) {
-	c.errors.Add(1)
+	c.countDamaged()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.damaged == nil {

@@ -44,7 +44,7 @@ func newGCFixture(t *testing.T, st oci.Store) *gcFixture {
 	for _, args := range [][]string{nil, {"console=ttyS0"}} {
 		sch := &schematic.Schematic{}
 		sch.Customization.ExtraKernelArgs = args
-		id, _, err := f.srv.schematics.put(ctx, sch, nil)
+		id, err := f.srv.schematics.put(ctx, sch, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

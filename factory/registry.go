@@ -254,8 +254,7 @@ func (s *Server) sendBlob(w http.ResponseWriter, r *http.Request, e *frontEntry,
 	}
 	s.o.Log.Warn("serving a blob failed: the transfer is cut", "id", w.Header().Get("X-Request-Id"), "repository", e.repo, "digest", h.String(), "err", err)
 	if errors.Is(err, errDamaged) {
-		s.cache.errors.Add(1)
-		s.metrics.damaged.Inc()
+		s.cache.countDamaged()
 	}
 	failed()
 	panic(http.ErrAbortHandler)
@@ -403,12 +402,6 @@ func (s *Server) pullRef(host string, k installerKind, id, version string) strin
 	return host + "/" + ref
 }
 
-// annInstallerKey is the claim of an installer's signature that names the
-// cache key it was made for: the index's digest alone does not say
-// which builder made it, and the index (pulled by users, equal to builder
-// image's) carries no key.
-const annInstallerKey = AnnotationEntryKey
-
 // putInstaller stores an installer index: untagged, then signed (the
 // signature is the one stock cosign verifies at the front, claiming the
 // reference users pull and the cache key), then tagged with its key, so
@@ -423,7 +416,10 @@ func (s *Server) putInstaller(ctx context.Context, key, identity string, idx v1.
 		return err
 	}
 	if s.o.Signer != nil {
-		o := signing.SignOptions{Identity: identity, Claims: map[string]string{annInstallerKey: key}}
+		// The claim of the key it was made for: the index's digest alone
+		// does not say which builder made it, and the index (pulled by
+		// users, equal to builder image's) carries no key.
+		o := signing.SignOptions{Identity: identity, Claims: map[string]string{AnnotationEntryKey: key}}
 		if _, err := s.o.Signer.SignWith(ctx, st, RepoInstallers, d, o); err != nil {
 			return err
 		}
@@ -463,7 +459,7 @@ func (s *Server) loadInstaller(ctx context.Context, key string, check bool) (*fr
 			if err != nil {
 				continue
 			}
-			if claimed = signing.Claims(p)[annInstallerKey]; claimed == key {
+			if claimed = signing.Claims(p)[AnnotationEntryKey]; claimed == key {
 				signed = true
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/oci"
@@ -42,6 +43,9 @@ type schematics struct {
 	// counted as this process adds them: other replicas' are not seen
 	// until a restart).
 	stored atomic.Int64
+	// mismatches counts schematics stored under another's ID (nil: not
+	// counted).
+	mismatches prometheus.Counter
 
 	mu   sync.Mutex
 	seen *lru[*schematic.Schematic]
@@ -60,42 +64,32 @@ func (c *schematics) count(ctx context.Context) error {
 	return nil
 }
 
-// put stores s under its ID and returns the ID; created says it was not
-// stored yet. doc is the document s was parsed from, stored as it is: the
+// put stores s under its ID (one the caller found not stored) and returns
+// the ID. doc is the document s was parsed from, stored as it is: the
 // canonical form does not always parse back (go-yaml's emitter writes
 // some block scalars no parser reads), the document does. nil stores the
 // canonical form (a schematic the factory made itself).
-func (c *schematics) put(ctx context.Context, s *schematic.Schematic, doc []byte) (id string, created bool, err error) {
+func (c *schematics) put(ctx context.Context, s *schematic.Schematic, doc []byte) (id string, err error) {
 	if id, err = s.ID(); err != nil {
-		return "", false, err
-	}
-	if _, err := c.get(ctx, id); err == nil {
-		return id, false, nil
+		return "", err
 	}
 	if doc == nil {
 		if doc, err = s.Canonical(); err != nil {
-			return "", false, err
+			return "", err
 		}
 	}
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
 		Layer: static.NewLayer(doc, MediaTypeSchematic)})
 	if err != nil {
-		return "", false, err
+		return "", err
 	}
 	img = mutate.ConfigMediaType(img, types.MediaType(MediaTypeSchematic))
 	if err := c.st.WriteImage(ctx, RepoSchematics, id, img); err != nil {
-		return "", false, fmt.Errorf("storing schematic %s: %w", id, err)
+		return "", fmt.Errorf("storing schematic %s: %w", id, err)
 	}
 	c.stored.Add(1)
 	c.remember(id, s)
-	return id, true, nil
-}
-
-// has says whether a schematic is stored (a parsed one, whose ID is
-// computed, so this is cheap when it is in memory).
-func (c *schematics) has(ctx context.Context, id string) bool {
-	_, err := c.get(ctx, id)
-	return err == nil
+	return id, nil
 }
 
 // get returns the schematic with that ID, errUnknownSchematic when there
@@ -123,6 +117,9 @@ func (c *schematics) get(ctx context.Context, id string) (*schematic.Schematic, 
 		return nil, fmt.Errorf("stored schematic %s: %w", id, err)
 	}
 	if got, err := s.ID(); err != nil || got != id {
+		if c.mismatches != nil {
+			c.mismatches.Inc()
+		}
 		return nil, &wrongSchematicError{id: id, got: got}
 	}
 	c.remember(id, s)

@@ -195,7 +195,7 @@ func newServer(o ServerOptions) (*Server, error) {
 		o.MaxConnections = 1024
 	}
 	m := newMetrics()
-	s := &Server{o: o, schematics: &schematics{st: o.Cache}, slots: make(chan struct{}, o.MaxBuilds),
+	s := &Server{o: o, schematics: &schematics{st: o.Cache, mismatches: m.mismatches}, slots: make(chan struct{}, o.MaxBuilds),
 		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}, metrics: m, gate: g}
 	s.buildFn = s.build
 	s.cat.Store(&catalog{releases: map[string]*Release{}})
@@ -395,8 +395,8 @@ func (s *Server) createSchematic(ctx context.Context, sch *schematic.Schematic, 
 		return "", &refusal{status: http.StatusInsufficientStorage,
 			msg: fmt.Sprintf("the factory stores %d schematics, as many as it may: ask its operator (--max-schematics)", n)}
 	}
-	id, created, err := s.schematics.put(ctx, sch, doc)
-	if created {
+	id, err = s.schematics.put(ctx, sch, doc)
+	if err == nil {
 		s.metrics.schematicsCreated.Inc()
 	}
 	return id, err
@@ -624,7 +624,6 @@ func (s *Server) failRead(w http.ResponseWriter, name string, data *cachedArtifa
 	s.o.Log.Error("reading a cached artifact", "id", w.Header().Get("X-Request-Id"), "artifact", name, "err", err)
 	if errors.Is(err, errDamaged) {
 		s.cache.distrust(data.desc.Digest)
-		s.metrics.damaged.Inc()
 	}
 	fail(w, http.StatusInternalServerError, "reading %s failed (request %s: the factory's log says why); ask again to have it built anew", name, w.Header().Get("X-Request-Id"))
 }
@@ -674,7 +673,6 @@ func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, data *ca
 		s.o.Log.Warn("streaming a cached artifact failed: the transfer is cut", "id", w.Header().Get("X-Request-Id"), "artifact", name, "err", err)
 		if errors.Is(err, errDamaged) {
 			s.cache.distrust(data.desc.Digest) // the entry is rebuilt next time
-			s.metrics.damaged.Inc()
 		}
 		panic(http.ErrAbortHandler)
 	}

@@ -220,7 +220,7 @@ func SignEntry(ctx context.Context, signer *signing.Signer, st oci.Store, it rel
 			return err
 		}
 		o.Identity = e.Artifact + "/" + e.Schematic + ":" + TalosVersion(e.Version)
-		o.Claims = map[string]string{annInstallerKey: it.Tag}
+		o.Claims = map[string]string{AnnotationEntryKey: it.Tag}
 	}
 	_, err = signer.SignWith(ctx, st, it.Repo, d, o)
 	return err

@@ -59,7 +59,7 @@ func (f *accessFactory) postSchematic(t *testing.T, yaml string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _, err := f.schematics.put(context.Background(), sch, nil)
+	id, err := f.schematics.put(context.Background(), sch, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,13 +170,19 @@ func TestCacheEntryOfAnotherRequest(t *testing.T) {
 	if err := f.o.Cache.WriteImage(ctx, RepoSchematics, idA, schB); err != nil {
 		t.Fatal(err)
 	}
-	f.schematics = &schematics{st: f.o.Cache}
+	f.schematics = &schematics{st: f.o.Cache, mismatches: f.metrics.mismatches}
 	code, b := f.get(t, "/schematics/"+idA)
 	if code == 200 || strings.Contains(string(b), "init=/bin/sh") {
 		t.Errorf("schematic A with B's content: %d %s", code, b)
 	}
 	if code, b := f.get(t, "/image/"+idA+"/1.0/kernel-amd64"); code == 200 {
 		t.Errorf("an artifact of schematic A with B's content: %d %.40q", code, b)
+	}
+	if got := counterValue(f.metrics.mismatches); got != 6 {
+		t.Errorf("mismatches metric after the schematic: %v, want 6", got)
+	}
+	if !strings.Contains(f.log.String(), "has the ID "+idB) {
+		t.Errorf("no log line names the schematic's other ID:\n%s", f.log.String())
 	}
 }
 

@@ -16,10 +16,28 @@ import (
 // NoLocalPaths, for servers run as other processes.
 func CheckNoLocalPaths(t testing.TB, what, text string, dirs ...string) {
 	t.Helper()
+	reportPaths(t, what, []byte(text), localPaths(t, dirs))
+}
+
+// localPaths are the directories a response must not show: dirs and the
+// test's temporary directory.
+func localPaths(t testing.TB, dirs []string) [][]byte {
+	var out [][]byte
 	for _, d := range append(dirs, filepath.Dir(t.TempDir())) {
-		if d != "" && d != "/" && d != os.TempDir() && strings.Contains(text, d) {
-			i := strings.Index(text, d)
-			t.Errorf("%s: the response shows a local path: %q", what, text[max(0, i-60):min(len(text), i+len(d)+20)])
+		if d != "" && d != "/" && d != os.TempDir() {
+			out = append(out, []byte(d))
+		}
+	}
+	return out
+}
+
+// reportPaths fails the test for each of paths that b holds.
+func reportPaths(t testing.TB, what string, b []byte, paths [][]byte) {
+	t.Helper()
+	for _, n := range paths {
+		if i := bytes.Index(b, n); i >= 0 {
+			ctx := b[max(0, i-60):min(len(b), i+len(n)+20)]
+			t.Errorf("%s: the response shows a local path: %q", what, strings.ToValidUTF8(string(ctx), "?"))
 		}
 	}
 }
@@ -30,13 +48,7 @@ func CheckNoLocalPaths(t testing.TB, what, text string, dirs ...string) {
 // clients where its files are.
 func NoLocalPaths(t testing.TB, h http.Handler, dirs ...string) http.Handler {
 	t.Helper()
-	dirs = append(dirs, filepath.Dir(t.TempDir()))
-	var needles [][]byte
-	for _, d := range dirs {
-		if d != "" && d != "/" && d != os.TempDir() {
-			needles = append(needles, []byte(d))
-		}
-	}
+	needles := localPaths(t, dirs)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pw := &pathWatch{ResponseWriter: w, t: t, needles: needles, what: r.Method + " " + r.URL.Path}
 		h.ServeHTTP(pw, r)
@@ -65,15 +77,7 @@ func (p *pathWatch) headers() {
 	})
 }
 
-func (p *pathWatch) check(b []byte) {
-	for _, n := range p.needles {
-		if bytes.Contains(b, n) {
-			i := bytes.Index(b, n)
-			ctx := b[max(0, i-60):min(len(b), i+len(n)+20)]
-			p.t.Errorf("%s: the response shows a local path: %q", p.what, strings.ToValidUTF8(string(ctx), "?"))
-		}
-	}
-}
+func (p *pathWatch) check(b []byte) { reportPaths(p.t, p.what, b, p.needles) }
 
 func (p *pathWatch) WriteHeader(code int) {
 	p.headers()
