@@ -108,3 +108,16 @@ func ValidTag(version string) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// RepoName is how a signature names repo of st (cosign's
+// docker-reference): a registry's HOST/PREFIX/REPO; a local layout's REPO
+// alone, for its directory is the build host's, and signatures travel
+// (mirrors, archives) where that path means nothing.
+func RepoName(st Store, repo string) string {
+	ref := st.Ref(repo, "latest")
+	name := strings.TrimSuffix(ref, ":latest")
+	if loc, r, ok := strings.Cut(name, "#"); ok && strings.HasPrefix(loc, "oci") {
+		return r
+	}
+	return name
+}

@@ -32,3 +32,28 @@ func TestParseTarget(t *testing.T) {
 		t.Error("IsLoopback")
 	}
 }
+
+// TestRepoName: a signature names a layout's repository without the
+// layout's directory, a registry's with its host and prefix.
+func TestRepoName(t *testing.T) {
+	l, err := CreateLayout(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRemote("registry.example:5000/nodeforge", RemoteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		st   Store
+		want string
+	}{
+		{l, "extensions/zfs"},
+		{Prefixed{Store: l, Prefix: "factory-cache/"}, "factory-cache/extensions/zfs"},
+		{r, "registry.example:5000/nodeforge/extensions/zfs"},
+	} {
+		if got := RepoName(c.st, "extensions/zfs"); got != c.want {
+			t.Errorf("%s: %s, want %s", c.st, got, c.want)
+		}
+	}
+}

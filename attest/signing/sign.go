@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -143,13 +142,7 @@ func (s *Signer) SignWith(ctx context.Context, st oci.Store, repo string, d v1.H
 	ref := st.Ref(repo, d.String())
 	dockerRef := o.Identity
 	if dockerRef == "" {
-		dockerRef = ref[:len(ref)-len(d.String())-1]
-		// A local layout's repository is named without its directory: a
-		// signature travels (mirrors, archives), the build host's paths
-		// must not.
-		if loc, repo, ok := strings.Cut(dockerRef, "#"); ok && strings.HasPrefix(loc, "oci") {
-			dockerRef = repo
-		}
+		dockerRef = oci.RepoName(st, repo)
 	}
 	p, err := signingPayload(dockerRef, d, o.Claims)
 	if err != nil {
