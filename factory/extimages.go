@@ -90,15 +90,14 @@ func (s *Server) extensionEntry(ctx context.Context, rel *Release, name string) 
 	return e, nil
 }
 
-// serveExtension answers /v2/extensions/NAME/...: tags (the served
-// versions that have it), manifests by version, digest or signature tag,
-// blobs of its images.
+// serveExtension answers /v2/extensions/NAME/...: tags (the listed
+// versions that have it, Talos's way), manifests by version (either
+// spelling), digest or signature tag, blobs of its images.
 func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request, rr registryRequest) {
-	c := s.served()
-	var rels []*Release
-	for _, v := range c.versions {
-		if slices.Contains(c.releases[v].Extensions, rr.extension) {
-			rels = append(rels, c.releases[v])
+	var rels []*Release // listed (served, not broken), as the installers' tags
+	for _, rel := range s.listed() {
+		if slices.Contains(rel.Extensions, rr.extension) {
+			rels = append(rels, rel)
 		}
 	}
 	name := repoExtensions + "/" + rr.extension
@@ -110,7 +109,7 @@ func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request, rr regis
 	case "tags":
 		tags := []string{}
 		for _, rel := range rels {
-			tags = append(tags, rel.Version)
+			tags = append(tags, TalosVersion(rel.Version))
 		}
 		writeJSONAs(w, "application/json", map[string]any{"name": name, "tags": tags})
 		return
@@ -120,7 +119,8 @@ func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request, rr regis
 	}
 	h, _ := v1.NewHash(rr.ref)
 	for _, rel := range rels {
-		if rr.op == "manifests" && rr.ref != rel.Version && !strings.HasPrefix(rr.ref, "sha256") {
+		byVersion := sameVersion(rr.ref, rel.Version) // either spelling
+		if rr.op == "manifests" && !byVersion && !strings.HasPrefix(rr.ref, "sha256") {
 			continue
 		}
 		e, err := s.extensionEntry(r.Context(), rel, rr.extension)
@@ -130,7 +130,7 @@ func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request, rr regis
 			return
 		}
 		switch {
-		case rr.op == "manifests" && rr.ref == rel.Version:
+		case rr.op == "manifests" && byVersion:
 			s.writeManifest(w, r, e.manifests[e.digest])
 			return
 		case rr.op == "manifests":
