@@ -160,7 +160,7 @@ func NewLockExplainer(l *lock.Lock, dir string, urls map[string]string, o Option
 
 // Shortest gives, for each package of the NEVRAs that component of arch
 // holds, the shortest chain from one of the component's recorded requests
-// to it (the first of the shortest, in the order of the requests).
+// to it (the first of the shortest, requests sorted: resolve.ShortestEach).
 func (x *LockExplainer) Shortest(ctx context.Context, arch, component string, nevras []string) (map[string]resolve.Path, error) {
 	if x.lock.Resolution == nil {
 		return nil, errNoResolution
@@ -178,17 +178,9 @@ func (x *LockExplainer) Shortest(ctx context.Context, arch, component string, ne
 	if la.err != nil {
 		return nil, la.err
 	}
-	ans, err := resolve.WhyEach(la.all, x.lock.Resolution.Requests[component], inComponent(a, component), nevras, la.opts)
+	out, err := resolve.ShortestEach(la.all, x.lock.Resolution.Requests[component], inComponent(a, component), nevras, la.opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s component %s: %w", arch, component, err)
-	}
-	out := map[string]resolve.Path{}
-	for _, e := range ans {
-		for _, p := range e.Paths {
-			if q, ok := out[e.Package]; !ok || len(p.Edges) < len(q.Edges) {
-				out[e.Package] = p
-			}
-		}
 	}
 	return out, nil
 }

@@ -62,23 +62,71 @@ func (e *NotInSetError) Error() string {
 // kernel may have several); none is a *NotInSetError. Nothing is solved:
 // the set is taken as given, and only the requirement graph is walked.
 func Why(pkgs []*repo.Package, requests []string, inSet func(*repo.Package) bool, target string, opts Options) ([]Explanation, error) {
-	out, err := WhyEach(pkgs, requests, inSet, []string{target}, opts)
-	if err == nil && len(out) == 0 {
-		return nil, &NotInSetError{Name: target}
-	}
-	return out, err
-}
-
-// WhyEach is Why for several targets at once (the graph is built once):
-// one Explanation per package of the set that a target names, none for a
-// target outside the set.
-func WhyEach(pkgs []*repo.Package, requests []string, inSet func(*repo.Package) bool, targets []string, opts Options) ([]Explanation, error) {
-	r, err := newRequestResolver(pkgs, requests, opts)
+	w, found, err := newWhy(pkgs, requests, inSet, []string{target}, opts)
 	if err != nil {
 		return nil, err
 	}
+	if len(found) == 0 {
+		return nil, &NotInSetError{Name: target}
+	}
+	out := make([]Explanation, 0, len(found))
+	for _, v := range found {
+		out = append(out, w.explain(v))
+	}
+	return out, nil
+}
+
+// ShortestEach gives, for each package of the set that a target names, by
+// its NEVRA, the shortest of Why's Paths (the first of the shortest,
+// requests sorted), walking the graph once per request for all targets; a
+// target outside the set or that no request reaches has none.
+func ShortestEach(pkgs []*repo.Package, requests []string, inSet func(*repo.Package) bool, targets []string, opts Options) (map[string]Path, error) {
+	w, found, err := newWhy(pkgs, requests, inSet, targets, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(found) == 0 {
+		return map[string]Path{}, nil
+	}
+	best := make([][]hop, len(found)) // per package found
+	for ri := range w.r.rules {
+		if w.r.rules[ri].owner >= 0 {
+			continue
+		}
+		w.walk(int32(ri))
+		for i, v := range found {
+			if w.seen[v] && (best[i] == nil || int(w.depth[v]) < len(best[i])) {
+				best[i] = w.hops(v)
+			}
+		}
+	}
+	// Packages sharing a NEVRA (a build in two repositories) keep the
+	// first of the shortest, as Why lists them.
+	byNEVRA := map[string][]hop{}
+	for i, v := range found {
+		k := nevra(w.r.pkg(v))
+		if q := byNEVRA[k]; best[i] != nil && (q == nil || len(best[i]) < len(q)) {
+			byNEVRA[k] = best[i]
+		}
+	}
+	out := make(map[string]Path, len(byNEVRA))
+	for k, hs := range byNEVRA {
+		out[k] = w.path(hs)
+	}
+	return out, nil
+}
+
+// newWhy builds the graph of the requests over pkgs and finds the packages
+// of the set that targets name (a name or a NEVRA each).
+func newWhy(pkgs []*repo.Package, requests []string, inSet func(*repo.Package) bool, targets []string, opts Options) (*why, []int32, error) {
+	r, err := newRequestResolver(pkgs, requests, opts)
+	if err != nil {
+		return nil, nil, err
+	}
 	r.buildClosure()
-	w := &why{r: r, chosen: make([]bool, len(r.pkgOf)), pairsOf: make([][]int32, len(r.pkgOf)), outOf: map[depKey][]Candidate{}}
+	n := len(r.pkgOf)
+	w := &why{r: r, chosen: make([]bool, n), pairsOf: make([][]int32, n), outOf: map[depKey][]Candidate{},
+		via: make([]pathStep, n), depth: make([]int32, n), seen: make([]bool, n)}
 	want := map[string]bool{}
 	for _, t := range targets {
 		want[t] = true
@@ -91,17 +139,13 @@ func WhyEach(pkgs []*repo.Package, requests []string, inSet func(*repo.Package) 
 		}
 	}
 	if len(found) == 0 {
-		return nil, nil
+		return w, nil, nil
 	}
 	for i, pa := range r.pairs {
 		w.pairsOf[pa.a] = append(w.pairsOf[pa.a], int32(i))
 		w.pairsOf[pa.b] = append(w.pairsOf[pa.b], int32(i))
 	}
-	out := make([]Explanation, 0, len(found))
-	for _, v := range found {
-		out = append(out, w.explain(v))
-	}
-	return out, nil
+	return w, found, nil
 }
 
 // why walks the requirement graph within a set.
@@ -110,7 +154,18 @@ type why struct {
 	chosen  []bool    // variable -> in the set
 	pairsOf [][]int32 // variable -> its not-both pairs
 	outOf   map[depKey][]Candidate
+
+	// The last walk from a request (walk): how each package it reached
+	// was first reached, in how many steps, and the packages in the order
+	// reached (to clear seen for the next).
+	via     []pathStep
+	depth   []int32
+	seen    []bool
+	reached []int32
 }
+
+// hop is one step of a chain: rule followed to variable to.
+type hop struct{ rule, to int32 }
 
 func (w *why) explain(target int32) Explanation {
 	r := w.r
@@ -121,8 +176,8 @@ func (w *why) explain(target int32) Explanation {
 			if _, ok := slices.BinarySearch(ru.prov, target); ok {
 				ex.Requested = true
 			}
-			if p, ok := w.path(int32(ri), target); ok {
-				ex.Paths = append(ex.Paths, p)
+			if w.walk(int32(ri)); w.seen[target] {
+				ex.Paths = append(ex.Paths, w.path(w.hops(target)))
 			}
 			continue
 		}
@@ -136,48 +191,57 @@ func (w *why) explain(target int32) Explanation {
 	return ex
 }
 
-// path finds the shortest chain from request rule ri to target through
-// packages of the set (breadth first, rules in closure order, so the
-// answer does not depend on the input order).
-func (w *why) path(ri, target int32) (Path, bool) {
+// walk reaches every package of the set it can from request rule ri,
+// breadth first (rules in closure order, so the chains do not depend on
+// the input order), for hops.
+func (w *why) walk(ri int32) {
 	r := w.r
-	via := map[int32]pathStep{}
-	var queue []int32
-	for _, v := range r.rules[ri].prov {
-		if w.chosen[v] {
-			via[v] = pathStep{from: -1, rule: ri}
-			queue = append(queue, v)
+	for _, v := range w.reached {
+		w.seen[v] = false
+	}
+	w.reached = w.reached[:0]
+	reach := func(v int32, st pathStep, depth int32) {
+		if !w.seen[v] && w.chosen[v] {
+			w.seen[v], w.via[v], w.depth[v] = true, st, depth
+			w.reached = append(w.reached, v)
 		}
 	}
-	for len(queue) > 0 {
-		v := queue[0]
-		queue = queue[1:]
-		if v == target {
-			break
-		}
+	for _, v := range r.rules[ri].prov {
+		reach(v, pathStep{from: -1, rule: ri}, 1)
+	}
+	for i := 0; i < len(w.reached); i++ {
+		v := w.reached[i]
 		for _, rj := range r.byOwner[v] {
 			for _, u := range r.rules[rj].prov {
-				if _, seen := via[u]; !seen && w.chosen[u] {
-					via[u] = pathStep{from: v, rule: rj}
-					queue = append(queue, u)
-				}
+				reach(u, pathStep{from: v, rule: rj}, w.depth[v]+1)
 			}
 		}
 	}
-	if _, ok := via[target]; !ok {
-		return Path{}, false
-	}
-	var edges []Edge
+}
+
+// hops is the chain the last walk reached target by, from its request.
+func (w *why) hops(target int32) []hop {
+	hs := make([]hop, 0, w.depth[target])
 	for cur := target; ; {
-		st := via[cur]
-		edges = append(edges, w.edge(st.rule, cur))
+		st := w.via[cur]
+		hs = append(hs, hop{rule: st.rule, to: cur})
 		if st.from < 0 {
 			break
 		}
 		cur = st.from
 	}
-	slices.Reverse(edges)
-	return Path{Request: r.reqs[r.rules[ri].req].text, Edges: edges}, true
+	slices.Reverse(hs)
+	return hs
+}
+
+// path describes a chain.
+func (w *why) path(hs []hop) Path {
+	r := w.r
+	edges := make([]Edge, len(hs))
+	for i, h := range hs {
+		edges[i] = w.edge(h.rule, h.to)
+	}
+	return Path{Request: r.reqs[r.rules[hs[0].rule].req].text, Edges: edges}
 }
 
 // edge describes rule ri met by variable to.

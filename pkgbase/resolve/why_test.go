@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodeforge/builder/pkgbase/evr"
 	"github.com/nodeforge/builder/pkgbase/repo"
+	"github.com/nodeforge/builder/pkgbase/resolve/internal/synth"
 )
 
 // whyBase has a package, libz, that is only a transitive dependency of the
@@ -100,4 +101,77 @@ func TestWhy(t *testing.T) {
 	if nf := (*NotInSetError)(nil); !errors.As(err, &nf) {
 		t.Errorf("a package outside the set: %v", err)
 	}
+}
+
+// ShortestEach keeps of Why's paths, for every package of a set, the
+// first of the shortest (requests sorted): on a node OS, and where two
+// requests reach a package in as many steps.
+func TestShortestEachAgreesWithWhy(t *testing.T) {
+	pkgs, reqs := synth.NodeOS(3000, 1)
+	res, err := Resolve(pkgs, reqs, nodeOSOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := checkShortest(t, pkgs, reqs, res.Packages, nodeOSOpts); n == 0 {
+		t.Error("no package is reached by two requests: not a test of the choice")
+	}
+
+	ties := []*repo.Package{
+		pk("a", "1-alt1", "x86_64", req("c")),
+		pk("b", "1-alt1", "x86_64", req("c")),
+		pk("c", "1-alt1", "x86_64", req("d")),
+		pk("d", "1-alt1", "x86_64"),
+	}
+	opts := Options{Arch: "x86_64", Semantics: evr.ALT}
+	checkShortest(t, ties, []string{"b", "a", "d"}, ties, opts)
+	got, err := ShortestEach(ties, []string{"b", "a", "d"}, func(*repo.Package) bool { return true }, []string{"c", "d"}, opts)
+	if c, d := got["c-1-alt1.x86_64"], got["d-1-alt1.x86_64"]; err != nil || c.Request != "a" || len(c.Edges) != 2 || d.Request != "d" || len(d.Edges) != 1 {
+		t.Errorf("c by the first request of two (sorted), d by its own: %v %+v", err, got)
+	}
+}
+
+// checkShortest compares ShortestEach with the shortest of Why's paths for
+// every package of set, and says how many packages have more than one.
+func checkShortest(t *testing.T, pkgs []*repo.Package, reqs []string, set []*repo.Package, opts Options) int {
+	t.Helper()
+	in := map[*repo.Package]bool{}
+	var nevras []string
+	for _, p := range set {
+		in[p] = true
+		nevras = append(nevras, p.NEVRA())
+	}
+	inSet := func(p *repo.Package) bool { return in[p] }
+	got, err := ShortestEach(pkgs, reqs, inSet, append(nevras, "nonesuch-1-1.x86_64"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, found, err := newWhy(pkgs, reqs, inSet, nevras, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Path{}
+	var several int
+	for _, v := range found {
+		e := w.explain(v)
+		for _, p := range e.Paths {
+			if q, ok := want[e.Package]; !ok || len(p.Edges) < len(q.Edges) {
+				want[e.Package] = p
+			}
+		}
+		if len(e.Paths) > 1 {
+			several++
+		}
+	}
+	if len(want) < len(nevras)/2 {
+		t.Fatalf("%d of %d packages reached", len(want), len(nevras))
+	}
+	if !reflect.DeepEqual(got, want) {
+		for k := range want {
+			if !reflect.DeepEqual(got[k], want[k]) {
+				t.Errorf("%s:\n got %+v\nwant %+v", k, got[k], want[k])
+			}
+		}
+		t.Errorf("%d answers, want %d", len(got), len(want))
+	}
+	return several
 }
