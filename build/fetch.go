@@ -67,7 +67,7 @@ func packageURL(o Options, p *lock.Package) (string, error) {
 			break // locked with the override already
 		}
 		u = strings.TrimRight(r.URL, "/") + u[len(orig):]
-		if !strings.Contains(u, "://") && !filepath.IsAbs(u) {
+		if lock.IsRelative(u) {
 			abs, err := filepath.Abs(u)
 			if err != nil {
 				return "", err

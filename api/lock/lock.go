@@ -51,7 +51,7 @@ type Lock struct {
 // beside its spec is left as it was.
 func (l *Lock) Place(lockPath, specDir string) error {
 	l.SpecDir = ""
-	if !slices.ContainsFunc(l.Repositories, func(r Repository) bool { return isRelative(r.URL) }) {
+	if !slices.ContainsFunc(l.Repositories, func(r Repository) bool { return IsRelative(r.URL) }) {
 		return nil
 	}
 	from, err := filepath.Abs(filepath.Dir(lockPath))
@@ -96,15 +96,15 @@ func (l *Lock) Base(lockPath, specDir string) string {
 // Locate is where the repository URL u of the lock is: u itself when it
 // is remote or absolute, else u from Base.
 func (l *Lock) Locate(u, lockPath, specDir string) string {
-	if !isRelative(u) {
+	if !IsRelative(u) {
 		return u
 	}
 	return filepath.Join(l.Base(lockPath, specDir), u)
 }
 
-// isRelative says whether a repository URL is a path relative to a
+// IsRelative says whether a repository URL is a path relative to a
 // directory.
-func isRelative(u string) bool { return !strings.Contains(u, "://") && !filepath.IsAbs(u) }
+func IsRelative(u string) bool { return !strings.Contains(u, "://") && !filepath.IsAbs(u) }
 
 // Resolution records the spec's inputs to the resolver.
 type Resolution struct {

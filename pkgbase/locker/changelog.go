@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/pkgbase/cache"
@@ -33,7 +32,7 @@ func Changelog(ctx context.Context, c *cache.Cache, p *lock.Package, dir string,
 			return nil, fmt.Errorf("%s is not in the package cache", p.NEVRA)
 		}
 		u := p.URL
-		if !strings.Contains(u, "://") && !filepath.IsAbs(u) {
+		if lock.IsRelative(u) {
 			if dir == "" {
 				return nil, fmt.Errorf("%s is not in the package cache, and its repository %s is relative to a spec not given", p.NEVRA, u)
 			}

@@ -228,7 +228,7 @@ func lockedURL(r lock.Repository, urls map[string]string, dir string) string {
 		}
 		return o
 	}
-	if !strings.Contains(u, "://") && !filepath.IsAbs(u) {
+	if lock.IsRelative(u) {
 		u = filepath.Join(dir, u)
 	}
 	return u
