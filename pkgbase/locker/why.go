@@ -200,7 +200,10 @@ func loadLocked(ctx context.Context, l *lock.Lock, dir string, urls map[string]s
 				continue
 			}
 		}
-		u := lockedURL(r, urls, dir)
+		u, err := lockedURL(r, urls, dir)
+		if err != nil {
+			return nil, ropts, err
+		}
 		logf("reading %s (%s)", u, r.Format)
 		ld, err := repo.Load(ctx, u, repo.AnyOptions{Format: r.Format, InsecureSkipVerify: true, UnsignedIndex: r.Verify == specs.VerifyPackages,
 			Source: o.Source, IndexCache: indexCacheDir(o)})
@@ -218,20 +221,25 @@ func loadLocked(ctx context.Context, l *lock.Lock, dir string, urls map[string]s
 
 // lockedURL is where a locked repository is read from: its override, or
 // its URL, a relative one from dir (the lock's base, lock.Lock.Base: the
-// spec's directory, wherever the lock is).
-func lockedURL(r lock.Repository, urls map[string]string, dir string) string {
+// spec's directory, wherever the lock is). With no dir (a published
+// release's lock), a relative URL is refused rather than read from the
+// working directory.
+func lockedURL(r lock.Repository, urls map[string]string, dir string) (string, error) {
 	u := r.URL
 	if o, ok := urls[r.Name]; ok {
 		// An ALT dist keeps its last element under the new base.
 		if r.Format == repo.FormatALT {
-			return strings.TrimRight(o, "/") + "/" + filepath.Base(strings.TrimRight(u, "/"))
+			return strings.TrimRight(o, "/") + "/" + filepath.Base(strings.TrimRight(u, "/")), nil
 		}
-		return o
+		return o, nil
 	}
-	if lock.IsRelative(u) {
-		u = filepath.Join(dir, u)
+	if !lock.IsRelative(u) {
+		return u, nil
 	}
-	return u
+	if dir == "" {
+		return "", fmt.Errorf("repository %s is relative (%s) to a spec not given", r.Name, u)
+	}
+	return filepath.Join(dir, u), nil
 }
 
 // explain runs the explanation; a package outside the set is no answer.
