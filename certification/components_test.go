@@ -76,7 +76,7 @@ func TestDiffTzdata(t *testing.T) {
 	explainers := map[*Side]*locker.LockExplainer{}
 	why := func(ctx context.Context, s *Side, arch, comp string, nevras []string) (map[string]resolve.Path, error) {
 		if explainers[s] == nil {
-			explainers[s] = locker.NewLockExplainer(s.Lock, dir, nil, opts)
+			explainers[s] = locker.NewLockExplainer(s.Lock, dir, opts)
 		}
 		return explainers[s].Shortest(ctx, arch, comp, nevras)
 	}

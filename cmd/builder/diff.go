@@ -83,7 +83,7 @@ changed (the identity and component membership included), like git diff.`,
 			explainers := map[*certification.Side]*locker.LockExplainer{}
 			why := func(ctx context.Context, s *certification.Side, arch, comp string, nevras []string) (map[string]resolve.Path, error) {
 				if explainers[s] == nil {
-					explainers[s] = locker.NewLockExplainer(s.Lock, dirs[s], nil, locker.Options{Cache: c, Source: repo.SourceOptions{Timeout: timeout}})
+					explainers[s] = locker.NewLockExplainer(s.Lock, dirs[s], locker.Options{Cache: c, Source: repo.SourceOptions{Timeout: timeout}})
 				}
 				return explainers[s].Shortest(ctx, arch, comp, nevras)
 			}

@@ -138,7 +138,6 @@ func inComponent(a *lock.Arch, c string) func(*repo.Package) bool {
 type LockExplainer struct {
 	lock   *lock.Lock
 	dir    string
-	urls   map[string]string
 	o      Options
 	arches map[string]*lockedArch
 }
@@ -152,10 +151,9 @@ type lockedArch struct {
 }
 
 // NewLockExplainer explains from l: relative repository URLs are read from
-// dir (the lock's base, lock.Lock.Base), urls override them by repository
-// name.
-func NewLockExplainer(l *lock.Lock, dir string, urls map[string]string, o Options) *LockExplainer {
-	return &LockExplainer{lock: l, dir: dir, urls: urls, o: o, arches: map[string]*lockedArch{}}
+// dir (the lock's base, lock.Lock.Base; "" refuses them).
+func NewLockExplainer(l *lock.Lock, dir string, o Options) *LockExplainer {
+	return &LockExplainer{lock: l, dir: dir, o: o, arches: map[string]*lockedArch{}}
 }
 
 // Shortest gives, for each package of the NEVRAs that component of arch
@@ -172,7 +170,7 @@ func (x *LockExplainer) Shortest(ctx context.Context, arch, component string, ne
 	la := x.arches[arch]
 	if la == nil {
 		la = &lockedArch{}
-		la.all, la.opts, la.err = loadLocked(ctx, x.lock, x.dir, x.urls, arch, x.o, logger(x.o))
+		la.all, la.opts, la.err = loadLocked(ctx, x.lock, x.dir, nil, arch, x.o, logger(x.o))
 		x.arches[arch] = la
 	}
 	if la.err != nil {

@@ -30,7 +30,7 @@ func TestLockedURLWithoutDir(t *testing.T) {
 	}
 	l := &lock.Lock{Repositories: []lock.Repository{rel}, Resolution: &lock.Resolution{},
 		Architectures: map[string]*lock.Arch{"x86_64": {}}}
-	_, err := NewLockExplainer(l, "", nil, Options{}).Shortest(context.Background(), "x86_64", "rootfs", []string{"a-1-1.x86_64"})
+	_, err := NewLockExplainer(l, "", Options{}).Shortest(context.Background(), "x86_64", "rootfs", []string{"a-1-1.x86_64"})
 	if want := "repository base is relative (repo/x86_64) to a spec not given"; err == nil || err.Error() != want {
 		t.Errorf("a relative repository without a directory: %v, want %q", err, want)
 	}
