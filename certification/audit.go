@@ -600,7 +600,7 @@ func packages(r *Report, rel *auditedRelease, pol *release.Policy, fail func(str
 	sort.Slice(r.Packages, func(i, j int) bool { return r.Packages[i].NEVRA < r.Packages[j].NEVRA })
 	count := map[string]int{}
 	for _, p := range r.Packages {
-		count[disttagBranch(p.Disttag)]++
+		count[evr.BranchOf(p.Disttag)]++
 	}
 	// The release's own branch first: the others are what stands out.
 	branches := slices.Sorted(maps.Keys(count))
@@ -610,12 +610,6 @@ func packages(r *Report, rel *auditedRelease, pol *release.Policy, fail func(str
 	for _, b := range branches {
 		r.Policy.Base.Branches = append(r.Policy.Base.Branches, BranchCount{Branch: b, Packages: count[b]})
 	}
-}
-
-// disttagBranch is the branch a disttag names (p11 of p11+381122.100.1.1).
-func disttagBranch(disttag string) string {
-	b, _, _ := strings.Cut(disttag, "+")
-	return b
 }
 
 // packageUse sums the file sizes of each package and lists the artifacts
@@ -835,7 +829,7 @@ func caveats(r *Report, rel *auditedRelease, pol *release.Policy, fail func(stri
 	}
 	foreignFails := pol != nil && pol.ForeignBranch == release.FindingFail
 	for _, p := range r.Packages {
-		if b, _, ok := strings.Cut(p.Disttag, "+"); ok && branch != "" && b != branch {
+		if b := evr.BranchOf(p.Disttag); b != "" && branch != "" && b != branch {
 			foreign("%s was built for branch %s (disttag %s), not the release's %s", p.NEVRA, b, p.Disttag, branch)
 			r.Policy.Base.OtherBranch = append(r.Policy.Base.OtherBranch, p.NEVRA)
 		}

@@ -186,17 +186,17 @@ func Newer(sem Semantics, a, b EVR, aBuildTime, bBuildTime int64, targetBranch s
 		return c
 	}
 	if sem == ALT && a.Disttag != "" && b.Disttag != "" {
-		if c := cmpBranch(branchOf(a.Disttag), branchOf(b.Disttag), targetBranch); c != 0 {
+		if c := cmpBranch(BranchOf(a.Disttag), BranchOf(b.Disttag), targetBranch); c != 0 {
 			return c
 		}
 	}
 	return cmp.Compare(aBuildTime, bBuildTime)
 }
 
-// branchOf returns the branch prefix of an ALT disttag
+// BranchOf returns the branch prefix of an ALT disttag
 // ("p10+415595.100.2.1" -> "p10"). Like ALT's rpm_cmp_disttag, a disttag
 // without '+' has an empty branch.
-func branchOf(disttag string) string {
+func BranchOf(disttag string) string {
 	if k := strings.IndexByte(disttag, '+'); k >= 0 {
 		return disttag[:k]
 	}
