@@ -14,10 +14,6 @@ import (
 // package when one breaks. checkSigHeader applies the same rules: a byte
 // changed there is refused as rpm refuses it, not read past.
 
-// headerImage is the region tag some old packages end their signature
-// region with; rpm reads it as the signature region's.
-const headerImage = 61
-
 // checkSigHeader checks the signature header's preamble, its region and
 // each index entry as rpm does.
 func checkSigHeader(h *rpmhdr.Header) error {
@@ -41,7 +37,7 @@ func checkSigHeader(h *rpmhdr.Header) error {
 		}
 		t := data[e.Offset : e.Offset+16]
 		tag, typ, off, count := binary.BigEndian.Uint32(t), binary.BigEndian.Uint32(t[4:]), int32(binary.BigEndian.Uint32(t[8:])), binary.BigEndian.Uint32(t[12:])
-		if tag == headerImage {
+		if tag == rpmhdr.TagHeaderImage {
 			tag = rpmhdr.TagHeaderSignatures
 		}
 		if tag != rpmhdr.TagHeaderSignatures || typ != rpmhdr.TypeBin || count != 16 {
@@ -60,9 +56,9 @@ func checkSigHeader(h *rpmhdr.Header) error {
 		switch {
 		case end > off:
 			err = fmt.Errorf("data at offset %d overlaps the previous entry's, which ends at %d", off, end)
-		case int32(e.Tag) < 100: // rpm's tags are signed
-			err = fmt.Errorf("tag below 100")
-		case off%typeAlign(e.Type) != 0:
+		case int32(e.Tag) < rpmhdr.TagHeaderI18NTable: // rpm's tags are signed
+			err = fmt.Errorf("tag below %d", rpmhdr.TagHeaderI18NTable)
+		case off%max(rpmhdr.TypeSize(e.Type), 1) != 0: // a number aligns to its size
 			err = fmt.Errorf("offset %d is not aligned for type %d", off, e.Type)
 		}
 		if err != nil {
@@ -82,36 +78,18 @@ func entryLength(e rpmhdr.Entry, data []byte) (int, error) {
 	switch e.Type {
 	case rpmhdr.TypeNull:
 		return 0, nil
-	case rpmhdr.TypeChar, rpmhdr.TypeInt8, rpmhdr.TypeBin:
-		return int(e.Count), nil
-	case rpmhdr.TypeInt16, rpmhdr.TypeInt32, rpmhdr.TypeInt64:
-		return int(e.Count) * typeAlign(e.Type), nil
+	case rpmhdr.TypeChar, rpmhdr.TypeInt8, rpmhdr.TypeBin, rpmhdr.TypeInt16, rpmhdr.TypeInt32, rpmhdr.TypeInt64:
+		return int(e.Count) * rpmhdr.TypeSize(e.Type), nil
 	case rpmhdr.TypeString:
 		if e.Count != 1 {
 			return 0, fmt.Errorf("STRING with count %d", e.Count)
 		}
 	}
-	n := int(e.Count)
-	if e.Type == rpmhdr.TypeString {
-		n = 1
-	}
 	off := int(e.Offset)
-	for i := 0; i < n; i++ {
+	for range e.Count {
 		off += bytes.IndexByte(data[off:], 0) + 1
 	}
 	return off - int(e.Offset), nil
-}
-
-func typeAlign(t uint32) int {
-	switch t {
-	case rpmhdr.TypeInt16:
-		return 2
-	case rpmhdr.TypeInt32:
-		return 4
-	case rpmhdr.TypeInt64:
-		return 8
-	}
-	return 1
 }
 
 // sigTagRule is what rpm requires of an entry it verifies (lib/rpmvs.c,

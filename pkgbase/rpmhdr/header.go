@@ -124,8 +124,8 @@ func Parse(raw []byte) (*Header, error) {
 	return h, nil
 }
 
-// typeSize is the fixed element size of numeric types, 0 for variable ones.
-func typeSize(t uint32) int {
+// TypeSize is the fixed element size of numeric types, 0 for variable ones.
+func TypeSize(t uint32) int {
 	switch t {
 	case TypeChar, TypeInt8, TypeBin:
 		return 1
@@ -150,7 +150,7 @@ func (h *Header) check(e Entry) error {
 	if e.Count > MaxDataSize {
 		return fmt.Errorf("count %d out of range", e.Count)
 	}
-	if sz := typeSize(e.Type); sz > 0 {
+	if sz := TypeSize(e.Type); sz > 0 {
 		if uint64(e.Offset)+uint64(e.Count)*uint64(sz) > uint64(len(h.data)) {
 			return fmt.Errorf("%d items of %d bytes at offset %d overrun data of %d bytes", e.Count, sz, e.Offset, len(h.data))
 		}
@@ -237,7 +237,7 @@ func (h *Header) Ints(tag uint32) []int64 {
 	if !ok {
 		return nil
 	}
-	sz := typeSize(e.Type)
+	sz := TypeSize(e.Type)
 	if sz == 0 || e.Type == TypeBin {
 		return nil
 	}
@@ -273,7 +273,7 @@ func (h *Header) Bytes(tag uint32) []byte {
 	if !ok {
 		return nil
 	}
-	sz := typeSize(e.Type)
+	sz := TypeSize(e.Type)
 	if sz == 0 {
 		return nil
 	}
@@ -305,7 +305,7 @@ func (b *Builder) CopyFrom(h *Header) {
 			continue
 		}
 		var data []byte
-		if sz := typeSize(e.Type); sz > 0 {
+		if sz := TypeSize(e.Type); sz > 0 {
 			data = h.data[e.Offset : e.Offset+e.Count*uint32(sz)]
 		} else if e.Type != TypeNull {
 			n := e.Count
@@ -383,7 +383,7 @@ func (b *Builder) Marshal() []byte {
 	index := make([]byte, 16*len(tags))
 	for i, t := range tags {
 		it := b.items[t]
-		if align := typeSize(it.typ); align > 1 && it.typ != TypeBin {
+		if align := TypeSize(it.typ); align > 1 && it.typ != TypeBin {
 			for len(data)%align != 0 {
 				data = append(data, 0)
 			}

@@ -3,7 +3,10 @@ package rpmhdr
 // Tag numbers of the RPM header (rpmtag.h) plus ALT's DISTTAG and the
 // CRPMTAG_* tags apt-rpm adds to index entries.
 const (
-	// Region and signature-header tags.
+	// Region and signature-header tags. TagHeaderImage ends the
+	// signature region of some old packages; rpm reads it as
+	// TagHeaderSignatures there.
+	TagHeaderImage      = 61
 	TagHeaderSignatures = 62
 	TagHeaderImmutable  = 63
 	TagHeaderI18NTable  = 100
