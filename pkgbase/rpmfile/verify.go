@@ -338,13 +338,15 @@ func (v *Verification) checkSignatures(pend []pendingSig, kr *keyring.Keyring) {
 	}
 }
 
+// sigTagNames are rpm's names of the tags that hold signatures.
+var sigTagNames = map[uint32]string{
+	rpmhdr.SigRSA: "RPMTAG_RSAHEADER", rpmhdr.SigDSA: "RPMTAG_DSAHEADER", rpmhdr.SigOpenPGP: "RPMTAG_OPENPGP",
+	rpmhdr.SigPGP: "RPMSIGTAG_PGP", rpmhdr.SigGPG: "RPMSIGTAG_GPG",
+}
+
 // sigName names a signature by what it covers, its algorithm and the tag
 // that holds it, as rpm's tag names say.
 func sigName(tag uint32, covers, algorithm string) string {
-	tagName := map[uint32]string{
-		rpmhdr.SigRSA: "RPMTAG_RSAHEADER", rpmhdr.SigDSA: "RPMTAG_DSAHEADER", rpmhdr.SigOpenPGP: "RPMTAG_OPENPGP",
-		rpmhdr.SigPGP: "RPMSIGTAG_PGP", rpmhdr.SigGPG: "RPMSIGTAG_GPG",
-	}[tag]
 	kind := "header-only"
 	if covers == "header+payload" {
 		kind = covers
@@ -352,7 +354,7 @@ func sigName(tag uint32, covers, algorithm string) string {
 	if algorithm != "" {
 		kind += " " + algorithm
 	}
-	return fmt.Sprintf("%s signature (%s)", kind, tagName)
+	return fmt.Sprintf("%s signature (%s)", kind, sigTagNames[tag])
 }
 
 func walkPayload(compressor string, hdr *rpmhdr.Header, r io.Reader, fn func(*cpio.Entry, io.Reader) error) error {
