@@ -205,11 +205,10 @@ type memberSide struct {
 // that put it in the component on its side, and what the other side
 // changed on it.
 func explainMembers(ctx context.Context, why WhyFunc, ms memberSide, list []Member) {
-	side, other, arch, comp, joined, otherSet := ms.side, ms.other, ms.arch, ms.comp, ms.joined, ms.otherSet
 	if len(list) == 0 {
 		return
 	}
-	if side.Lock.Resolution == nil {
+	if ms.side.Lock.Resolution == nil {
 		for i := range list {
 			list[i].WhyNote = "the lock records no resolution (an older builder made it): lock again to explain"
 		}
@@ -219,7 +218,7 @@ func explainMembers(ctx context.Context, why WhyFunc, ms memberSide, list []Memb
 	for i, m := range list {
 		nevras[i] = m.NEVRA
 	}
-	paths, err := why(ctx, side, arch, comp, nevras)
+	paths, err := why(ctx, ms.side, ms.arch, ms.comp, nevras)
 	for i := range list {
 		m := &list[i]
 		p, ok := paths[m.NEVRA]
@@ -236,7 +235,7 @@ func explainMembers(ctx context.Context, why WhyFunc, ms memberSide, list []Memb
 			c.Steps = append(c.Steps, Step{From: e.From, Requirement: e.Requirement, Provider: e.Provider})
 		}
 		m.Why = c
-		m.Because = because(c, comp, joined, otherSet, other.Lock.Resolution)
+		m.Because = because(c, ms.comp, ms.joined, ms.otherSet, ms.other.Lock.Resolution)
 	}
 }
 
