@@ -148,8 +148,8 @@ func newImageCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// The platform is checked against the release's table (its spec
-			// may add platforms) when the media are made.
+			// The platform is checked against the table of the spec (which
+			// may add platforms) before the build, or of the release.
 			data, err := os.ReadFile(schematicPath)
 			if err != nil {
 				return err
