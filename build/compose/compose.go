@@ -123,7 +123,8 @@ type Result struct {
 	Segment             []rootfs.CpioEntry // what the appended segment holds
 	ISOTool             string             // what made the ISO, when there is one
 	// PCR11 is what systemd-stub leaves in PCR 11 booting the Secure Boot
-	// media's UKI, when it carries signed PCR policies.
+	// disk images' UKI (the -uki.efi file), when it carries signed PCR
+	// policies; the ISO's UKI (the ISO's command line) has its own.
 	PCR11 []byte
 	// ESP is the Secure Boot media's EFI System Partition (nil without
 	// Secure Boot): what the Secure Boot installer carries.
