@@ -217,7 +217,7 @@ func SchematicInstaller(base []byte, arch string, in InstallerAssets, sde int64)
 	}
 	dir, legacy := "/"+InstallDir(arch), false
 	if t.Get(dir+"initramfs.xz") == nil {
-		dir, legacy = "/usr/install/"+arch+"/", true
+		dir, legacy = "/"+LegacyInstallDir(arch), true
 	}
 	n := t.Get(dir + "initramfs.xz")
 	if n == nil || n.Kind != rootfs.KindFile {
