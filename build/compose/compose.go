@@ -473,7 +473,7 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 	// The large ones also compressed, as downloads.
 	var variants []File
 	for _, big := range out {
-		if !slices.Contains(compressed, big.Name) || big.Name == "raw.tar.gz" {
+		if !slices.Contains(compressed, big.Name) {
 			continue
 		}
 		for _, c := range compressions {
