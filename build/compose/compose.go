@@ -173,7 +173,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		values = append(values, meta.Value{Key: m.Key, Value: m.Value})
 	}
 	table := o.table()
-	a := platform.Args{Base: b.Cmdline, Extra: sch.Customization.ExtraKernelArgs}
+	a := o.kernelArgs(b)
 	diskArgs := table.KernelArgs(p, ta.OCI, a)
 	if len(values) > 0 {
 		a.Meta = meta.Env(values)
@@ -280,17 +280,23 @@ func InstallerUKI(b Boot, initramfs []byte, o Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var extra []string
+	return plainUKI(b, initramfs, o.table().KernelArgs(p, ta.OCI, o.kernelArgs(b)), o.PrettyName)
+}
+
+// kernelArgs are the disk images' kernel arguments before the platform's:
+// the image's and the schematic's (none without one).
+func (o Options) kernelArgs(b Boot) platform.Args {
+	a := platform.Args{Base: b.Cmdline}
 	if o.Schematic != nil {
-		extra = o.Schematic.Customization.ExtraKernelArgs
+		a.Extra = o.Schematic.Customization.ExtraKernelArgs
 	}
-	return plainUKI(b, initramfs, o.table().KernelArgs(p, ta.OCI, platform.Args{Base: b.Cmdline, Extra: extra}), o.PrettyName)
+	return a
 }
 
 // plainUKI is an unsigned UKI: the stub with the kernel, the initramfs,
 // the command line, an os-release of prettyName and the kernel's version.
 func plainUKI(b Boot, initramfs []byte, args []string, prettyName string) ([]byte, error) {
-	u, err := uki.Build(b.Stub, uki.Sections(osRelease(prettyName), []byte(strings.Join(args, " ")), []byte(b.KernelVersion), initramfs, b.Vmlinuz))
+	u, err := uki.Build(b.Stub, ukiSections(b, initramfs, args, prettyName))
 	if err != nil {
 		return nil, fmt.Errorf("unified kernel image: %w", err)
 	}
