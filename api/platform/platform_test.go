@@ -141,7 +141,8 @@ func TestOverride(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Override: %v, want %q", err, want)
 		}
-	}	// Errors of several architectures in one order, the same every time.
+	}
+	// Errors of several architectures in one order, the same every time.
 	many := map[string][]string{}
 	for _, a := range []string{"x86_64", "i586", "aarch64", "riscv64", "ppc64le"} {
 		many[a] = []string{"a=" + a}
