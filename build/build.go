@@ -755,14 +755,14 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 	if rep.Media != nil {
 		ma := maps.Clone(ia)
 		ma["dev.nodeforge.schematic"] = rep.Media.Schematic
-		mi, err := writeImageLayout(ctx, filepath.Join(r.work, "media", rep.Media.Schematic, "installer"), sde, ma, arches, r.mediaInstaller, compose.InstallerEntrypoint)
+		mi, err := writeImageLayout(ctx, filepath.Join(r.work, filepath.FromSlash(MediaInstallerDir(rep.Media.Schematic, false))), sde, ma, arches, r.mediaInstaller, compose.InstallerEntrypoint)
 		if err != nil {
 			return fmt.Errorf("installer for the schematic: %w", err)
 		}
 		rep.Media.Installer = mi.String()
 		if sb := rep.Media.SecureBoot; sb != nil && len(r.sbInstaller) > 0 {
 			ma[compose.AnnotationSecureBoot] = sb.SigningCertSHA256
-			si, err := writeImageLayout(ctx, filepath.Join(r.work, "media", rep.Media.Schematic, "installer"+compose.SecureBootSuffix), sde, ma, arches, r.sbInstaller, compose.InstallerEntrypoint)
+			si, err := writeImageLayout(ctx, filepath.Join(r.work, filepath.FromSlash(MediaInstallerDir(rep.Media.Schematic, true))), sde, ma, arches, r.sbInstaller, compose.InstallerEntrypoint)
 			if err != nil {
 				return fmt.Errorf("Secure Boot installer for the schematic: %w", err)
 			}
