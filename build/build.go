@@ -224,6 +224,11 @@ func newRun(opts Options) (*buildRun, error) {
 	if want := digest.SHA256Hex(s.Raw); l.Spec.SHA256 != want {
 		return nil, fmt.Errorf("the spec changed since the lock was made (lock pins spec sha256 %s, spec is %s): run builder lock again", l.Spec.SHA256, want)
 	}
+	if opts.Schematic != nil {
+		if err := checkSchematic(s, opts); err != nil {
+			return nil, err
+		}
+	}
 	r := &buildRun{opts: opts, spec: s, lock: l, sde: opts.SourceDateEpoch, logf: opts.Log,
 		assets: map[string][]ociAsset{}, extLayers: map[string]map[string]*compose.ImageLayer{}, extVersions: map[string]string{},
 		installer: map[string][]v1.Layer{}, mediaInstaller: map[string][]v1.Layer{}, sbInstaller: map[string][]v1.Layer{}, kernels: map[string]compose.KernelParams{}}
@@ -256,6 +261,36 @@ func newRun(opts Options) (*buildRun, error) {
 		Artifacts:       map[string]report.ArtifactInfo{},
 	}
 	return r, nil
+}
+
+// checkSchematic refuses, before any work, the schematic media a build
+// would make only to fail on them once per architecture: a platform the
+// spec's table lacks, an extension outside the spec's namespace, and
+// what the command line, PXE script and installer every media build
+// makes cannot honour (compose.Media checks the disk images, which
+// depend on the base).
+func checkSchematic(s *specs.Spec, opts Options) error {
+	table, err := s.Image.PlatformTable()
+	if err != nil {
+		return err
+	}
+	if _, err := table.Lookup(opts.Platform); err != nil {
+		return err
+	}
+	// The schematic names extensions as the release's clients do: in the
+	// spec's namespace, an alias of it, or bare.
+	ns := schematic.Namespace{Name: s.ExtensionsNamespace, Aliases: s.ExtensionAliases}
+	for _, e := range opts.Schematic.Customization.SystemExtensions.OfficialExtensions {
+		if _, ok := ns.Resolve(e); !ok {
+			return fmt.Errorf("schematic: extension %q is not in the namespace of the spec's extensions (%s)", e, ns.Qualified("NAME"))
+		}
+	}
+	for _, kind := range []string{"cmdline", "installer"} {
+		if err := compose.Refusal(opts.Schematic, compose.Output{Kind: kind, SecureBoot: opts.SecureBoot != nil}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // blockCache is the squashfs block cache as the writers take it (a nil
@@ -477,16 +512,8 @@ func (b *archBuild) releaseTree() {
 }
 
 // schematicMedia writes the boot media of the build's schematic and
-// records them in the report.
+// records them in the report (newRun checked the schematic).
 func (b *archBuild) schematicMedia(ctx context.Context, initramfs []byte) (*mediaResult, error) {
-	// The schematic names extensions as the release's clients do: in the
-	// spec's namespace, an alias of it, or bare.
-	ns := schematic.Namespace{Name: b.spec.ExtensionsNamespace, Aliases: b.spec.ExtensionAliases}
-	for _, e := range b.opts.Schematic.Customization.SystemExtensions.OfficialExtensions {
-		if _, ok := ns.Resolve(e); !ok {
-			return nil, fmt.Errorf("schematic: extension %q is not in the namespace of the spec's extensions (%s)", e, ns.Qualified("NAME"))
-		}
-	}
 	// The EFI boot manager comes from the base like everything else;
 	// without it in the lock, no ISO or disk image.
 	berr := b.noBootloader
@@ -728,14 +755,14 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 	if rep.Media != nil {
 		ma := maps.Clone(ia)
 		ma["dev.nodeforge.schematic"] = rep.Media.Schematic
-		mi, err := writeImageLayout(ctx, filepath.Join(r.work, "media", rep.Media.Schematic, "installer"), sde, ma, arches, r.mediaInstaller, compose.InstallerEntrypoint)
+		mi, err := writeImageLayout(ctx, filepath.Join(r.work, filepath.FromSlash(MediaInstallerDir(rep.Media.Schematic, false))), sde, ma, arches, r.mediaInstaller, compose.InstallerEntrypoint)
 		if err != nil {
 			return fmt.Errorf("installer for the schematic: %w", err)
 		}
 		rep.Media.Installer = mi.String()
 		if sb := rep.Media.SecureBoot; sb != nil && len(r.sbInstaller) > 0 {
 			ma[compose.AnnotationSecureBoot] = sb.SigningCertSHA256
-			si, err := writeImageLayout(ctx, filepath.Join(r.work, "media", rep.Media.Schematic, "installer"+compose.SecureBootSuffix), sde, ma, arches, r.sbInstaller, compose.InstallerEntrypoint)
+			si, err := writeImageLayout(ctx, filepath.Join(r.work, filepath.FromSlash(MediaInstallerDir(rep.Media.Schematic, true))), sde, ma, arches, r.sbInstaller, compose.InstallerEntrypoint)
 			if err != nil {
 				return fmt.Errorf("Secure Boot installer for the schematic: %w", err)
 			}

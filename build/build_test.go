@@ -344,6 +344,43 @@ func TestBuildRefusesStaleLock(t *testing.T) {
 	}
 }
 
+// TestSchematicRefusedEarly: what no media build of the schematic could
+// make is refused before any work (nothing written, not even the output's
+// parent), naming the option; the lock here has nothing a build could
+// fetch, so a later check would fail otherwise.
+func TestSchematicRefusedEarly(t *testing.T) {
+	s := &specs.Spec{Name: "t", Version: "1", Raw: []byte("a spec")}
+	l := &lock.Lock{Spec: lock.SpecRef{Name: "t", Version: "1", SHA256: digest.SHA256Hex(s.Raw)},
+		Architectures: map[string]*lock.Arch{"x86_64": {Packages: []lock.Package{{NEVRA: "missing-1-1.x86_64"}}}}}
+	sch := func(args []string, exts ...string) *schematic.Schematic {
+		var c schematic.Schematic
+		c.Customization.ExtraKernelArgs = args
+		c.Customization.SystemExtensions.OfficialExtensions = exts
+		return &c
+	}
+	for _, c := range []struct {
+		name     string
+		sch      *schematic.Schematic
+		platform string
+		says     string
+	}{
+		{"a line break in extraKernelArgs", sch([]string{"a\nb"}), "", `customization.extraKernelArgs: "a\nb" holds a control character`},
+		{"an unknown platform", sch(nil), "mars", `unknown platform "mars"`},
+		{"an extension of another namespace", sch(nil, "example.org/zfs"), "", `extension "example.org/zfs" is not in the namespace`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "parent", "out")
+			_, err := Build(context.Background(), Options{Spec: s, Lock: l, Out: out, Cache: &cache.Cache{Dir: t.TempDir()}, Schematic: c.sch, Platform: c.platform})
+			if err == nil || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("got %v, want an error saying %s", err, c.says)
+			}
+			if _, err := os.Stat(filepath.Dir(out)); err == nil {
+				t.Error("the refused build wrote beside its output")
+			}
+		})
+	}
+}
+
 func TestCompareNamesTheDifference(t *testing.T) {
 	d := newDemo(t)
 	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")

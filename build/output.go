@@ -80,14 +80,7 @@ type outputReport struct {
 	Installer  string                         `json:"installer"`
 	Extensions map[string]string              `json:"extensions"`
 	Artifacts  map[string]report.ArtifactInfo `json:"artifacts"`
-	Media      *struct {
-		Schematic  string                         `json:"schematic"`
-		Files      map[string]report.ArtifactInfo `json:"files"`
-		Installer  string                         `json:"installer"`
-		SecureBoot *struct {
-			Installer string `json:"installer"`
-		} `json:"secureBoot"`
-	} `json:"media"`
+	Media      *report.MediaReport            `json:"media"`
 }
 
 // readOutputReport reads the report of the build that wrote an output.
@@ -114,12 +107,24 @@ func (r *outputReport) layouts() map[string]string {
 		l[path.Join("extensions", name)] = d
 	}
 	if m := r.Media; m != nil {
-		l[path.Join("media", m.Schematic, "installer")] = m.Installer
+		l[MediaInstallerDir(m.Schematic, false)] = m.Installer
 		if m.SecureBoot != nil {
-			l[path.Join("media", m.Schematic, "installer"+compose.SecureBootSuffix)] = m.SecureBoot.Installer
+			l[MediaInstallerDir(m.Schematic, true)] = m.SecureBoot.Installer
 		}
 	}
 	return l
+}
+
+// MediaInstallerDir is the OCI layout of a schematic's installer (the
+// Secure Boot one with secureBoot) in a build's output, slash-separated:
+// media/<schematic id>/installer[-secureboot]. The build writes it there,
+// and an earlier output is checked for it there.
+func MediaInstallerDir(schematicID string, secureBoot bool) string {
+	name := "installer"
+	if secureBoot {
+		name += compose.SecureBootSuffix
+	}
+	return path.Join("media", schematicID, name)
 }
 
 // foreign lists what is under out that the build of r did not write, as

@@ -262,7 +262,7 @@ func (r *Release) bootFiles(ctx context.Context, arch string) (installerBoot, er
 	}
 	defer rc.Close()
 	// Talos's layout, or the one of releases made before (rpm names).
-	dir, legacy := compose.InstallDir(arch), "usr/install/"+arch+"/"
+	dir, legacy := compose.InstallDir(arch), compose.LegacyInstallDir(arch)
 	want := map[string]*[]byte{dir + compose.BootloaderName: &b.bootloader, dir + compose.StubName: &b.stub,
 		legacy + compose.LegacyBootloaderName: &b.bootloader, legacy + compose.StubName: &b.stub}
 	tr := tar.NewReader(rc)

@@ -9,6 +9,7 @@ package platform
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -205,11 +206,12 @@ func (p Platform) check() []string {
 		}
 	}
 	lists := [][]string{p.Args}
-	for arch, args := range p.ArchArgs {
+	// In order: the same spec gives the same error.
+	for _, arch := range slices.Sorted(maps.Keys(p.ArchArgs)) {
 		if arch != "amd64" && arch != "arm64" {
 			errs = append(errs, fmt.Sprintf("platform %s: arch-args for %q: want amd64 or arm64", p.Name, arch))
 		}
-		lists = append(lists, args)
+		lists = append(lists, p.ArchArgs[arch])
 	}
 	for _, l := range lists {
 		for _, a := range l {

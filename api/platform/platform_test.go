@@ -142,4 +142,15 @@ func TestOverride(t *testing.T) {
 			t.Errorf("Override: %v, want %q", err, want)
 		}
 	}
+	// Errors of several architectures in one order, the same every time.
+	many := map[string][]string{}
+	for _, a := range []string{"x86_64", "i586", "aarch64", "riscv64", "ppc64le"} {
+		many[a] = []string{"a=" + a}
+	}
+	_, err = Talos.Override("", []Platform{{Name: "metal", ArchArgs: many}})
+	if want := `platform metal: arch-args for "aarch64": want amd64 or arm64; platform metal: arch-args for "i586": want amd64 or arm64; ` +
+		`platform metal: arch-args for "ppc64le": want amd64 or arm64; platform metal: arch-args for "riscv64": want amd64 or arm64; ` +
+		`platform metal: arch-args for "x86_64": want amd64 or arm64`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Override: %v\nwant %s", err, want)
+	}
 }

@@ -119,8 +119,10 @@ type SecureBootReport struct {
 	Installer string `json:"installer,omitempty"`
 	// PCRPublicKey is the key of the UKIs' signed PCR 11 policies (their
 	// .pcrpkey, PEM) and PCR11, by architecture, the value systemd-stub
-	// leaves in PCR 11 booting the UKI (before the boot phases); both
-	// only when the key set has a PCR key.
+	// leaves in PCR 11 (before the boot phases) booting the UKI of the
+	// disk images, which <platform>-<arch>-secureboot-uki.efi is; both
+	// only when the key set has a PCR key. The ISO's UKI has the ISO's
+	// command line, so another value, signed in its own .pcrsig.
 	PCRPublicKey string            `json:"pcrPublicKey,omitempty"`
 	PCR11        map[string]string `json:"pcr11,omitempty"`
 }

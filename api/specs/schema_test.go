@@ -167,6 +167,7 @@ image:
 		"platform name with a dash": string(base) + "image:\n  platforms: [{name: digital-ocean, formats: [raw]}]\n",
 		"unknown platform format":   string(base) + "image:\n  platforms: [{name: metal, formats: [vmdk]}]\n",
 		"bad parameter prefix":      string(base) + "image:\n  kernel-param-prefix: Talos.\n",
+		"an alias listed twice":     edit("extension-aliases: [siderolabs]", "extension-aliases: [siderolabs, siderolabs]"),
 		"registry and layout":       edit("    key: keys/dev/cosign.key\n", "    key: keys/dev/cosign.key\n    registry: r.example.org\n    layout: out\n"),
 	} {
 		if _, err := specs.Parse([]byte(body), demo, nil); err == nil {

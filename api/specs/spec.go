@@ -6,6 +6,7 @@ package specs
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/nodeforge/builder/api/extensions"
+	"github.com/nodeforge/builder/api/schematic"
 )
 
 // Spec is one release spec.
@@ -214,9 +216,14 @@ func (s *Spec) checkNamespaces(bad func(string, ...any)) {
 			bad("extension namespace %q: want lower-case letters, digits, . _ -", ns)
 		}
 	}
-	for _, a := range s.ExtensionAliases {
-		if a == "" || a == s.ExtensionsNamespace {
+	// The namespace a spec without one has is the default's.
+	ns := cmp.Or(s.ExtensionsNamespace, schematic.DefaultNamespace)
+	for i, a := range s.ExtensionAliases {
+		switch {
+		case a == "" || a == ns:
 			bad("extension-aliases: %q is not another namespace", a)
+		case slices.Contains(s.ExtensionAliases[:i], a):
+			bad("extension-aliases: %q is listed twice", a)
 		}
 	}
 }

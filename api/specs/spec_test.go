@@ -32,14 +32,16 @@ func TestShippedSpecsParse(t *testing.T) {
 
 func TestSpecErrors(t *testing.T) {
 	cases := map[string]string{
-		"unknown field":          "name: x\nversion: 1\nbogus: 1\n",
-		"no version":             "name: x\narchitectures: [x86_64]\n",
-		"bad format":             "name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: /x, format: deb, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n",
-		"no keyring":             "name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: /x, format: alt}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n",
-		"bad kind":               "name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: other, packages: [a]}}\n",
-		"empty packages":         "name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: []}}\n",
-		"bad namespace":          "name: x\nversion: 1\narchitectures: [x86_64]\nextensions-namespace: Alt/Linux\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n",
-		"alias is the namespace": "name: x\nversion: 1\narchitectures: [x86_64]\nextensions-namespace: altlinux\nextension-aliases: [altlinux]\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n",
+		"unknown field":                  "name: x\nversion: 1\nbogus: 1\n",
+		"no version":                     "name: x\narchitectures: [x86_64]\n",
+		"bad format":                     "name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: /x, format: deb, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n",
+		"no keyring":                     "name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: /x, format: alt}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n",
+		"bad kind":                       "name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: other, packages: [a]}}\n",
+		"empty packages":                 "name: x\nversion: 1\narchitectures: [x86_64]\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: []}}\n",
+		"bad namespace":                  "name: x\nversion: 1\narchitectures: [x86_64]\nextensions-namespace: Alt/Linux\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n",
+		"alias is the namespace":         "name: x\nversion: 1\narchitectures: [x86_64]\nextensions-namespace: altlinux\nextension-aliases: [altlinux]\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n",
+		"alias is the default namespace": "name: x\nversion: 1\narchitectures: [x86_64]\nextension-aliases: [siderolabs]\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n",
+		"alias listed twice":             "name: x\nversion: 1\narchitectures: [x86_64]\nextensions-namespace: altlinux\nextension-aliases: [siderolabs, siderolabs]\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n",
 	}
 	for name, y := range cases {
 		if _, err := Parse([]byte(y), "/spec", nil); err == nil {

@@ -123,7 +123,8 @@ type Result struct {
 	Segment             []rootfs.CpioEntry // what the appended segment holds
 	ISOTool             string             // what made the ISO, when there is one
 	// PCR11 is what systemd-stub leaves in PCR 11 booting the Secure Boot
-	// media's UKI, when it carries signed PCR policies.
+	// disk images' UKI (the -uki.efi file), when it carries signed PCR
+	// policies; the ISO's UKI (the ISO's command line) has its own.
 	PCR11 []byte
 	// ESP is the Secure Boot media's EFI System Partition (nil without
 	// Secure Boot): what the Secure Boot installer carries.
@@ -172,7 +173,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		values = append(values, meta.Value{Key: m.Key, Value: m.Value})
 	}
 	table := o.table()
-	a := platform.Args{Base: b.Cmdline, Extra: sch.Customization.ExtraKernelArgs}
+	a := o.kernelArgs(b)
 	diskArgs := table.KernelArgs(p, ta.OCI, a)
 	if len(values) > 0 {
 		a.Meta = meta.Env(values)
@@ -279,17 +280,23 @@ func InstallerUKI(b Boot, initramfs []byte, o Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var extra []string
+	return plainUKI(b, initramfs, o.table().KernelArgs(p, ta.OCI, o.kernelArgs(b)), o.PrettyName)
+}
+
+// kernelArgs are the disk images' kernel arguments before the platform's:
+// the image's and the schematic's (none without one).
+func (o Options) kernelArgs(b Boot) platform.Args {
+	a := platform.Args{Base: b.Cmdline}
 	if o.Schematic != nil {
-		extra = o.Schematic.Customization.ExtraKernelArgs
+		a.Extra = o.Schematic.Customization.ExtraKernelArgs
 	}
-	return plainUKI(b, initramfs, o.table().KernelArgs(p, ta.OCI, platform.Args{Base: b.Cmdline, Extra: extra}), o.PrettyName)
+	return a
 }
 
 // plainUKI is an unsigned UKI: the stub with the kernel, the initramfs,
 // the command line, an os-release of prettyName and the kernel's version.
 func plainUKI(b Boot, initramfs []byte, args []string, prettyName string) ([]byte, error) {
-	u, err := uki.Build(b.Stub, uki.Sections(osRelease(prettyName), []byte(strings.Join(args, " ")), []byte(b.KernelVersion), initramfs, b.Vmlinuz))
+	u, err := uki.Build(b.Stub, ukiSections(b, initramfs, args, prettyName))
 	if err != nil {
 		return nil, fmt.Errorf("unified kernel image: %w", err)
 	}
@@ -472,7 +479,7 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 	// The large ones also compressed, as downloads.
 	var variants []File
 	for _, big := range out {
-		if !slices.Contains(compressed, big.Name) || big.Name == "raw.tar.gz" {
+		if !slices.Contains(compressed, big.Name) {
 			continue
 		}
 		for _, c := range compressions {

@@ -217,16 +217,20 @@ func SchematicInstaller(base []byte, arch string, in InstallerAssets, sde int64)
 	}
 	dir, legacy := "/"+InstallDir(arch), false
 	if t.Get(dir+"initramfs.xz") == nil {
-		dir, legacy = "/usr/install/"+arch+"/", true
+		dir, legacy = "/"+LegacyInstallDir(arch), true
 	}
 	n := t.Get(dir + "initramfs.xz")
 	if n == nil || n.Kind != rootfs.KindFile {
 		return nil, fmt.Errorf("installer layer: no %sinitramfs.xz", InstallDir(arch))
 	}
 	n.Data, n.Digest = in.Initramfs, digest.SHA256Hex(in.Initramfs)
-	add := func(name, generator string, data []byte) (*rootfs.Node, error) {
+	// add puts a file of data, whose digest is sum ("": not taken yet).
+	add := func(name, generator string, data []byte, sum string) (*rootfs.Node, error) {
+		if sum == "" {
+			sum = digest.SHA256Hex(data)
+		}
 		c := &rootfs.Node{Path: dir + name, Kind: rootfs.KindFile, Mode: n.Mode, User: n.User, Group: n.Group,
-			Data: data, Digest: digest.SHA256Hex(data), Origin: report.Origin{Generator: generator}}
+			Data: data, Digest: sum, Origin: report.Origin{Generator: generator}}
 		t.Remove(c.Path)
 		if err := t.Add(c); err != nil {
 			return nil, fmt.Errorf("installer layer: %w", err)
@@ -240,7 +244,7 @@ func SchematicInstaller(base []byte, arch string, in InstallerAssets, sde int64)
 		u.Data, u.Digest = in.UKI, digest.SHA256Hex(in.UKI)
 	}
 	if in.Cmdline != nil {
-		if _, err := add("cmdline", "cmdline", in.Cmdline); err != nil {
+		if _, err := add("cmdline", "cmdline", in.Cmdline, ""); err != nil {
 			return nil, err
 		}
 	}
@@ -254,7 +258,7 @@ func SchematicInstaller(base []byte, arch string, in InstallerAssets, sde int64)
 		}
 		talos := map[string]string{ta.EFIBootFile(): BootloaderName, ukiName: UKIName}
 		for _, f := range in.ESP {
-			leader, err := add(ESPDir+"/"+f.Path, "secureboot", f.Data)
+			leader, err := add(ESPDir+"/"+f.Path, "secureboot", f.Data, "")
 			if err != nil {
 				return nil, err
 			}
@@ -262,7 +266,8 @@ func SchematicInstaller(base []byte, arch string, in InstallerAssets, sde int64)
 			if name == "" || legacy {
 				continue
 			}
-			link, err := add(name, "secureboot", f.Data)
+			// A link to the leader: its bytes, hashed once.
+			link, err := add(name, "secureboot", f.Data, leader.Digest)
 			if err != nil {
 				return nil, err
 			}

@@ -30,6 +30,10 @@ const (
 // used the rpm name (x86_64); the factory reads both.
 func InstallDir(arch string) string { return "usr/install/" + specs.GoArch(arch) + "/" }
 
+// LegacyInstallDir is InstallDir of the releases made before the installer
+// was laid out as Talos's: usr/install/<rpm arch>/.
+func LegacyInstallDir(arch string) string { return "usr/install/" + arch + "/" }
+
 // The boot assets of an installer image (InstallDir), Talos's names:
 // the kernel and the initramfs (vmlinuz, initramfs.xz), the base's EFI boot
 // manager (systemd-boot), which the installer puts on the disk and media

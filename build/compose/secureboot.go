@@ -48,7 +48,7 @@ func UKI(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureB
 	if b.Stub == nil {
 		return nil, errors.New("Secure Boot needs the base's systemd-stub, and the release has none (image.stub)")
 	}
-	unsigned, value, err := assembleUKI(b.Stub, sb, uki.Sections(osRelease(prettyName), []byte(strings.Join(args, " ")), []byte(b.KernelVersion), initramfs, b.Vmlinuz))
+	unsigned, value, err := assembleUKI(b.Stub, sb, ukiSections(b, initramfs, args, prettyName))
 	if err != nil {
 		return nil, fmt.Errorf("unified kernel image: %w", err)
 	}
@@ -97,6 +97,13 @@ func loaderConf(auth bool, enroll string) string {
 		conf += "secure-boot-enroll " + cmp.Or(enroll, "force") + "\n"
 	}
 	return conf
+}
+
+// ukiSections are a UKI's sections, the plain's and the signed's: an
+// os-release of prettyName, the command line args, the kernel's version,
+// the initramfs and the kernel.
+func ukiSections(b Boot, initramfs []byte, args []string, prettyName string) []uki.Section {
+	return uki.Sections(osRelease(prettyName), []byte(strings.Join(args, " ")), []byte(b.KernelVersion), initramfs, b.Vmlinuz)
 }
 
 // osRelease is the UKI's .osrel: systemd-boot's

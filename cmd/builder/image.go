@@ -14,7 +14,7 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
-	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/build"
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/factory"
 )
@@ -148,8 +148,8 @@ func newImageCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// The platform is checked against the release's table (its spec
-			// may add platforms) when the media are made.
+			// The platform is checked against the table of the spec (which
+			// may add platforms) before the build, or of the release.
 			data, err := os.ReadFile(schematicPath)
 			if err != nil {
 				return err
@@ -186,9 +186,9 @@ func newImageCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			list := []output{{Path: filepath.Join(out, "media", rep.Media.Schematic, "installer"), Digest: rep.Media.Installer}}
+			list := []output{{Path: filepath.Join(out, filepath.FromSlash(build.MediaInstallerDir(rep.Media.Schematic, false))), Digest: rep.Media.Installer}}
 			if sb := rep.Media.SecureBoot; sb != nil && sb.Installer != "" {
-				list = []output{{Path: filepath.Join(out, "media", rep.Media.Schematic, "installer"+compose.SecureBootSuffix), Digest: sb.Installer}}
+				list = []output{{Path: filepath.Join(out, filepath.FromSlash(build.MediaInstallerDir(rep.Media.Schematic, true))), Digest: sb.Installer}}
 			}
 			if kind != "installer" {
 				if list, err = mediaOutputs(out, rep.Media.Files, match, kind, formats, rep.Media.NoDiskImages); err != nil {

@@ -150,8 +150,12 @@ func DecodeEnv(s string) ([]Value, error) {
 		if err != nil {
 			return nil, fmt.Errorf("meta: %w", err)
 		}
-		if b, err = io.ReadAll(io.LimitReader(zr, CopyLength)); err != nil {
+		// One byte past a copy's length tells a longer input from one that fits.
+		if b, err = io.ReadAll(io.LimitReader(zr, CopyLength+1)); err != nil {
 			return nil, fmt.Errorf("meta: %w", err)
+		}
+		if len(b) > CopyLength {
+			return nil, fmt.Errorf("meta: the gzipped values are longer than a META copy (%d bytes)", CopyLength)
 		}
 	}
 	var out []Value

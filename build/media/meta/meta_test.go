@@ -90,7 +90,9 @@ func TestEnv(t *testing.T) {
 	if back, err := DecodeEnv(enc); err != nil || len(back) != 1 || back[0] != long[0] {
 		t.Errorf("DecodeEnv of the gzipped: %v %v", back, err)
 	}
-	for _, bad := range []string{"!!!", base64.StdEncoding.EncodeToString([]byte("0x100=a")), base64.StdEncoding.EncodeToString([]byte("novalue"))} {
+	// Longer than a copy once gunzipped: refused, not cut short.
+	tooLong := Env([]Value{{0xa, strings.Repeat("x", CopyLength)}})
+	for _, bad := range []string{"!!!", base64.StdEncoding.EncodeToString([]byte("0x100=a")), base64.StdEncoding.EncodeToString([]byte("novalue")), tooLong} {
 		if _, err := DecodeEnv(bad); err == nil {
 			t.Errorf("DecodeEnv(%q) took it", bad)
 		}

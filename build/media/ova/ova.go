@@ -11,7 +11,6 @@ package ova
 import (
 	"archive/tar"
 	"bytes"
-	"crypto/sha256"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nodeforge/builder/build/media/vmdk"
+	"github.com/nodeforge/builder/internal/digest"
 )
 
 // The appliance's files, in archive order.
@@ -50,7 +50,7 @@ func Write(w io.Writer, raw []byte, o Options) error {
 	if err != nil {
 		return err
 	}
-	mf := fmt.Sprintf("SHA256(%s)= %x\nSHA256(%s)= %x\n", OVFName, sha256.Sum256(ovf), VMDKName, sha256.Sum256(disk.Bytes()))
+	mf := fmt.Sprintf("SHA256(%s)= %s\nSHA256(%s)= %s\n", OVFName, digest.SHA256Hex(ovf), VMDKName, digest.SHA256Hex(disk.Bytes()))
 	tw := tar.NewWriter(w)
 	for _, f := range []struct {
 		name string
@@ -77,7 +77,7 @@ func Descriptor(fileSize, capacity int64, o Options) ([]byte, error) {
 	dev := func(id int, typ int, name string, fields ...rasd) item {
 		return item{InstanceID: id, ResourceType: typ, ElementName: name, fields: fields}
 	}
-	env := envelope{
+	env := envelope{XMLNS: nsOVF, NSOVF: nsOVF, NSRASD: nsRASD, NSVSSD: nsVSSD, NSVMW: nsVMW,
 		References: []file{{Href: VMDKName, ID: "file1", Size: fileSize}},
 		Disk: diskSection{Info: "Virtual disk information", Disks: []disk{{Capacity: capacity, DiskID: "vmdisk1", FileRef: "file1",
 			Format: "http://www.vmware.com/interfaces/specifications/vmdk.html#streamOptimized"}}},
@@ -110,6 +110,15 @@ func Descriptor(fileSize, capacity int64, o Options) ([]byte, error) {
 // The descriptor's elements, in the order the OVF schema wants them.
 // Names are written with the prefixes the envelope declares.
 
+// The namespaces the envelope declares: OVF's (also the default), the
+// resource and system settings' (rasd:, vssd:) and VMware's (vmw:).
+const (
+	nsOVF  = "http://schemas.dmtf.org/ovf/envelope/1"
+	nsRASD = "http://schemas.dmtf.org/wbem/wscim/1/cim-schema/2/CIM_ResourceAllocationSettingData"
+	nsVSSD = "http://schemas.dmtf.org/wbem/wscim/1/cim-schema/2/CIM_VirtualSystemSettingData"
+	nsVMW  = "http://www.vmware.com/schema/ovf"
+)
+
 type envelope struct {
 	XMLName    xml.Name       `xml:"Envelope"`
 	XMLNS      string         `xml:"xmlns,attr"`
@@ -121,18 +130,6 @@ type envelope struct {
 	Disk       diskSection    `xml:"DiskSection"`
 	Network    networkSection `xml:"NetworkSection"`
 	System     virtualSystem  `xml:"VirtualSystem"`
-}
-
-// MarshalXML fills in the namespaces.
-func (e envelope) MarshalXML(enc *xml.Encoder, start xml.StartElement) error {
-	type plain envelope
-	p := plain(e)
-	p.XMLNS, p.NSOVF = "http://schemas.dmtf.org/ovf/envelope/1", "http://schemas.dmtf.org/ovf/envelope/1"
-	p.NSRASD = "http://schemas.dmtf.org/wbem/wscim/1/cim-schema/2/CIM_ResourceAllocationSettingData"
-	p.NSVSSD = "http://schemas.dmtf.org/wbem/wscim/1/cim-schema/2/CIM_VirtualSystemSettingData"
-	p.NSVMW = "http://www.vmware.com/schema/ovf"
-	start.Name = xml.Name{Local: "Envelope"}
-	return enc.EncodeElement(p, start)
 }
 
 type file struct {

@@ -35,7 +35,9 @@ func TestOVAJudged(t *testing.T) {
 	if err := os.WriteFile(ova, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(tarTool, "-tvf", ova).CombinedOutput()
+	cmd := exec.Command(tarTool, "-tvf", ova)
+	cmd.Env = append(os.Environ(), "TZ=UTC") // tar lists times in local time
+	out, err := cmd.CombinedOutput()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if err != nil || len(lines) != 3 || !strings.HasSuffix(lines[0], " disk.ovf") || !strings.HasSuffix(lines[1], " disk.mf") || !strings.HasSuffix(lines[2], " disk.vmdk") ||
 		!strings.Contains(lines[0], "2023-11-14 22:13") {
