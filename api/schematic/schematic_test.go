@@ -128,6 +128,8 @@ func TestNamespace(t *testing.T) {
 		{alt, "", "", false},
 		{Namespace{}, "siderolabs/zfs", "zfs", true},
 		{Namespace{}, "altlinux/zfs", "", false},
+		{Namespace{}, "/zfs", "", false},
+		{Namespace{Name: "alt"}, "/zfs", "", false},
 	} {
 		bare, ok := c.ns.Resolve(c.name)
 		if bare != c.bare || ok != c.ok {
