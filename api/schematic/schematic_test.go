@@ -3,16 +3,13 @@ package schematic
 import (
 	"strings"
 	"testing"
+
+	"github.com/nodeforge/builder/internal/testschematic"
 )
 
-// vectors reads testdata/vectors.json (see ReadVectors).
-func vectors(t testing.TB) []Vector {
-	t.Helper()
-	vs, err := ReadVectors("testdata/vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return vs
+// vectors reads testdata/vectors.json.
+func vectors(t testing.TB) []testschematic.Vector {
+	return testschematic.Vectors(t, "testdata/vectors.json")
 }
 
 func TestIDVectors(t *testing.T) {
