@@ -107,13 +107,8 @@ func storeVersion(ctx context.Context, st oci.Store, items []release.Item, v str
 	} else if st != nil {
 		tags, _ = st.Tags(ctx, release.RepoLock)
 	}
-	if slices.Contains(tags, v) {
-		return v
-	}
-	for _, t := range tags {
-		if sameVersion(t, v) {
-			return t
-		}
+	if t, ok := matchVersion(tags, v); ok {
+		return t
 	}
 	return v
 }

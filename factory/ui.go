@@ -513,7 +513,7 @@ func (s *Server) uiVersionStep(p *uiPage) {
 	listed := s.listed()
 	chosen := s.available(p.State.Version)
 	if chosen == nil {
-		chosen = s.latest() // the newest stable by default
+		chosen = latestOf(listed) // the newest stable by default
 	}
 	if chosen == nil && len(listed) > 0 {
 		chosen = listed[len(listed)-1]

@@ -66,13 +66,10 @@ type warmTarget struct {
 // platform and artifact name. One artifact at a time: counts of built
 // and cached are exact as long as nothing else builds on this Server.
 func (s *Server) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
-	rel := s.served().find(o.Version)
+	c := s.served()
+	rel := c.find(o.Version)
 	if rel == nil {
-		var served []string
-		for _, v := range s.served().versions {
-			served = append(served, TalosVersion(v))
-		}
-		return nil, fmt.Errorf("version %q is not served (served: %s)", o.Version, strings.Join(served, ", "))
+		return nil, fmt.Errorf("version %q is not served (served: %s)", o.Version, strings.Join(c.talosVersions(), ", "))
 	}
 	if s.broken(rel.Version) {
 		return nil, fmt.Errorf("version %s is marked broken: the factory does not serve it", TalosVersion(rel.Version))
