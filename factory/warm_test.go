@@ -13,7 +13,7 @@ func TestWarmPlan(t *testing.T) {
 	names := func(plan []warmTarget) string {
 		var out []string
 		for _, w := range plan {
-			if w.installer {
+			if w.a.kind == "installer" {
 				out = append(out, InstallerRepo(w.a.platform))
 				continue
 			}
