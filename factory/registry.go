@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +54,10 @@ type registryRequest struct {
 	op, ref   string // manifests, blobs, tags or referrers; the tag or digest
 }
 
+// platformWord is a platform's name as a repository carries it; whether
+// the platform is one of a release's is its table's to say.
+var platformWord = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+
 // parseRegistryPath reads /v2/NAME/(manifests|blobs|referrers)/REF and
 // /v2/NAME/tags/list strictly; ok is false for a repository that is not
 // an installer of a schematic.
@@ -80,7 +85,7 @@ func parseRegistryPath(p string) (registryRequest, bool) {
 	switch pl, ok := strings.CutSuffix(name, "-installer"); {
 	case name == "installer":
 	case ok:
-		if _, err := platform.Lookup(pl); err != nil || pl == "" {
+		if !platformWord.MatchString(pl) {
 			return registryRequest{}, false
 		}
 		rr.kind.platform = pl
@@ -103,7 +108,7 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rr, ok := parseRegistryPath(r.URL.Path)
-	if !ok {
+	if !ok || rr.kind.platform != "" && !s.knownPlatform(rr.kind.platform) {
 		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "no such repository: this registry serves installer/SCHEMATIC_ID and PLATFORM-installer/SCHEMATIC_ID (-secureboot after either for the Secure Boot installers), and extensions/NAME")
 		return
 	}
@@ -135,6 +140,18 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	case "blobs":
 		s.serveBlob(w, r, rr, sch)
 	}
+}
+
+// knownPlatform says whether a platform is Talos's or one a listed
+// release's spec adds.
+func (s *Server) knownPlatform(pl string) bool {
+	if _, err := platform.Lookup(pl); err == nil {
+		return true
+	}
+	return slices.ContainsFunc(s.listed(), func(rel *Release) bool {
+		_, err := rel.platforms().Lookup(pl)
+		return err == nil
+	})
 }
 
 // writeTags answers tags/list as the distribution spec says: in lexical
@@ -172,6 +189,10 @@ func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr regist
 		}
 	}
 	if rel != nil {
+		if _, err := rel.platforms().Lookup(rr.kind.platform); err != nil {
+			registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "release %s has no platform %s", TalosVersion(rel.Version), rr.kind.platform)
+			return
+		}
 		if err := unhonoured(rel, sch, compose.Output{Kind: "installer", SecureBoot: rr.kind.secureBoot}, rr.ref); err != nil {
 			registryError(w, http.StatusBadRequest, "MANIFEST_INVALID", "%v", err)
 			return

@@ -265,10 +265,12 @@ type uiBranch struct {
 	Choices []uiChoice
 }
 
-// uiChoice is one radio button; Detail is a message.
+// uiChoice is one radio button; Detail is a message, else Text says it
+// as it is (a platform a release's spec adds has no message).
 type uiChoice struct {
 	Value, Label string
 	Detail       *uiMsg
+	Text         string
 	Formats      string
 	Checked      bool
 }
@@ -476,12 +478,12 @@ func (s *Server) uiTarget(p *uiPage, want int) (*Release, string, platform.Platf
 		return nil, "", platform.Platform{}, false
 	}
 	if st.Platform == "" || want == slices.Index(uiSteps, "platform") {
-		uiPlatformStep(p)
+		uiPlatformStep(p, rel.platforms())
 		return rel, rarch, platform.Platform{}, true
 	}
-	plat, err := platform.Lookup(st.Platform)
+	plat, err := rel.platforms().Lookup(st.Platform)
 	if err != nil {
-		p.fail(http.StatusNotFound, uiM("err.platform", st.Platform, strings.Join(platform.Names(), ", ")))
+		p.fail(http.StatusNotFound, uiM("err.platform", st.Platform, strings.Join(rel.platforms().Names(), ", ")))
 		return nil, "", platform.Platform{}, false
 	}
 	return rel, rarch, plat, true
@@ -540,16 +542,23 @@ func uiArchStep(p *uiPage, rel *Release) {
 	}
 }
 
-func uiPlatformStep(p *uiPage) {
+// uiPlatformStep offers the release's platforms: Talos's in the reader's
+// language, those its spec adds with their own description.
+func uiPlatformStep(p *uiPage, table platform.Table) {
 	p.Step = "platform"
 	chosen := p.State.Platform
-	if _, err := platform.Lookup(chosen); err != nil || chosen == "" {
+	if _, err := table.Lookup(chosen); err != nil || chosen == "" {
 		chosen = platform.Default
 	}
-	for _, pl := range platform.All {
-		d := uiM("platform." + pl.Name)
-		p.Choices = append(p.Choices, uiChoice{Value: pl.Name, Label: pl.Name, Detail: &d,
-			Formats: strings.Join(uiDownloads(pl), ", "), Checked: pl.Name == chosen})
+	for _, pl := range table.Platforms {
+		c := uiChoice{Value: pl.Name, Label: pl.Name, Formats: strings.Join(uiDownloads(pl), ", "), Checked: pl.Name == chosen}
+		if _, err := platform.Lookup(pl.Name); err == nil {
+			d := uiM("platform." + pl.Name)
+			c.Detail = &d
+		} else {
+			c.Text = pl.Description
+		}
+		p.Choices = append(p.Choices, c)
 	}
 }
 

@@ -88,7 +88,7 @@ func (s *Server) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
 		}
 		schs = append(schs, sch)
 	}
-	plan, err := warmPlan(rel.Params.Architectures, o.Platforms, o.Artifacts)
+	plan, err := warmPlan(rel.platforms(), rel.Params.Architectures, o.Platforms, o.Artifacts)
 	if err != nil {
 		return nil, err
 	}
@@ -139,9 +139,10 @@ func (s *Server) warmOne(ctx context.Context, rel *Release, sch *schematic.Schem
 	return it, nil
 }
 
-// warmPlan lists the artifacts named for every platform and architecture,
-// each once (the kernel and the initramfs are the same on every platform).
-func warmPlan(arches, platforms, names []string) ([]warmTarget, error) {
+// warmPlan lists the artifacts named for every platform (of the release's
+// table) and architecture, each once (the kernel and the initramfs are
+// the same on every platform).
+func warmPlan(table platform.Table, arches, platforms, names []string) ([]warmTarget, error) {
 	if len(platforms) == 0 {
 		platforms = []string{platform.Default}
 	}
@@ -158,7 +159,7 @@ func warmPlan(arches, platforms, names []string) ([]warmTarget, error) {
 		}
 	}
 	for _, pn := range platforms {
-		p, err := platform.Lookup(pn)
+		p, err := table.Lookup(pn)
 		if err != nil {
 			return nil, err
 		}
