@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,10 +53,6 @@ type registryRequest struct {
 	op, ref   string // manifests, blobs, tags or referrers; the tag or digest
 }
 
-// platformWord is a platform's name as a repository carries it; whether
-// the platform is one of a release's is its table's to say.
-var platformWord = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
-
 // parseRegistryPath reads /v2/NAME/(manifests|blobs|referrers)/REF and
 // /v2/NAME/tags/list strictly; ok is false for a repository that is not
 // an installer of a schematic.
@@ -80,19 +75,9 @@ func parseRegistryPath(p string) (registryRequest, bool) {
 	if len(rr.id) != 64 || strings.Trim(rr.id, "0123456789abcdef") != "" {
 		return registryRequest{}, false
 	}
-	name, sb := strings.CutSuffix(parts[0], compose.SecureBootSuffix)
-	rr.kind.secureBoot = sb
-	switch pl, ok := strings.CutSuffix(name, "-installer"); {
-	case name == "installer":
-	case ok:
-		if !platformWord.MatchString(pl) {
-			return registryRequest{}, false
-		}
-		rr.kind.platform = pl
-	default:
-		return registryRequest{}, false
-	}
-	return rr, true
+	var ok bool
+	rr.kind, ok = parseInstallerRepo(parts[0])
+	return rr, ok
 }
 
 // serveRegistry answers the /v2/ front.
@@ -415,12 +400,10 @@ func (s *Server) installerKey(rel *Release, id string, k installerKind) string {
 // (Talos's tag), the identity its signature claims: HOST is
 // --external-url's, else the request's.
 func (s *Server) pullRef(host string, k installerKind, id, version string) string {
-	host = s.publicHost(host)
-	ref := k.repo() + "/" + id + ":" + TalosVersion(version)
-	if host == "" {
-		return ref
+	if host = s.publicHost(host); host != "" {
+		return host + "/" + k.ref(id, version)
 	}
-	return host + "/" + ref
+	return k.ref(id, version)
 }
 
 // putInstaller stores an installer index: untagged, then signed (the

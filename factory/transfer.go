@@ -214,7 +214,11 @@ func SignEntry(ctx context.Context, signer *signing.Signer, st oci.Store, it rel
 		if err != nil {
 			return err
 		}
-		o.Identity = e.Artifact + "/" + e.Schematic + ":" + TalosVersion(e.Version)
+		k, ok := parseInstallerRepo(e.Artifact)
+		if !ok {
+			return fmt.Errorf("installer entry %s: %q names no installer repository", it.Digest, e.Artifact)
+		}
+		o.Identity = k.ref(e.Schematic, e.Version)
 		o.Claims = map[string]string{AnnotationEntryKey: it.Tag}
 	}
 	_, err = signer.SignWith(ctx, st, it.Repo, d, o)

@@ -626,13 +626,11 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 	// Downloads go to the external URL when there is one; the texts to
 	// copy are absolute either way.
 	base, abs := strings.TrimSuffix(s.o.ExternalURL, "/"), strings.TrimSuffix(s.o.ExternalURL, "/")
-	host := r.Host
-	if u, err := url.Parse(s.o.ExternalURL); err == nil && s.o.ExternalURL != "" {
-		host = u.Host
-	} else if r.TLS != nil {
-		abs = "https://" + r.Host
-	} else {
+	if _, err := url.Parse(s.o.ExternalURL); err != nil || s.o.ExternalURL == "" {
 		abs = "http://" + r.Host
+		if r.TLS != nil {
+			abs = "https://" + r.Host
+		}
 	}
 	version := TalosVersion(rel.Version)
 	img := "/image/" + st.SchematicID + "/" + version + "/"
@@ -647,8 +645,9 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 		file("cmdline-"+plat.Name+"-"+arch, "final.cmdline")}
 	pxe := path.Join("/pxe", st.SchematicID, version, plat.Name+"-"+arch)
 	f.PXE, f.PXEText = base+pxe, abs+pxe
-	f.Installer = host + "/installer/" + st.SchematicID + ":" + version
-	f.PlatformInstaller = host + "/" + InstallerRepo(plat.Name) + "/" + st.SchematicID + ":" + version
+	// The references the installers' signatures name.
+	f.Installer = s.pullRef(r.Host, installerKind{}, st.SchematicID, rel.Version)
+	f.PlatformInstaller = s.pullRef(r.Host, installerKind{platform: plat.Name}, st.SchematicID, rel.Version)
 	edit := uiState{Lang: st.Lang, Version: st.Version, Arch: st.Arch, Platform: st.Platform, Exts: sch.Extensions(),
 		Args: strings.Join(sch.Customization.ExtraKernelArgs, " ")}
 	f.Edit = p.link(edit, "extensions")
@@ -656,7 +655,7 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 		f.SigningKey = base + "/oci/cosign/signing-key.pub"
 	}
 	if s.o.SecureBoot != nil {
-		sb := &uiSecureBoot{Installer: host + "/" + installerKind{secureBoot: true}.repo() + "/" + st.SchematicID + ":" + version,
+		sb := &uiSecureBoot{Installer: s.pullRef(r.Host, installerKind{secureBoot: true}, st.SchematicID, rel.Version),
 			Cert: base + "/secureboot/signing-cert.pem"}
 		for _, d := range uiDownloads(plat) {
 			sb.Files = append(sb.Files, file(plat.Name+"-"+arch+compose.SecureBootSuffix+"."+d, "format."+d))

@@ -404,7 +404,7 @@ func TestUIRoundTrip(t *testing.T) {
 		img := prefix + "/image/" + id + "/v1.11.0/"
 		host := "factory.test:8080"
 		if ext != "" {
-			host = "factory.example.org"
+			host = "factory.example.org/f" // as the installer's signature names it
 		}
 		pxe := map[bool]string{true: "http://factory.test:8080/pxe/", false: prefix + "/pxe/"}[ext == ""] + id + "/v1.11.0/metal-amd64"
 		for _, w := range []string{

@@ -120,7 +120,7 @@ func (s *Server) warmOne(ctx context.Context, rel *Release, sch *schematic.Schem
 	before, start := s.built.Load(), time.Now()
 	installer := t.a.kind == "installer"
 	if installer {
-		it.Artifact = InstallerRepo(t.a.platform) + "/" + id + ":" + TalosVersion(rel.Version)
+		it.Artifact = installerKind{platform: t.a.platform}.ref(id, rel.Version)
 	}
 	// What a request would refuse (400), warming refuses by the same words.
 	err := unhonoured(rel, sch, t.a.output(), rel.Version)
