@@ -15,7 +15,6 @@ import (
 
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/oci"
-	"github.com/nodeforge/builder/pkgbase/evr"
 )
 
 // annImageVersion is the release's version on an installer index (the
@@ -26,8 +25,9 @@ const annImageVersion = "org.opencontainers.image.version"
 type CollectOptions struct {
 	// KeepVersions is how many served versions keep their entries: the
 	// newest by source date (the release's SOURCE_DATE_EPOCH), ties by
-	// version (rpm's comparison); versions marked broken are not counted
-	// and keep theirs. At least one.
+	// version (compareVersions: rpm's, a pre-release before its release);
+	// versions marked broken are not counted and keep theirs. At least
+	// one.
 	KeepVersions int
 	// DryRun lists what would go and deletes nothing.
 	DryRun bool
@@ -114,10 +114,10 @@ func (s *Server) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 	return rep, nil
 }
 
-// newestFirst orders releases newest first: by source date, then version,
-// then name, so the order is total.
+// newestFirst orders releases newest first: by source date, then as
+// /versions orders versions (compareVersions, a total order).
 func newestFirst(a, b *Release) int {
-	return cmp.Or(cmp.Compare(b.SourceDate, a.SourceDate), evr.CompareLabel(evr.RPM, b.Version, a.Version), strings.Compare(b.Version, a.Version))
+	return cmp.Or(cmp.Compare(b.SourceDate, a.SourceDate), compareVersions(b.Version, a.Version))
 }
 
 // collect removes from st the entries of every version not in keep.
