@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
-	"math"
 	"net/http"
 	"net/url"
 	"path"
@@ -727,7 +726,7 @@ func (s *Server) postUISchematic(w http.ResponseWriter, r *http.Request) {
 	if rf := (*refusal)(nil); errors.As(err, &rf) {
 		msg := uiM("err.schematic.full")
 		if rf.status == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(rf.retryAfter.Seconds()))))
+			rf.setRetryAfter(w.Header())
 			msg = uiM("err.schematic.rate", rf.retryAfter.Round(time.Second).String())
 		}
 		p.fail(rf.status, msg)
