@@ -424,6 +424,14 @@ type refusal struct {
 
 func (e *refusal) Error() string { return e.msg }
 
+// setRetryAfter says, when the refusal has a wait, when to try again:
+// whole seconds, rounded up.
+func (e *refusal) setRetryAfter(h http.Header) {
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(e.retryAfter.Seconds()))))
+	}
+}
+
 // ociCodes are the distribution spec's error codes of refusals.
 var ociCodes = map[int]string{
 	http.StatusUnauthorized:       "UNAUTHORIZED",
@@ -443,9 +451,7 @@ func (s *Server) refused(w http.ResponseWriter, r *http.Request, err error) bool
 	if rf.status == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Basic realm="`+realm+`"`)
 	}
-	if rf.retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(rf.retryAfter.Seconds()))))
-	}
+	rf.setRetryAfter(h)
 	if !isRegistryPath(r) {
 		fail(w, rf.status, "%s", rf.msg)
 		return true

@@ -19,8 +19,8 @@ import (
 // serves more, so a reader holds one consistent view without locks; a
 // version once served stays.
 type catalog struct {
-	releases map[string]*Release // version -> verified release
-	versions []string            // sorted
+	releases map[string]*Release // versionKey -> verified release
+	versions []string            // the keys, sorted
 	failures []failure           // what is not served, and why
 }
 
@@ -55,20 +55,31 @@ func (s *Server) load(ctx context.Context, c *catalog) *catalog {
 			continue
 		}
 		for _, v := range tags {
-			if _, dup := next.releases[v]; dup || strings.HasPrefix(v, "sha256-") {
-				continue // served from an earlier store; referrer fallback tags
+			// Served already (by an earlier store or tag, either spelling);
+			// referrer fallback tags.
+			if _, dup := next.releases[versionKey(v)]; dup || strings.HasPrefix(v, "sha256-") {
+				continue
 			}
-			rel, err := Open(ctx, rs.Store, v, rs.Keys)
+			rel, err := open(ctx, rs.Store, v, rs.Keys)
 			if err != nil {
 				next.failures = append(next.failures, failure{store: i, version: v, cause: err})
 				s.o.Log.Warn("release not served", "version", v, "store", rs.Store.String(), "err", err)
 				continue
 			}
-			next.releases[v] = rel
+			next.releases[versionKey(v)] = rel
 		}
 	}
 	next.versions = slices.Sorted(maps.Keys(next.releases))
 	return next
+}
+
+// talosVersions are the versions served as /versions names them.
+func (c *catalog) talosVersions() []string {
+	out := make([]string, len(c.versions))
+	for i, v := range c.versions {
+		out[i] = TalosVersion(v)
+	}
+	return out
 }
 
 // unverified are the versions listed but not served (gc keeps their
@@ -131,7 +142,7 @@ func (s *Server) RetryFailed(ctx context.Context, interval time.Duration) {
 		}
 		s.cat.Store(next)
 		if added := len(next.versions) - len(before.versions); added > 0 {
-			s.o.Log.Info("releases now served", "versions", strings.Join(next.versions, ", "), "added", added)
+			s.o.Log.Info("releases now served", "versions", strings.Join(next.talosVersions(), ", "), "added", added)
 		}
 		interval = min(2*interval, time.Hour)
 	}
@@ -144,11 +155,7 @@ func (s *Server) readiness() (ready bool, body string) {
 	c := s.served()
 	var b strings.Builder
 	if len(c.versions) > 0 {
-		talos := make([]string, len(c.versions))
-		for i, v := range c.versions {
-			talos[i] = TalosVersion(v) // as /versions lists them
-		}
-		fmt.Fprintf(&b, "ready: %s\n", strings.Join(talos, ", "))
+		fmt.Fprintf(&b, "ready: %s\n", strings.Join(c.talosVersions(), ", "))
 	} else {
 		b.WriteString("not ready: no release served\n")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/internal/testschematic"
 )
 
 // The tests of docs/talos-compatibility.md's Schematics and Extensions
@@ -47,11 +48,7 @@ func compatCreate(t *testing.T, f *accessFactory, doc string) string {
 // (YAML), at any repetition.
 func TestCompatSchematicIDs(t *testing.T) {
 	f := newAccessFactory(t, ServerOptions{})
-	vs, err := schematic.ReadVectors("../api/schematic/testdata/vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range vs {
+	for _, v := range testschematic.Vectors(t, "../api/schematic/testdata/vectors.json") {
 		for range 2 {
 			code, ctype, b := compatPost(t, f, []byte(v.Doc))
 			var created struct{ ID, Schematic string }

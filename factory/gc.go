@@ -15,7 +15,6 @@ import (
 
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/oci"
-	"github.com/nodeforge/builder/pkgbase/evr"
 )
 
 // annImageVersion is the release's version on an installer index (the
@@ -26,7 +25,9 @@ const annImageVersion = "org.opencontainers.image.version"
 type CollectOptions struct {
 	// KeepVersions is how many served versions keep their entries: the
 	// newest by source date (the release's SOURCE_DATE_EPOCH), ties by
-	// version (rpm's comparison). At least one.
+	// version (compareVersions: rpm's, a pre-release before its release);
+	// versions marked broken are not counted and keep theirs. At least
+	// one.
 	KeepVersions int
 	// DryRun lists what would go and deletes nothing.
 	DryRun bool
@@ -53,10 +54,13 @@ type CollectedEntry struct {
 type CollectReport struct {
 	Store  string `json:"store"`
 	DryRun bool   `json:"dryRun"`
-	// Kept are the versions kept, newest first; Unverified are listed in
-	// a release store but do not verify: their entries stay (they may
-	// verify again).
+	// Kept are the versions kept, newest first; Broken are marked broken
+	// (ServerOptions.BrokenVersions): not served, but their entries stay,
+	// so unmarking one serves them again; Unverified are listed in a
+	// release store but do not verify: their entries stay (they may verify
+	// again).
 	Kept       []string `json:"keptVersions"`
+	Broken     []string `json:"brokenVersions,omitempty"`
 	Unverified []string `json:"unverifiedVersions,omitempty"`
 	// Dropped are the versions of the entries removed.
 	Dropped     []string         `json:"droppedVersions"`
@@ -74,9 +78,10 @@ type CollectReport struct {
 // factory serves, through the store's delete API. Schematics stay: they
 // are small and belong to no version. A release store that could not be
 // listed stops it (what it serves is unknown); a version that is listed
-// but does not verify keeps its entries. Each entry goes tag first, then
-// its manifest, then its signature, so no tag ever names an unsigned
-// entry, and a collection cut short is finished by the next one.
+// but does not verify, or is marked broken, keeps its entries. Each entry
+// goes tag first, then its manifest, then its signature, so no tag ever
+// names an unsigned entry, and a collection cut short is finished by the
+// next one.
 func (s *Server) Collect(ctx context.Context, o CollectOptions) (*CollectReport, error) {
 	if o.KeepVersions < 1 {
 		return nil, fmt.Errorf("keeping %d versions: at least one must stay", o.KeepVersions)
@@ -89,26 +94,30 @@ func (s *Server) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 		}
 		return nil, fmt.Errorf("release stores %s could not be listed: which versions they serve is unknown, so nothing is collected", strings.Join(names, ", "))
 	}
-	rels := make([]*Release, 0, len(c.releases))
-	for _, v := range c.versions {
-		rels = append(rels, c.releases[v])
-	}
-	slices.SortFunc(rels, newestFirst)
 	rep := &CollectReport{Store: s.o.Cache.String(), DryRun: o.DryRun, Unverified: c.unverified(),
 		Kept: []string{}, Dropped: []string{}, Entries: []CollectedEntry{}}
+	rels := make([]*Release, 0, len(c.releases))
+	for _, v := range c.versions {
+		if rel := c.releases[v]; s.broken(rel.Version) {
+			rep.Broken = append(rep.Broken, rel.Version)
+		} else {
+			rels = append(rels, rel)
+		}
+	}
+	slices.SortFunc(rels, newestFirst)
 	for _, r := range rels[:min(o.KeepVersions, len(rels))] {
 		rep.Kept = append(rep.Kept, r.Version)
 	}
-	if err := collect(ctx, s.o.Cache, slices.Concat(rep.Kept, rep.Unverified), o, rep); err != nil {
+	if err := collect(ctx, s.o.Cache, slices.Concat(rep.Kept, rep.Broken, rep.Unverified), o, rep); err != nil {
 		return rep, err
 	}
 	return rep, nil
 }
 
-// newestFirst orders releases newest first: by source date, then version,
-// then name, so the order is total.
+// newestFirst orders releases newest first: by source date, then as
+// /versions orders versions (compareVersions, a total order).
 func newestFirst(a, b *Release) int {
-	return cmp.Or(cmp.Compare(b.SourceDate, a.SourceDate), evr.CompareLabel(evr.RPM, b.Version, a.Version), strings.Compare(b.Version, a.Version))
+	return cmp.Or(cmp.Compare(b.SourceDate, a.SourceDate), compareVersions(b.Version, a.Version))
 }
 
 // collect removes from st the entries of every version not in keep.

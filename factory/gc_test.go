@@ -274,8 +274,9 @@ func (f *gcFixture) cutShort(t *testing.T) {
 }
 
 // TestCollectKeeps: the versions kept are the newest by source date, then
-// by version, and those listed that do not verify; a store not listed, or
-// keeping none, stops the collection.
+// by version (as /versions orders them), and those listed that do not verify; a version marked broken
+// keeps its entries without counting; a store not listed, or keeping
+// none, stops the collection.
 func TestCollectKeeps(t *testing.T) {
 	l, err := oci.CreateLayout(filepath.Join(t.TempDir(), "cache"))
 	if err != nil {
@@ -293,8 +294,18 @@ func TestCollectKeeps(t *testing.T) {
 	s.serve(rels...)
 	s.served().failures = []failure{{store: 0, version: "0.9.0", cause: errors.New("does not verify")}}
 	rep, err := s.Collect(context.Background(), CollectOptions{KeepVersions: 3, DryRun: true})
-	if err != nil || !slices.Equal(rep.Kept, []string{"1.8.0", "1.10.0", "1.9.0"}) || !slices.Equal(rep.Unverified, []string{"0.9.0"}) {
-		t.Errorf("kept %v, unverified %v: %v", rep.Kept, rep.Unverified, err)
+	if err != nil || !slices.Equal(rep.Kept, []string{"1.8.0", "1.10.0", "1.9.0"}) || !slices.Equal(rep.Unverified, []string{"0.9.0"}) || rep.Broken != nil {
+		t.Errorf("kept %v, unverified %v, broken %v: %v", rep.Kept, rep.Unverified, rep.Broken, err)
+	}
+	// One date: the order of /versions (compareVersions), a pre-release
+	// before its release.
+	if got := []*Release{{Version: "1.12.0", SourceDate: 300}, {Version: "1.12.0-rc.1", SourceDate: 300}}; newestFirst(got[1], got[0]) <= 0 {
+		t.Errorf("1.12.0-rc.1 is newer than 1.12.0 of the same date")
+	}
+	s.o.BrokenVersions = []string{"v1.8.0"}
+	rep, err = s.Collect(context.Background(), CollectOptions{KeepVersions: 2, DryRun: true})
+	if err != nil || !slices.Equal(rep.Kept, []string{"1.10.0", "1.9.0"}) || !slices.Equal(rep.Broken, []string{"1.8.0"}) {
+		t.Errorf("with 1.8.0 broken: kept %v, broken %v: %v", rep.Kept, rep.Broken, err)
 	}
 	if _, err := s.Collect(context.Background(), CollectOptions{}); err == nil {
 		t.Error("keeping no version was accepted")

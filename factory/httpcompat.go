@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 
@@ -133,11 +134,7 @@ func (s *Server) allowOrigin(origin string) string {
 // (raw and vhd, which the host's database mistypes as a camera raw and
 // VHDL source): a fixed table, so every factory answers alike.
 func contentType(name string) string {
-	ext := name[strings.LastIndexByte(name, '.')+1:]
-	if !strings.Contains(name, ".") {
-		ext = ""
-	}
-	switch ext {
+	switch strings.TrimPrefix(path.Ext(name), ".") {
 	case "efi":
 		return "application/efi"
 	case "iso":

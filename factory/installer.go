@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -50,6 +51,30 @@ func (k installerKind) repo() string {
 		return InstallerRepo(k.platform) + compose.SecureBootSuffix
 	}
 	return InstallerRepo(k.platform)
+}
+
+// ref is the reference of a schematic's installer of the kind for a
+// version, REPO/ID:vVERSION (Talos's tag), without a host.
+func (k installerKind) ref(id, version string) string {
+	return k.repo() + "/" + id + ":" + TalosVersion(version)
+}
+
+// platformWord is a platform's name as a repository carries it; whether
+// the platform is one of a release's is its table's to say.
+var platformWord = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+
+// parseInstallerRepo is the kind a repository name names (repo's
+// inverse); false for a name that is no installer's.
+func parseInstallerRepo(name string) (installerKind, bool) {
+	name, sb := strings.CutSuffix(name, compose.SecureBootSuffix)
+	if name == "installer" {
+		return installerKind{secureBoot: sb}, true
+	}
+	pl, ok := strings.CutSuffix(name, "-installer")
+	if !ok || !platformWord.MatchString(pl) {
+		return installerKind{}, false
+	}
+	return installerKind{platform: pl, secureBoot: sb}, true
 }
 
 // InstallerOptions say which installer image to make.
@@ -114,7 +139,7 @@ func (r *Release) InstallerTarball(ctx context.Context, o InstallerOptions, arch
 		return nil, err
 	}
 	k := installerKind{platform: o.Platform, secureBoot: o.SecureBoot != nil}
-	tag, err := name.NewTag(k.repo() + "/" + id + ":v" + strings.TrimPrefix(r.Version, "v"))
+	tag, err := name.NewTag(k.ref(id, r.Version))
 	if err != nil {
 		return nil, err
 	}

@@ -75,19 +75,9 @@ func parseRegistryPath(p string) (registryRequest, bool) {
 	if len(rr.id) != 64 || strings.Trim(rr.id, "0123456789abcdef") != "" {
 		return registryRequest{}, false
 	}
-	name, sb := strings.CutSuffix(parts[0], compose.SecureBootSuffix)
-	rr.kind.secureBoot = sb
-	switch pl, ok := strings.CutSuffix(name, "-installer"); {
-	case name == "installer":
-	case ok:
-		if _, err := platform.Lookup(pl); err != nil || pl == "" {
-			return registryRequest{}, false
-		}
-		rr.kind.platform = pl
-	default:
-		return registryRequest{}, false
-	}
-	return rr, true
+	var ok bool
+	rr.kind, ok = parseInstallerRepo(parts[0])
+	return rr, ok
 }
 
 // serveRegistry answers the /v2/ front.
@@ -103,7 +93,7 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rr, ok := parseRegistryPath(r.URL.Path)
-	if !ok {
+	if !ok || rr.kind.platform != "" && !s.knownPlatform(rr.kind.platform) {
 		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "no such repository: this registry serves installer/SCHEMATIC_ID and PLATFORM-installer/SCHEMATIC_ID (-secureboot after either for the Secure Boot installers), and extensions/NAME")
 		return
 	}
@@ -135,6 +125,18 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	case "blobs":
 		s.serveBlob(w, r, rr, sch)
 	}
+}
+
+// knownPlatform says whether a platform is Talos's or one a listed
+// release's spec adds.
+func (s *Server) knownPlatform(pl string) bool {
+	if _, err := platform.Lookup(pl); err == nil {
+		return true
+	}
+	return slices.ContainsFunc(s.listed(), func(rel *Release) bool {
+		_, err := rel.platforms().Lookup(pl)
+		return err == nil
+	})
 }
 
 // writeTags answers tags/list as the distribution spec says: in lexical
@@ -172,6 +174,10 @@ func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr regist
 		}
 	}
 	if rel != nil {
+		if _, err := rel.platforms().Lookup(rr.kind.platform); err != nil {
+			registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "release %s has no platform %s", TalosVersion(rel.Version), rr.kind.platform)
+			return
+		}
 		if err := unhonoured(rel, sch, compose.Output{Kind: "installer", SecureBoot: rr.kind.secureBoot}, rr.ref); err != nil {
 			registryError(w, http.StatusBadRequest, "MANIFEST_INVALID", "%v", err)
 			return
@@ -394,12 +400,10 @@ func (s *Server) installerKey(rel *Release, id string, k installerKind) string {
 // (Talos's tag), the identity its signature claims: HOST is
 // --external-url's, else the request's.
 func (s *Server) pullRef(host string, k installerKind, id, version string) string {
-	host = s.publicHost(host)
-	ref := k.repo() + "/" + id + ":" + TalosVersion(version)
-	if host == "" {
-		return ref
+	if host = s.publicHost(host); host != "" {
+		return host + "/" + k.ref(id, version)
 	}
-	return host + "/" + ref
+	return k.ref(id, version)
 }
 
 // putInstaller stores an installer index: untagged, then signed (the

@@ -206,7 +206,7 @@ func newServer(o ServerOptions) (*Server, error) {
 func (s *Server) serve(rels ...*Release) {
 	c := &catalog{releases: map[string]*Release{}}
 	for _, r := range rels {
-		c.releases[r.Version] = r
+		c.releases[versionKey(r.Version)] = r
 	}
 	c.versions = slices.Sorted(maps.Keys(c.releases))
 	s.cat.Store(c)

@@ -61,16 +61,22 @@ const maxAsset = 8 << 30
 // the version may be spelt either way (v1.11.0 or 1.11.0). A release that
 // does not verify is refused with every problem named.
 func Open(ctx context.Context, st oci.Store, version string, keys []signature.Verifier) (*Release, error) {
+	rel, err := open(ctx, st, version, keys)
+	if err == nil {
+		return rel, nil
+	}
+	if alt := storeVersion(ctx, st, nil, version); alt != version {
+		return open(ctx, st, alt, keys)
+	}
+	return nil, err
+}
+
+// open is Open of the version's exact tag (the catalog has the store's
+// tags listed already).
+func open(ctx context.Context, st oci.Store, version string, keys []signature.Verifier) (*Release, error) {
 	repos, err := release.Repositories(ctx, st, version)
 	if err != nil {
-		alt := storeVersion(ctx, st, nil, version)
-		if alt == version {
-			return nil, err
-		}
-		version = alt
-		if repos, err = release.Repositories(ctx, st, version); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	r := &Release{Store: st, Version: version, digests: map[string]string{}}
 	var vs []*release.Verification

@@ -107,13 +107,8 @@ func storeVersion(ctx context.Context, st oci.Store, items []release.Item, v str
 	} else if st != nil {
 		tags, _ = st.Tags(ctx, release.RepoLock)
 	}
-	if slices.Contains(tags, v) {
-		return v
-	}
-	for _, t := range tags {
-		if sameVersion(t, v) {
-			return t
-		}
+	if t, ok := matchVersion(tags, v); ok {
+		return t
 	}
 	return v
 }
@@ -219,7 +214,11 @@ func SignEntry(ctx context.Context, signer *signing.Signer, st oci.Store, it rel
 		if err != nil {
 			return err
 		}
-		o.Identity = e.Artifact + "/" + e.Schematic + ":" + TalosVersion(e.Version)
+		k, ok := parseInstallerRepo(e.Artifact)
+		if !ok {
+			return fmt.Errorf("installer entry %s: %q names no installer repository", it.Digest, e.Artifact)
+		}
+		o.Identity = k.ref(e.Schematic, e.Version)
 		o.Claims = map[string]string{AnnotationEntryKey: it.Tag}
 	}
 	_, err = signer.SignWith(ctx, st, it.Repo, d, o)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
-	"math"
 	"net/http"
 	"net/url"
 	"path"
@@ -265,10 +264,12 @@ type uiBranch struct {
 	Choices []uiChoice
 }
 
-// uiChoice is one radio button; Detail is a message.
+// uiChoice is one radio button; Detail is a message, else Text says it
+// as it is (a platform a release's spec adds has no message).
 type uiChoice struct {
 	Value, Label string
 	Detail       *uiMsg
+	Text         string
 	Formats      string
 	Checked      bool
 }
@@ -476,12 +477,12 @@ func (s *Server) uiTarget(p *uiPage, want int) (*Release, string, platform.Platf
 		return nil, "", platform.Platform{}, false
 	}
 	if st.Platform == "" || want == slices.Index(uiSteps, "platform") {
-		uiPlatformStep(p)
+		uiPlatformStep(p, rel.platforms())
 		return rel, rarch, platform.Platform{}, true
 	}
-	plat, err := platform.Lookup(st.Platform)
+	plat, err := rel.platforms().Lookup(st.Platform)
 	if err != nil {
-		p.fail(http.StatusNotFound, uiM("err.platform", st.Platform, strings.Join(platform.Names(), ", ")))
+		p.fail(http.StatusNotFound, uiM("err.platform", st.Platform, strings.Join(rel.platforms().Names(), ", ")))
 		return nil, "", platform.Platform{}, false
 	}
 	return rel, rarch, plat, true
@@ -513,7 +514,7 @@ func (s *Server) uiVersionStep(p *uiPage) {
 	listed := s.listed()
 	chosen := s.available(p.State.Version)
 	if chosen == nil {
-		chosen = s.latest() // the newest stable by default
+		chosen = latestOf(listed) // the newest stable by default
 	}
 	if chosen == nil && len(listed) > 0 {
 		chosen = listed[len(listed)-1]
@@ -540,16 +541,23 @@ func uiArchStep(p *uiPage, rel *Release) {
 	}
 }
 
-func uiPlatformStep(p *uiPage) {
+// uiPlatformStep offers the release's platforms: Talos's in the reader's
+// language, those its spec adds with their own description.
+func uiPlatformStep(p *uiPage, table platform.Table) {
 	p.Step = "platform"
 	chosen := p.State.Platform
-	if _, err := platform.Lookup(chosen); err != nil || chosen == "" {
+	if _, err := table.Lookup(chosen); err != nil || chosen == "" {
 		chosen = platform.Default
 	}
-	for _, pl := range platform.All {
-		d := uiM("platform." + pl.Name)
-		p.Choices = append(p.Choices, uiChoice{Value: pl.Name, Label: pl.Name, Detail: &d,
-			Formats: strings.Join(uiDownloads(pl), ", "), Checked: pl.Name == chosen})
+	for _, pl := range table.Platforms {
+		c := uiChoice{Value: pl.Name, Label: pl.Name, Formats: strings.Join(uiDownloads(pl), ", "), Checked: pl.Name == chosen}
+		if _, err := platform.Lookup(pl.Name); err == nil {
+			d := uiM("platform." + pl.Name)
+			c.Detail = &d
+		} else {
+			c.Text = pl.Description
+		}
+		p.Choices = append(p.Choices, c)
 	}
 }
 
@@ -617,13 +625,11 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 	// Downloads go to the external URL when there is one; the texts to
 	// copy are absolute either way.
 	base, abs := strings.TrimSuffix(s.o.ExternalURL, "/"), strings.TrimSuffix(s.o.ExternalURL, "/")
-	host := r.Host
-	if u, err := url.Parse(s.o.ExternalURL); err == nil && s.o.ExternalURL != "" {
-		host = u.Host
-	} else if r.TLS != nil {
-		abs = "https://" + r.Host
-	} else {
+	if _, err := url.Parse(s.o.ExternalURL); err != nil || s.o.ExternalURL == "" {
 		abs = "http://" + r.Host
+		if r.TLS != nil {
+			abs = "https://" + r.Host
+		}
 	}
 	version := TalosVersion(rel.Version)
 	img := "/image/" + st.SchematicID + "/" + version + "/"
@@ -638,8 +644,9 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 		file("cmdline-"+plat.Name+"-"+arch, "final.cmdline")}
 	pxe := path.Join("/pxe", st.SchematicID, version, plat.Name+"-"+arch)
 	f.PXE, f.PXEText = base+pxe, abs+pxe
-	f.Installer = host + "/installer/" + st.SchematicID + ":" + version
-	f.PlatformInstaller = host + "/" + InstallerRepo(plat.Name) + "/" + st.SchematicID + ":" + version
+	// The references the installers' signatures name.
+	f.Installer = s.pullRef(r.Host, installerKind{}, st.SchematicID, rel.Version)
+	f.PlatformInstaller = s.pullRef(r.Host, installerKind{platform: plat.Name}, st.SchematicID, rel.Version)
 	edit := uiState{Lang: st.Lang, Version: st.Version, Arch: st.Arch, Platform: st.Platform, Exts: sch.Extensions(),
 		Args: strings.Join(sch.Customization.ExtraKernelArgs, " ")}
 	f.Edit = p.link(edit, "extensions")
@@ -647,7 +654,7 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 		f.SigningKey = base + "/oci/cosign/signing-key.pub"
 	}
 	if s.o.SecureBoot != nil {
-		sb := &uiSecureBoot{Installer: host + "/" + installerKind{secureBoot: true}.repo() + "/" + st.SchematicID + ":" + version,
+		sb := &uiSecureBoot{Installer: s.pullRef(r.Host, installerKind{secureBoot: true}, st.SchematicID, rel.Version),
 			Cert: base + "/secureboot/signing-cert.pem"}
 		for _, d := range uiDownloads(plat) {
 			sb.Files = append(sb.Files, file(plat.Name+"-"+arch+compose.SecureBootSuffix+"."+d, "format."+d))
@@ -719,7 +726,7 @@ func (s *Server) postUISchematic(w http.ResponseWriter, r *http.Request) {
 	if rf := (*refusal)(nil); errors.As(err, &rf) {
 		msg := uiM("err.schematic.full")
 		if rf.status == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(rf.retryAfter.Seconds()))))
+			rf.setRetryAfter(w.Header())
 			msg = uiM("err.schematic.rate", rf.retryAfter.Round(time.Second).String())
 		}
 		p.fail(rf.status, msg)

@@ -404,7 +404,7 @@ func TestUIRoundTrip(t *testing.T) {
 		img := prefix + "/image/" + id + "/v1.11.0/"
 		host := "factory.test:8080"
 		if ext != "" {
-			host = "factory.example.org"
+			host = "factory.example.org/f" // as the installer's signature names it
 		}
 		pxe := map[bool]string{true: "http://factory.test:8080/pxe/", false: prefix + "/pxe/"}[ext == ""] + id + "/v1.11.0/metal-amd64"
 		for _, w := range []string{
@@ -494,6 +494,45 @@ func TestUISecureBoot(t *testing.T) {
 		`<code id="secureboot-installer">factory.test:8080/installer-secureboot/` + def + `:v1.11.0</code>`} {
 		if !strings.Contains(body, w) {
 			t.Errorf("the final page lacks %s:\n%s", w, body)
+		}
+	}
+}
+
+// TestUIReleasePlatforms: the platform step offers the release's table: a
+// platform its spec adds, with its own description (escaped), beside
+// Talos's in the reader's language; its downloads and installer are on the
+// final page; another release does not offer it.
+func TestUIReleasePlatforms(t *testing.T) {
+	s, h := uiTestServer(t, "")
+	table, err := platform.Talos.Override("", []platform.Platform{{Name: "mycloud", Formats: []string{"qcow2"}, Description: "My <cloud>: a qcow2 image"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.served().find("1.11.0").Platforms = table
+	_, body := uiDo(t, h, "GET", "/?lang=ru&version=1.11.0&arch=amd64&step=platform", nil)
+	for _, want := range []string{`value="mycloud"`, "My &lt;cloud&gt;: a qcow2 image", html.EscapeString(uiCatalogs["ru"]["platform.metal"])} {
+		if !strings.Contains(body, want) {
+			t.Errorf("platform step lacks %s:\n%s", want, body)
+		}
+	}
+	if _, body = uiDo(t, h, "GET", "/?version=1.10.0&arch=amd64&step=platform", nil); strings.Contains(body, "mycloud") {
+		t.Errorf("1.10.0 offers mycloud:\n%s", body)
+	}
+	resp, body := uiDo(t, h, "GET", "/?version=1.10.0&arch=amd64&platform=mycloud", nil)
+	if resp.StatusCode != 404 || !strings.Contains(body, html.EscapeString("There is no platform “mycloud”")) {
+		t.Errorf("mycloud of 1.10.0: %d\n%s", resp.StatusCode, body)
+	}
+	resp, _ = uiDo(t, h, "POST", "/ui/schematic", url.Values{"version": {"1.11.0"}, "arch": {"amd64"}, "platform": {"mycloud"}})
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(loc, "platform=mycloud") {
+		t.Fatalf("POST: %d %s", resp.StatusCode, loc)
+	}
+	const def = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
+	_, body = uiDo(t, h, "GET", loc, nil, "Host", "factory.test")
+	for _, want := range []string{`href="/image/` + def + `/v1.11.0/mycloud-amd64.qcow2"`, `href="/image/` + def + `/v1.11.0/cmdline-mycloud-amd64"`,
+		"factory.test/mycloud-installer/" + def + ":v1.11.0"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the final page lacks %s:\n%s", want, body)
 		}
 	}
 }

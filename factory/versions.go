@@ -17,21 +17,28 @@ import (
 // TalosVersion is a version as Talos writes it: "v" first.
 func TalosVersion(v string) string { return "v" + strings.TrimPrefix(v, "v") }
 
+// versionKey is what both spellings of a version share: the catalog's
+// key, so a store tagged 1.11.0 and another tagged v1.11.0 serve one
+// release.
+func versionKey(v string) string { return strings.TrimPrefix(v, "v") }
+
 // sameVersion says whether two spellings name one version.
-func sameVersion(a, b string) bool { return strings.TrimPrefix(a, "v") == strings.TrimPrefix(b, "v") }
+func sameVersion(a, b string) bool { return versionKey(a) == versionKey(b) }
+
+// matchVersion is the tag of tags that names v: v itself, else its other
+// spelling; false when none does.
+func matchVersion(tags []string, v string) (string, bool) {
+	if slices.Contains(tags, v) {
+		return v, true
+	}
+	if i := slices.IndexFunc(tags, func(t string) bool { return sameVersion(t, v) }); i >= 0 {
+		return tags[i], true
+	}
+	return "", false
+}
 
 // find is the release a client's version names (either spelling), or nil.
-func (c *catalog) find(v string) *Release {
-	if rel := c.releases[v]; rel != nil {
-		return rel
-	}
-	for _, k := range c.versions {
-		if sameVersion(k, v) {
-			return c.releases[k]
-		}
-	}
-	return nil
-}
+func (c *catalog) find(v string) *Release { return c.releases[versionKey(v)] }
 
 // checkBrokenVersions refuses a broken-version entry that names nothing.
 func checkBrokenVersions(vs []string) error {
@@ -47,7 +54,8 @@ func checkBrokenVersions(vs []string) error {
 // a broken version is neither listed nor served (its entries stay, so
 // unmarking it serves them again).
 func (s *Server) broken(v string) bool {
-	return slices.ContainsFunc(s.o.BrokenVersions, func(b string) bool { return sameVersion(b, v) })
+	_, ok := matchVersion(s.o.BrokenVersions, v)
+	return ok
 }
 
 // available is the release a client's version names when it is served
@@ -75,8 +83,10 @@ func (s *Server) listed() []*Release {
 
 // latest is the release the "latest" tag names: the newest listed that
 // is not a pre-release, as upstream picks it; nil when there is none.
-func (s *Server) latest() *Release {
-	rels := s.listed()
+func (s *Server) latest() *Release { return latestOf(s.listed()) }
+
+// latestOf is latest among rels, as listed orders them.
+func latestOf(rels []*Release) *Release {
 	for i := len(rels) - 1; i >= 0; i-- {
 		if !prerelease(rels[i].Version) {
 			return rels[i]
@@ -89,10 +99,11 @@ func (s *Server) latest() *Release {
 // listed versions, Talos's way, and latest when there is one.
 func (s *Server) versionTags() []string {
 	tags := []string{}
-	for _, rel := range s.listed() {
+	listed := s.listed()
+	for _, rel := range listed {
 		tags = append(tags, TalosVersion(rel.Version))
 	}
-	if s.latest() != nil {
+	if latestOf(listed) != nil {
 		tags = append(tags, "latest")
 	}
 	return tags

@@ -10,7 +10,6 @@ import (
 
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
-	"github.com/nodeforge/builder/build/compose"
 )
 
 // WarmOptions say what Warm builds ahead of the requests.
@@ -52,11 +51,12 @@ type WarmReport struct {
 	Cached  int        `json:"cached"`
 }
 
-// warmTarget is one artifact of a plan, for any schematic.
+// warmTarget is one artifact of a plan, for any schematic: a file, or
+// (kind installer) the installer image of a.platform, every architecture
+// in one index.
 type warmTarget struct {
-	a         artifact
-	arch      string // the release's name of the architecture
-	installer bool   // an installer image: a.platform names its platform
+	a    artifact
+	arch string // the release's name of the architecture; "" for an installer
 }
 
 // Warm builds artifacts of schematics into the cache through the code
@@ -66,13 +66,10 @@ type warmTarget struct {
 // platform and artifact name. One artifact at a time: counts of built
 // and cached are exact as long as nothing else builds on this Server.
 func (s *Server) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
-	rel := s.served().find(o.Version)
+	c := s.served()
+	rel := c.find(o.Version)
 	if rel == nil {
-		var served []string
-		for _, v := range s.served().versions {
-			served = append(served, TalosVersion(v))
-		}
-		return nil, fmt.Errorf("version %q is not served (served: %s)", o.Version, strings.Join(served, ", "))
+		return nil, fmt.Errorf("version %q is not served (served: %s)", o.Version, strings.Join(c.talosVersions(), ", "))
 	}
 	if s.broken(rel.Version) {
 		return nil, fmt.Errorf("version %s is marked broken: the factory does not serve it", TalosVersion(rel.Version))
@@ -91,7 +88,7 @@ func (s *Server) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
 		}
 		schs = append(schs, sch)
 	}
-	plan, err := warmPlan(rel.Params.Architectures, o.Platforms, o.Artifacts)
+	plan, err := warmPlan(rel.platforms(), rel.Params.Architectures, o.Platforms, o.Artifacts)
 	if err != nil {
 		return nil, err
 	}
@@ -121,16 +118,16 @@ func (s *Server) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
 func (s *Server) warmOne(ctx context.Context, rel *Release, sch *schematic.Schematic, id string, t warmTarget) (WarmItem, error) {
 	it := WarmItem{Schematic: id, Artifact: t.a.composedName(t.arch)}
 	before, start := s.built.Load(), time.Now()
-	out := t.a.output()
-	if t.installer {
-		it.Artifact, out = InstallerRepo(t.a.platform)+"/"+id+":"+TalosVersion(rel.Version), compose.Output{Kind: "installer"}
+	installer := t.a.kind == "installer"
+	if installer {
+		it.Artifact = installerKind{platform: t.a.platform}.ref(id, rel.Version)
 	}
 	// What a request would refuse (400), warming refuses by the same words.
-	err := unhonoured(rel, sch, out, rel.Version)
+	err := unhonoured(rel, sch, t.a.output(), rel.Version)
 	if err != nil {
 		return it, fmt.Errorf("warming %s of schematic %s: %w", it.Artifact, id, err)
 	}
-	if t.installer {
+	if installer {
 		_, err = s.installer(ctx, rel, sch, installerKind{platform: t.a.platform}, "")
 	} else {
 		_, err = s.compose(ctx, rel, sch, t.a, t.arch)
@@ -142,9 +139,10 @@ func (s *Server) warmOne(ctx context.Context, rel *Release, sch *schematic.Schem
 	return it, nil
 }
 
-// warmPlan lists the artifacts named for every platform and architecture,
-// each once (the kernel and the initramfs are the same on every platform).
-func warmPlan(arches, platforms, names []string) ([]warmTarget, error) {
+// warmPlan lists the artifacts named for every platform (of the release's
+// table) and architecture, each once (the kernel and the initramfs are
+// the same on every platform).
+func warmPlan(table platform.Table, arches, platforms, names []string) ([]warmTarget, error) {
 	if len(platforms) == 0 {
 		platforms = []string{platform.Default}
 	}
@@ -152,7 +150,7 @@ func warmPlan(arches, platforms, names []string) ([]warmTarget, error) {
 	seen := map[string]bool{}
 	add := func(t warmTarget) {
 		n := t.a.composedName(t.arch)
-		if t.installer {
+		if t.a.kind == "installer" {
 			n = InstallerRepo(t.a.platform)
 		}
 		if !seen[n] {
@@ -161,7 +159,7 @@ func warmPlan(arches, platforms, names []string) ([]warmTarget, error) {
 		}
 	}
 	for _, pn := range platforms {
-		p, err := platform.Lookup(pn)
+		p, err := table.Lookup(pn)
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +173,7 @@ func warmPlan(arches, platforms, names []string) ([]warmTarget, error) {
 				if pl == platform.Default {
 					pl = "" // installer/ID:V
 				}
-				add(warmTarget{a: artifact{kind: "installer", platform: pl}, installer: true})
+				add(warmTarget{a: artifact{kind: "installer", platform: pl}})
 				continue
 			}
 			for _, arch := range arches {
@@ -191,27 +189,19 @@ func warmPlan(arches, platforms, names []string) ([]warmTarget, error) {
 }
 
 // warmArtifact is the artifact a warm name means on a platform and
-// architecture.
+// architecture: parseArtifact's, of the file the name stands for.
 func warmArtifact(name, pl, arch string) (artifact, error) {
-	var file string
 	switch name {
 	case "kernel":
-		file = "kernel-" + arch
+		return parseArtifact("kernel-" + arch)
 	case "initramfs":
-		file = "initramfs-" + arch + ".xz"
+		return parseArtifact("initramfs-" + arch + ".xz")
 	case "cmdline":
-		file = "cmdline-" + pl + "-" + arch
-	default:
-		format := name
-		for _, c := range []string{".xz", ".zst", ".gz"} {
-			if platform.CheckFormat(format) != nil {
-				format = strings.TrimSuffix(format, c)
-			}
-		}
-		if platform.CheckFormat(format) != nil {
-			return artifact{}, fmt.Errorf("unknown artifact %q: kernel, initramfs, cmdline, installer, or a disk format (%s; also .xz, .zst or .gz)", name, strings.Join(platform.Formats, ", "))
-		}
-		file = pl + "-" + arch + "." + name
+		return parseArtifact("cmdline-" + pl + "-" + arch)
 	}
-	return parseArtifact(file)
+	a, err := parseArtifact(pl + "-" + arch + "." + name)
+	if a.kind != "disk" {
+		return artifact{}, fmt.Errorf("unknown artifact %q: kernel, initramfs, cmdline, installer, or a disk format (%s; also .xz, .zst or .gz)", name, strings.Join(platform.Formats, ", "))
+	}
+	return a, err
 }

@@ -13,6 +13,7 @@ package schematic
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -229,13 +230,12 @@ func NamespaceOf(annotations map[string]string) Namespace {
 // Talos's, so clients that ask for siderolabs/NAME work unchanged.
 const DefaultNamespace = "siderolabs"
 
+// name is the namespace's name: DefaultNamespace when the spec names
+// none.
+func (n Namespace) name() string { return cmp.Or(n.Name, DefaultNamespace) }
+
 // Qualified is an extension's listed name.
-func (n Namespace) Qualified(bare string) string {
-	if n.Name == "" {
-		return DefaultNamespace + "/" + bare
-	}
-	return n.Name + "/" + bare
-}
+func (n Namespace) Qualified(bare string) string { return n.name() + "/" + bare }
 
 // Resolve is the bare name an extension's name denotes in the namespace,
 // false when it is not one of its forms (another namespace).
@@ -247,7 +247,7 @@ func (n Namespace) Resolve(name string) (string, bool) {
 	if strings.Contains(bare, "/") || bare == "" {
 		return "", false
 	}
-	if ns == n.Name || (n.Name == "" && ns == DefaultNamespace) || slices.Contains(n.Aliases, ns) {
+	if ns == n.name() || slices.Contains(n.Aliases, ns) {
 		return bare, true
 	}
 	return "", false

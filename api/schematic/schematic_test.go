@@ -3,16 +3,13 @@ package schematic
 import (
 	"strings"
 	"testing"
+
+	"github.com/nodeforge/builder/internal/testschematic"
 )
 
-// vectors reads testdata/vectors.json (see ReadVectors).
-func vectors(t testing.TB) []Vector {
-	t.Helper()
-	vs, err := ReadVectors("testdata/vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return vs
+// vectors reads testdata/vectors.json.
+func vectors(t testing.TB) []testschematic.Vector {
+	return testschematic.Vectors(t, "testdata/vectors.json")
 }
 
 func TestIDVectors(t *testing.T) {
@@ -128,6 +125,8 @@ func TestNamespace(t *testing.T) {
 		{alt, "", "", false},
 		{Namespace{}, "siderolabs/zfs", "zfs", true},
 		{Namespace{}, "altlinux/zfs", "", false},
+		{Namespace{}, "/zfs", "", false},
+		{Namespace{Name: "alt"}, "/zfs", "", false},
 	} {
 		bare, ok := c.ns.Resolve(c.name)
 		if bare != c.bare || ok != c.ok {

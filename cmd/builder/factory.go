@@ -117,7 +117,6 @@ func factoryServeCommand() (*cobra.Command, *serveFlags) {
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "a keep-alive connection idle this long is closed")
 	fl.IntVar(&f.maxConnections, "max-connections", 1024, "connections served at once; more wait to be accepted")
 	fl.DurationVar(&f.verifyInterval, "verify-interval", 10*time.Minute, "a cached artifact in a layout cache is hashed again when it changed or was last hashed longer ago than this (a registry's are verified as they stream)")
-	fl.StringSliceVar(&f.brokenVersions, "broken-version", nil, "a version (v1.11.0 or 1.11.0) marked broken: not listed, not served, never latest; /versions?broken=true lists them")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origin", []string{"*"}, "origins whose pages may download across sites (CORS): * or SCHEME://HOST[:PORT], one * standing for any part")
 	return cmd, f
 }

@@ -48,7 +48,8 @@ keep their entries: newest by the release's source date (SOURCE_DATE_EPOCH, the
 date of its newest sources), two releases of one date by version (rpm's
 comparison). A version that is listed but does not verify keeps its entries too
 (a key or a store may be fixed: what it holds is not known to be dead), and gc
-names it. A release store that cannot be listed stops gc before anything is
+names it; so does a --broken-version (not counted in N: unmarking it serves its
+entries again). A release store that cannot be listed stops gc before anything is
 deleted. Schematics are always kept: they are small and belong to no version.
 Entries that name no version (written before entries were annotated) are kept
 and counted.
@@ -115,6 +116,9 @@ func writeCollectReport(w io.Writer, rep *factory.CollectReport) error {
 	}
 	fmt.Fprintf(w, "%s: kept versions %s (%d entries); %s %d entries of versions %s\n", rep.Store,
 		cmp.Or(strings.Join(rep.Kept, ", "), "none"), rep.KeptEntries, verb, len(rep.Entries), cmp.Or(strings.Join(rep.Dropped, ", "), "none"))
+	if len(rep.Broken) > 0 {
+		fmt.Fprintf(w, "kept as well, marked broken: %s\n", strings.Join(rep.Broken, ", "))
+	}
 	if len(rep.Unverified) > 0 {
 		fmt.Fprintf(w, "kept as well, listed but not verified: %s\n", strings.Join(rep.Unverified, ", "))
 	}

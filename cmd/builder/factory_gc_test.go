@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
@@ -145,13 +147,18 @@ func cacheTags(t *testing.T, cache string) []string {
 }
 
 // TestFactoryGCConfig: gc and warm read factory serve's config file for
-// the settings they take (releases, keys, cache) and pass over the
-// others; gc needs --keep-versions said.
+// the settings they take (releases, keys, cache, broken versions) and pass
+// over the others; gc needs --keep-versions said.
 func TestFactoryGCConfig(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "factory.yaml")
 	os.WriteFile(cfg, []byte("release: [oci:missing]\nkey: k.pub\nlisten: 0.0.0.0:8443\nmax-builds: 3\nlogin: [build]\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "k.pub"), nil, 0o644)
+	for _, cmd := range []*cobra.Command{newFactoryServeCmd(), newFactoryWarmCmd(), newFactoryGCCmd()} {
+		if cmd.Flags().Lookup("broken-version") == nil {
+			t.Errorf("factory %s takes no --broken-version: it would not see the versions serve refuses", cmd.Name())
+		}
+	}
 	list := filepath.Join(dir, "top.txt")
 	os.WriteFile(list, []byte(strings.Repeat("a", 64)+"\n"), 0o644)
 	if _, err := runBuilder(t, "factory", "gc", "--config", cfg); err == nil || !strings.Contains(err.Error(), "--keep-versions N is required") {
@@ -175,11 +182,11 @@ func TestFactoryGCConfig(t *testing.T) {
 func TestFactoryGCText(t *testing.T) {
 	var b bytes.Buffer
 	rep := &factory.CollectReport{Store: "oci:/c", DryRun: true, Kept: []string{"2"}, Dropped: []string{"1"}, KeptEntries: 3,
-		Unverified: []string{"0.9"}, Entries: []factory.CollectedEntry{{Repo: "artifacts", Key: "k1", Version: "1", Schematic: "s1", Artifact: "metal-x86_64.iso"}}}
+		Unverified: []string{"0.9"}, Broken: []string{"1.5"}, Entries: []factory.CollectedEntry{{Repo: "artifacts", Key: "k1", Version: "1", Schematic: "s1", Artifact: "metal-x86_64.iso"}}}
 	if err := writeCollectReport(&b, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"VERSION", "1  ", "s1", "metal-x86_64.iso", "k1", "kept versions 2 (3 entries); would remove 1 entries of versions 1", "not verified: 0.9"} {
+	for _, want := range []string{"VERSION", "1  ", "s1", "metal-x86_64.iso", "k1", "kept versions 2 (3 entries); would remove 1 entries of versions 1", "not verified: 0.9", "marked broken: 1.5"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, b.String())
 		}

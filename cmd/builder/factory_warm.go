@@ -13,13 +13,16 @@ import (
 )
 
 // addStoreFlags adds the flags that say where a factory's releases and
-// cache are and how registries are reached. serve, warm and gc take the
-// same, so one --config file serves the three.
+// cache are, how registries are reached and which versions are broken.
+// serve, warm and gc take the same, so one --config file (or environment)
+// gives the three one factory: warm does not build a version serve
+// refuses.
 func (f *serveFlags) addStoreFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.config, "config", "", "a YAML file saying flags under their names, one file for serve, warm and gc (flags given override it; relative paths are the file's; a setting of serve that this command does not take is passed over)")
 	fl.StringArrayVar(&f.stores, "release", nil, "a release store: docker://HOST[:PORT]/PREFIX or oci:DIR (repeatable)")
 	fl.StringArrayVar(&f.keys, "key", nil, "a public key releases must verify with (repeatable)")
 	fl.StringVar(&f.cache, "cache", "", "the cache store (default: factory-cache beside the first release store)")
+	fl.StringSliceVar(&f.brokenVersions, "broken-version", nil, "a version (v1.11.0 or 1.11.0) marked broken: serve neither lists nor serves it, never as latest (/versions?broken=true lists them), warm refuses it, gc keeps its entries")
 	f.sf.addRemote(fl)
 }
 

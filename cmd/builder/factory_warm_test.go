@@ -69,8 +69,8 @@ func warmCmd(t *testing.T, args ...string) *factory.WarmReport {
 // TestFactoryWarm: after warm (the default artifacts of metal), a factory
 // serve on the same cache answers every warmed artifact and the installer
 // image with zero builds, byte for byte what builder image --release
-// writes; a second warm builds nothing; an unknown schematic stops warm
-// before any build, naming it.
+// writes; a second warm builds nothing; a version the config file marks
+// broken, or an unknown schematic, stops warm before any build, naming it.
 func TestFactoryWarm(t *testing.T) {
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
@@ -123,6 +123,12 @@ func TestFactoryWarm(t *testing.T) {
 	}
 	if st := srv.Stats(); st.Builds != 0 || st.Hits < 7 {
 		t.Errorf("serving the warmed artifacts: %+v, want no build", st)
+	}
+
+	cfg := filepath.Join(t.TempDir(), "factory.yaml")
+	os.WriteFile(cfg, []byte("broken-versions: [v"+demoVersion+"]\n"), 0o644)
+	if o, err := runBuilder(t, append([]string{"factory", "warm", "--config", cfg}, warm...)...); err == nil || !strings.Contains(err.Error(), "marked broken") {
+		t.Errorf("a version the config marks broken: %v\n%s", err, o)
 	}
 
 	os.WriteFile(list, []byte(id+"\n"+strings.Repeat("0", 64)+"\n"), 0o644)

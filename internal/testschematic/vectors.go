@@ -1,14 +1,17 @@
-package schematic
+// Package testschematic reads the schematic vectors the tests of
+// api/schematic and factory/ share (here, not in api/schematic: only
+// tests read them).
+package testschematic
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
+	"testing"
 )
 
-// Vector is one schematic of testdata/vectors.json, the compatibility
-// tests' vectors (here and in factory/): a document as a client sends it,
-// the ID upstream's factory gives it and the canonical YAML it stores and
+// Vector is one schematic of api/schematic/testdata/vectors.json, the
+// compatibility tests' vectors: a document as a client sends it, the ID
+// upstream's factory gives it and the canonical YAML it stores and
 // returns. The IDs were computed by a separate program with
 // go.yaml.in/yaml/v4 v4.0.0-rc.6 and upstream's types; upstream's own
 // pinned vectors (pkg/schematic tests) and its integration test's
@@ -22,18 +25,19 @@ type Vector struct {
 	IDAfterRC6 string `json:"idAfterRC6"`
 }
 
-// ReadVectors reads a vectors file; it must hold at least 40.
-func ReadVectors(path string) ([]Vector, error) {
+// Vectors reads a vectors file; it must hold at least 40.
+func Vectors(t testing.TB, path string) []Vector {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
 	var vs []Vector
 	if err := json.Unmarshal(b, &vs); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	if len(vs) < 40 {
-		return nil, fmt.Errorf("%s: %d vectors, want at least 40", path, len(vs))
+		t.Fatalf("%s: %d vectors, want at least 40", path, len(vs))
 	}
-	return vs, nil
+	return vs
 }
