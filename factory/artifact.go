@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/build/compose"
 )
@@ -23,12 +24,13 @@ type artifact struct {
 var (
 	kernelRE    = regexp.MustCompile(`^kernel-([a-z0-9_]+)$`)
 	initramfsRE = regexp.MustCompile(`^initramfs-([a-z0-9_]+)\.xz$`)
-	cmdlineRE   = regexp.MustCompile(`^cmdline-([a-z][a-z0-9]*)-([a-z0-9_]+)$`)
-	diskRE      = regexp.MustCompile(`^([a-z][a-z0-9]*)-([a-z0-9_]+)(-secureboot)?\.(raw\.tar\.gz|iso|raw|qcow2|vhd|ova)(?:\.(xz|zst|gz))?$`)
-	ukiRE       = regexp.MustCompile(`^([a-z][a-z0-9]*)-([a-z0-9_]+)(-secureboot)?-uki\.efi$`)
+	cmdlineRE   = regexp.MustCompile(`^cmdline-(` + platform.NamePattern + `)-([a-z0-9_]+)$`)
+	diskRE      = regexp.MustCompile(`^(` + platform.NamePattern + `)-([a-z0-9_]+)(-secureboot)?\.(raw\.tar\.gz|iso|raw|qcow2|vhd|ova)(?:\.(xz|zst|gz))?$`)
+	ukiRE       = regexp.MustCompile(`^(` + platform.NamePattern + `)-([a-z0-9_]+)(-secureboot)?-uki\.efi$`)
 	// installer-ARCH[-secureboot].tar, PLATFORM-installer-ARCH[-secureboot].tar:
 	// the installer image of one architecture as a docker tarball.
-	installerTarRE = regexp.MustCompile(`^(?:([a-z][a-z0-9]*)-)?installer-([a-z0-9_]+)(-secureboot)?\.tar$`)
+	// A repository name is lower case: equinixMetal has no installer.
+	installerTarRE = regexp.MustCompile(`^(?:(` + installerPlatform + `)-)?installer-([a-z0-9_]+)(-secureboot)?\.tar$`)
 )
 
 // parseArtifact reads an artifact name strictly: nothing else reaches the

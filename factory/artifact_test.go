@@ -26,6 +26,12 @@ func TestParseArtifact(t *testing.T) {
 		"metal-installer-amd64.tar":           {kind: "installer", platform: "metal", arch: "amd64"},
 		"installer-arm64-secureboot.tar":      {kind: "installer", arch: "arm64", secureBoot: true},
 		"aws-installer-x86_64-secureboot.tar": {kind: "installer", platform: "aws", arch: "x86_64", secureBoot: true},
+		// Talos's two names that are not one lower-case word.
+		"digital-ocean-amd64.raw.gz":        {kind: "disk", platform: "digital-ocean", arch: "amd64", format: "raw", compression: "gz"},
+		"cmdline-digital-ocean-amd64":       {kind: "cmdline", platform: "digital-ocean", arch: "amd64"},
+		"digital-ocean-installer-amd64.tar": {kind: "installer", platform: "digital-ocean", arch: "amd64"},
+		"equinixMetal-arm64.raw.xz":         {kind: "disk", platform: "equinixMetal", arch: "arm64", format: "raw", compression: "xz"},
+		"cmdline-equinixMetal-amd64":        {kind: "cmdline", platform: "equinixMetal", arch: "amd64"},
 	} {
 		got, err := parseArtifact(name)
 		want.name = name
@@ -34,7 +40,7 @@ func TestParseArtifact(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "kernel", "kernel-", "../kernel-amd64", "kernel-amd64/..", "metal-amd64.iso.bz2", "metal-amd64.vmdk",
-		"metal-amd64.raw.tar.gz.xz", "Metal-amd64.iso", "initramfs-amd64", "cmdline-metal", "digital-ocean-amd64.raw.gz",
+		"metal-amd64.raw.tar.gz.xz", "Metal-amd64.iso", "initramfs-amd64", "cmdline-metal", "digital-amd64-ocean.raw.gz", "equinixMetal-installer-amd64.tar",
 		"metal-amd64-secureboot-uki.efi.xz", "metal-amd64-secureboot", "installer-amd64.tar.gz", "installer.tar", "-installer-amd64.tar"} {
 		if a, err := parseArtifact(bad); err == nil {
 			t.Errorf("%q accepted: %+v", bad, a)

@@ -59,9 +59,12 @@ func (k installerKind) ref(id, version string) string {
 	return k.repo() + "/" + id + ":" + TalosVersion(version)
 }
 
-// platformWord is a platform's name as a repository carries it; whether
-// the platform is one of a release's is its table's to say.
-var platformWord = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+// platformWord is a platform's name as a repository carries it (lower
+// case: equinixMetal has no installer repository); whether the platform
+// is one of a release's is its table's to say.
+var platformWord = regexp.MustCompile(`^(` + installerPlatform + `)$`)
+
+const installerPlatform = `digital-ocean|[a-z][a-z0-9]*`
 
 // parseInstallerRepo is the kind a repository name names (repo's
 // inverse); false for a name that is no installer's.

@@ -29,6 +29,7 @@ import (
 	"golang.org/x/net/netutil"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/build/compose"
@@ -933,7 +934,7 @@ func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	want, secureBoot := strings.CutSuffix(r.PathValue("target"), compose.SecureBootSuffix)
-	platformName, arch, ok := strings.Cut(want, "-")
+	platformName, arch, ok := platform.SplitName(want)
 	if !ok {
 		fail(w, http.StatusBadRequest, "error parsing profile from path: invalid platform-arch: %q (want /pxe/ID/VERSION/PLATFORM-ARCH[-secureboot])", want)
 		return

@@ -90,6 +90,10 @@ var Talos = Table{Prefix: TalosPrefix, Platforms: []Platform{
 		Description: "UpCloud: a raw disk imported as a storage"},
 	{Name: "vultr", Args: []string{"net.ifnames=0"}, Formats: []string{"raw"},
 		Description: "Vultr: a raw disk uploaded as a custom image"},
+	{Name: "digital-ocean", Args: []string{"console=ttyS0", "console=tty0", "console=tty1"}, Formats: []string{"raw"},
+		Description: "DigitalOcean droplets: a gzipped raw disk (digital-ocean-amd64.raw.gz) uploaded as a custom image"},
+	{Name: "equinixMetal", Args: []string{"console=ttyS1,115200n8"}, Formats: []string{"raw"},
+		Description: "Equinix Metal bare-metal servers: booted by iPXE from the factory's /pxe/ script"},
 	{Name: "yandex", Args: []string{"console=ttyS0"}, Formats: []string{"qcow2"},
 		Description: "Yandex Cloud: a qcow2 image uploaded to Object Storage"},
 }}
@@ -138,9 +142,26 @@ func CheckFormat(f string) error {
 	return nil
 }
 
+// NamePattern matches a platform's name at the start of an artifact's
+// name (PLATFORM-ARCH.FORMAT): one word, camel case allowed
+// (equinixMetal), or digital-ocean, the one name with a dash, which
+// upstream's parser special-cases too.
+const NamePattern = `digital-ocean|[a-z][a-zA-Z0-9]*`
+
+// SplitName splits PLATFORM-REST (metal-amd64, digital-ocean-amd64) as
+// upstream's Image Factory does: at the first dash, except after
+// digital-ocean.
+func SplitName(s string) (platform, rest string, ok bool) {
+	if rest, ok := strings.CutPrefix(s, "digital-ocean-"); ok {
+		return "digital-ocean", rest, true
+	}
+	return strings.Cut(s, "-")
+}
+
 var (
-	// A platform's name is one word: it is the first part of an
-	// artifact's name (PLATFORM-ARCH.FORMAT).
+	// A new platform's name is one lower-case word (a registry
+	// repository name carries it: PLATFORM-installer); Talos's own names
+	// (digital-ocean, equinixMetal) are kept as Talos spells them.
 	nameRE = regexp.MustCompile(`^[a-z][a-z0-9]{0,31}$`)
 	// The prefix names the init's parameters: PREFIX.platform=.
 	prefixRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
@@ -161,7 +182,7 @@ func (t Table) Override(prefix string, changes []Platform) (Table, error) {
 	}
 	seen := map[string]bool{}
 	for _, c := range changes {
-		if !nameRE.MatchString(c.Name) {
+		if !nameRE.MatchString(c.Name) && !slices.ContainsFunc(t.Platforms, func(p Platform) bool { return p.Name == c.Name }) {
 			errs = append(errs, fmt.Sprintf("platform %q: a name is lower-case letters and digits, starting with a letter", c.Name))
 			continue
 		}

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ func TestPlatforms(t *testing.T) {
 			t.Errorf("%s listed twice", p.Name)
 		}
 		seen[p.Name] = true
-		if len(p.Formats) == 0 || p.Description == "" || !nameRE.MatchString(p.Name) {
+		if len(p.Formats) == 0 || p.Description == "" || !regexp.MustCompile(`^(`+NamePattern+`)$`).MatchString(p.Name) {
 			t.Errorf("%s: formats %v, description %q", p.Name, p.Formats, p.Description)
 		}
 		if errs := p.check(); errs != nil {
@@ -26,7 +27,13 @@ func TestPlatforms(t *testing.T) {
 	if _, err := Lookup("vmware"); err != nil {
 		t.Errorf("vmware: %v", err)
 	}
-	if _, err := Lookup("digital-ocean"); err == nil || !strings.Contains(err.Error(), "known: metal, nocloud, aws, azure, gcp, vmware, ") {
+	for _, s := range []string{"digital-ocean-amd64", "equinixMetal-arm64"} {
+		p, arch, ok := SplitName(s)
+		if _, err := Lookup(p); err != nil || !ok || (arch != "amd64" && arch != "arm64") {
+			t.Errorf("%s: %q %q %v %v", s, p, arch, ok, err)
+		}
+	}
+	if _, err := Lookup("digitalocean"); err == nil || !strings.Contains(err.Error(), "known: metal, nocloud, aws, azure, gcp, vmware, ") {
 		t.Errorf("unknown platform: %v", err)
 	}
 	if err := CheckFormat("vmdk"); err == nil || !strings.Contains(err.Error(), "raw.tar.gz, ova") {
@@ -76,6 +83,9 @@ func TestKernelArgs(t *testing.T) {
 			want: "talos.platform=vmware talos.config=guestinfo console=tty0 console=ttyS0 earlyprintk=ttyS0,115200 net.ifnames=0"},
 		{name: "vmware arm64", platform: "vmware", arch: "arm64",
 			want: "talos.platform=vmware talos.config=guestinfo console=tty0 console=ttyAMA0 net.ifnames=0"},
+		// Talos's digitalocean and equinixmetal platforms' KernelArgs.
+		{name: "digital-ocean", platform: "digital-ocean", arch: "amd64", want: "talos.platform=digital-ocean console=ttyS0 console=tty0 console=tty1"},
+		{name: "equinixMetal", platform: "equinixMetal", arch: "amd64", want: "talos.platform=equinixMetal console=ttyS1,115200n8"},
 		// A release's console goes beside the platform's, at its place.
 		{name: "release console", platform: "metal", arch: "amd64", base: []string{"console=ttyS0", "panic=-1"},
 			want: "talos.platform=metal console=tty0 console=ttyS0 panic=-1"},
@@ -130,13 +140,14 @@ func TestOverride(t *testing.T) {
 		t.Error("Override changed Talos's table")
 	}
 	_, err = Talos.Override("Bad.Prefix", []Platform{
-		{Name: "digital-ocean", Formats: []string{"raw"}},
+		{Name: "digital-sea", Formats: []string{"raw"}},
+		{Name: "equinixMetal", Args: []string{"console=ttyS0"}},
 		{Name: "new"},
 		{Name: "metal", Formats: []string{"vmdk"}, ArchArgs: map[string][]string{"x86_64": {"console=tty0"}}},
 		{Name: "aws", Args: []string{"a b", "é"}},
 		{Name: "aws"},
 	})
-	for _, want := range []string{`prefix "Bad.Prefix"`, `platform "digital-ocean"`, "platform new is new: it needs its formats", `unknown disk format "vmdk"`,
+	for _, want := range []string{`prefix "Bad.Prefix"`, `platform "digital-sea"`, "platform new is new: it needs its formats", `unknown disk format "vmdk"`,
 		`arch-args for "x86_64"`, `kernel argument "a b"`, `kernel argument "é"`, "aws is listed twice"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Override: %v, want %q", err, want)

@@ -164,7 +164,7 @@ image:
 		"unknown repository format": edit("    format: alt\n", "    format: deb\n"),
 		"no name":                   edit("\nname: demo\n", "\n"),
 		"relative init path":        string(base) + "image:\n  init: {package: x, path: init}\n",
-		"platform name with a dash": string(base) + "image:\n  platforms: [{name: digital-ocean, formats: [raw]}]\n",
+		"platform name with a dash": string(base) + "image:\n  platforms: [{name: my-cloud, formats: [raw]}]\n",
 		"unknown platform format":   string(base) + "image:\n  platforms: [{name: metal, formats: [vmdk]}]\n",
 		"bad parameter prefix":      string(base) + "image:\n  kernel-param-prefix: Talos.\n",
 		"an alias listed twice":     edit("extension-aliases: [siderolabs]", "extension-aliases: [siderolabs, siderolabs]"),

@@ -46,7 +46,7 @@ func kindMatch(kind string) (*regexp.Regexp, []string, error) {
 	if platform.CheckFormat(kind) != nil {
 		return nil, nil, fmt.Errorf("--kind %q: want kernel, initramfs, cmdline, pxe, %s, installer or all", kind, strings.Join(platform.Formats, ", "))
 	}
-	return regexp.MustCompile(`^[a-z][a-z0-9]*-[^.]+\.` + regexp.QuoteMeta(kind) + `($|\.)`), []string{kind}, nil
+	return regexp.MustCompile(`^(` + platform.NamePattern + `)-[^.]+\.` + regexp.QuoteMeta(kind) + `($|\.)`), []string{kind}, nil
 }
 
 // imageLong is builder image --help.
