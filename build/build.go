@@ -607,6 +607,11 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 		return fmt.Errorf("%s: %w", b.arch, err)
 	}
 	base := installerFiles{bin: instBin, binPkg: instPkg, bootloader: b.bootloaderData, bootloaderPkg: b.bootloaderPkg, stub: b.stubData, stubPkg: b.stubPkg}
+	if ref := b.spec.Image.Talosctl; ref != nil {
+		if base.talosctl, base.talosctlPkg, err = lockedFile(*ref, "image.talosctl", b.locked, b.paths, b.layCache); err != nil {
+			return fmt.Errorf("%s: %w", b.arch, err)
+		}
+	}
 	bin, assets, err := installerLayers(b.arch, b.spec.Name, b.as.kernel.vmlinuz, initramfs, spdx, uki, base, b.sde)
 	if err != nil {
 		return err

@@ -26,11 +26,12 @@ func nodeSBOM(s *specs.Spec, l *lock.Lock, arch string, packages []string, lockS
 }
 
 // installerFiles are the base's files an installer image carries: its
-// installer binary and the EFI boot manager it puts on the disk (nil when
-// the lock has none), with their packages.
+// installer binary, the EFI boot manager it puts on the disk (nil when
+// the lock has none) and talosctl (nil unless the spec names one), with
+// their packages.
 type installerFiles struct {
-	bin, bootloader, stub          []byte
-	binPkg, bootloaderPkg, stubPkg string
+	bin, bootloader, stub, talosctl             []byte
+	binPkg, bootloaderPkg, stubPkg, talosctlPkg string
 }
 
 // installerLayers are the installer image's layers for one architecture,
@@ -81,7 +82,12 @@ func installerLayers(arch, name string, vmlinuz, initramfs, spdx, uki []byte, ba
 		}
 		return b.Bytes(), nil
 	}
-	if bin, err = layer([]file{{"/usr/bin/installer", base.bin, 0o755, report.Origin{Package: base.binPkg}}}); err != nil {
+	binFiles := []file{{"/usr/bin/installer", base.bin, 0o755, report.Origin{Package: base.binPkg}}}
+	if base.talosctl != nil {
+		// The factory serves it from here (factory.TalosctlPath).
+		binFiles = append(binFiles, file{"/usr/bin/talosctl", base.talosctl, 0o755, report.Origin{Package: base.talosctlPkg}})
+	}
+	if bin, err = layer(binFiles); err != nil {
 		return nil, nil, err
 	}
 	if assets, err = layer(files); err != nil {

@@ -1,10 +1,14 @@
 package factory
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,6 +20,8 @@ import (
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/internal/testsign"
+	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/release"
 )
 
 // The compatibility tests of docs/talos-compatibility.md's sections
@@ -257,9 +263,59 @@ func TestCompatRoutes(t *testing.T) {
 	t.Run("talosctl", func(t *testing.T) {
 		for _, p := range []string{"/talosctl/v1.0", "/talosctl/1.0/talosctl-linux-amd64"} {
 			resp, body := compatDo(t, f, "GET", p, "Authorization", alice)
-			wantAnswer(t, p, resp, body, 404, "talosctl is not available for version v1.0: the release ships no talosctl binaries\n")
+			wantAnswer(t, p, resp, body, 404, "talosctl is not available for version v1.0: the release ships no talosctl binaries (image.talosctl)\n")
 		}
 	})
+}
+
+// Row "GET /talosctl/V": a release whose installer carries talosctl
+// lists its binaries by URL, as upstream, and serves each (both version
+// spellings, HEAD too); other names are 404.
+func TestCompatTalosctl(t *testing.T) {
+	f := newAccessFactory(t, ServerOptions{})
+	f.serve(f.served().releases["1.0"], compatRelease(t, false, nil, true))
+	for _, v := range []string{"v1.11.0", "1.11.0"} {
+		resp, body := compatDo(t, f, "GET", "/talosctl/"+v)
+		wantAnswer(t, "list "+v, resp, body, 200, `["`+f.url+`/talosctl/v1.11.0/talosctl-linux-amd64","`+f.url+`/talosctl/v1.11.0/talosctl-linux-arm64"]`+"\n")
+	}
+	for arch, goArch := range map[string]string{"x86_64": "amd64", "aarch64": "arm64"} {
+		p := "/talosctl/v1.11.0/talosctl-linux-" + goArch
+		resp, body := compatDo(t, f, "GET", p)
+		wantAnswer(t, p, resp, body, 200, "talosctl for "+arch)
+		if resp.Header.Get("Content-Disposition") != `attachment; filename="talosctl-linux-`+goArch+`"` || resp.Header.Get("Content-Type") != "application/octet-stream" {
+			t.Errorf("%s: %v", p, resp.Header)
+		}
+		resp, body = compatDo(t, f, "HEAD", p)
+		if resp.StatusCode != 200 || body != "" || resp.ContentLength != int64(len("talosctl for "+arch)) {
+			t.Errorf("HEAD %s: %d %q %d", p, resp.StatusCode, body, resp.ContentLength)
+		}
+	}
+	// A damaged layer: nothing of it is served.
+	rel := f.served().releases["1.11.0"]
+	img, err := rel.child(context.Background(), release.RepoInstaller, "aarch64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := img.Manifest()
+	blob := filepath.Join(rel.Store.(*oci.Layout).Dir, "blobs", "sha256", m.Layers[0].Digest.Hex)
+	gz, _ := os.ReadFile(blob)
+	zr, _ := gzip.NewReader(bytes.NewReader(gz))
+	raw, _ := io.ReadAll(zr)
+	var bad bytes.Buffer
+	zw := gzip.NewWriter(&bad)
+	zw.Write(bytes.Replace(raw, []byte("talosctl for aarch64"), []byte("talosctl for evil!!!"), 1))
+	zw.Close()
+	if err := os.WriteFile(blob, bad.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := compatDo(t, f, "GET", "/talosctl/v1.11.0/talosctl-linux-arm64")
+	if resp.StatusCode != 500 || strings.Contains(body, "evil") {
+		t.Errorf("damaged layer: %d %q", resp.StatusCode, body)
+	}
+	for _, p := range []string{"/talosctl/v1.11.0/talosctl-darwin-amd64", "/talosctl/v1.11.0/talosctl-linux-riscv64", "/talosctl/v1.11.0/installer"} {
+		resp, body := compatDo(t, f, "GET", p)
+		wantAnswer(t, p, resp, body, 404, "~is not a talosctl binary of version v1.11.0")
+	}
 }
 
 func TestCompatDownloads(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strings"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -20,6 +19,7 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/internal/testbase"
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/release"
 )
@@ -53,26 +53,18 @@ func tarFiles(t *testing.T, l v1.Layer) map[string][]byte {
 	}
 	defer rc.Close()
 	out := map[string][]byte{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			out[strings.TrimPrefix(h.Name, "./")], _ = io.ReadAll(tr)
-		}
+	for p, f := range testutil.ReadTar(t, rc) {
+		out[p] = f.Data
 	}
+	return out
 }
 
 // compatRelease is a release of x86_64 and aarch64 in a layout: its boot
 // image and its installer, laid out as Talos's (legacy: as releases made
 // before, one layer under usr/install/<rpm arch>/ with bootloader.efi).
-// With stub, its installer carries systemd-stub.efi and a UKI.
-func compatRelease(t *testing.T, legacy bool, stub []byte) *Release {
+// With stub, its installer carries systemd-stub.efi and a UKI; with
+// talosctl, usr/bin/talosctl ("talosctl for <arch>") beside the installer.
+func compatRelease(t *testing.T, legacy bool, stub []byte, talosctl bool) *Release {
 	t.Helper()
 	ctx := context.Background()
 	st, err := oci.CreateLayout(t.TempDir())
@@ -104,7 +96,11 @@ func compatRelease(t *testing.T, legacy bool, stub []byte) *Release {
 		if stub != nil {
 			files = append(files, [2]string{d + compose.StubName, string(stub)}, [2]string{d + compose.UKIName, "release UKI"})
 		}
-		inst[arch] = []v1.Layer{layer([2]string{"usr/bin/installer", "installer"}), layer(append(files, [2]string{d + "vmlinuz", kernel})...)}
+		bin := [][2]string{{"usr/bin/installer", "installer"}}
+		if talosctl {
+			bin = append(bin, [2]string{"./" + TalosctlPath, "talosctl for " + arch})
+		}
+		inst[arch] = []v1.Layer{layer(bin...), layer(append(files, [2]string{d + "vmlinuz", kernel})...)}
 	}
 	r := &Release{Store: st, Version: "1.11.0", Platforms: platform.Talos, SourceDate: 1700000000, digests: map[string]string{},
 		Params: compose.Params{Architectures: arches, PrettyName: "Nodeforge compat", Cmdline: []string{"init_on_alloc=1", "slab_nomerge"},
@@ -126,7 +122,7 @@ func compatRelease(t *testing.T, legacy bool, stub []byte) *Release {
 func TestCompatInstaller(t *testing.T) {
 	ctx := context.Background()
 	stub := testbase.EFIForTest(t, "linuxx64.efi.stub")
-	rel := compatRelease(t, false, stub)
+	rel := compatRelease(t, false, stub, false)
 	sch := &schematic.Schematic{}
 	sch.Customization.ExtraKernelArgs = []string{"nomodeset"}
 	sch.Customization.Meta = []schematic.MetaValue{{Key: 0xa, Value: "v"}}
@@ -260,7 +256,7 @@ func TestCompatInstaller(t *testing.T) {
 		}
 	})
 	t.Run("releases laid out before are read", func(t *testing.T) {
-		old := compatRelease(t, true, nil)
+		old := compatRelease(t, true, nil, false)
 		b, err := old.bootFiles(ctx, "x86_64")
 		if err != nil || string(b.bootloader) != "boot of x86_64" {
 			t.Errorf("the boot manager of an old release: %q %v", b.bootloader, err)

@@ -52,6 +52,8 @@ type Release struct {
 	mu    sync.Mutex
 	meta  map[string]extensions.Metadata // extension -> its manifest's
 	boots map[string]installerBoot       // arch -> the installer's EFI files
+	// talosctl: arch -> whether its installer carries talosctl.
+	talosctl map[string]bool
 }
 
 // maxAsset bounds one boot asset or layer read into memory.

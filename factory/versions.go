@@ -155,13 +155,3 @@ func (s *Server) getOverlays(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, []struct{}{})
 }
-
-// getTalosctl answers /talosctl/V and its files: a release ships no
-// talosctl binaries, so 404 as upstream answers a version without them.
-func (s *Server) getTalosctl(w http.ResponseWriter, r *http.Request) {
-	rel, ok := s.release(w, r.PathValue("version"))
-	if !ok {
-		return
-	}
-	fail(w, http.StatusNotFound, "talosctl is not available for version %s: the release ships no talosctl binaries", TalosVersion(rel.Version))
-}

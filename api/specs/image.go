@@ -45,6 +45,12 @@ type Image struct {
 	// linux<efi arch>.efi.stub beside the bootloader, in its package
 	// (see StubRef).
 	Stub *FileRef `yaml:"stub,omitempty" json:"stub,omitempty"`
+	// Talosctl is talosctl, a file of a locked package (the port's
+	// talosctl RPM's /usr/bin/talosctl): the installer image carries it
+	// beside the installer, and the Image Factory serves it at
+	// /talosctl/VERSION as upstream serves its talosctl binaries. Unset,
+	// the release ships none.
+	Talosctl *FileRef `yaml:"talosctl,omitempty" json:"talosctl,omitempty"`
 	// BootModules are loaded by init before the root is mounted (with
 	// everything they depend on): a distribution kernel builds loop,
 	// squashfs and overlay as modules.
@@ -179,6 +185,9 @@ func (im *Image) normalize(s *Spec, bad func(string, ...any)) {
 	}
 	if im.Stub != nil && (im.Stub.Package == "" || !path.IsAbs(im.Stub.Path)) {
 		bad("image.stub needs a package and an absolute path")
+	}
+	if im.Talosctl != nil && (im.Talosctl.Package == "" || !path.IsAbs(im.Talosctl.Path)) {
+		bad("image.talosctl needs a package and an absolute path")
 	}
 	if im.BootModules == nil {
 		im.BootModules = append([]string(nil), DefaultBootModules...)

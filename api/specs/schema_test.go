@@ -128,6 +128,8 @@ image:
   init: {package: talos-installer, path: /usr/libexec/talos/init}
   installer: {package: talos-installer, path: /usr/bin/installer}
   bootloader: {package: systemd-boot-efi, path: /usr/lib/systemd/boot/efi/systemd-bootx64.efi}
+  stub: {package: systemd-boot-efi, path: /usr/lib/systemd/boot/efi/linuxx64.efi.stub}
+  talosctl: {package: talosctl, path: /usr/bin/talosctl}
   boot-modules: [loop]
   modules: [loop, squashfs]
   compression: xz
@@ -164,6 +166,7 @@ image:
 		"unknown repository format": edit("    format: alt\n", "    format: deb\n"),
 		"no name":                   edit("\nname: demo\n", "\n"),
 		"relative init path":        string(base) + "image:\n  init: {package: x, path: init}\n",
+		"talosctl without a path":   string(base) + "image:\n  talosctl: {package: talosctl}\n",
 		"platform name with a dash": string(base) + "image:\n  platforms: [{name: my-cloud, formats: [raw]}]\n",
 		"unknown platform format":   string(base) + "image:\n  platforms: [{name: metal, formats: [vmdk]}]\n",
 		"bad parameter prefix":      string(base) + "image:\n  kernel-param-prefix: Talos.\n",
