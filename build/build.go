@@ -265,10 +265,11 @@ func newRun(opts Options) (*buildRun, error) {
 
 // checkSchematic refuses, before any work, the schematic media a build
 // would make only to fail on them once per architecture: a platform the
-// spec's table lacks, an extension outside the spec's namespace, and
-// what the command line, PXE script and installer every media build
-// makes cannot honour (compose.Media checks the disk images, which
-// depend on the base).
+// spec's table lacks, an extension outside the spec's namespace, an
+// embedded configuration the spec's version does not read (as the
+// factory), and what the command line, PXE script and installer every
+// media build makes cannot honour (compose.Media checks the disk images,
+// which depend on the base).
 func checkSchematic(s *specs.Spec, opts Options) error {
 	table, err := s.Image.PlatformTable()
 	if err != nil {
@@ -284,6 +285,9 @@ func checkSchematic(s *specs.Spec, opts Options) error {
 		if _, ok := ns.Resolve(e); !ok {
 			return fmt.Errorf("schematic: extension %q is not in the namespace of the spec's extensions (%s)", e, ns.Qualified("NAME"))
 		}
+	}
+	if err := compose.EmbeddedConfigRefusal(opts.Schematic, compose.Output{Kind: "installer"}, s.Version); err != nil {
+		return err
 	}
 	for _, kind := range []string{"cmdline", "installer"} {
 		if err := compose.Refusal(opts.Schematic, compose.Output{Kind: kind, SecureBoot: opts.SecureBoot != nil}); err != nil {

@@ -111,6 +111,17 @@ func addCompatRelease(t *testing.T, f *accessFactory) {
 	f.serve(f.served().releases["1.0"], r)
 }
 
+// compatRefusals gets each path: 400 with the text want, or 200 for "".
+func compatRefusals(t *testing.T, f *accessFactory, paths map[string]string) {
+	t.Helper()
+	for path, want := range paths {
+		code, b := f.get(t, path)
+		if want == "" && code != http.StatusOK || want != "" && (code != http.StatusBadRequest || !strings.Contains(string(b), want)) {
+			t.Errorf("%s: %d %s, want %q", path, code, b, want)
+		}
+	}
+}
+
 // Row "extensions are checked when media are asked for": upstream's text,
 // with the version as the client named it; the kernel and the command
 // line, which no extension changes, are served (upstream does not look
@@ -119,7 +130,7 @@ func TestCompatExtensionAtImageTime(t *testing.T) {
 	f := newAccessFactory(t, ServerOptions{})
 	addCompatRelease(t, f)
 	id := compatCreate(t, f, "customization:\n  systemExtensions:\n    officialExtensions: [siderolabs/zfs, gpu-magic]\n")
-	for path, want := range map[string]string{
+	compatRefusals(t, f, map[string]string{
 		"/image/" + id + "/2.0/metal-amd64.iso":      `official extension "gpu-magic" is not available for Talos version 2.0`,
 		"/image/" + id + "/2.0/initramfs-amd64.xz":   `official extension "gpu-magic" is not available for Talos version 2.0`,
 		"/image/" + id + "/1.0/metal-amd64.raw.xz":   `official extension "siderolabs/zfs" is not available for Talos version 1.0`,
@@ -127,12 +138,7 @@ func TestCompatExtensionAtImageTime(t *testing.T) {
 		"/image/" + id + "/2.0/kernel-amd64":         "",
 		"/image/" + id + "/2.0/cmdline-metal-amd64":  "",
 		"/image/" + id + "/1.0/cmdline-metal-x86_64": "",
-	} {
-		code, b := f.get(t, path)
-		if want == "" && code != http.StatusOK || want != "" && (code != http.StatusBadRequest || !strings.Contains(string(b), want)) {
-			t.Errorf("%s: %d %s, want %q", path, code, b, want)
-		}
-	}
+	})
 }
 
 // Row "names in a namespace": a release answers to its namespace, its
@@ -196,9 +202,10 @@ func TestCompatSchematicOptions(t *testing.T) {
 		code          int
 		says          string
 	}{
-		{"customization: {embeddedMachineConfiguration: \"machine: {}\\n\"}", "metal-amd64.iso", 400, "customization.embeddedMachineConfiguration"},
-		{"customization: {embeddedMachineConfiguration: \"machine: {}\\n\"}", "initramfs-amd64.xz", 400, "customization.embeddedMachineConfiguration"},
+		{"customization: {embeddedMachineConfiguration: \"machine: {}\\n\"}", "metal-amd64.iso", 400, "embedding configuration is not supported for Talos version v1.0"},
+		{"customization: {embeddedMachineConfiguration: \"machine: {}\\n\"}", "initramfs-amd64.xz", 400, "embedding configuration is not supported for Talos version v1.0"},
 		{"customization: {embeddedMachineConfiguration: \"machine: {}\\n\"}", "kernel-amd64", 200, ""},
+		{"customization: {embeddedMachineConfiguration: \"machine: {}\\n\"}", "cmdline-metal-amd64", 200, ""},
 		{"customization: {bootloader: grub}", "metal-amd64.raw.xz", 400, "customization.bootloader grub"},
 		{"customization: {bootloader: dual-boot}", "metal-amd64.iso", 400, "customization.bootloader dual-boot"},
 		{"customization: {bootloader: grub}", "initramfs-amd64.xz", 200, ""},
@@ -225,4 +232,17 @@ func TestCompatSchematicOptions(t *testing.T) {
 			t.Errorf("%s, %s: %d %s, want %d %q", c.doc, c.artifact, code, b, c.code, c.says)
 		}
 	}
+	// embeddedMachineConfiguration: honoured from Talos 1.12 on (a
+	// pre-release too), refused before in every output that would carry it
+	// (the installer too), with upstream's text and the version as named.
+	f.serve(f.served().releases["1.0"], &Release{Version: "1.12.0-alpha", Params: compose.Params{Architectures: []string{"x86_64"}}, digests: map[string]string{}})
+	id := compatCreate(t, f, "customization: {embeddedMachineConfiguration: \"machine: {}\\n\"}")
+	compatRefusals(t, f, map[string]string{
+		"/image/" + id + "/v1.12.0-alpha/metal-amd64.iso":   "",
+		"/image/" + id + "/1.12.0-alpha/initramfs-amd64.xz": "",
+		"/image/" + id + "/1.12.0-alpha/metal-amd64.raw.xz": "",
+		"/pxe/" + id + "/1.0/metal-amd64":                   "",
+		"/v2/installer/" + id + "/manifests/1.0":            "embedding configuration is not supported for Talos version v1.0",
+		"/image/" + id + "/1.0/metal-amd64.raw.xz":          "embedding configuration is not supported for Talos version v1.0",
+	})
 }

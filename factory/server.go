@@ -748,12 +748,16 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request, sch *schematic.S
 }
 
 // unhonoured says why a release cannot make out of a schematic (a 400,
-// with upstream's text where it has one): an extension the release lacks
-// (not for the kernel and the command line, which no extension changes:
-// upstream does not look there either), an option these media do not
-// support yet (a board overlay among them: no release ships one).
-// version is the version as the client named it.
+// with upstream's text where it has one): an embedded configuration the
+// release's version does not read, an extension the release lacks (not
+// for the kernel and the command line, which neither changes: upstream
+// does not look there either), an option these media do not support yet
+// (a board overlay among them: no release ships one). version is the
+// version as the client named it.
 func unhonoured(rel *Release, sch *schematic.Schematic, out compose.Output, version string) error {
+	if err := compose.EmbeddedConfigRefusal(sch, out, version); err != nil {
+		return err
+	}
 	if out.Kind != "kernel" && out.Kind != "cmdline" {
 		if name, missing := rel.Missing(sch.Customization.SystemExtensions.OfficialExtensions); missing {
 			return fmt.Errorf("official extension %q is not available for Talos version %s", name, version)

@@ -160,7 +160,11 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	seg, entries, err := extensionSegment(b, exts, sch.Extensions(), o)
+	layers, err := segmentLayers(exts, sch)
+	if err != nil {
+		return nil, err
+	}
+	seg, entries, err := extensionSegment(b, layers, o)
 	if err != nil {
 		return nil, err
 	}
@@ -318,33 +322,22 @@ type Layer struct {
 	Metadata extensions.Metadata `yaml:"metadata"`
 }
 
-// extensionSegment packs the named extensions (sorted, as
-// Schematic.Extensions gives them) for the initramfs: one squashfs per
-// extension in that order (0.sqsh, 1.sqsh, ...), one more
+// extensionSegment packs the layers (segmentLayers) for the initramfs:
+// one squashfs per extension in that order (0.sqsh, 1.sqsh, ...), one more
 // with the module indexes of the kernel's and the extensions' modules
 // together when any extension ships modules, and /extensions.yaml listing
 // them. It returns the compressed cpio to append to the initramfs and
 // its entries (for the report).
-func extensionSegment(b Boot, exts []*Extension, names []string, o Options) ([]byte, []rootfs.CpioEntry, error) {
-	byName := map[string]*Extension{}
-	var have []string
-	for _, e := range exts {
-		byName[e.Name] = e
-		have = append(have, e.Name)
-	}
+func extensionSegment(b Boot, layers []*Extension, o Options) ([]byte, []rootfs.CpioEntry, error) {
 	owners, sde, sq, cache, compression := o.Owners, o.SourceDate, o.Squashfs, o.Cache, o.InitramfsCompression
 	var doc ExtensionsYAML
 	var entries []rootfs.CpioEntry
 	modules := map[string][]byte{} // path under the modules dir -> bytes, kernel's and extensions'
 	anyModules := false
-	for i, name := range names {
-		e := byName[name]
-		if e == nil {
-			return nil, nil, fmt.Errorf("schematic: extension %q is not built by this release (have %s)", name, strings.Join(have, ", "))
-		}
+	for i, e := range layers {
 		var buf bytes.Buffer
 		if err := e.Tree.WriteSquashfsTo(&buf, owners, sde, sq, cache); err != nil {
-			return nil, nil, fmt.Errorf("extension %s: %w", name, err)
+			return nil, nil, fmt.Errorf("extension %s: %w", e.Name, err)
 		}
 		img := fmt.Sprintf("%d.sqsh", i)
 		doc.Layers = append(doc.Layers, Layer{Image: img, Metadata: e.Metadata})
@@ -383,7 +376,7 @@ func extensionSegment(b Boot, exts []*Extension, names []string, o Options) ([]b
 		if err := t.WriteSquashfsTo(&buf, owners, sde, sq, cache); err != nil {
 			return nil, nil, fmt.Errorf("modules layer: %w", err)
 		}
-		img := fmt.Sprintf("%d.sqsh", len(names))
+		img := fmt.Sprintf("%d.sqsh", len(layers))
 		doc.Layers = append(doc.Layers, Layer{Image: img, Metadata: extensions.Metadata{
 			Name: "modules.dep", Version: b.KernelVersion, Description: "module indexes of the kernel's and the extensions' modules",
 		}})

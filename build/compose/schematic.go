@@ -37,8 +37,6 @@ func Refusal(sch *schematic.Schematic, out Output) error {
 		}
 	}
 	switch {
-	case c.EmbeddedMachineConfiguration != "" && out.Kind != "kernel" && out.Kind != "cmdline":
-		return fmt.Errorf("customization.embeddedMachineConfiguration: not supported yet (the media would boot without the configuration)")
 	case image && (c.Bootloader == schematic.BootloaderGrub || c.Bootloader == schematic.BootloaderDualBoot):
 		return fmt.Errorf("customization.bootloader %s: the release's media boot with systemd-boot (sd-boot) only; it ships no GRUB", c.Bootloader)
 	case out.Kind == "disk" && c.DiskImage.SectorSize != 0 && c.DiskImage.SectorSize != 512:

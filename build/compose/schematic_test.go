@@ -19,7 +19,7 @@ func TestRefusal(t *testing.T) {
 		allowed []Output
 		says    string
 	}{
-		{"customization: {embeddedMachineConfiguration: 'a: b'}", []Output{iso, raw, initramfs, installer, sbUKI}, []Output{kernel, cmdline}, "customization.embeddedMachineConfiguration"},
+		{"customization: {embeddedMachineConfiguration: 'a: b'}", nil, []Output{iso, raw, initramfs, installer, sbUKI, kernel, cmdline}, ""},
 		{"customization: {bootloader: grub}", []Output{iso, raw, sbISO}, []Output{kernel, cmdline, initramfs, installer}, "customization.bootloader grub"},
 		{"customization: {bootloader: dual-boot}", []Output{iso, raw}, []Output{kernel, installer}, "customization.bootloader dual-boot"},
 		{"customization: {bootloader: sd-boot}", nil, []Output{iso, raw, sbISO, sbRaw}, ""},

@@ -61,9 +61,12 @@ does:
   kernel-<arch>                the kernel (vmlinuz)
   initramfs-<arch>.xz          the release's initramfs with a second compressed
                                cpio appended: one squashfs per extension of the
-                               schematic (0.sqsh, 1.sqsh, ... by name), a layer
-                               of module indexes when extensions ship kernel
-                               modules, and extensions.yaml listing the layers
+                               schematic (0.sqsh, 1.sqsh, ... by name), its
+                               embeddedMachineConfiguration as the extension
+                               embedded-config (its config.yaml in
+                               /usr/local/etc/talos/), a layer of module
+                               indexes when extensions ship kernel modules,
+                               and extensions.yaml listing the layers
   cmdline-<platform>-<arch>    the kernel arguments as Talos's imager puts them
                                together: talos.platform=<platform> and the
                                platform's consoles, the image's, the
