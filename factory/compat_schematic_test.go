@@ -191,7 +191,8 @@ func TestCompatExtensionMetadata(t *testing.T) {
 
 // Rows of the options upstream applies to some outputs: each is refused
 // (400, naming the field) where these media cannot honour it, and only
-// there; sd-boot, 512-byte sectors and the enrolment modes are honoured.
+// there; sd-boot, 512- and 4096-byte sectors and the enrolment modes are
+// honoured.
 // A kernel argument with a line break is refused where it would end the
 // command line (the cmdline file, the iPXE script, boot entries).
 func TestCompatSchematicOptions(t *testing.T) {
@@ -210,8 +211,10 @@ func TestCompatSchematicOptions(t *testing.T) {
 		{"customization: {bootloader: dual-boot}", "metal-amd64.iso", 400, "customization.bootloader dual-boot"},
 		{"customization: {bootloader: grub}", "initramfs-amd64.xz", 200, ""},
 		{"customization: {bootloader: sd-boot}", "metal-amd64.iso", 200, ""},
-		{"customization: {diskImage: {sectorSize: 4096}}", "metal-amd64.qcow2", 400, "customization.diskImage.sectorSize 4096"},
+		{"customization: {diskImage: {sectorSize: 4096}}", "metal-amd64.qcow2", 200, ""},
 		{"customization: {diskImage: {sectorSize: 4096}}", "metal-amd64.iso", 200, ""},
+		{"customization: {diskImage: {sectorSize: 1000}}", "metal-amd64.raw.xz", 400, "customization.diskImage.sectorSize 1000"},
+		{"customization: {diskImage: {sectorSize: 1000}}", "metal-amd64.iso", 200, ""},
 		{"customization: {diskImage: {sectorSize: 512}}", "metal-amd64.raw", 200, ""},
 		{"customization: {secureboot: {includeWellKnownCertificates: true}}", "metal-amd64-secureboot.iso", 400, "customization.secureboot.includeWellKnownCertificates"},
 		{"customization: {secureboot: {includeWellKnownCertificates: true}}", "metal-amd64.iso", 200, ""},

@@ -250,7 +250,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	// The appliance is named and configured as Talos's.
 	app := ova.Options{Name: table.Prefix, ConfigKey: table.Param("config"), SourceDate: o.SourceDate}
 	disks, tool, err := diskImages(ctx, o.Work, espFiles{iso: isoFiles, disk: diskFiles}, id, metaValues,
-		diskFormats{formats: formats, compressions: o.Compressions, compressed: compressed}, app)
+		diskFormats{formats: formats, compressions: o.Compressions, compressed: compressed, sectorSize: int(sch.Customization.DiskImage.SectorSize)}, app)
 	if err != nil {
 		return nil, err
 	}
@@ -406,8 +406,12 @@ func extensionSegment(b Boot, layers []*Extension, o Options) ([]byte, []rootfs.
 type espFiles struct{ iso, disk []fat.File }
 
 // diskFormats are the disk formats to make, the compressions of the
-// downloads and which formats get them.
-type diskFormats struct{ formats, compressions, compressed []string }
+// downloads and which formats get them, and the disk images' logical
+// sector size (customization.diskImage.sectorSize; 0: 512).
+type diskFormats struct {
+	formats, compressions, compressed []string
+	sectorSize                        int
+}
 
 // diskImages makes the disk images of formats (file name suffixes, see
 // api/platform) from the boot files (the ISO's, with the ISO's command
@@ -428,7 +432,7 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 	var out []File
 	var tool string
 	if want["iso"] {
-		esp, err := espImage(isoFiles, sde, id, 0)
+		esp, err := espImage(isoFiles, sde, id, 0, 0)
 		if err != nil {
 			return nil, "", err
 		}
@@ -440,7 +444,7 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 		out = append(out, File{"iso", iso})
 	}
 	if want["raw"] || want["qcow2"] || want["vhd"] || want["raw.tar.gz"] || want["ova"] {
-		raw, err := rawImage(diskFiles, sde, id, metaValues)
+		raw, err := rawImage(diskFiles, sde, id, metaValues, fs.sectorSize)
 		if err != nil {
 			return nil, "", err
 		}

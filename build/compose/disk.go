@@ -41,13 +41,16 @@ func bootFiles(a target.Arch, bootloader, vmlinuz, initramfs []byte, title strin
 // gives the same ones.
 var mediaGUIDs = gpt.MustParse("6e6f6465-666f-5267-8565-6d6564696131")
 
-// espImage is the FAT file system of the EFI system partition.
-func espImage(files []fat.File, sde int64, id string, hidden uint32) ([]byte, error) {
+// espImage is the FAT file system of the EFI system partition: hidden
+// is the partition's first sector, sectorSize the disk's logical sector
+// size (512 for the ISO's El Torito image).
+func espImage(files []fat.File, sde int64, id string, hidden uint32, sectorSize int) ([]byte, error) {
 	var vol uint32 // the schematic ID's first 32 bits
 	if len(id) >= 8 {
 		fmt.Sscanf(id[:8], "%08x", &vol)
 	}
-	return fat.Write(files, fat.Options{Label: "NODEFORGE", VolumeID: vol, Time: time.Unix(sde, 0), MinSize: espSize(files), HiddenSectors: hidden})
+	return fat.Write(files, fat.Options{Label: "NODEFORGE", VolumeID: vol, Time: time.Unix(sde, 0), MinSize: espSize(files),
+		HiddenSectors: hidden, SectorSize: sectorSize})
 }
 
 // espSize is the EFI system partition's size for its files: a tenth
@@ -60,37 +63,57 @@ func espSize(files []fat.File) int64 {
 	return total*11/10 + 8<<20
 }
 
-// rawImage is a GPT disk: EFI (the system partition with the boot
-// files), BIOS (empty, for a BIOS boot loader), BOOT (empty and small: the
-// kernel and initramfs boot from the EFI partition; kept for the layout
-// installers expect) and META (the schematic's initial META values in
-// Talos's ADV layout), with GUIDs derived from the schematic ID and the
-// partition names.
-func rawImage(files []fat.File, sde int64, id string, metaValues map[uint8][]byte) ([]byte, error) {
+// rawImage is a GPT disk of sectorSize-byte logical sectors (0: 512):
+// EFI (the system partition with the boot files), BIOS (empty, for a
+// BIOS boot loader), BOOT (empty and small: the kernel and initramfs boot
+// from the EFI partition; kept for the layout installers expect) and META
+// (the schematic's initial META values in Talos's ADV layout), with GUIDs
+// derived from the schematic ID and the partition names. The partitions
+// are at the same bytes whatever the sector size (MiB-aligned); the
+// tables and the EFI file system count in the disk's sectors, as
+// upstream's imager writes a 4096-byte-sector image (its gpt and mkfs
+// given the sector size), for disks with 4K logical blocks.
+func rawImage(files []fat.File, sde int64, id string, metaValues map[uint8][]byte, sectorSize int) ([]byte, error) {
+	if sectorSize == 0 {
+		sectorSize = gpt.SectorSize
+	}
 	names := []string{"EFI", "BIOS", "BOOT", "META"}
 	types := []gpt.GUID{gpt.TypeEFISystem, gpt.TypeBIOSBoot, gpt.TypeLinuxData, gpt.TypeLinuxData}
 	var guids []gpt.GUID
 	for _, n := range names {
 		guids = append(guids, gpt.NameGUID(mediaGUIDs, id+" partition "+n))
 	}
-	parts, size := gpt.Layout(names, types, []int64{espSize(files), 1 << 20, 1 << 20, 1 << 20}, guids)
-	esp, err := espImage(files, sde, id, uint32(parts[0].Start))
+	layout := func(espBytes int64) ([]gpt.Partition, int64, error) {
+		return gpt.LayoutFor(sectorSize, names, types, []int64{espBytes, 1 << 20, 1 << 20, 1 << 20}, guids)
+	}
+	parts, size, err := layout(espSize(files))
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(esp)) > int64(parts[0].Sectors)*gpt.SectorSize {
-		return nil, fmt.Errorf("raw image: the EFI file system (%d bytes) outgrew its partition", len(esp))
-	}
-	disk := make([]byte, size)
-	if err := gpt.Write(disk, gpt.NameGUID(mediaGUIDs, id+" disk"), parts); err != nil {
+	// The EFI partition is the first: its start does not depend on its
+	// size.
+	esp, err := espImage(files, sde, id, uint32(parts[0].Start), sectorSize)
+	if err != nil {
 		return nil, err
 	}
-	copy(disk[int64(parts[0].Start)*gpt.SectorSize:], esp)
+	ss := int64(sectorSize)
+	if int64(len(esp)) > int64(parts[0].Sectors)*ss {
+		// FAT16's least cluster count in large sectors makes a file
+		// system larger than the files need: the partition grows to it.
+		if parts, size, err = layout(int64(len(esp))); err != nil {
+			return nil, err
+		}
+	}
+	disk := make([]byte, size)
+	if err := gpt.WriteFor(sectorSize, disk, gpt.NameGUID(mediaGUIDs, id+" disk"), parts); err != nil {
+		return nil, err
+	}
+	copy(disk[int64(parts[0].Start)*ss:], esp)
 	adv, err := meta.Encode(metaValues)
 	if err != nil {
 		return nil, err
 	}
-	copy(disk[int64(parts[3].Start)*gpt.SectorSize:], adv)
+	copy(disk[int64(parts[3].Start)*ss:], adv)
 	return disk, nil
 }
 

@@ -17,6 +17,12 @@ type Output struct {
 	SecureBoot bool
 }
 
+// diskSectorSizes are the values of customization.diskImage.sectorSize
+// the disk images are made with (0: 512): the sizes a FAT boot sector
+// declares, and the ones upstream's imager (mkfs.vfat -S, mkfs.xfs -s)
+// makes; 4096 for disks of 4K logical blocks.
+var diskSectorSizes = []uint{0, 512, 1024, 2048, 4096}
+
 // Refusal names the schematic option these media cannot honour for out
 // (nil: none). An option that would change upstream's image and that
 // Nodeforge does not implement yet is refused, never ignored: the media
@@ -39,8 +45,10 @@ func Refusal(sch *schematic.Schematic, out Output) error {
 	switch {
 	case image && (c.Bootloader == schematic.BootloaderGrub || c.Bootloader == schematic.BootloaderDualBoot):
 		return fmt.Errorf("customization.bootloader %s: the release's media boot with systemd-boot (sd-boot) only; it ships no GRUB", c.Bootloader)
-	case out.Kind == "disk" && c.DiskImage.SectorSize != 0 && c.DiskImage.SectorSize != 512:
-		return fmt.Errorf("customization.diskImage.sectorSize %d: not supported yet (the disk images have 512-byte sectors)", c.DiskImage.SectorSize)
+	case out.Kind == "disk" && !slices.Contains(diskSectorSizes, c.DiskImage.SectorSize):
+		// Upstream's imager has no check: its mkfs tools fail on these
+		// (a 500 from its factory). The ISO ignores the option, as upstream's.
+		return fmt.Errorf("customization.diskImage.sectorSize %d: a disk image's logical sector size is 512, 1024, 2048 or 4096 bytes", c.DiskImage.SectorSize)
 	case out.SecureBoot && c.SecureBoot.IncludeWellKnownCertificates:
 		return fmt.Errorf("customization.secureboot.includeWellKnownCertificates: not supported yet (the media enrol the factory's own keys only)")
 	case out.SecureBoot && image && c.SecureBoot.EnrollKeys != "" && !slices.Contains(schematic.EnrollKeysValues, c.SecureBoot.EnrollKeys):

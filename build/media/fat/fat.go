@@ -37,13 +37,17 @@ type Options struct {
 	// HiddenSectors is the LBA the file system starts at on its disk (a
 	// partition's first sector), recorded in the boot sector.
 	HiddenSectors uint32
+	// SectorSize is the logical sector size the boot sector declares and
+	// the file system is laid out in: 512 (the default), 1024, 2048 or
+	// 4096, the disk's own (a disk of 4K logical blocks needs 4096).
+	SectorSize int
 }
 
 const (
-	sectorSize  = 512
 	rootEntries = 512
-	minClusters = 4085  // fewer is FAT12
-	maxClusters = 65524 // more is FAT32
+	maxCluster  = 32 << 10 // the largest cluster every FAT driver reads
+	minClusters = 4085     // fewer is FAT12
+	maxClusters = 65524    // more is FAT32
 )
 
 type node struct {
@@ -72,6 +76,14 @@ func Write(files []File, o Options) ([]byte, error) {
 		o.Label = "NO NAME"
 	}
 	stamp := dosTime(o.Time)
+	ss := o.SectorSize
+	switch ss {
+	case 0:
+		ss = 512
+	case 512, 1024, 2048, 4096:
+	default:
+		return nil, fmt.Errorf("fat: sector size %d (512, 1024, 2048 or 4096)", o.SectorSize)
+	}
 
 	// Directory contents, then sizes: the cluster size decides how many
 	// clusters each takes.
@@ -94,8 +106,8 @@ func Write(files []File, o Options) ([]byte, error) {
 	if minSize < 4<<20 {
 		minSize = 4 << 20
 	}
-	for spc := 1; spc <= 64; spc *= 2 {
-		cs := spc * sectorSize
+	for spc := 1; spc*ss <= maxCluster; spc *= 2 {
+		cs := spc * ss
 		need := 0
 		for _, d := range dirs {
 			need += ceil(entryCount(d, false)*32, cs)
@@ -114,28 +126,35 @@ func Write(files []File, o Options) ([]byte, error) {
 		clusters := max(need, minClusters)
 		// Grow to MinSize.
 		for {
-			img := layoutSize(clusters, spc)
+			img := layoutSize(clusters, spc, ss)
 			if int64(img) >= minSize || clusters >= maxClusters {
 				break
 			}
 			clusters++
 		}
-		if clusters > maxClusters || int64(layoutSize(clusters, spc)) < minSize {
+		if clusters > maxClusters || int64(layoutSize(clusters, spc, ss)) < minSize {
 			continue // a larger cluster
 		}
-		return render(root, dirs, clusters, spc, o, stamp)
+		return render(root, dirs, geometry{clusters, spc, ss}, o, stamp)
 	}
 	return nil, errors.New("fat: the content is too large for FAT16 (more than about 4 GiB)")
 }
 
 func ceil(n, unit int) int { return (n + unit - 1) / unit }
 
-// fatSectors is the size of one FAT for a cluster count.
-func fatSectors(clusters int) int { return ceil((clusters+2)*2, sectorSize) }
+// fatSectors is the size of one FAT for a cluster count, in sectors of
+// ss bytes.
+func fatSectors(clusters, ss int) int { return ceil((clusters+2)*2, ss) }
 
-func layoutSize(clusters, spc int) int {
-	return (1 + 2*fatSectors(clusters) + rootEntries*32/sectorSize + clusters*spc) * sectorSize
+// layoutSize is the image's bytes: the boot sector, two FATs, the root
+// directory and the clusters.
+func layoutSize(clusters, spc, ss int) int {
+	return (1 + 2*fatSectors(clusters, ss) + rootEntries*32/ss + clusters*spc) * ss
 }
+
+// geometry is an image's cluster count, sectors per cluster and sector
+// size.
+type geometry struct{ clusters, spc, ss int }
 
 func add(root *node, f File) error {
 	p := strings.Trim(f.Path, "/")
@@ -277,12 +296,13 @@ func dosTime(t time.Time) [2]uint16 {
 	}
 }
 
-func render(root *node, dirs []*node, clusters, spc int, o Options, stamp [2]uint16) ([]byte, error) {
+func render(root *node, dirs []*node, g geometry, o Options, stamp [2]uint16) ([]byte, error) {
+	clusters, spc, sectorSize := g.clusters, g.spc, g.ss
 	cs := spc * sectorSize
-	fatSz := fatSectors(clusters)
+	fatSz := fatSectors(clusters, sectorSize)
 	rootSecs := rootEntries * 32 / sectorSize
 	dataStart := (1 + 2*fatSz + rootSecs) * sectorSize
-	img := make([]byte, layoutSize(clusters, spc))
+	img := make([]byte, layoutSize(clusters, spc, sectorSize))
 	fat := make([]uint16, clusters+2)
 	fat[0], fat[1] = 0xFFF8, 0xFFFF
 
@@ -392,7 +412,7 @@ func render(root *node, dirs []*node, clusters, spc int, o Options, stamp [2]uin
 		}
 	}
 
-	bootSector(img[:sectorSize], len(img)/sectorSize, spc, fatSz, o)
+	bootSector(img[:sectorSize], g, len(img)/sectorSize, fatSz, o)
 	return img, nil
 }
 
@@ -427,11 +447,12 @@ func lfnEntries(name string, short [11]byte) []byte {
 }
 
 // bootSector writes the FAT16 boot sector (BIOS parameter block) into bs.
-func bootSector(bs []byte, total, spc, fatSz int, o Options) {
+// The signature is at bytes 510 and 511 whatever the sector size.
+func bootSector(bs []byte, g geometry, total, fatSz int, o Options) {
 	copy(bs, []byte{0xEB, 0x3C, 0x90})
 	copy(bs[3:], "NODEFRGE")
-	binary.LittleEndian.PutUint16(bs[11:], sectorSize)
-	bs[13] = byte(spc)
+	binary.LittleEndian.PutUint16(bs[11:], uint16(g.ss))
+	bs[13] = byte(g.spc)
 	binary.LittleEndian.PutUint16(bs[14:], 1) // reserved sectors
 	bs[16] = 2                                // FATs
 	binary.LittleEndian.PutUint16(bs[17:], rootEntries)

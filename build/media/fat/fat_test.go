@@ -2,6 +2,7 @@ package fat
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -46,12 +47,34 @@ func write(t *testing.T, files []File, o Options) string {
 // fsck.fat and mtools are the judges: the image checks clean and every
 // file reads back, long names included.
 func TestJudges(t *testing.T) {
+	judge(t, Options{Label: "NODEFORGE", VolumeID: 0x1234abcd, Time: time.Unix(1700000000, 0)})
+}
+
+// TestSectorSizes: with the logical sectors of a 4K disk (and the other
+// sizes a boot sector can declare) the judges read the same files back;
+// fsck.fat sees the sector size declared.
+func TestSectorSizes(t *testing.T) {
+	for _, ss := range []int{1024, 2048, 4096} {
+		t.Run(fmt.Sprint(ss), func(t *testing.T) {
+			judge(t, Options{Label: "NODEFORGE", VolumeID: 0x1234abcd, Time: time.Unix(1700000000, 0), SectorSize: ss, HiddenSectors: 256})
+		})
+	}
+	for _, ss := range []int{256, 1000, 8192} {
+		if _, err := Write(sample(), Options{SectorSize: ss}); err == nil {
+			t.Errorf("sector size %d accepted", ss)
+		}
+	}
+}
+
+func judge(t *testing.T, o Options) {
+	t.Helper()
 	fsck := testutil.NeedTool(t, "fsck.fat")
 	mtype := testutil.NeedTool(t, "mtype")
 	mdir := testutil.NeedTool(t, "mdir")
-	o := Options{Label: "NODEFORGE", VolumeID: 0x1234abcd, Time: time.Unix(1700000000, 0)}
 	p := write(t, sample(), o)
-	if out, err := exec.Command(fsck, "-n", "-v", p).CombinedOutput(); err != nil || !strings.Contains(string(out), "16 bit entries") {
+	ss := max(o.SectorSize, 512)
+	out, err := exec.Command(fsck, "-n", "-v", p).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "16 bit entries") || !strings.Contains(string(out), fmt.Sprintf("%d bytes per logical sector", ss)) {
 		t.Fatalf("fsck.fat: %v\n%s", err, out)
 	}
 	for _, f := range sample() {
@@ -66,7 +89,7 @@ func TestJudges(t *testing.T) {
 			t.Errorf("%s: %d bytes read back, want %d", f.Path, len(out), len(f.Data))
 		}
 	}
-	out, err := exec.Command(mdir, "-i", p, "::/").CombinedOutput()
+	out, err = exec.Command(mdir, "-i", p, "::/").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "NODEFORGE") || !strings.Contains(string(out), "2023-11-14") && !strings.Contains(string(out), "11-14-2023") {
 		t.Errorf("mdir: %v\n%s", err, out)
 	}

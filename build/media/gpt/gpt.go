@@ -16,17 +16,32 @@ import (
 	"unicode/utf16"
 )
 
-// SectorSize is the logical block size the tables are written for.
+// SectorSize is the logical block size Layout and Write use; LayoutFor
+// and WriteFor take another (4096 for disks with 4K logical blocks).
 const SectorSize = 512
 
 const (
-	entrySize    = 128
-	entryCount   = 128
-	entryLBAs    = entryCount * entrySize / SectorSize // 32
-	firstUsable  = 2 + entryLBAs                       // 34
-	headerSize   = 92
-	alignSectors = 2048 // 1 MiB
+	entrySize  = 128
+	entryCount = 128
+	headerSize = 92
+	alignBytes = 1 << 20 // partitions start on MiB boundaries
 )
+
+// geometry is where a sector size puts the tables: the entry array takes
+// entryLBAs sectors after the header (32 of 512 bytes, 4 of 4096), the
+// first usable sector follows it, partitions align on align sectors.
+type geometry struct {
+	size, entryLBAs, firstUsable, align uint64
+}
+
+func geometryOf(sectorSize int) (geometry, error) {
+	if sectorSize < 512 || sectorSize > 65536 || sectorSize&(sectorSize-1) != 0 {
+		return geometry{}, fmt.Errorf("gpt: sector size %d is not a power of two from 512 to 65536", sectorSize)
+	}
+	ss := uint64(sectorSize)
+	entries := (entryCount*entrySize + ss - 1) / ss
+	return geometry{size: ss, entryLBAs: entries, firstUsable: 2 + entries, align: alignBytes / ss}, nil
+}
 
 // GUID is a GUID in its textual byte order (as printed); it is written
 // mixed-endian, as GPT stores them.
@@ -75,7 +90,8 @@ var (
 	TypeLinuxData = MustParse("0FC63DAF-8483-4772-8E79-3D69D8477DE4")
 )
 
-// Partition is one entry; Start and Sectors are in 512-byte sectors.
+// Partition is one entry; Start and Sectors are in the table's logical
+// sectors (512 bytes for Layout and Write).
 type Partition struct {
 	Name    string
 	Type    GUID
@@ -89,23 +105,46 @@ type Partition struct {
 // MiB) one after another from 1 MiB, and returns them with the disk size
 // (the last partition's end plus room for the backup table, aligned).
 func Layout(names []string, types []GUID, sizes []int64, guids []GUID) ([]Partition, int64) {
+	ps, size, _ := LayoutFor(SectorSize, names, types, sizes, guids)
+	return ps, size
+}
+
+// LayoutFor is Layout for a disk of sectorSize-byte logical sectors: the
+// partitions at the same bytes, Start and Sectors counted in its sectors.
+func LayoutFor(sectorSize int, names []string, types []GUID, sizes []int64, guids []GUID) ([]Partition, int64, error) {
+	g, err := geometryOf(sectorSize)
+	if err != nil {
+		return nil, 0, err
+	}
 	var ps []Partition
-	lba := uint64(alignSectors)
+	lba := g.align
 	for i := range names {
-		secs := uint64((sizes[i] + alignSectors*SectorSize - 1) / (alignSectors * SectorSize) * alignSectors)
+		secs := (uint64(sizes[i]) + alignBytes - 1) / alignBytes * g.align
 		ps = append(ps, Partition{Name: names[i], Type: types[i], GUID: guids[i], Start: lba, Sectors: secs})
 		lba += secs
 	}
-	return ps, int64(lba+alignSectors) * SectorSize
+	return ps, int64((lba + g.align) * g.size), nil
 }
 
 // Write writes the protective MBR and both tables into disk, whose length
 // is the disk size (a multiple of the sector size).
 func Write(disk []byte, diskGUID GUID, parts []Partition) error {
-	if len(disk)%SectorSize != 0 || len(disk) < (2*firstUsable+1)*SectorSize {
+	return WriteFor(SectorSize, disk, diskGUID, parts)
+}
+
+// WriteFor is Write for a disk of sectorSize-byte logical sectors: the
+// header at LBA 1 and the entry array after it (UEFI 2.10, 5.3.2), the
+// protective MBR in LBA 0's first 512 bytes counting the disk's sectors.
+func WriteFor(sectorSize int, disk []byte, diskGUID GUID, parts []Partition) error {
+	g, err := geometryOf(sectorSize)
+	if err != nil {
+		return err
+	}
+	ss, entryLBAs, firstUsable := g.size, g.entryLBAs, g.firstUsable
+	if uint64(len(disk))%ss != 0 || uint64(len(disk)) < (2*firstUsable+1)*ss {
 		return fmt.Errorf("gpt: disk of %d bytes", len(disk))
 	}
-	last := uint64(len(disk)/SectorSize) - 1
+	last := uint64(len(disk))/ss - 1
 	lastUsable := last - 1 - entryLBAs
 	if len(parts) > entryCount {
 		return errors.New("gpt: more than 128 partitions")
@@ -139,8 +178,8 @@ func Write(disk []byte, diskGUID GUID, parts []Partition) error {
 	entriesCRC := crc32.ChecksumIEEE(entries)
 
 	// Protective MBR: one partition of type 0xEE over the disk.
-	mbr := disk[:SectorSize]
-	clear(mbr)
+	clear(disk[:ss])
+	mbr := disk[:512]
 	pe := mbr[446:]
 	pe[1], pe[2], pe[3] = 0x00, 0x02, 0x00 // CHS of LBA 1
 	pe[4] = 0xEE
@@ -154,7 +193,7 @@ func Write(disk []byte, diskGUID GUID, parts []Partition) error {
 	mbr[510], mbr[511] = 0x55, 0xAA
 
 	header := func(my, alt, entriesLBA uint64) []byte {
-		h := make([]byte, SectorSize)
+		h := make([]byte, ss)
 		copy(h, "EFI PART")
 		binary.LittleEndian.PutUint32(h[8:], 0x00010000)
 		binary.LittleEndian.PutUint32(h[12:], headerSize)
@@ -171,10 +210,10 @@ func Write(disk []byte, diskGUID GUID, parts []Partition) error {
 		binary.LittleEndian.PutUint32(h[16:], crc32.ChecksumIEEE(h[:headerSize]))
 		return h
 	}
-	copy(disk[1*SectorSize:], header(1, last, 2))
-	copy(disk[2*SectorSize:], entries)
+	copy(disk[1*ss:], header(1, last, 2))
+	copy(disk[2*ss:], entries)
 	backupEntries := last - entryLBAs
-	copy(disk[backupEntries*SectorSize:], entries)
-	copy(disk[last*SectorSize:], header(last, 1, backupEntries))
+	copy(disk[backupEntries*ss:], entries)
+	copy(disk[last*ss:], header(last, 1, backupEntries))
 	return nil
 }

@@ -1,6 +1,8 @@
 package gpt
 
 import (
+	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +22,10 @@ func TestNameGUID(t *testing.T) {
 }
 
 func disk(t *testing.T) (string, []Partition, GUID) {
+	return diskFor(t, SectorSize, []int64{100 << 20, 1 << 20, 20 << 20, 1 << 20})
+}
+
+func diskFor(t *testing.T, sectorSize int, sizes []int64) (string, []Partition, GUID) {
 	t.Helper()
 	names := []string{"EFI", "BIOS", "BOOT", "META"}
 	types := []GUID{TypeEFISystem, TypeBIOSBoot, TypeLinuxData, TypeLinuxData}
@@ -27,10 +33,13 @@ func disk(t *testing.T) (string, []Partition, GUID) {
 	for _, n := range names {
 		guids = append(guids, NameGUID(ns, "partition "+n))
 	}
-	parts, size := Layout(names, types, []int64{100 << 20, 1 << 20, 20 << 20, 1 << 20}, guids)
+	parts, size, err := LayoutFor(sectorSize, names, types, sizes, guids)
+	if err != nil {
+		t.Fatal(err)
+	}
 	img := make([]byte, size)
 	dg := NameGUID(ns, "disk")
-	if err := Write(img, dg, parts); err != nil {
+	if err := WriteFor(sectorSize, img, dg, parts); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "disk.raw")
@@ -75,6 +84,51 @@ func TestErrors(t *testing.T) {
 	} {
 		if err := Write(img, g, ps); err == nil {
 			t.Errorf("accepted %+v", ps)
+		}
+	}
+}
+
+// TestSectorSize4096: fdisk reading the disk with 4096-byte sectors (as a
+// 4Kn drive or virtio-blk with logical_block_size=4096 shows it) finds
+// both tables sound, the partitions where the 512-byte layout puts them
+// (the same byte offsets), and the protective MBR counts 4096-byte sectors.
+func TestSectorSize4096(t *testing.T) {
+	fdisk := testutil.NeedTool(t, "fdisk")
+	sizes := []int64{3 << 20, 1 << 20, 2<<20 + 1, 1 << 20}
+	p, parts, dg := diskFor(t, 4096, sizes)
+	parts512, _ := Layout(make([]string, 4), make([]GUID, 4), sizes, make([]GUID, 4))
+	out, err := exec.Command(fdisk, "-b", "4096", "-l", "-o", "Device,Start,End,Type-UUID,Name,UUID", p).CombinedOutput()
+	if err != nil {
+		t.Fatalf("fdisk: %v\n%s", err, out)
+	}
+	list := string(out)
+	if !strings.Contains(list, "Sector size (logical/physical): 4096 bytes") || !strings.Contains(list, "Disk identifier: "+dg.String()) ||
+		strings.Contains(list, "corrupt") || strings.Contains(list, "mismatch") {
+		t.Errorf("fdisk -b 4096 -l:\n%s", list)
+	}
+	for i, pt := range parts {
+		if pt.Start*4096 != parts512[i].Start*512 || pt.Sectors*4096 != parts512[i].Sectors*512 {
+			t.Errorf("%s: %d+%d sectors of 4096 bytes, %d+%d of 512", pt.Name, pt.Start, pt.Sectors, parts512[i].Start, parts512[i].Sectors)
+		}
+		line := fmt.Sprintf("%s%d %d %d %s %s %s", p, i+1, pt.Start, pt.Start+pt.Sectors-1, pt.Type, pt.Name, pt.GUID)
+		if !strings.Contains(strings.Join(strings.Fields(list), " "), line) {
+			t.Errorf("fdisk -b 4096 -l lacks %q:\n%s", line, list)
+		}
+	}
+	img, _ := os.ReadFile(p)
+	if got := binary.LittleEndian.Uint32(img[446+12:]); int(got) != len(img)/4096-1 {
+		t.Errorf("protective MBR: %d sectors, want %d", got, len(img)/4096-1)
+	}
+	// The first usable sector follows the 4-sector entry array.
+	if got := binary.LittleEndian.Uint64(img[4096+40:]); got != 6 {
+		t.Errorf("first usable LBA %d, want 6", got)
+	}
+	for _, bad := range []int{0, 1000, 256, 1 << 17} {
+		if _, _, err := LayoutFor(bad, nil, nil, nil, nil); err == nil {
+			t.Errorf("LayoutFor(%d) accepted", bad)
+		}
+		if err := WriteFor(bad, make([]byte, 1<<20), dg, nil); err == nil {
+			t.Errorf("WriteFor(%d) accepted", bad)
 		}
 	}
 }
