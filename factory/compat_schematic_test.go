@@ -193,8 +193,8 @@ func TestCompatExtensionMetadata(t *testing.T) {
 
 // Rows of the options upstream applies to some outputs: each is refused
 // (400, naming the field) where these media cannot honour it, and only
-// there; sd-boot, 512- and 4096-byte sectors and the enrolment modes are
-// honoured.
+// there; sd-boot, 512- and 4096-byte sectors, the enrolment modes and
+// Microsoft's well-known certificates are honoured.
 // A kernel argument with a line break is refused where it would end the
 // command line (the cmdline file, the iPXE script, boot entries).
 func TestCompatSchematicOptions(t *testing.T) {
