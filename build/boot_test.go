@@ -156,9 +156,12 @@ func TestBootDebianKernel(t *testing.T) {
 	// signed, under firmware that enforces it (issue 21).
 	bootUKISecure(t, qemu, filepath.Join(dir, "vmlinuz"), filepath.Join(media, "initramfs-x86_64.xz"), strings.TrimSpace(string(mcmd)), want, timeout)
 
-	// The builder's own Secure Boot media: enrolled in setup mode, then
-	// booted with Secure Boot on.
-	bootSecureBootMedia(t, qemu, Options{Spec: s, Lock: l, LockBytes: lockBytes, Out: filepath.Join(t.TempDir(), "out"), Cache: c, Version: "test", Schematic: sch}, want, timeout)
+	// The builder's own Secure Boot media: enrolled in setup mode (with
+	// Microsoft's certificates, secureboot.includeWellKnownCertificates),
+	// then booted with Secure Boot on.
+	sbSch := *sch
+	sbSch.Customization.SecureBoot.IncludeWellKnownCertificates = true
+	bootSecureBootMedia(t, qemu, Options{Spec: s, Lock: l, LockBytes: lockBytes, Out: filepath.Join(t.TempDir(), "out"), Cache: c, Version: "test", Schematic: &sbSch}, want, timeout)
 
 	fd, err := exec.Command(testutil.NeedTool(t, "fdisk"), "-l", filepath.Join(media, "metal-x86_64.iso")).CombinedOutput()
 	if err != nil || !strings.Contains(string(fd), "Disklabel type: gpt") || !strings.Contains(string(fd), "EFI System") {

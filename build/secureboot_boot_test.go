@@ -141,9 +141,11 @@ func bootSecure(t *testing.T, qemu string, limit time.Duration, code, vars, disk
 // ISO's systemd-boot with the db certificate, objdump lists the UKI's
 // sections; then OVMF in setup mode (no keys: Debian's blank variable
 // store) boots the raw image, systemd-boot enrols the set from
-// loader/keys/auto/ and resets, and the next boot, with Secure Boot now
-// enforcing our keys, reaches the marker with the init reading
-// SecureBoot=1.
+// loader/keys/auto/ and resets (the variable store then holds the set's
+// certificates and, with the schematic's
+// secureboot.includeWellKnownCertificates, Microsoft's), and the next
+// boot, with Secure Boot now enforcing our keys, reaches the marker with
+// the init reading SecureBoot=1.
 func bootSecureBootMedia(t *testing.T, qemu string, o Options, want string, timeout time.Duration) {
 	t.Helper()
 	keys := t.TempDir()
@@ -217,6 +219,7 @@ func bootSecureBootMedia(t *testing.T, qemu string, o Options, want string, time
 		t.Fatalf("setup mode: systemd-boot did not enrol the keys and reset (marker %q, qemu: %v):\n%s", enrol.Marker, enrol.Err, enrol.Tail(40))
 	}
 	t.Logf("setup mode: keys enrolled, firmware reset after %s", enrol.Total.Round(time.Millisecond))
+	checkEnrolled(t, vars, ks, o.Schematic != nil && o.Schematic.Customization.SecureBoot.IncludeWellKnownCertificates)
 	// A TPM (swtpm) measures this boot: systemd-stub extends PCR 11 with
 	// the UKI's sections, and the value must be the one whose policies
 	// the UKI's .pcrsig signs.
@@ -232,5 +235,30 @@ func bootSecureBootMedia(t *testing.T, qemu string, o Options, want string, time
 		t.Errorf("the TPM's PCR 11 after the boot: %q; the report (and .pcrsig) say %q", got, sb.PCR11["x86_64"])
 	} else {
 		t.Logf("PCR 11 in the TPM equals the value the UKI's .pcrsig signs: %s", sb.PCR11["x86_64"])
+	}
+}
+
+// checkEnrolled: the firmware's variable store holds the key set's
+// certificates and, when wellKnown, Microsoft's well-known ones.
+func checkEnrolled(t *testing.T, vars string, ks *secureboot.Keys, wellKnown bool) {
+	t.Helper()
+	store, err := os.ReadFile(vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs := []*x509.Certificate{ks.PK.Cert, ks.KEK.Cert, ks.DB.Cert}
+	if wellKnown {
+		for _, n := range []string{"KEK", "db"} {
+			wk, err := secureboot.WellKnown(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			certs = append(certs, wk...)
+		}
+	}
+	for _, c := range certs {
+		if !bytes.Contains(store, c.Raw) {
+			t.Errorf("the firmware did not enrol %s", c.Subject.CommonName)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/nodeforge/builder/api/extensions"
 	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/attest/pkcs7"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/internal/testschematic"
@@ -191,13 +193,15 @@ func TestCompatExtensionMetadata(t *testing.T) {
 
 // Rows of the options upstream applies to some outputs: each is refused
 // (400, naming the field) where these media cannot honour it, and only
-// there; sd-boot, 512- and 4096-byte sectors and the enrolment modes are
-// honoured.
+// there; sd-boot, 512- and 4096-byte sectors, the enrolment modes and
+// Microsoft's well-known certificates are honoured.
 // A kernel argument with a line break is refused where it would end the
 // command line (the cmdline file, the iPXE script, boot entries).
 func TestCompatSchematicOptions(t *testing.T) {
 	f := newAccessFactory(t, ServerOptions{})
-	f.o.SecureBoot = &secureboot.Signing{} // -secureboot names are served (refusals come first)
+	// -secureboot names are served (refusals come first); the stand-in
+	// build signs nothing, the cache names the certificate.
+	f.o.SecureBoot = &secureboot.Signing{Signer: pkcs7.Signer{Cert: &x509.Certificate{}}}
 	for _, c := range []struct {
 		doc, artifact string
 		code          int
@@ -216,7 +220,7 @@ func TestCompatSchematicOptions(t *testing.T) {
 		{"customization: {diskImage: {sectorSize: 1000}}", "metal-amd64.raw.xz", 400, "customization.diskImage.sectorSize 1000"},
 		{"customization: {diskImage: {sectorSize: 1000}}", "metal-amd64.iso", 200, ""},
 		{"customization: {diskImage: {sectorSize: 512}}", "metal-amd64.raw", 200, ""},
-		{"customization: {secureboot: {includeWellKnownCertificates: true}}", "metal-amd64-secureboot.iso", 400, "customization.secureboot.includeWellKnownCertificates"},
+		{"customization: {secureboot: {includeWellKnownCertificates: true}}", "metal-amd64-secureboot.iso", 200, ""},
 		{"customization: {secureboot: {includeWellKnownCertificates: true}}", "metal-amd64.iso", 200, ""},
 		{"customization: {secureboot: {enrollKeys: sometimes}}", "metal-amd64-secureboot.raw", 400, `invalid secureboot enrollKeys value "sometimes"`},
 		{"customization: {secureboot: {enrollKeys: sometimes}}", "metal-amd64.raw", 200, ""},

@@ -97,8 +97,10 @@ type SystemExtensions struct {
 type SecureBoot struct {
 	// EnrollKeys is systemd-boot's secure-boot-enroll: off, manual,
 	// if-safe or force ("" is the media's default).
-	EnrollKeys                   string `yaml:"enrollKeys,omitempty"`
-	IncludeWellKnownCertificates bool   `yaml:"includeWellKnownCertificates,omitempty"`
+	EnrollKeys string `yaml:"enrollKeys,omitempty"`
+	// IncludeWellKnownCertificates: the Secure Boot ISO and disk images
+	// enrol Microsoft's UEFI certificates besides the factory's keys.
+	IncludeWellKnownCertificates bool `yaml:"includeWellKnownCertificates,omitempty"`
 }
 
 // EnrollKeysValues are the values of SecureBoot.EnrollKeys.

@@ -225,7 +225,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		// The UKI's .osrel is made from the release's pretty name, which
 		// a release records (its /etc/os-release is inside the root):
 		// media from a build and from its release are the same bytes.
-		su, files, err := signedBoot(b, initramfs, diskArgs, o.PrettyName, o.SecureBoot, sch.Customization.SecureBoot.EnrollKeys)
+		su, files, err := signedBoot(b, initramfs, diskArgs, o.PrettyName, o.SecureBoot, sch.Customization.SecureBoot)
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +233,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		diskFiles, r.PCR11, r.ESP = files, su.PCR11, files
 		if slices.Contains(formats, "iso") {
 			// The ISO's UKI has the ISO's command line; signed apart.
-			if _, isoFiles, err = signedBoot(b, initramfs, isoArgs, o.PrettyName, o.SecureBoot, sch.Customization.SecureBoot.EnrollKeys); err != nil {
+			if _, isoFiles, err = signedBoot(b, initramfs, isoArgs, o.PrettyName, o.SecureBoot, sch.Customization.SecureBoot); err != nil {
 				return nil, err
 			}
 		}

@@ -49,8 +49,6 @@ func Refusal(sch *schematic.Schematic, out Output) error {
 		// Upstream's imager has no check: its mkfs tools fail on these
 		// (a 500 from its factory). The ISO ignores the option, as upstream's.
 		return fmt.Errorf("customization.diskImage.sectorSize %d: a disk image's logical sector size is 512, 1024, 2048 or 4096 bytes", c.DiskImage.SectorSize)
-	case out.SecureBoot && c.SecureBoot.IncludeWellKnownCertificates:
-		return fmt.Errorf("customization.secureboot.includeWellKnownCertificates: not supported yet (the media enrol the factory's own keys only)")
 	case out.SecureBoot && image && c.SecureBoot.EnrollKeys != "" && !slices.Contains(schematic.EnrollKeysValues, c.SecureBoot.EnrollKeys):
 		// Upstream's text.
 		return fmt.Errorf("invalid secureboot enrollKeys value %q: %s does not belong to SDBootEnrollKeys values (%s)", c.SecureBoot.EnrollKeys, c.SecureBoot.EnrollKeys, strings.Join(schematic.EnrollKeysValues, ", "))

@@ -28,7 +28,7 @@ func TestRefusal(t *testing.T) {
 		{"customization: {diskImage: {sectorSize: 2048}}", nil, []Output{raw, sbRaw}, ""},
 		{"customization: {diskImage: {sectorSize: 3}}", []Output{raw, sbRaw}, []Output{iso, kernel, initramfs, installer, sbUKI}, "customization.diskImage.sectorSize 3"},
 		{"customization: {diskImage: {sectorSize: 8192}}", []Output{raw}, []Output{iso}, "customization.diskImage.sectorSize 8192"},
-		{"customization: {secureboot: {includeWellKnownCertificates: true}}", []Output{sbISO, sbRaw, sbUKI}, []Output{iso, raw, kernel}, "customization.secureboot.includeWellKnownCertificates"},
+		{"customization: {secureboot: {includeWellKnownCertificates: true}}", nil, []Output{sbISO, sbRaw, sbUKI, iso, raw, kernel}, ""},
 		{"customization: {secureboot: {enrollKeys: sometimes}}", []Output{sbISO, sbRaw}, []Output{iso, raw, sbUKI}, `invalid secureboot enrollKeys value "sometimes"`},
 		{"customization: {secureboot: {enrollKeys: if-safe}}", nil, []Output{sbISO, sbRaw}, ""},
 		{"customization: {extraKernelArgs: [\"a\\nlinux /x\"]}", []Output{cmdline, iso, raw, installer, sbUKI}, []Output{kernel, initramfs}, "customization.extraKernelArgs"},

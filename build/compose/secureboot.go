@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/attest/authenticode"
 	"github.com/nodeforge/builder/attest/pcr"
@@ -60,8 +61,10 @@ func UKI(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureB
 }
 
 // signedBoot returns the signed UKI of the boot and the ESP's files
-// around it; enroll is the schematic's secureboot.enrollKeys ("": force).
-func signedBoot(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureBoot, enroll string) (*SignedUKI, []fat.File, error) {
+// around it; sc is the schematic's secureboot: enrollKeys ("": force),
+// includeWellKnownCertificates (KEK.auth and db.auth enrol Microsoft's
+// UEFI certificates too).
+func signedBoot(b Boot, initramfs []byte, args []string, prettyName string, sb *SecureBoot, sc schematic.SecureBoot) (*SignedUKI, []fat.File, error) {
 	a, err := target.Lookup(b.Arch)
 	if err != nil {
 		return nil, nil, err
@@ -74,11 +77,17 @@ func signedBoot(b Boot, initramfs []byte, args []string, prettyName string, sb *
 	if err != nil {
 		return nil, nil, fmt.Errorf("signing the EFI boot manager: %w", err)
 	}
-	conf := loaderConf(sb.Signing.Auth != nil, enroll)
+	auth := sb.Signing.Auth
+	if sc.IncludeWellKnownCertificates {
+		if auth, err = sb.Signing.WellKnownAuth(); err != nil {
+			return nil, nil, fmt.Errorf("customization.secureboot.includeWellKnownCertificates: %w", err)
+		}
+	}
+	conf := loaderConf(auth != nil, sc.EnrollKeys)
 	files := []fat.File{{Path: a.EFIBootFile(), Data: loader}, {Path: ukiName, Data: u.Image}}
-	if sb.Signing.Auth != nil {
+	if auth != nil {
 		for _, n := range secureboot.Names {
-			files = append(files, fat.File{Path: "loader/keys/auto/" + n + ".auth", Data: sb.Signing.Auth[n]})
+			files = append(files, fat.File{Path: "loader/keys/auto/" + n + ".auth", Data: auth[n]})
 		}
 	}
 	files = append(files, fat.File{Path: "loader/loader.conf", Data: []byte(conf)})

@@ -44,7 +44,10 @@ certificates "NAME PK", "NAME KEK", "NAME db", valid 20 years), each as
 DIR/<K>.key (PKCS#8 PEM, mode 0600, not encrypted: keep the directory on
 an encrypted volume or a token), DIR/<K>.pem (the certificate), DIR/<K>.esl
 (an EFI signature list) and DIR/<K>.auth (the signed update that enrols it:
-db signed by KEK, KEK by PK, PK by itself), and DIR/pcr.key with DIR/pcr.pub:
+db signed by KEK, KEK by PK, PK by itself), DIR/KEK.wellknown.auth and
+DIR/db.wellknown.auth (the same updates enrolling Microsoft's UEFI
+certificates too, for schematics with secureboot.includeWellKnownCertificates;
+made anew of PK.key and KEK.key where missing), and DIR/pcr.key with DIR/pcr.pub:
 an RSA key that signs the PCR 11 policies of the UKIs. The db key signs
 systemd-boot and the unified kernel images of builder image --secureboot DIR,
 whose media carry the .auth files in loader/keys/auto/: systemd-boot enrols

@@ -47,8 +47,8 @@ func TestKeysGenerateSecureBoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(strings.Fields(out)); n != 14 {
-		t.Errorf("printed %d files, want 14 (PK, KEK, db × key, pem, esl, auth; pcr.key, pcr.pub):\n%s", n, out)
+	if n := len(strings.Fields(out)); n != 16 {
+		t.Errorf("printed %d files, want 16 (PK, KEK, db × key, pem, esl, auth; KEK and db .wellknown.auth; pcr.key, pcr.pub):\n%s", n, out)
 	}
 	s, err := secureboot.Load(dir, "")
 	if err != nil {
@@ -56,6 +56,9 @@ func TestKeysGenerateSecureBoot(t *testing.T) {
 	}
 	if s.Signer.Cert.Subject.CommonName != "Example dev db" || len(s.Auth) != 3 || s.PCR == nil {
 		t.Errorf("loaded %q with %d .auth files", s.Signer.Cert.Subject.CommonName, len(s.Auth))
+	}
+	if _, err := s.WellKnownAuth(); err != nil {
+		t.Error(err)
 	}
 	for _, k := range []string{"PK", "KEK", "db", "pcr"} {
 		if fi, err := os.Stat(filepath.Join(dir, k+".key")); err != nil || fi.Mode().Perm() != 0o600 {

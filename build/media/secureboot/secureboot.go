@@ -4,7 +4,8 @@
 // PEM files, and the EFI signature lists and time-based authenticated
 // variables (PK.auth, KEK.auth, db.auth) that enrol them: systemd-boot
 // writes the .auth files of loader/keys/auto/ into the firmware when it
-// finds the firmware in setup mode.
+// finds the firmware in setup mode. Variants of KEK.auth and db.auth also
+// enrol Microsoft's well-known UEFI certificates (wellknown.go).
 //
 // The formats are UEFI 2.10's (sections 8.2.2 and 32.4), judged by
 // efitools' cert-to-efi-sig-list and sign-efi-sig-list, which write the
@@ -215,14 +216,23 @@ const (
 
 // Files are the files of a key set's directory: NAME.key (PKCS#8 PEM,
 // for the owner only), NAME.pem (the certificate), NAME.esl and
-// NAME.auth for PK, KEK and db; pcr.key and pcr.pub. The .auth files
-// carry the time stamp of the PK certificate's start.
+// NAME.auth for PK, KEK and db; KEK.wellknown.auth and db.wellknown.auth
+// (the same with Microsoft's well-known certificates added); pcr.key and
+// pcr.pub. The .auth files carry the time stamp of the PK certificate's
+// start.
 func (ks *Keys) Files() (map[string][]byte, error) {
 	auth, err := ks.AuthFiles(ks.PK.Cert.NotBefore)
 	if err != nil {
 		return nil, err
 	}
+	wellKnown, err := ks.wellKnownAuthFiles(auth)
+	if err != nil {
+		return nil, err
+	}
 	files := map[string][]byte{}
+	for name, b := range wellKnown {
+		files[name+WellKnownSuffix] = b
+	}
 	for name, k := range map[string]pkcs7.Signer{"PK": ks.PK, "KEK": ks.KEK, "db": ks.DB} {
 		der, err := x509.MarshalPKCS8PrivateKey(k.Key)
 		if err != nil {
@@ -255,9 +265,14 @@ type Signing struct {
 	// PCR signs the UKIs' PCR 11 policies (.pcrsig): an RSA key, in a
 	// file or on a token; nil: the set has no PCR key and the UKIs carry
 	// no .pcrsig or .pcrpkey.
-	PCR     crypto.Signer
-	pin     string
-	closers []func() error
+	PCR crypto.Signer
+	// wellKnown are the KEK and db .auth files with Microsoft's
+	// well-known certificates (WellKnownAuth); wellKnownErr says why the
+	// set has none.
+	wellKnown    map[string][]byte
+	wellKnownErr error
+	pin          string
+	closers      []func() error
 }
 
 // CertSHA256 is the fingerprint of the signing certificate: what reports,
@@ -287,9 +302,11 @@ const (
 
 // Load reads a key set's directory for signing: db.pem and the db key
 // (db.key, or db.pkcs11 naming it on a token); PK.auth, KEK.auth and
-// db.auth when all three are there; the PCR policy key (pcr.key or
-// pcr.pkcs11) when there is one. pin is the tokens' PIN when their URIs
-// give none.
+// db.auth when all three are there, with KEK.wellknown.auth and
+// db.wellknown.auth (made with PK.key and KEK.key when the set lacks
+// them; WellKnownAuth says why when neither can be); the PCR policy key
+// (pcr.key or pcr.pkcs11) when there is one. pin is the tokens' PIN when
+// their URIs give none.
 func Load(dir, pin string) (_ *Signing, err error) {
 	s := &Signing{pin: pin}
 	defer func() {
@@ -318,6 +335,7 @@ func Load(dir, pin string) (_ *Signing, err error) {
 	case 0:
 	case len(Names):
 		s.Auth = auth
+		s.wellKnown, s.wellKnownErr = loadWellKnown(dir, auth)
 	default:
 		return nil, fmt.Errorf("Secure Boot keys in %s: PK.auth, KEK.auth and db.auth go together (found %d of them)", dir, len(auth))
 	}

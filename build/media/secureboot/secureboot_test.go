@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,12 +28,7 @@ func TestAgainstEfitools(t *testing.T) {
 	signESL := testutil.NeedTool(t, "sign-efi-sig-list")
 	stamp := time.Date(2026, 11, 30, 21, 7, 5, 0, time.UTC)
 	ks, files := generate(t, stamp)
-	dir := t.TempDir()
-	for n, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, n), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := writeSet(t, files, nil, nil)
 	owner := strings.ToLower(ks.Owner.String())
 	signers := map[string]string{"db": "KEK", "KEK": "PK", "PK": "PK"}
 	for _, n := range Names {
@@ -74,18 +70,7 @@ func sameFile(t *testing.T, path string, ours []byte) {
 func TestLoad(t *testing.T) {
 	ks, files := generate(t, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	write := func(skip string, replace map[string][]byte) string {
-		dir := t.TempDir()
-		for n, b := range files {
-			if r, ok := replace[n]; ok {
-				b = r
-			}
-			if n != skip {
-				if err := os.WriteFile(filepath.Join(dir, n), b, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		return dir
+		return writeSet(t, files, []string{skip}, replace)
 	}
 	s, err := Load(write("", nil), "")
 	if err != nil {
@@ -193,4 +178,23 @@ func generate(t *testing.T, stamp time.Time) (*Keys, map[string][]byte) {
 		t.Fatal(err)
 	}
 	return ks, files
+}
+
+// writeSet writes a set's files into a new directory, but for those
+// named in skip, with replace's contents for those named there.
+func writeSet(t *testing.T, files map[string][]byte, skip []string, replace map[string][]byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	for n, b := range files {
+		if r, ok := replace[n]; ok {
+			b = r
+		}
+		if slices.Contains(skip, n) {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
