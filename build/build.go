@@ -26,6 +26,7 @@ import (
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/build/compressors"
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/build/rootfs"
 	"github.com/nodeforge/builder/build/rootfs/sqfs"
@@ -93,11 +94,28 @@ type Options struct {
 	Progress progress.Func
 }
 
+// thisCompressors are the compressors of this builder (tests inject
+// others).
+var thisCompressors = compressors.This
+
+// CheckBuilder is nil when this builder writes a release's bytes, and
+// otherwise the one-line refusal that says what it lacks (a builder
+// built without cgo compresses squashfs blocks with another zstd) and how
+// to build one that can. Build, Reproduce and the release pipeline call
+// it before anything else.
+func CheckBuilder() error {
+	return compressors.Refusal(thisCompressors())
+}
+
 // Build builds every architecture of the lock into opts.Out:
 // <arch>/{vmlinuz,initramfs.xz,rootfs.sqsh,cmdline}, oci/ and report.json.
 // It works in a temporary directory beside Out and moves the result into
-// place at the end, so a failure leaves Out as it was.
+// place at the end, so a failure leaves Out as it was. A builder that
+// cannot write a release's bytes refuses (CheckBuilder).
 func Build(ctx context.Context, opts Options) (*report.Report, error) {
+	if err := CheckBuilder(); err != nil {
+		return nil, err
+	}
 	r, err := newRun(opts)
 	if err != nil {
 		return nil, err
@@ -256,6 +274,7 @@ func newRun(opts Options) (*buildRun, error) {
 		SourceDateEpoch: r.sde,
 		Builder:         opts.Version,
 		Tools:           map[string]string{"squashfs": fmt.Sprintf("%s (%s level %d)", sqTool, s.Image.Compression, s.Image.CompressionLevel)},
+		Compressors:     compressors.Map(thisCompressors()),
 		Architectures:   map[string]*report.ArchReport{},
 		Generators:      generatorDocs,
 		Artifacts:       map[string]report.ArtifactInfo{},

@@ -46,12 +46,28 @@ func Compare(a, b string) ([]Difference, error) {
 		case errB != nil:
 			diffs = append(diffs, Difference{Artifact: name, Detail: "only in the first build"})
 		case !bytes.Equal(ba, bb):
-			d := Difference{Artifact: name, Detail: fmt.Sprintf("sha256 %s vs %s", digest.SHA256Hex(ba), digest.SHA256Hex(bb))}
+			d := Difference{Artifact: name, Detail: fmt.Sprintf("sha256 %s vs %s", digest.SHA256Hex(ba), digest.SHA256Hex(bb)) + unlike(ra, rb)}
 			d.Inside = inside(name, ra, rb)
 			diffs = append(diffs, d)
 		}
 	}
 	return diffs, nil
+}
+
+// unlike says which compressors and tools the two builds did not share,
+// when their reports say: the bytes of such builds are not comparable.
+func unlike(ra, rb *report.Report) string {
+	if ra == nil || rb == nil {
+		return ""
+	}
+	var parts []string
+	for _, u := range append(report.Unlike(ra.Compressors, rb.Compressors), report.Unlike(ra.Tools, rb.Tools)...) {
+		parts = append(parts, fmt.Sprintf("%s %s vs %s", u[0], u[1], u[2]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; written by other implementations: " + strings.Join(parts, ", ")
 }
 
 // inside names the files of an artifact whose report entries differ.

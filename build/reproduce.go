@@ -45,8 +45,12 @@ var reproEnv = []string{"TZ", "LANG", "LC_ALL", "HOME", "GOMAXPROCS", "SOURCE_DA
 // Reproduce runs the builds as separate processes, one per variant, each
 // in its own working directory and HOME and with its own umask, laying
 // packages in its own order and without step caches, then compares the
-// outputs byte for byte.
+// outputs byte for byte. The builds are this builder's: one that cannot
+// write a release's bytes refuses (CheckBuilder).
 func Reproduce(ctx context.Context, o ReproOptions) (*ReproResult, error) {
+	if err := CheckBuilder(); err != nil {
+		return nil, err
+	}
 	if len(o.Variants) < 2 {
 		return nil, fmt.Errorf("the experiment needs two variants or more, not %d", len(o.Variants))
 	}

@@ -243,6 +243,37 @@ type ReproducibleEvid struct {
 	OK        bool     `json:"ok"`
 	Compared  int      `json:"compared"`
 	Different []string `json:"different"`
+	// Like says whether both builds' reports name the same compressors
+	// (like with like): "same", "different" (then different digests are
+	// no evidence either way, never a failure) or "unrecorded" (a report
+	// of a builder that did not name them: compared as before).
+	Like string `json:"like,omitempty"`
+	// Compressors are, for "same", the compressors both builds used and,
+	// for "different", those that differ, as each build used them.
+	Compressors []string `json:"compressors,omitempty"`
+}
+
+// Comparable says whether the second build's digests are evidence: its
+// compressors are the release's, or are not named.
+func (e ReproducibleEvid) Comparable() bool { return e.Like != "different" }
+
+// likeWithLike fills in which compressors the release's build (a) and the
+// second build (b) used.
+func (e *ReproducibleEvid) likeWithLike(a, b *report.Report) {
+	switch unlike := report.Unlike(a.Compressors, b.Compressors); {
+	case len(a.Compressors) == 0 || len(b.Compressors) == 0:
+		e.Like = "unrecorded"
+	case len(unlike) == 0:
+		e.Like = "same"
+		for _, k := range slices.Sorted(maps.Keys(a.Compressors)) {
+			e.Compressors = append(e.Compressors, k+": "+a.Compressors[k])
+		}
+	default:
+		e.Like = "different"
+		for _, u := range unlike {
+			e.Compressors = append(e.Compressors, fmt.Sprintf("%s: %s here, %s in the second build", u[0], u[1], u[2]))
+		}
+	}
 }
 
 // License counts the packages under one license expression.
@@ -780,7 +811,8 @@ func reproducibility(r *Report, rel *auditedRelease, o Options, fail func(string
 			cmp("extension "+k, a.Extensions[k], b.Extensions[k])
 		}
 		ev.OK = len(ev.Different) == 0
-		if !ev.OK {
+		ev.likeWithLike(a, b)
+		if !ev.OK && ev.Comparable() {
 			fail("not reproduced: %s", strings.Join(ev.Different, "; "))
 		}
 	}
@@ -800,8 +832,10 @@ func caveats(r *Report, rel *auditedRelease, pol *release.Policy, fail func(stri
 		}
 		return caveat
 	}
-	if r.Policy.Reproducibility.Evidence == "none" {
+	if ev := r.Policy.Reproducibility; ev.Evidence == "none" {
 		caveat("no reproducibility evidence: no second, independent build was compared (builder repro, or audit --reproduced)")
+	} else if !ev.OK && !ev.Comparable() {
+		caveat("no reproducibility evidence: the second build's compressors are not the release's (%s), so its other digests say nothing either way; compare a build by a builder with the release's compressors", strings.Join(ev.Compressors, "; "))
 	}
 	pending := 0
 	for _, s := range r.Policy.Scriptlets {

@@ -116,7 +116,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	if p.Reproducibility.Evidence == "none" {
 		b.WriteString("- reproducibility: no second build given (builder audit --reproduced REPORT)\n")
 	} else {
-		fmt.Fprintf(&b, "- reproducibility: %s: %d digests compared with %s\n", okText(p.Reproducibility.OK), p.Reproducibility.Compared, mdEscape(p.Reproducibility.Evidence))
+		fmt.Fprintf(&b, "- reproducibility: %s\n", mdEscape(p.Reproducibility.Summary()))
 	}
 	if len(p.Scriptlets) == 0 {
 		b.WriteString("\nScriptlets: none.\n")
@@ -242,6 +242,25 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// Summary is the evidence of a second build in one line, as audit.md and
+// audit.html give it: its verdict, what it compared with, and whether its
+// compressors were the release's.
+func (e ReproducibleEvid) Summary() string {
+	if !e.OK && !e.Comparable() {
+		return fmt.Sprintf("no evidence: the second build (%s) used other compressors, so its digests are not compared with the release's: %s", e.Evidence, strings.Join(e.Compressors, "; "))
+	}
+	s := fmt.Sprintf("%s: %d digests compared with %s", okText(e.OK), e.Compared, e.Evidence)
+	switch e.Like {
+	case "same":
+		s += "; the same compressors in both builds (" + strings.Join(e.Compressors, ", ") + ")"
+	case "different":
+		s += "; identical although the compressors differ (" + strings.Join(e.Compressors, "; ") + ")"
+	case "unrecorded":
+		s += "; the compressors are not named by both reports"
+	}
+	return s
 }
 
 func okText(b bool) string {
@@ -476,7 +495,7 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 <tr><th>setuid</th><td>kept: {{list .R.Policy.Setuid}}; stripped: {{list .R.Policy.SetuidStripped}}</td></tr>
 <tr><th>capabilities</th><td>{{list .R.Policy.Capabilities}}</td></tr>
 <tr><th>world-writable</th><td>{{list .R.Policy.WorldWritable}}</td></tr>
-<tr><th>reproducibility</th><td>{{if eq .R.Policy.Reproducibility.Evidence "none"}}no second build given{{else}}{{ok .R.Policy.Reproducibility.OK}}: {{.R.Policy.Reproducibility.Compared}} digests compared with {{.R.Policy.Reproducibility.Evidence}}{{end}}</td></tr>
+<tr><th>reproducibility</th><td>{{if eq .R.Policy.Reproducibility.Evidence "none"}}no second build given{{else}}{{.R.Policy.Reproducibility.Summary}}{{end}}</td></tr>
 </table>
 <table><tr><th>arch</th><th>package</th><th>scriptlet</th><th>handled</th><th>how</th><th>not handled</th></tr>
 {{range .R.Policy.Scriptlets}}<tr><td>{{.Arch}}</td><td>{{.Package}}</td><td>{{.Kind}}</td><td>{{yes .Handled}}</td><td>{{join .How "; "}}</td><td>{{join .Pending "; "}}</td></tr>{{else}}<tr><td colspan="6" class="none">none</td></tr>{{end}}

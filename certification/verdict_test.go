@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +19,13 @@ import (
 // are the packages' own).
 func judged(t *testing.T, pol *release.Policy, disttags ...string) *Report {
 	t.Helper()
+	return judgedAgainst(t, pol, nil, nil, disttags...)
+}
+
+// judgedAgainst is judged with the release's report and the second
+// build's given (nil: the same report, without compressors).
+func judgedAgainst(t *testing.T, pol *release.Policy, released, reproduced *report.Report, disttags ...string) *Report {
+	t.Helper()
 	l := &lock.Lock{Spec: lock.SpecRef{Name: "p11", Branch: "p11", Version: "1.0"},
 		Repositories:  []lock.Repository{{Name: "p11", URL: "http://alt/p11", Signers: []string{"FP"}}},
 		Architectures: map[string]*lock.Arch{"x86_64": {}}}
@@ -27,14 +35,20 @@ func judged(t *testing.T, pol *release.Policy, disttags ...string) *Report {
 			Repository: "p11", SHA256: strings.Repeat("0", 64), SignerFingerprint: "FP", License: "MIT"})
 	}
 	built := &report.Report{LockSHA256: strings.Repeat("1", 64), Architectures: map[string]*report.ArchReport{}, Generators: map[string]string{}}
-	rel := &auditedRelease{lock: l, report: built}
+	if released == nil {
+		released = built
+	}
+	if reproduced == nil {
+		reproduced = built
+	}
+	rel := &auditedRelease{lock: l, report: released}
 	r := &Report{SchemaVersion: SchemaVersion, Reasons: []string{}, Caveats: []string{}, Artifacts: []Artifact{}, Promotions: []Promotion{}, UKIs: []UKI{},
 		Identity: Identity{Name: "p11", Version: "1.0", Branch: "p11", SpecSHA256: strings.Repeat("2", 64), LockSHA256: strings.Repeat("1", 64), Base: []Repo{}}}
 	fail := func(format string, a ...any) { r.Reasons = append(r.Reasons, fmt.Sprintf(format, a...)) }
 	packages(r, rel, pol, fail)
 	files(r, rel, fail)
 	policy(r, rel, fail)
-	reproducibility(r, rel, Options{Reproduced: built, ReproducedFrom: "second/report.json"}, fail)
+	reproducibility(r, rel, Options{Reproduced: reproduced, ReproducedFrom: "second/report.json"}, fail)
 	licenses(r)
 	caveats(r, rel, pol, fail)
 	conclude(r)
@@ -117,4 +131,50 @@ func TestVerdictStates(t *testing.T) {
 	}
 	check("strict md", md, []string{"## Verdict: FAIL\n", `- single base "p11": FAIL: 2 of 2 packages`}, []string{"**pass"})
 	check("strict html", html, []string{`<div id="verdict" class="fail">`, `class="result-fail">FAIL</span>`}, nil)
+}
+
+// TestReproductionLikeWithLike: the reproduction check names the
+// compressors both builds used; a second build whose compressors are not
+// the release's (a builder built without cgo) is no evidence either way,
+// a caveat and never a failure, while a difference between builds with
+// the same compressors fails.
+func TestReproductionLikeWithLike(t *testing.T) {
+	cgo := map[string]string{"squashfs zstd": "github.com/DataDog/zstd@v1.5.7", "layers gzip": "github.com/klauspost/compress@v1.20.4"}
+	noCgo := map[string]string{"squashfs zstd": "github.com/klauspost/compress@v1.20.4", "layers gzip": "github.com/klauspost/compress@v1.20.4"}
+	rep := func(compressors map[string]string, rootfs string) *report.Report {
+		return &report.Report{LockSHA256: strings.Repeat("1", 64), Architectures: map[string]*report.ArchReport{}, Generators: map[string]string{},
+			Compressors: compressors, Artifacts: map[string]report.ArtifactInfo{"x86_64/rootfs.sqsh": {SHA256: rootfs}}}
+	}
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	for _, c := range []struct {
+		name          string
+		second        *report.Report
+		like, says    string
+		fails, caveat bool
+	}{
+		{"same compressors, same bytes", rep(cgo, a), "same", "pass: 3 digests compared with second/report.json; the same compressors in both builds (layers gzip: github.com/klauspost/compress@v1.20.4, squashfs zstd: github.com/DataDog/zstd@v1.5.7)", false, false},
+		{"same compressors, other bytes", rep(cgo, b), "same", "FAIL: 3 digests compared", true, false},
+		{"other compressors, other bytes", rep(noCgo, b), "different", "no evidence: the second build (second/report.json) used other compressors, so its digests are not compared with the release's: squashfs zstd: github.com/DataDog/zstd@v1.5.7 here, github.com/klauspost/compress@v1.20.4 in the second build", false, true},
+		{"other compressors, same bytes", rep(noCgo, a), "different", "pass: 3 digests compared with second/report.json; identical although the compressors differ", false, false},
+		{"a report without compressors", rep(nil, a), "unrecorded", "the compressors are not named by both reports", false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := judgedAgainst(t, nil, rep(cgo, a), c.second, "p11+1.100.1.1")
+			ev := r.Policy.Reproducibility
+			if ev.Like != c.like || !strings.Contains(ev.Summary(), c.says) {
+				t.Errorf("like %q, summary %q; want %q saying %q", ev.Like, ev.Summary(), c.like, c.says)
+			}
+			failed := slices.ContainsFunc(r.Reasons, func(s string) bool { return strings.HasPrefix(s, "not reproduced") })
+			caveat := slices.ContainsFunc(r.Caveats, func(s string) bool { return strings.Contains(s, "compressors are not the release's") })
+			if failed != c.fails || caveat != c.caveat {
+				t.Errorf("failed %v, caveat %v: reasons %q, caveats %q", failed, caveat, r.Reasons, r.Caveats)
+			}
+			js, md, html := rendered(t, r)
+			for what, doc := range map[string]string{"json": js, "markdown": md, "html": html} {
+				if !strings.Contains(doc, "squashfs zstd") && c.like != "unrecorded" {
+					t.Errorf("%s does not name the compressors", what)
+				}
+			}
+		})
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/build/compressors"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/oci"
 )
@@ -206,11 +207,18 @@ func builtArtifact(data []byte) *cachedArtifact {
 	return &cachedArtifact{desc: v1.Descriptor{Digest: digest.OCI(data), Size: int64(len(data))}, data: data}
 }
 
+// composeWith names the compressors this factory composes with (module
+// and version of each): a factory built without cgo writes other squashfs
+// bytes than one built with, so replicas of both on one cache store must
+// never share an entry under one key, whatever builder version they give.
+var composeWith = compressors.Key(compressors.This())
+
 // key names an artifact: the schematic, every verified digest of the
-// release, the artifact's name and the builder that composes it.
+// release, the artifact's name and the builder that composes it, with
+// its compressors.
 func cacheKey(rel *Release, schematicID, name, builder string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", cacheFormat, schematicID, name, builder)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00", cacheFormat, schematicID, name, builder, composeWith)
 	for _, repo := range slices.Sorted(maps.Keys(rel.digests)) {
 		fmt.Fprintf(h, "%s=%s\x00", repo, rel.digests[repo])
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/build/compressors"
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/release"
@@ -150,10 +151,22 @@ func NewServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		return nil, s.startError(c)
 	}
 	s.cat.Store(c)
+	logCompressors(s.o.Log, compressors.This())
 	if err := s.schematics.count(ctx); err != nil {
 		s.o.Log.Warn("the schematics stored are not counted: --max-schematics counts from 0", "err", err)
 	}
 	return s, nil
+}
+
+// logCompressors says at start what the factory composes media with, and
+// warns when that is not what releases are built with: its extension
+// images and initramfs then differ from those of a factory that is (and
+// its cache entries are its own: the compressors are in every key).
+func logCompressors(log *slog.Logger, list []compressors.Implementation) {
+	log.Info("composing with", "compressors", compressors.Key(list))
+	if err := compressors.Refusal(list); err != nil {
+		log.Warn("this factory composes other bytes than a release's builder: the media it serves differ from a reference factory's, its cache entries are its own", "why", err)
+	}
 }
 
 // newServer is a factory serving nothing yet.

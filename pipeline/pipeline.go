@@ -44,8 +44,12 @@ type ReleaseOptions struct {
 // Release locks the spec when it has no lock, builds from the lock (into
 // Build.Out, or the spec's output directory) and publishes the build,
 // signed and attested. The lock is read once: the bytes parsed are the
-// bytes digested and published.
+// bytes digested and published. A builder that cannot write a release's
+// bytes refuses before it locks or writes anything (build.CheckBuilder).
 func Release(ctx context.Context, o ReleaseOptions) (*release.Published, error) {
+	if err := build.CheckBuilder(); err != nil {
+		return nil, err
+	}
 	logf := o.Log
 	if logf == nil {
 		logf = func(string, ...any) {}

@@ -3,6 +3,11 @@
 // attested with each release and read by the audit.
 package report
 
+import (
+	"cmp"
+	"slices"
+)
+
 // Report is OUT/report.json: what was built, from what, and how.
 type Report struct {
 	Spec            SpecInfo          `json:"spec"`
@@ -10,7 +15,13 @@ type Report struct {
 	SourceDateEpoch int64             `json:"sourceDateEpoch"`
 	Builder         string            `json:"builder"`
 	Tools           map[string]string `json:"tools"`
-	OCIIndex        string            `json:"ociIndex"`
+	// Compressors name the library, as module@version, that writes each
+	// compressed format of the artifacts ("squashfs zstd" ->
+	// "github.com/DataDog/zstd@v1.5.7"): another library, or another
+	// version, writes other bytes from the same input. Absent in the
+	// reports of builders before it was recorded.
+	Compressors map[string]string `json:"compressors,omitempty"`
+	OCIIndex    string            `json:"ociIndex"`
 	// Installer is the index digest of the installer image, OUT/installer.
 	Installer string `json:"installer"`
 	// Media are the boot media of the schematic the build was given.
@@ -200,4 +211,28 @@ type ExtensionReport struct {
 	Modules  bool        `json:"kernelModules"`
 	Layer    string      `json:"layer"` // digest of the image layer (gzip of manifest.yaml and rootfs/)
 	Files    []FileEntry `json:"files"` // below rootfs/, as relocated
+}
+
+// Unlike lists, sorted by name, the entries of two maps of implementations
+// (Compressors, Tools) that differ, as NAME, A's and B's ("none" for an
+// entry one of them lacks): what two builds did not share.
+func Unlike(a, b map[string]string) [][3]string {
+	var out [][3]string
+	seen := map[string]bool{}
+	for _, m := range []map[string]string{a, b} {
+		for k := range m {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			x, okA := a[k]
+			y, okB := b[k]
+			if okA && okB && x == y {
+				continue
+			}
+			out = append(out, [3]string{k, cmp.Or(x, "none"), cmp.Or(y, "none")})
+		}
+	}
+	slices.SortFunc(out, func(p, q [3]string) int { return cmp.Compare(p[0], q[0]) })
+	return out
 }

@@ -288,10 +288,11 @@ func TestMirrorThroughArchive(t *testing.T) {
 	}
 	t.Logf("rebuilt in the perimeter from the base subset: %d of 4 images with identical digests", same)
 
-	// The rebuild is the audit's reproducibility evidence.
+	// The rebuild is the audit's reproducibility evidence, like with like:
+	// the same compressors wrote both.
 	arep, _, out, err := runAudit(t, "--key", d.devPub, "--version", demoVersion, "--reproduced", filepath.Join(rebuilt, "report.json"),
 		"docker://"+inside.Host+"/perimeter/p11")
-	if err != nil || arep.Verdict != "pass" || !arep.Policy.Reproducibility.OK || arep.Policy.Reproducibility.Compared < 5 {
+	if err != nil || arep.Verdict != "pass" || !arep.Policy.Reproducibility.OK || arep.Policy.Reproducibility.Compared < 5 || arep.Policy.Reproducibility.Like != "same" {
 		t.Errorf("audit with the perimeter rebuild as evidence: %v, %s, %+v: %v\n%s", err, arep.Verdict, arep.Policy.Reproducibility, arep.Reasons, out)
 	}
 }

@@ -87,12 +87,17 @@ func TestSchemaDemoBuild(t *testing.T) {
 		Architectures map[string]struct {
 			Media []any `json:"media"`
 		} `json:"architectures"`
+		Compressors map[string]string `json:"compressors"`
 	}
 	if err := json.Unmarshal(withMedia, &rep); err != nil {
 		t.Fatal(err)
 	}
 	if rep.Media == nil || len(rep.Architectures["x86_64"].Media) == 0 {
 		t.Fatal("the report of the build with a schematic has no media")
+	}
+	// The compressors that wrote the artifacts, with their versions.
+	if !strings.HasPrefix(rep.Compressors["squashfs zstd"], "github.com/DataDog/zstd@v1.") || len(rep.Compressors) != 6 {
+		t.Errorf("report compressors: %v", rep.Compressors)
 	}
 	if err := validate(reportSchema, withMedia); err != nil {
 		t.Errorf("report.json with media does not validate: %v", err)
@@ -119,6 +124,9 @@ func TestSchemaDemoBuild(t *testing.T) {
 			firstRootfs(r)["origin"] = map[string]any{"package": "a-1-1.x86_64", "generator": "accounts"}
 		},
 		"kernel modules negative": func(r map[string]any) { arch(r)["kernel"].(map[string]any)["modules"] = -1 },
+		"compressor without a version": func(r map[string]any) {
+			r["compressors"].(map[string]any)["squashfs zstd"] = "github.com/DataDog/zstd"
+		},
 	} {
 		var r map[string]any
 		if err := json.Unmarshal(withMedia, &r); err != nil {

@@ -9,6 +9,12 @@ import (
 	"github.com/ulikunitz/xz"
 )
 
+// ZstdModule is the Go module that compresses zstd blocks in this build
+// of the writer: github.com/DataDog/zstd (libzstd) with cgo,
+// github.com/klauspost/compress without. Their bytes differ
+// (build/compressors says which one a release is built with).
+const ZstdModule = zstdModule
+
 // Compressor ids of the superblock.
 const (
 	compGzip = 1
@@ -64,13 +70,14 @@ func newCodec(name string, level, blockSize int) (*codec, error) {
 	default:
 		return nil, fmt.Errorf("sqfs: unknown compressor %q (zstd, xz or gzip)", name)
 	}
-	c.tag = fmt.Sprintf("%s level %d block %d %s@%s", name, c.level, blockSize, mod, moduleVersion(mod))
+	c.tag = fmt.Sprintf("%s level %d block %d %s@%s", name, c.level, blockSize, mod, ModuleVersion(mod))
 	return c, nil
 }
 
-// moduleVersion reports the version of a dependency compiled in, or
-// "unknown" when the binary carries no build information.
-func moduleVersion(path string) string {
+// ModuleVersion reports the version of a dependency compiled in, or
+// "unknown" when the binary carries no build information (a test binary
+// carries none); build/compressors names its compressors with it too.
+func ModuleVersion(path string) string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, m := range bi.Deps {
 			if m.Path == path {

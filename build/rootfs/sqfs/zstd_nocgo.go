@@ -12,7 +12,8 @@ import (
 // zstdModule is the zstd implementation of a build without cgo:
 // klauspost's pure-Go encoder. Its images are valid but 5-9% larger than
 // libzstd's, and the bytes differ from a cgo build's (the cache key and the
-// build report name the library).
+// build report name the library, and build/compressors refuses such a
+// builder for releases).
 const zstdModule = "github.com/klauspost/compress"
 
 type zstdComp struct {
