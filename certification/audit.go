@@ -835,7 +835,7 @@ func caveats(r *Report, rel *auditedRelease, pol *release.Policy, fail func(stri
 	if ev := r.Policy.Reproducibility; ev.Evidence == "none" {
 		caveat("no reproducibility evidence: no second, independent build was compared (builder repro, or audit --reproduced)")
 	} else if !ev.OK && !ev.Comparable() {
-		caveat("no reproducibility evidence: the second build's compressors are not the release's (%s), so its other digests say nothing either way; compare a build by a builder with the release's compressors", strings.Join(ev.Compressors, "; "))
+		caveat("no reproducibility evidence: the second build's compressors are not the release's (%s), so a difference of its digests says nothing either way; compare a build by a builder with the release's compressors", strings.Join(ev.Compressors, "; "))
 	}
 	pending := 0
 	for _, s := range r.Policy.Scriptlets {

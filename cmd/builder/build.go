@@ -87,6 +87,11 @@ func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.S
 // run builds the release (with the boot media of sch when not nil) and
 // returns the report and the output directory.
 func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*report.Report, string, error) {
+	// First: a builder that cannot write a release's bytes says so
+	// whatever else is missing.
+	if err := build.CheckBuilder(); err != nil {
+		return nil, "", err
+	}
 	s, err := b.sf.load()
 	if err != nil {
 		return nil, "", err

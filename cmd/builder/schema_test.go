@@ -95,8 +95,9 @@ func TestSchemaDemoBuild(t *testing.T) {
 	if rep.Media == nil || len(rep.Architectures["x86_64"].Media) == 0 {
 		t.Fatal("the report of the build with a schematic has no media")
 	}
-	// The compressors that wrote the artifacts, with their versions.
-	if !strings.HasPrefix(rep.Compressors["squashfs zstd"], "github.com/DataDog/zstd@v1.") || len(rep.Compressors) != 6 {
+	// The compressors that wrote the artifacts (their versions are
+	// "unknown" in a test binary, which carries no build information).
+	if !strings.HasPrefix(rep.Compressors["squashfs zstd"], "github.com/DataDog/zstd@") || len(rep.Compressors) != 6 {
 		t.Errorf("report compressors: %v", rep.Compressors)
 	}
 	if err := validate(reportSchema, withMedia); err != nil {
