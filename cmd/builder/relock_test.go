@@ -1,4 +1,4 @@
-package pipeline
+package main
 
 import (
 	"context"
@@ -9,15 +9,18 @@ import (
 
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/build"
+	"github.com/nodeforge/builder/pipeline"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/demobase"
 	"github.com/nodeforge/builder/pkgbase/locker"
 )
 
 // TestRelock: a lock made before the spec was edited is read as it is
-// (the build refuses it, naming --relock), and with relock the spec is
-// locked again over it.
+// (the build refuses it, naming --relock), and with relock (release
+// --relock) the spec is locked again over it. (Here rather than in
+// pipeline, which has no test binary of its own.)
 func TestRelock(t *testing.T) {
+	t.Parallel() // see TestMain
 	dir := filepath.Join(t.TempDir(), "demo")
 	if err := demobase.Write(dir); err != nil {
 		t.Fatal(err)
@@ -33,7 +36,7 @@ func TestRelock(t *testing.T) {
 	}
 	lo := locker.Options{Cache: &cache.Cache{Dir: t.TempDir()}}
 	quiet := func(string, ...any) {}
-	first, err := ReadOrCreateLock(context.Background(), load(), "", lo, true, quiet)
+	first, err := pipeline.ReadOrCreateLock(context.Background(), load(), "", lo, true, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +45,7 @@ func TestRelock(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := load()
-	in, err := ReadOrCreateLock(context.Background(), s, "", lo, false, quiet)
+	in, err := pipeline.ReadOrCreateLock(context.Background(), s, "", lo, false, quiet)
 	if err != nil || string(in.LockBytes) != string(first.LockBytes) {
 		t.Fatalf("without relock the lock is not read as it is: %v", err)
 	}
@@ -50,7 +53,7 @@ func TestRelock(t *testing.T) {
 		t.Errorf("the stale lock: %v", err)
 	}
 	var said []string
-	in, err = ReadOrCreateLock(context.Background(), s, "", lo, true, func(f string, _ ...any) { said = append(said, f) })
+	in, err = pipeline.ReadOrCreateLock(context.Background(), s, "", lo, true, func(f string, _ ...any) { said = append(said, f) })
 	if err != nil {
 		t.Fatal(err)
 	}
