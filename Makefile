@@ -21,6 +21,7 @@ help:
 	@echo "demo   - write the demo package base to $(DEMO), then lock, build, sign and publish its release into a local OCI layout, verify it and write its audit report"
 
 build:
+	@echo "building $(BIN): minutes on a cold Go cache (module downloads, libzstd through cgo), seconds afterwards"
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/builder
 
 # The longest packages first: go test starts packages in the order given,

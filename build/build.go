@@ -236,11 +236,8 @@ type buildRun struct {
 // the build's defaults.
 func newRun(opts Options) (*buildRun, error) {
 	s, l := opts.Spec, opts.Lock
-	if l.Spec.Name != s.Name || l.Spec.Version != s.Version {
-		return nil, fmt.Errorf("the lock is for %s %s, the spec is %s %s: run builder lock again", l.Spec.Name, l.Spec.Version, s.Name, s.Version)
-	}
-	if want := digest.SHA256Hex(s.Raw); l.Spec.SHA256 != want {
-		return nil, fmt.Errorf("the spec changed since the lock was made (lock pins spec sha256 %s, spec is %s): run builder lock again", l.Spec.SHA256, want)
+	if err := CheckLock(s, l); err != nil {
+		return nil, err
 	}
 	if opts.Schematic != nil {
 		if err := checkSchematic(s, opts); err != nil {

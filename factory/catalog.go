@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/release"
 )
 
@@ -151,13 +152,25 @@ func (s *Server) RetryFailed(ctx context.Context, interval time.Duration) {
 // readiness is /readyz's body: the versions served, then one short line
 // per failure (its store as the operator named it, without credentials or
 // local directories, and the first line of its cause).
+//
+// A tool a request can need that is not on PATH (compose.Tools) makes the
+// factory not ready, a line naming it and what needs it: a replica that
+// would fail every ISO is taken out of the balancer rather than answering
+// 500. PATH is looked at on every call, so installing the tool is enough.
 func (s *Server) readiness() (ready bool, body string) {
 	c := s.served()
+	missing := compose.MissingTools()
 	var b strings.Builder
-	if len(c.versions) > 0 {
-		fmt.Fprintf(&b, "ready: %s\n", strings.Join(c.talosVersions(), ", "))
-	} else {
+	switch {
+	case len(c.versions) == 0:
 		b.WriteString("not ready: no release served\n")
+	case len(missing) > 0:
+		fmt.Fprintf(&b, "not ready: a tool is missing (serving %s)\n", strings.Join(c.talosVersions(), ", "))
+	default:
+		fmt.Fprintf(&b, "ready: %s\n", strings.Join(c.talosVersions(), ", "))
+	}
+	for _, t := range missing {
+		fmt.Fprintf(&b, "tool %s: not on PATH\n", t)
 	}
 	for _, f := range c.failures {
 		name := s.storeName(f.store)
@@ -169,7 +182,7 @@ func (s *Server) readiness() (ready bool, body string) {
 		}
 		fmt.Fprintf(&b, "store %s, version %s: %s\n", name, TalosVersion(f.version), strings.TrimPrefix(cause, "release "+f.version+" in "+name+" "))
 	}
-	return len(c.versions) > 0, b.String()
+	return len(c.versions) > 0 && len(missing) == 0, b.String()
 }
 
 // storeName is how a release store is named to clients: as the operator

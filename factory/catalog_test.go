@@ -3,11 +3,17 @@ package factory
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 
+	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/release"
 )
@@ -54,5 +60,32 @@ func TestCatalogSpellings(t *testing.T) {
 	}
 	if got := next.talosVersions(); !slices.Equal(got, []string{"v1.0"}) {
 		t.Errorf("talosVersions: %v", got)
+	}
+}
+
+// TestReadyNeedsTools: without xorriso on PATH the factory is not ready,
+// /readyz naming the tool, its package and the media that need it; with
+// it (any executable of that name), ready.
+func TestReadyNeedsTools(t *testing.T) {
+	f := newAccessFactory(t, ServerOptions{})
+	t.Setenv("PATH", t.TempDir())
+	resp, body := f.do(t, "GET", "/readyz", "")
+	if resp.StatusCode != 503 || body != "not ready: a tool is missing (serving v1.0)\ntool xorriso (Debian's xorriso), needed for .iso media: not on PATH\n" {
+		t.Errorf("without xorriso: %d %q", resp.StatusCode, body)
+	}
+	// A request that needs it is told so (503), not a 500.
+	f.buildFn = func(context.Context, *Release, *schematic.Schematic, artifact, string) ([]byte, error) {
+		return nil, fmt.Errorf("the ISO needs xorriso: %w", &exec.Error{Name: "xorriso", Err: exec.ErrNotFound})
+	}
+	if resp, body := f.do(t, "GET", "/image/"+f.id+"/1.0/metal-amd64.iso", ""); resp.StatusCode != 503 || !strings.Contains(body, "metal-amd64.iso: a tool it needs is not installed") {
+		t.Errorf("an ISO without xorriso: %d %q", resp.StatusCode, body)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "xorriso"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	if resp, body := f.do(t, "GET", "/readyz", ""); resp.StatusCode != 200 || body != "ready: v1.0\n" {
+		t.Errorf("with xorriso: %d %q", resp.StatusCode, body)
 	}
 }

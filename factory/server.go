@@ -18,12 +18,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"golang.org/x/net/netutil"
@@ -127,6 +129,8 @@ type Server struct {
 	gate       *gate // logins, build rates, the build queue
 	buildFn    func(context.Context, *Release, *schematic.Schematic, artifact, string) ([]byte, error)
 	requests   atomic.Int64
+	active     atomic.Int64    // requests being answered
+	running    running         // builds in flight
 	inst       installers      // the registry front's checked entries
 	exts       extensionImages // and the releases' extension images it read
 }
@@ -140,11 +144,15 @@ func (s *Server) Stats() Stats {
 // NewServer verifies every version of every release store: a version that
 // does not verify, or a store that cannot be listed, is not served, and
 // /readyz names it (RetryFailed tries them again). When nothing verifies
-// it fails, its error's first line the first cause.
+// it fails, its error's first line the first cause. A tool a request can
+// need that is not on PATH is logged (and /readyz is 503 naming it).
 func NewServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	s, err := newServer(o)
 	if err != nil {
 		return nil, err
+	}
+	for _, t := range compose.MissingTools() { // and /readyz says so
+		s.o.Log.Error("not ready: a tool a request can need is missing", "tool", t.Name, "package", t.Package, "formats", strings.Join(t.Formats, ","))
 	}
 	c := s.load(ctx, nil)
 	if len(c.versions) == 0 {
@@ -212,6 +220,8 @@ func newServer(o ServerOptions) (*Server, error) {
 	s := &Server{o: o, schematics: &schematics{st: o.Cache, mismatches: m.mismatches}, slots: make(chan struct{}, o.MaxBuilds),
 		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}, metrics: m, gate: g}
 	s.buildFn = s.build
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nodeforge_factory_builds_in_flight",
+		Help: "Builds running or waiting for a slot, with their cache lookups (a stop waits for them)."}, func() float64 { return float64(s.running.count()) }))
 	s.cat.Store(&catalog{releases: map[string]*Release{}})
 	return s, nil
 }
@@ -310,6 +320,8 @@ func (s *Server) logged(h http.Handler) http.Handler {
 		w.Header().Set("Server", strings.TrimSpace(serverName+" "+s.o.BuilderVersion))
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
+		s.active.Add(1)
+		defer s.active.Add(-1)
 		h.ServeHTTP(rec, r)
 		route := r.Pattern
 		if route == "" {
@@ -629,6 +641,10 @@ func (s *Server) failBuild(w http.ResponseWriter, r *http.Request, name, version
 		fail(w, http.StatusBadRequest, "%s: %s", name, re.msg)
 		return
 	}
+	if errors.Is(err, exec.ErrNotFound) { // compose.Tools: /readyz names it
+		fail(w, http.StatusServiceUnavailable, "making %s: a tool it needs is not installed on this factory (its /readyz names it)", name)
+		return
+	}
 	fail(w, http.StatusInternalServerError, "making %s of release %s failed (request %s: the factory's log says why)", name, version, id)
 }
 
@@ -856,6 +872,8 @@ func (s *Server) flight(ctx context.Context, j flightJob) (any, error) {
 	ran := false // this call's flight ran: a refusal from another is not this client's
 	ch := s.builds.DoChan(j.key, func() (any, error) {
 		ran = true
+		s.running.start()
+		defer s.running.done()
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.BuildTimeout)
 		defer cancel()
 		v, ok, refused := j.lookup(bctx)

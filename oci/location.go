@@ -1,7 +1,9 @@
 package oci
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,6 +178,9 @@ func Open(l Location, o OpenOptions) (Store, error) {
 	case KindLayout:
 		if o.Create {
 			return CreateLayout(l.Path)
+		}
+		if _, err := os.Stat(l.Path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: directory %s does not exist; a registry is docker://HOST[:PORT]/PREFIX", l, l.Path)
 		}
 		if _, err := os.Stat(filepath.Join(l.Path, "index.json")); err != nil {
 			return nil, fmt.Errorf("%s: not an OCI layout (no index.json); a registry is docker://HOST[:PORT]/PREFIX", l)

@@ -86,3 +86,18 @@ func TestParseImageLocation(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenMissing: a layout that is not there is said not to exist; a
+// directory without index.json is said not to be a layout.
+func TestOpenMissing(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ path, want string }{
+		{filepath.Join(dir, "typo"), "oci:" + filepath.Join(dir, "typo") + ": directory " + filepath.Join(dir, "typo") + " does not exist"},
+		{dir, "oci:" + dir + ": not an OCI layout (no index.json)"},
+	} {
+		_, err := Open(Location{Kind: KindLayout, Path: c.path}, OpenOptions{})
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("Open %s: %v, want %q", c.path, err, c.want)
+		}
+	}
+}

@@ -27,7 +27,10 @@ type ReleaseOptions struct {
 	// LockPath is the lock to build from (the spec's, <dir>/<name>.lock.json,
 	// when empty); it is made with Locker when it does not exist.
 	LockPath string
-	Locker   locker.Options
+	// Relock locks the spec again, over the lock, when the lock was made
+	// for another spec or before the spec was edited (build.CheckLock).
+	Relock bool
+	Locker locker.Options
 	// Build says how to build; its spec and lock are set here.
 	Build build.Options
 	// Store, Signer and Channel say where the release goes and who signs.
@@ -54,7 +57,7 @@ func Release(ctx context.Context, o ReleaseOptions) (*release.Published, error) 
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	in, err := ReadOrCreateLock(ctx, o.Spec, o.LockPath, o.Locker, logf)
+	in, err := ReadOrCreateLock(ctx, o.Spec, o.LockPath, o.Locker, o.Relock, logf)
 	if o.Locked != nil {
 		o.Locked()
 	}
@@ -105,16 +108,21 @@ func ReadLock(s *specs.Spec, path string) (*Inputs, error) {
 }
 
 // ReadOrCreateLock reads the lock of a spec, or locks the spec and writes
-// the lock there when there is none.
-func ReadOrCreateLock(ctx context.Context, s *specs.Spec, path string, lo locker.Options, logf func(string, ...any)) (*Inputs, error) {
+// the lock there when there is none, or (relock) when it is not the
+// spec's as the spec is now.
+func ReadOrCreateLock(ctx context.Context, s *specs.Spec, path string, lo locker.Options, relock bool, logf func(string, ...any)) (*Inputs, error) {
 	if path == "" {
 		path = s.LockPath()
 	}
 	in, err := ReadLock(s, path)
-	if !errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case err == nil && relock && build.CheckLock(s, in.Lock) != nil:
+		logf("%s is not the spec's as it is now: locking the spec again", path)
+	case !errors.Is(err, fs.ErrNotExist):
 		return in, err
+	default:
+		logf("no lock at %s: locking the spec", path)
 	}
-	logf("no lock at %s: locking the spec", path)
 	if lo.Log == nil {
 		lo.Log = logf
 	}

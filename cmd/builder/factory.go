@@ -48,7 +48,7 @@ type serveFlags struct {
 	buildTimeout                                                       time.Duration
 	schematicRate                                                      float64
 	schematicBurst, maxSchematics, maxConnections                      int
-	bodyTimeout, idleTimeout, verifyInterval                           time.Duration
+	bodyTimeout, idleTimeout, verifyInterval, shutdownGrace            time.Duration
 	insecureListen                                                     bool
 	sf                                                                 storeFlags
 	releases                                                           []factoryRelease // settled: stores with their keys
@@ -100,6 +100,7 @@ func factoryServeCommand() (*cobra.Command, *serveFlags) {
 	fl.IntVar(&f.maxBuilds, "max-builds", runtime.NumCPU(), "artifacts composed at once (the default is the core count)")
 	fl.IntVar(&f.maxQueue, "max-queue", 0, "builds waiting for one of --max-builds; past it 503 with Retry-After (default: 4 × --max-builds)")
 	fl.DurationVar(&f.buildTimeout, "build-timeout", 10*time.Minute, "time limit of one build")
+	fl.DurationVar(&f.shutdownGrace, "shutdown-grace", 0, "on SIGTERM or SIGINT, the time the requests and builds in flight have to finish (default: --build-timeout); a second signal exits at once")
 	fl.StringVar(&f.signingKey, "signing-key", "", "cosign.key signing the cache's entries and .sig files (COSIGN_PASSWORD); without it nothing built is cached")
 	fl.StringVar(&f.secureBootKeys, "secureboot", "", "serve -secureboot media signed with the Secure Boot key set in this directory (builder keys generate --secureboot)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM, with its chain)")
@@ -154,7 +155,10 @@ curl recipes and talosctl work) from releases published by builder release:
                                             back here
   GET  /healthz, /readyz                    liveness; readiness: the versions
                                             served, then a line for each store
-                                            or version not served, and why
+                                            or version not served, and why;
+                                            503 naming it while a tool a
+                                            request needs is not on PATH
+                                            (xorriso, for ISOs)
   GET  /                                    the web UI: a wizard from branch and
                                             version to every link (English and
                                             Russian: ?lang=, cookie, or
@@ -193,7 +197,7 @@ streams (a damaged one's transfer is cut before its end); one in a layout is
 hashed again when its file changed or every --verify-interval. Schematics live in the cache store too, so
 every factory on it sees them. --metrics-listen serves Prometheus metrics
 (builds, cache hits and errors by version, kind and architecture, build time,
-requests by route and status).
+builds in flight, requests by route and status).
 
 Builds. Concurrent requests for one artifact run one build; --max-builds run at
 once and --max-queue more wait, past which a request that needs a build gets
@@ -202,6 +206,13 @@ client that hangs up cancels nothing others wait for) and ends after
 --build-timeout. Each client (its user, or its address when anonymous) may
 trigger --build-rate builds a minute, --build-burst at once: past that, 429
 with Retry-After. What the cache holds is served without a build.
+
+Stopping. On SIGTERM (or SIGINT) the factory accepts no new connection
+and closes idle ones; the requests and builds in flight, those whose client
+hung up included, have --shutdown-grace (default: --build-timeout, so a
+build started just before the signal can finish) to end, their entries
+cached, and the factory exits 0. A second signal, or the grace running out,
+ends it at once (exit 130); a build cut so leaves no cache entry.
 
 Bounds. A client may store --schematic-rate new schematics a minute,
 --schematic-burst at once (429 past it; posting a known one is free), and the
@@ -293,7 +304,7 @@ func (f *serveFlags) run(cmd *cobra.Command) error {
 	if tlsConf != nil {
 		api = tls.NewListener(api, tlsConf)
 	}
-	return serveHTTP(ctx, api, srv.HTTPServer(slog.NewLogLogger(log.Handler(), slog.LevelWarn)))
+	return srv.Serve(ctx, api, slog.NewLogLogger(log.Handler(), slog.LevelWarn), f.shutdownGrace)
 }
 
 // settle reads the config file under the flags given and checks what
@@ -334,6 +345,9 @@ func (f *serveFlags) settle(fl *pflag.FlagSet) error {
 	f.login = slices.DeleteFunc(f.login, func(s string) bool { return s == "none" })
 	if len(f.login) == 0 && !fl.Changed("login") && (f.htpasswd != "" || f.tokens != "") {
 		f.login = []string{"build"}
+	}
+	if !fl.Changed("shutdown-grace") {
+		f.shutdownGrace = f.buildTimeout // a build started just before the signal can finish
 	}
 	if f.maxBuilds < 1 {
 		return fmt.Errorf("--max-builds %d: at least one build must run", f.maxBuilds)
@@ -454,22 +468,4 @@ func openFactoryCache(ctx context.Context, loc, first string, sf storeFlags) (oc
 		loc = l.String()
 	}
 	return sf.openStore(ctx, loc, true)
-}
-
-// serveHTTP serves srv on ln until ctx ends, then lets the requests in
-// flight finish (for up to 30 s).
-func serveHTTP(ctx context.Context, ln net.Listener, srv *http.Server) error {
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil {
-			return fmt.Errorf("shutting down: %w", err)
-		}
-		return nil
-	}
 }

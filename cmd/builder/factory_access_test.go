@@ -90,7 +90,7 @@ allowed-origins: https://ui.example
 	for _, c := range []struct{ got, want any }{
 		{f.cache, "oci:" + in("cache")}, {f.signingKey, in("keys/factory.key")}, {f.listen, "0.0.0.0:8443"},
 		{f.metricsListen, "127.0.0.1:9090"}, {f.external, "https://factory.example"}, {f.maxBuilds, 3}, {f.maxQueue, 7},
-		{f.buildTimeout, 90 * time.Second}, {f.buildRate, 0.0}, {f.buildBurst, 2}, {f.tlsCert, in("tls/cert.pem")},
+		{f.buildTimeout, 90 * time.Second}, {f.shutdownGrace, 90 * time.Second}, {f.buildRate, 0.0}, {f.buildBurst, 2}, {f.tlsCert, in("tls/cert.pem")},
 		{f.tlsKey, "/etc/tls/key.pem"}, {f.htpasswd, in("htpasswd")}, {f.tokens, in("tokens")},
 		{strings.Join(f.login, ","), "build,metrics"}, {f.sf.caFile, in("ca.pem")}, {f.sf.allowHTTP, true},
 		{strings.Join(f.brokenVersions, ","), "v1.10.0,1.10.1"}, {strings.Join(f.allowedOrigins, ","), "https://ui.example"},
@@ -100,12 +100,12 @@ allowed-origins: https://ui.example
 		}
 	}
 	// Flags override the file.
-	f, err = settle("--config", cfg, "--release", "oci:/flag", "--listen", "127.0.0.1:9999", "--login", "download", "--max-builds", "5", "--build-rate", "12")
+	f, err = settle("--config", cfg, "--release", "oci:/flag", "--listen", "127.0.0.1:9999", "--login", "download", "--max-builds", "5", "--build-rate", "12", "--shutdown-grace", "45s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(f.releases) != fmt.Sprint([]factoryRelease{{Store: "oci:/flag", Key: []string{in("keys/common.pub")}}}) ||
-		f.listen != "127.0.0.1:9999" || strings.Join(f.login, ",") != "download" || f.maxBuilds != 5 || f.buildRate != 12 || f.maxQueue != 7 {
+		f.listen != "127.0.0.1:9999" || strings.Join(f.login, ",") != "download" || f.maxBuilds != 5 || f.buildRate != 12 || f.maxQueue != 7 || f.shutdownGrace != 45*time.Second {
 		t.Errorf("flags over the file: %+v", f)
 	}
 	// The environment says flags too: over the file, under the flags.

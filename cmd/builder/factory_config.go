@@ -39,6 +39,7 @@ type factoryConfig struct {
 	IdleTimeout    *time.Duration   `yaml:"idle-timeout"`
 	MaxConnections *int             `yaml:"max-connections"`
 	VerifyInterval *time.Duration   `yaml:"verify-interval"`
+	ShutdownGrace  *time.Duration   `yaml:"shutdown-grace"`
 	TLSCert        string           `yaml:"tls-cert"`
 	TLSKey         string           `yaml:"tls-key"`
 	InsecureListen *bool            `yaml:"insecure-listen"`
@@ -152,7 +153,7 @@ func (c *factoryConfig) apply(fl *pflag.FlagSet) error {
 		{"build-rate", ptr(c.BuildRate)}, {"build-burst", ptr(c.BuildBurst)},
 		{"schematic-rate", ptr(c.SchematicRate)}, {"schematic-burst", ptr(c.SchematicBurst)}, {"max-schematics", ptr(c.MaxSchematics)},
 		{"body-timeout", ptr(c.BodyTimeout)}, {"idle-timeout", ptr(c.IdleTimeout)}, {"max-connections", ptr(c.MaxConnections)},
-		{"verify-interval", ptr(c.VerifyInterval)},
+		{"verify-interval", ptr(c.VerifyInterval)}, {"shutdown-grace", ptr(c.ShutdownGrace)},
 		{"tls-cert", one(c.TLSCert)}, {"tls-key", one(c.TLSKey)}, {"insecure-listen", ptr(c.InsecureListen)},
 		{"htpasswd", one(c.Htpasswd)}, {"tokens", one(c.Tokens)}, {"login", c.Login},
 		{"ca-file", one(c.CAFile)}, {"allow-http", ptr(c.AllowHTTP)},

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,7 +101,8 @@ func fetch(url string) ([]byte, int, error) {
 // schematic created on one is served by the other at once; 50 concurrent
 // requests for one new artifact spread over both give the same bytes and
 // one cache entry (duplicate builds counted); a replica killed mid-build
-// leaves no unsigned entry and the other serves the artifact.
+// leaves no unsigned entry and the other serves the artifact; a replica
+// sent SIGTERM mid-build finishes it, caches it and exits 0.
 func TestFactoryReplicas(t *testing.T) {
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
@@ -169,6 +171,27 @@ func TestFactoryReplicas(t *testing.T) {
 	}
 	if n := entries(t, cache, d); n != 2 {
 		t.Errorf("%d cache entries after the kill, want 2", n)
+	}
+
+	// SIGTERM the other while it builds: the build finishes, its request
+	// gets the artifact, the entry is cached, and the replica exits 0.
+	path = "/image/" + id + "/1.11.0-demo/metal-amd64.qcow2"
+	code := make(chan int, 1)
+	go func() { _, c, _ := fetch(b.url + path); code <- c }()
+	for deadline := time.Now().Add(10 * time.Second); b.counter(t, "nodeforge_factory_builds_in_flight") == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the build never started")
+		}
+	}
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	if c := <-code; c != 200 {
+		t.Errorf("the request in flight at SIGTERM: %d", c)
+	}
+	if err := b.cmd.Wait(); err != nil {
+		t.Errorf("the replica after SIGTERM: %v\n%s", err, b.log)
+	}
+	if n := entries(t, cache, d); n != 3 {
+		t.Errorf("%d cache entries after the stop, want 3", n)
 	}
 }
 

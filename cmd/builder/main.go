@@ -61,6 +61,7 @@ package hash, package signature.`,
 	for _, add := range commands {
 		root.AddCommand(add())
 	}
+	withUsage(root)
 	return root
 }
 

@@ -159,13 +159,14 @@ func newReleaseCmd() *cobra.Command {
 	var b buildFlags
 	var sf storeFlags
 	var channel, key string
-	var asJSON bool
+	var asJSON, relock bool
 	cmd := &cobra.Command{
-		Use:   "release (--branch NAME | --spec FILE) [--channel dev] [--registry HOST[:PORT][/PREFIX]] [--key FILE]",
+		Use:   "release (--branch NAME | --spec FILE) [--channel dev] [--registry HOST[:PORT][/PREFIX]] [--key FILE] [--relock]",
 		Short: "Lock (when there is no lock), build, and publish a signed, attested release to a channel",
 		Long: `release is the whole pipeline: it locks the spec when the lock file does not
-exist yet (an existing lock is used as it is), builds every artifact from the
-lock, and publishes them to the channel's registry under its repository prefix,
+exist yet (an existing lock is used as it is; one made before the spec was
+edited is refused, and --relock locks the spec again over it), builds every
+artifact from the lock, and publishes them to the channel's registry under its repository prefix,
 tagged with the version:
 
   PREFIX/boot:VERSION          boot assets (vmlinuz, initramfs, rootfs, cmdline, SBOM) per architecture
@@ -238,7 +239,7 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 			}
 			defer bo.SecureBoot.Close()
 			collectOften()
-			pub, err := pipeline.Release(cmd.Context(), pipeline.ReleaseOptions{Spec: s, LockPath: b.lockPath,
+			pub, err := pipeline.Release(cmd.Context(), pipeline.ReleaseOptions{Spec: s, LockPath: b.lockPath, Relock: relock,
 				Locker: locker.Options{Cache: bo.Cache, Source: bo.Source}, Build: bo,
 				Store: st, Signer: signer, Channel: channel, BuilderID: ch.BuilderID, Log: b.view.logf,
 				Locked: func() { b.view.finish(stageDownloads) }})
@@ -263,5 +264,6 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 	cmd.Flags().StringVar(&channel, "channel", "dev", "channel to publish to (the spec's channels; default dev and prod)")
 	cmd.Flags().StringVar(&key, "key", "", "signing key (cosign.key) instead of the channel's; password in $COSIGN_PASSWORD")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was published as JSON")
+	cmd.Flags().BoolVar(&relock, "relock", false, "lock the spec again when the lock was made before the spec was edited (package versions may move), instead of refusing")
 	return cmd
 }

@@ -1,0 +1,90 @@
+package factory
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"sync"
+	"time"
+)
+
+// Serve serves the API on ln (Listener's, wrapped in TLS or not) with
+// HTTPServer's bounds until ctx ends, then stops gracefully: no new
+// connection is accepted (the listener closes, so a balancer sends the
+// next request to another replica), idle keep-alive connections close,
+// and the requests and builds in flight, those whose client hung up
+// included, have grace to finish, their entries cached. It returns nil
+// when everything finished, and an error saying what was cut when the
+// grace ran out first.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, errorLog *log.Logger, grace time.Duration) error {
+	hs := s.HTTPServer(errorLog)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	requests, builds := s.active.Load(), s.running.count()
+	s.o.Log.Info("stopping: no new connections; the requests and builds in flight may finish", "requests", requests, "builds", builds, "grace", grace)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	herr := hs.Shutdown(sctx)
+	berr := s.running.wait(sctx)
+	if herr != nil || berr != nil {
+		requests, builds = s.active.Load(), s.running.count()
+		hs.Close()
+		return fmt.Errorf("the shutdown grace of %v ran out: %d requests and %d builds in flight cut (a build cut leaves no cache entry)", grace, requests, builds)
+	}
+	s.o.Log.Info("stopped: every request and build in flight finished")
+	return nil
+}
+
+// running counts the builds in flight (cache lookups and builds, whether
+// a client still waits for them or not).
+type running struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0
+}
+
+func (r *running) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		r.idle = make(chan struct{})
+	}
+	r.n++
+}
+
+func (r *running) done() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n--; r.n == 0 {
+		close(r.idle)
+	}
+}
+
+func (r *running) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// wait returns when nothing runs, or ctx's error when it ends first.
+func (r *running) wait(ctx context.Context) error {
+	r.mu.Lock()
+	idle := r.idle
+	n := r.n
+	r.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
