@@ -84,7 +84,7 @@ func rawImage(files []fat.File, sde int64, id string, metaValues map[uint8][]byt
 		guids = append(guids, gpt.NameGUID(mediaGUIDs, id+" partition "+n))
 	}
 	layout := func(espBytes int64) ([]gpt.Partition, int64, error) {
-		return gpt.LayoutFor(sectorSize, names, types, []int64{espBytes, 1 << 20, 1 << 20, 1 << 20}, guids)
+		return gpt.Layout(sectorSize, names, types, []int64{espBytes, 1 << 20, 1 << 20, 1 << 20}, guids)
 	}
 	parts, size, err := layout(espSize(files))
 	if err != nil {
@@ -105,7 +105,7 @@ func rawImage(files []fat.File, sde int64, id string, metaValues map[uint8][]byt
 		}
 	}
 	disk := make([]byte, size)
-	if err := gpt.WriteFor(sectorSize, disk, gpt.NameGUID(mediaGUIDs, id+" disk"), parts); err != nil {
+	if err := gpt.Write(sectorSize, disk, gpt.NameGUID(mediaGUIDs, id+" disk"), parts); err != nil {
 		return nil, err
 	}
 	copy(disk[int64(parts[0].Start)*ss:], esp)

@@ -16,8 +16,8 @@ import (
 	"unicode/utf16"
 )
 
-// SectorSize is the logical block size Layout and Write use; LayoutFor
-// and WriteFor take another (4096 for disks with 4K logical blocks).
+// SectorSize is the usual logical block size (disks with 4K logical
+// blocks have 4096).
 const SectorSize = 512
 
 const (
@@ -102,16 +102,11 @@ type Partition struct {
 }
 
 // Layout places partitions of the given sizes (bytes, rounded up to whole
-// MiB) one after another from 1 MiB, and returns them with the disk size
-// (the last partition's end plus room for the backup table, aligned).
-func Layout(names []string, types []GUID, sizes []int64, guids []GUID) ([]Partition, int64) {
-	ps, size, _ := LayoutFor(SectorSize, names, types, sizes, guids)
-	return ps, size
-}
-
-// LayoutFor is Layout for a disk of sectorSize-byte logical sectors: the
-// partitions at the same bytes, Start and Sectors counted in its sectors.
-func LayoutFor(sectorSize int, names []string, types []GUID, sizes []int64, guids []GUID) ([]Partition, int64, error) {
+// MiB) one after another from 1 MiB on a disk of sectorSize-byte logical
+// sectors, and returns them with the disk size (the last partition's end
+// plus room for the backup table, aligned): the partitions at the same
+// bytes whatever the sector size, Start and Sectors counted in its sectors.
+func Layout(sectorSize int, names []string, types []GUID, sizes []int64, guids []GUID) ([]Partition, int64, error) {
 	g, err := geometryOf(sectorSize)
 	if err != nil {
 		return nil, 0, err
@@ -127,15 +122,9 @@ func LayoutFor(sectorSize int, names []string, types []GUID, sizes []int64, guid
 }
 
 // Write writes the protective MBR and both tables into disk, whose length
-// is the disk size (a multiple of the sector size).
-func Write(disk []byte, diskGUID GUID, parts []Partition) error {
-	return WriteFor(SectorSize, disk, diskGUID, parts)
-}
-
-// WriteFor is Write for a disk of sectorSize-byte logical sectors: the
-// header at LBA 1 and the entry array after it (UEFI 2.10, 5.3.2), the
+// is the disk size (a multiple of sectorSize): the header at LBA 1 and the entry array after it (UEFI 2.10, 5.3.2), the
 // protective MBR in LBA 0's first 512 bytes counting the disk's sectors.
-func WriteFor(sectorSize int, disk []byte, diskGUID GUID, parts []Partition) error {
+func Write(sectorSize int, disk []byte, diskGUID GUID, parts []Partition) error {
 	g, err := geometryOf(sectorSize)
 	if err != nil {
 		return err

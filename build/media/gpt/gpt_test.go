@@ -33,13 +33,13 @@ func diskFor(t *testing.T, sectorSize int, sizes []int64) (string, []Partition, 
 	for _, n := range names {
 		guids = append(guids, NameGUID(ns, "partition "+n))
 	}
-	parts, size, err := LayoutFor(sectorSize, names, types, sizes, guids)
+	parts, size, err := Layout(sectorSize, names, types, sizes, guids)
 	if err != nil {
 		t.Fatal(err)
 	}
 	img := make([]byte, size)
 	dg := NameGUID(ns, "disk")
-	if err := WriteFor(sectorSize, img, dg, parts); err != nil {
+	if err := Write(sectorSize, img, dg, parts); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "disk.raw")
@@ -82,7 +82,7 @@ func TestErrors(t *testing.T) {
 		{{Name: "a", Start: 2048, Sectors: 100}, {Name: "b", Start: 2100, Sectors: 100}},
 		{{Name: strings.Repeat("n", 37), Start: 2048, Sectors: 100}},
 	} {
-		if err := Write(img, g, ps); err == nil {
+		if err := Write(SectorSize, img, g, ps); err == nil {
 			t.Errorf("accepted %+v", ps)
 		}
 	}
@@ -96,7 +96,7 @@ func TestSectorSize4096(t *testing.T) {
 	fdisk := testutil.NeedTool(t, "fdisk")
 	sizes := []int64{3 << 20, 1 << 20, 2<<20 + 1, 1 << 20}
 	p, parts, dg := diskFor(t, 4096, sizes)
-	parts512, _ := Layout(make([]string, 4), make([]GUID, 4), sizes, make([]GUID, 4))
+	parts512, _, _ := Layout(SectorSize, make([]string, 4), make([]GUID, 4), sizes, make([]GUID, 4))
 	out, err := exec.Command(fdisk, "-b", "4096", "-l", "-o", "Device,Start,End,Type-UUID,Name,UUID", p).CombinedOutput()
 	if err != nil {
 		t.Fatalf("fdisk: %v\n%s", err, out)
@@ -124,11 +124,11 @@ func TestSectorSize4096(t *testing.T) {
 		t.Errorf("first usable LBA %d, want 6", got)
 	}
 	for _, bad := range []int{0, 1000, 256, 1 << 17} {
-		if _, _, err := LayoutFor(bad, nil, nil, nil, nil); err == nil {
-			t.Errorf("LayoutFor(%d) accepted", bad)
+		if _, _, err := Layout(bad, nil, nil, nil, nil); err == nil {
+			t.Errorf("Layout(%d) accepted", bad)
 		}
-		if err := WriteFor(bad, make([]byte, 1<<20), dg, nil); err == nil {
-			t.Errorf("WriteFor(%d) accepted", bad)
+		if err := Write(bad, make([]byte, 1<<20), dg, nil); err == nil {
+			t.Errorf("Write(%d) accepted", bad)
 		}
 	}
 }
