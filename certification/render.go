@@ -394,7 +394,8 @@ var page = template.Must(template.New("audit").Funcs(template.FuncMap{
 		}
 		return fmt.Sprintf("%d B", n)
 	},
-	"add": func(a, b int) int { return a + b },
+	"add":   func(a, b int) int { return a + b },
+	"print": func() template.CSS { return template.CSS(printCSS) },
 	"list": func(l []string) string {
 		if len(l) == 0 {
 			return "none"
@@ -408,9 +409,9 @@ var page = template.Must(template.New("audit").Funcs(template.FuncMap{
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#1d2330;padding:0 1em}
 h1{font-size:1.6em}h2{margin-top:1.8em;border-bottom:1px solid #ccd;padding-bottom:.2em}
 table{border-collapse:collapse;width:100%;margin:.6em 0;font-size:12.5px}
-table{display:block;overflow-x:auto}
 th,td{border:1px solid #d5d8e0;padding:3px 6px;text-align:left;vertical-align:top}
-td{overflow-wrap:normal;word-break:normal}
+td{overflow-wrap:anywhere}
+svg{max-width:100%;height:auto}
 #caveats{margin-top:.8em;padding:.8em 1.4em;border-radius:6px;background:#fff4d6;border:1px solid #e0b84a}
 .none{color:#667;font-style:italic}
 th{background:#eef0f5}
@@ -422,6 +423,7 @@ th{background:#eef0f5}
 .figures b{display:block;font-size:1.4em}
 svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 .bad{color:#b3261e;font-weight:600}
+{{print}}
 </style></head>
 <body>
 <h1>Certification audit: {{.R.Identity.Name}} {{.R.Identity.Version}}</h1>
@@ -514,8 +516,8 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 <h2>Changes since {{.Previous}}</h2>
 <p>{{len .Added}} added, {{len .Removed}} removed, {{len .Updated}} updated; files: {{.FilesAdded}} added, {{.FilesRemoved}} removed, {{.FilesChanged}} changed.</p>
 <table><tr><th>change</th><th>package</th><th>from</th><th>to</th><th>size change (bytes)</th></tr>
-{{range .Added}}<tr><td>added</td><td>{{.}}</td><td></td><td></td><td></td></tr>{{end}}
-{{range .Removed}}<tr><td>removed</td><td>{{.}}</td><td></td><td></td><td></td></tr>{{end}}
+{{range .Added}}<tr><td>added</td><td>{{.}}</td><td>—</td><td>—</td><td>—</td></tr>{{end}}
+{{range .Removed}}<tr><td>removed</td><td>{{.}}</td><td>—</td><td>—</td><td>—</td></tr>{{end}}
 {{range .Updated}}<tr><td>updated</td><td>{{.Name}}.{{.Arch}}</td><td>{{.From}}</td><td>{{.To}}</td><td>{{printf "%+d" .SizeDelta}}</td></tr>{{end}}
 </table>
 {{end}}

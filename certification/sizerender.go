@@ -85,7 +85,14 @@ func (s *SizeReport) HTML(w io.Writer) error {
 	}{s.Source, arts})
 }
 
-var sizePage = template.Must(template.New("size").Funcs(template.FuncMap{"bytes": humanBytes, "add": func(a, b int) int { return a + b }}).Parse(`<!DOCTYPE html>
+// printCSS lays the reports out for paper: the whole width, every column
+// wrapped rather than clipped, colours kept, rows not split.
+const printCSS = `@media print{body{max-width:none;margin:0;padding:0;font-size:11px}table{font-size:10px}
+tr,svg,.figures{break-inside:avoid}h2,h3{break-after:avoid}a{color:inherit;text-decoration:none}
+*{-webkit-print-color-adjust:exact;print-color-adjust:exact}}`
+
+var sizePage = template.Must(template.New("size").Funcs(template.FuncMap{"bytes": humanBytes, "add": func(a, b int) int { return a + b },
+	"print": func() template.CSS { return template.CSS(printCSS) }}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>Where the bytes go: {{.Source}}</title>
 <style>
@@ -96,11 +103,16 @@ th,td{border:1px solid #d5d8e0;padding:3px 6px;text-align:left;vertical-align:to
 td.n{text-align:right;white-space:nowrap}
 th{background:#eef0f5}
 svg text{font:12px system-ui,sans-serif;fill:#1d2330}
+svg{max-width:100%;height:auto}
+{{print}}
 </style></head>
 <body>
 <h1>Where the bytes go</h1>
 <p>{{.Source}}</p>
-{{range .Arts}}<section>
+<table id="summary"><tr><th>artifact</th><th>files</th><th>installed</th><th>squashfs data</th><th>image</th></tr>
+{{range .Arts}}<tr><td>{{.A.Name}}</td><td class="n">{{.A.Files}}</td><td class="n">{{bytes .A.Installed}}</td><td class="n">{{if .A.Image}}{{bytes .A.Squashfs}}{{else}}—{{end}}</td><td class="n">{{if .A.Image}}{{bytes .A.Image}}{{else}}—{{end}}</td></tr>
+{{else}}<tr><td colspan="5">none</td></tr>{{end}}</table>
+{{range $art := .Arts}}<section>
 <h2>{{.A.Name}}</h2>
 <p>{{.A.Files}} files, {{bytes .A.Installed}} installed{{if .A.Image}}, {{bytes .A.Squashfs}} in the squashfs data ({{bytes .A.Image}} image){{end}}.</p>
 {{range .Charts}}<h3>{{.Title}}</h3>
@@ -110,11 +122,11 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 {{end}}
 <h3>By package</h3>
 <table><tr><th>package</th><th>files</th><th>installed</th><th>squashfs</th></tr>
-{{range .A.ByPackage}}<tr><td>{{.Name}}</td><td class="n">{{.Files}}</td><td class="n">{{bytes .Installed}}</td><td class="n">{{bytes .Squashfs}}</td></tr>
+{{range .A.ByPackage}}<tr><td>{{.Name}}</td><td class="n">{{.Files}}</td><td class="n">{{bytes .Installed}}</td><td class="n">{{if $art.A.Image}}{{bytes .Squashfs}}{{else}}—{{end}}</td></tr>
 {{else}}<tr><td colspan="4">none</td></tr>{{end}}</table>
 <h3>Largest files</h3>
 <table><tr><th>path</th><th>from</th><th>installed</th><th>squashfs</th></tr>
-{{range .A.Largest}}<tr><td>{{.Path}}</td><td>{{.Origin}}</td><td class="n">{{bytes .Installed}}</td><td class="n">{{bytes .Squashfs}}</td></tr>
+{{range .A.Largest}}<tr><td>{{.Path}}</td><td>{{.Origin}}</td><td class="n">{{bytes .Installed}}</td><td class="n">{{if $art.A.Image}}{{bytes .Squashfs}}{{else}}—{{end}}</td></tr>
 {{else}}<tr><td colspan="4">none</td></tr>{{end}}</table>
 <h3>Drop rules</h3>
 <table><tr><th>rule</th><th>paths</th><th>saved</th></tr>

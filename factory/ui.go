@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/nodeforge/builder/api/platform"
@@ -257,6 +258,10 @@ type uiPage struct {
 	ArgErrors  []uiMsg
 	Limits     [3]int
 	Final      *uiFinal
+
+	// single are the steps whose choice was the only one: chosen without
+	// a page, still reachable from the progress list, skipped by Back.
+	single map[string]bool
 }
 
 type uiBranch struct {
@@ -291,6 +296,9 @@ type uiFinal struct {
 	Edit, SigningKey  string
 	// SecureBoot is set when the factory signs Secure Boot media.
 	SecureBoot *uiSecureBoot
+	// Verify is the download the verification example names (the first
+	// disk image, else the kernel).
+	Verify uiFile
 }
 
 // uiSecureBoot is the final page's Secure Boot section: the signed
@@ -330,17 +338,17 @@ func (p *uiPage) link(st uiState, step string) string {
 // StepLink is the address of a step with the current state.
 func (p *uiPage) StepLink(step string) string { return p.link(p.State, step) }
 
-// Back is the previous step's address; from the final page it is the
-// platform's (the schematic is made; the final page links to editing it).
+// Back is the address of the page before this one: the previous step
+// that offered a choice (those with a single choice were not shown); ""
+// when there is none. From the final page it is the kernel arguments' step,
+// filled in from the schematic.
 func (p *uiPage) Back() string {
-	i := slices.Index(uiSteps, p.Step)
-	if p.Step == "final" {
-		i = slices.Index(uiSteps, "extensions")
+	for i := slices.Index(uiSteps, p.Step) - 1; i >= 0; i-- {
+		if !p.single[uiSteps[i]] {
+			return p.StepLink(uiSteps[i])
+		}
 	}
-	if i <= 0 {
-		return p.Home()
-	}
-	return p.StepLink(uiSteps[i-1])
+	return ""
 }
 
 // ClearFilter is the extension step without its filter (links never
@@ -398,7 +406,7 @@ func (p *uiPage) fail(status int, m uiMsg) {
 
 func (s *Server) newUIPage(w http.ResponseWriter, r *http.Request, form url.Values) *uiPage {
 	p := &uiPage{Lang: uiChooseLang(w, r, form), Status: http.StatusOK, State: uiStateFrom(form), Self: form,
-		HasKey: s.o.Signer != nil, Limits: [3]int{uiMaxArgs, uiMaxArgLen, uiMaxArgsTotal}}
+		HasKey: s.o.Signer != nil, Limits: [3]int{uiMaxArgs, uiMaxArgLen, uiMaxArgsTotal}, single: map[string]bool{}}
 	if u, err := url.Parse(s.o.ExternalURL); err == nil && s.o.ExternalURL != "" {
 		p.Prefix = strings.TrimSuffix(u.Path, "/")
 	}
@@ -420,6 +428,13 @@ func (s *Server) uiWizard(r *http.Request, p *uiPage) {
 	at := func(step string) bool { return want == slices.Index(uiSteps, step) }
 	if st.SchematicID != "" && !s.uiLoadSchematic(r, p) {
 		return
+	}
+	if listed := s.listed(); len(listed) == 1 {
+		p.single["version"] = true
+		if st.Version == "" && !at("version") {
+			st.Version = TalosVersion(listed[0].Version)
+			p.Notices = append(p.Notices, uiM("auto.version", st.Version))
+		}
 	}
 	if st.Version == "" || at("version") {
 		s.uiVersionStep(p)
@@ -466,6 +481,13 @@ func (s *Server) uiTarget(p *uiPage, want int) (*Release, string, platform.Platf
 	if rel == nil {
 		p.fail(http.StatusNotFound, uiM("err.version", st.Version))
 		return nil, "", platform.Platform{}, false
+	}
+	if archs := rel.Params.Architectures; len(archs) == 1 {
+		p.single["arch"] = true
+		if st.Arch == "" && want != slices.Index(uiSteps, "arch") {
+			st.Arch = specs.GoArch(archs[0])
+			p.Notices = append(p.Notices, uiM("auto.arch", TalosVersion(rel.Version), st.Arch))
+		}
 	}
 	if st.Arch == "" || want == slices.Index(uiSteps, "arch") {
 		uiArchStep(p, rel)
@@ -651,8 +673,13 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 		Args: strings.Join(sch.Customization.ExtraKernelArgs, " ")}
 	f.Edit = p.link(edit, "extensions")
 	if s.o.Signer != nil {
-		f.SigningKey = base + "/oci/cosign/signing-key.pub"
+		f.SigningKey = abs + "/oci/cosign/signing-key.pub"
 	}
+	f.Verify = f.Boot[0]
+	if len(f.Disks) > 0 {
+		f.Verify = f.Disks[0]
+	}
+	f.Verify.Href = abs + img + f.Verify.Name
 	if s.o.SecureBoot != nil {
 		sb := &uiSecureBoot{Installer: s.pullRef(r.Host, installerKind{secureBoot: true}, st.SchematicID, rel.Version),
 			Cert: base + "/secureboot/signing-cert.pem"}
@@ -764,13 +791,23 @@ func uiCheckArgs(args []string) []uiMsg {
 		}
 		if i := strings.IndexFunc(a, func(r rune) bool { return r < 0x21 || r > 0x7e || strings.ContainsRune("\"'`\\", r) }); i >= 0 {
 			r, _ := utf8.DecodeRuneInString(a[i:])
-			out = append(out, uiM("err.args.chars", shown, strconv.QuoteRune(r)))
+			out = append(out, uiM("err.args.chars", shown, uiRune(r)))
 		}
 	}
 	if total > 0 && total-1 > uiMaxArgsTotal {
 		out = append(out, uiM("err.args.total", total-1, uiMaxArgsTotal))
 	}
 	return out
+}
+
+// uiRune shows a character as typed, with its code point when it does
+// not show itself (a control or a space of another kind).
+func uiRune(r rune) string {
+	code := fmt.Sprintf("U+%04X", r)
+	if unicode.IsGraphic(r) && !unicode.IsSpace(r) {
+		return string(r) + " (" + code + ")"
+	}
+	return code
 }
 
 // uiRender writes the page in its language; a template that fails is a

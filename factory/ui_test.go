@@ -303,7 +303,7 @@ func TestUIErrors(t *testing.T) {
 		en    string
 		ru    string
 	}{
-		{"version=9.9.9", 404, "Version “9.9.9” is not served by this factory.", "Версия «9.9.9» этой фабрикой не раздаётся."},
+		{"version=9.9.9", 404, "Version “9.9.9” is not served by this factory.", "Версии «9.9.9» на этой фабрике нет."},
 		{"version=1.10.0&arch=arm64", 404, "Release v1.10.0 has no architecture “arm64” (it has x86_64).", "В выпуске v1.10.0 нет архитектуры «arm64» (есть: x86_64)."},
 		{"version=1.11.0&arch=amd64&platform=mars", 404, "There is no platform “mars”", "Платформы «mars» нет"},
 		{"schematic-id=" + strings.Repeat("0", 64), 404, "This factory knows no schematic 000", "Схема 000"},
@@ -352,14 +352,15 @@ func TestUIKernelArgs(t *testing.T) {
 		{many, "Too many kernel arguments: 33 (at most 32).", "Слишком много аргументов ядра: 33 (допустимо не более 32)."},
 		{long, "is too long: 258 bytes (at most 256).", "слишком длинный: 258 байт (допустимо не более 256)."},
 		{total, "The arguments take 1132 bytes together (at most 1024).", "Все аргументы вместе занимают 1132 байт (допустимо не более 1024)."},
-		{`init="/bin/sh"`, "Argument “init=\"/bin/sh\"” holds a character that is not allowed: '\"'.", "Аргумент «init=\"/bin/sh\"» содержит недопустимый символ: '\"'."},
-		{"hostname=узел", "holds a character that is not allowed: 'у'.", "содержит недопустимый символ: 'у'."},
-		{`a\b`, "holds a character that is not allowed: '\\\\'.", "содержит недопустимый символ: '\\\\'."},
+		{`init="/bin/sh"`, "Argument “init=\"/bin/sh\"” holds a character that is not allowed: \" (U+0022).", "Аргумент «init=\"/bin/sh\"» содержит недопустимый символ: \" (U+0022)."},
+		{"hostname=узел", "holds a character that is not allowed: у (U+0443).", "содержит недопустимый символ: у (U+0443)."},
+		{`a\b`, `holds a character that is not allowed: \ (U+005C).`, `содержит недопустимый символ: \ (U+005C).`},
+		{"a=\u200bb", "holds a character that is not allowed: U+200B.", "содержит недопустимый символ: U+200B."},
 	} {
 		for lang, want := range map[string]string{"en": c.en, "ru": c.ru} {
 			form := url.Values{"lang": {lang}, "version": {"1.11.0"}, "arch": {"amd64"}, "platform": {"metal"}, "ext": {"zfs"}, "args": {c.args}}
 			resp, body := uiDo(t, h, "POST", "/ui/schematic", form)
-			if resp.StatusCode != 200 || uiH1(body) != uiCatalogs[lang]["args.heading"] || !strings.Contains(body, html.EscapeString(want)) ||
+			if resp.StatusCode != 200 || uiH1(body) != uiCatalogs[lang]["args.heading"] || !strings.Contains(html.UnescapeString(body), want) ||
 				!strings.Contains(body, `role="alert"`) || !strings.Contains(body, `aria-invalid="true"`) {
 				t.Errorf("%.40q in %s: %d, want the step again saying %q:\n%s", c.args, lang, resp.StatusCode, want, body)
 				continue
@@ -483,7 +484,7 @@ func TestUISecureBoot(t *testing.T) {
 	const def = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
 	final := "/?arch=amd64&lang=en&platform=metal&schematic-id=" + def + "&version=1.11.0"
 	uiDo(t, h, "POST", "/ui/schematic", url.Values{"version": {"1.11.0"}, "arch": {"x86_64"}, "platform": {"metal"}})
-	if _, body := uiDo(t, h, "GET", final, nil); uiH1(body) != "Your image" || strings.Contains(body, "secureboot") {
+	if _, body := uiDo(t, h, "GET", final, nil); uiH1(body) != "Your image" || strings.Contains(body, "-secureboot.") || !strings.Contains(body, `id="secureboot-none"`) {
 		t.Fatalf("without a key set:\n%s", body)
 	}
 	s.o.SecureBoot = &secureboot.Signing{}
@@ -534,5 +535,53 @@ func TestUIReleasePlatforms(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("the final page lacks %s:\n%s", want, body)
 		}
+	}
+}
+
+// TestUISingleChoices: a factory with one release of one architecture
+// chooses both without a page (saying so), keeps the steps reachable from
+// the progress list, and Back skips them: Back leaves each page for the
+// page before it, and the final page's Back is the kernel arguments' step,
+// filled in from the schematic.
+func TestUISingleChoices(t *testing.T) {
+	s, h := uiTestServer(t, "")
+	s.serve(s.served().find("1.10.0"))
+	_, body := uiDo(t, h, "GET", "/?lang=en", nil)
+	if uiH1(body) != uiCatalogs["en"]["platform.heading"] || !strings.Contains(body, "This factory serves one release, v1.10.0") ||
+		!strings.Contains(body, "Release v1.10.0 is built for one architecture, amd64") {
+		t.Fatalf("the first page is not the platform's:\n%s", body)
+	}
+	if v := uiFormValues(body); v.Get("version") != "v1.10.0" || v.Get("arch") != "amd64" {
+		t.Errorf("the platform step submits %v", v)
+	}
+	for _, step := range []string{"version", "arch"} {
+		if !strings.Contains(body, `<li class="done"><a href="/?arch=amd64&amp;lang=en&amp;step=`+step+`&amp;version=v1.10.0">`) {
+			t.Errorf("the progress list does not reach %s:\n%s", step, body)
+		}
+	}
+	if strings.Contains(body, `class="back"`) {
+		t.Errorf("the platform step has a Back with nothing before it:\n%s", body)
+	}
+	if _, body = uiDo(t, h, "GET", "/?lang=en&version=v1.10.0&arch=amd64&step=arch", nil); uiH1(body) != uiCatalogs["en"]["arch.heading"] {
+		t.Errorf("the arch step asked for: %q", uiH1(body))
+	}
+	_, body = uiDo(t, h, "GET", "/?version=v1.10.0&arch=amd64&platform=metal&step=extensions", nil)
+	if !strings.Contains(body, `<a class="back" href="/?arch=amd64&amp;platform=metal&amp;step=platform&amp;version=v1.10.0">`) {
+		t.Errorf("Back of the extension step:\n%s", body)
+	}
+	resp, _ := uiDo(t, h, "POST", "/ui/schematic", url.Values{"version": {"v1.10.0"}, "arch": {"amd64"}, "platform": {"metal"}, "ext": {"cri"}, "args": {`console=ttyS0`}})
+	_, body = uiDo(t, h, "GET", resp.Header.Get("Location"), nil)
+	m := regexp.MustCompile(`<a class="back" href="([^"]+)">`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("the final page has no Back:\n%s", body)
+	}
+	_, body = uiDo(t, h, "GET", html.UnescapeString(m[1]), nil)
+	if v := uiFormValues(body); uiH1(body) != uiCatalogs["en"]["args.heading"] || v.Get("args") != "console=ttyS0" || !slices.Equal(v["ext"], []string{"cri"}) {
+		t.Errorf("Back from the final page: %q, submits %v", uiH1(body), v)
+	}
+	// Two releases: the version step is a page again, and Back reaches it.
+	s, h = uiTestServer(t, "")
+	if _, body = uiDo(t, h, "GET", "/?version=1.10.0&step=platform", nil); !strings.Contains(body, `<a class="back" href="/?arch=amd64&amp;step=version&amp;version=1.10.0">`) {
+		t.Errorf("Back of the platform step with two releases:\n%s", body)
 	}
 }

@@ -137,6 +137,7 @@ func TestAuditDemo(t *testing.T) {
 	}
 
 	checkHTMLInChromium(t, filepath.Join(out, "audit.html"), certification.OutcomeCaveats)
+	checkLayoutInChromium(t, filepath.Join(out, "audit.html"))
 	checkCaveats(t, d, layout, rep)
 }
 
@@ -225,6 +226,41 @@ func checkCaveats(t *testing.T, d *demoRelease, layout string, rep *certificatio
 	}
 	if _, err := runBuilder(t, "audit", "-o", t.TempDir(), "--key", d.devPub, "--policy", policy("foreign-branch: maybe\n"), layout); err == nil || !strings.Contains(err.Error(), `foreign-branch "maybe": want fail or caveat`) {
 		t.Errorf("a policy with a bad finding: %v", err)
+	}
+}
+
+// checkLayoutInChromium loads a report page in a 1280 px window, on
+// screen and as printed: the page is no wider than the window, no table
+// is wider than its box (no clipped column), and it prints to PDF.
+func checkLayoutInChromium(t *testing.T, page string) {
+	t.Helper()
+	chromium := needChromium(t)
+	if chromium == "" {
+		return
+	}
+	b := startBrowser(t, chromium)
+	b.navigate(t, "file://"+page)
+	const measure = `JSON.stringify({page: document.documentElement.scrollWidth - window.innerWidth,
+		tables: [...document.querySelectorAll("table")].filter(t => t.scrollWidth > t.clientWidth + 1 || t.getBoundingClientRect().right > window.innerWidth).length})`
+	for _, media := range []string{"screen", "print"} {
+		b.call(t, b.session, "Emulation.setEmulatedMedia", map[string]any{"media": media}, nil)
+		var s string
+		b.eval(t, measure, &s)
+		var got struct{ Page, Tables int }
+		if err := json.Unmarshal([]byte(s), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Page > 0 || got.Tables > 0 {
+			t.Errorf("%s (%s, 1280 px): %d px wider than the window, %d tables wider than their box", filepath.Base(page), media, got.Page, got.Tables)
+		}
+	}
+	var pdf struct{ Data string }
+	b.call(t, b.session, "Page.printToPDF", map[string]any{"printBackground": true}, &pdf)
+	if len(pdf.Data) < 1000 {
+		t.Errorf("%s printed to %d bytes of PDF", filepath.Base(page), len(pdf.Data))
+	}
+	for _, e := range b.takeProblems() {
+		t.Errorf("%s: console: %s", filepath.Base(page), e)
 	}
 }
 

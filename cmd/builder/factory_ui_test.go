@@ -66,6 +66,7 @@ func TestFactoryUI(t *testing.T) {
 			page := w.walk(t, b, hs.URL, shots)
 			if page != nil {
 				checkFinalLinks(t, hs.URL, page, w)
+				runVerifyLines(t, page.Verify)
 			}
 			t.Logf("%s: %s", w.lang, time.Since(start).Round(time.Millisecond))
 		})
@@ -83,11 +84,11 @@ type uiWalk struct {
 
 // uiPageInfo is what the test reads of a rendered page.
 type uiPageInfo struct {
-	URL, Lang, H1, Error, ID, YAML, Installer, PXE string
-	Scripts                                        int
-	Resources                                      []string
-	Exts                                           []string
-	Links                                          []struct{ Href, Class, Text string }
+	URL, Lang, H1, Error, ID, YAML, Installer, PXE, Verify string
+	Scripts, Overflow                                      int
+	Resources                                              []string
+	Exts                                                   []string
+	Links                                                  []struct{ Href, Class, Text string }
 }
 
 // uiCatalog reads a language's messages as the factory has them.
@@ -117,6 +118,9 @@ func (w uiWalk) walk(t *testing.T, b *browser, base, shots string) *uiPageInfo {
 		if p.Lang != w.lang || p.H1 != msg[heading] || p.Scripts != 0 {
 			t.Errorf("%s: <html lang=%q>, <h1> %q, %d scripts; want %s, %q, none (at %s)", name, p.Lang, p.H1, p.Scripts, w.lang, msg[heading], p.URL)
 		}
+		if p.Overflow > 0 {
+			t.Errorf("%s: the page is %d px wider than the 1280 px window", name, p.Overflow)
+		}
 		for _, r := range p.Resources {
 			if !strings.HasPrefix(r, base+"/") && !strings.HasPrefix(r, "data:") {
 				t.Errorf("%s: an outside resource: %s", name, r)
@@ -128,12 +132,13 @@ func (w uiWalk) walk(t *testing.T, b *browser, base, shots string) *uiPageInfo {
 		b.screenshot(t, filepath.Join(shots, fmt.Sprintf("%s-%d-%s.png", w.lang, n, name)))
 		return p
 	}
-	b.navigate(t, base+"/?lang="+w.lang)
+	// The demo serves one release of one architecture: the wizard
+	// chooses both and starts at the platform; their pages stay reachable.
+	b.navigate(t, base+"/?lang="+w.lang+"&step=version")
 	step("version", "version.heading")
-	b.click(t, "#wizard button[type=submit]") // the newest version is chosen
+	b.navigate(t, base+"/?lang="+w.lang+"&step=arch&version=v1.11.0-demo")
 	step("arch", "arch.heading")
-	b.tick(t, `input[name=arch][value=amd64]`)
-	b.click(t, "#wizard button[type=submit]")
+	b.navigate(t, base+"/?lang="+w.lang)
 	step("platform", "platform.heading")
 	b.tick(t, `input[name=platform][value=`+w.platform+`]`)
 	b.click(t, "#wizard button[type=submit]")
@@ -261,6 +266,24 @@ func checkFinalLinks(t *testing.T, base string, p *uiPageInfo, w uiWalk) {
 	}
 	if want := base + "/pxe/" + p.ID + "/v1.11.0-demo/" + w.platform + "-amd64"; p.PXE != want || !slices.Contains(urls, want) {
 		t.Errorf("PXE link %q, want %q", p.PXE, want)
+	}
+}
+
+// runVerifyLines runs the final page's check of a download as a user
+// copies it (its curl and cosign verify-blob lines; the installer's
+// cosign verify line is judged by the registry tests).
+func runVerifyLines(t *testing.T, text string) {
+	t.Helper()
+	testutil.NeedTool(t, "curl")
+	testutil.NeedTool(t, "cosign")
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[2], "cosign verify-blob ") {
+		t.Fatalf("the page's verification lines:\n%s", text)
+	}
+	cmd := exec.Command("bash", "-euc", strings.Join(lines[:3], "\n"))
+	cmd.Dir = t.TempDir()
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Verified OK") {
+		t.Errorf("the page's verification lines:\n%s\n%v\n%s", text, err, out)
 	}
 }
 
@@ -526,6 +549,8 @@ func (b *browser) page(t *testing.T) *uiPageInfo {
 		YAML: document.querySelector("#schematic-yaml")?.textContent ?? "",
 		Installer: document.querySelector("#installer")?.textContent ?? "",
 		PXE: document.querySelector("#pxe")?.href ?? "",
+		Verify: document.querySelector("#install pre:last-of-type")?.textContent ?? "",
+		Overflow: document.documentElement.scrollWidth - window.innerWidth,
 		Scripts: document.scripts.length,
 		Resources: performance.getEntriesByType("resource").map(e => e.name),
 		Exts: [...document.querySelectorAll("input[type=checkbox][name=ext]")].map(e => e.value),

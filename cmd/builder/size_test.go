@@ -89,4 +89,5 @@ func checkSize(t *testing.T, out string) {
 	if dom, run := renderInChromium(t, page); run != nil && (!strings.Contains(dom, "<rect") || !strings.Contains(dom, "x86_64/rootfs.sqsh")) {
 		t.Errorf("the size page rendered without its charts")
 	}
+	checkLayoutInChromium(t, page)
 }
