@@ -20,6 +20,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nodeforge/builder/api/extensions"
 	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
@@ -226,6 +227,7 @@ type buildRun struct {
 	assets         map[string][]ociAsset                     // arch -> boot assets
 	extLayers      map[string]map[string]*compose.ImageLayer // extension -> arch -> layer
 	extVersions    map[string]string
+	extDescs       map[string]map[string]string    // extension -> language -> description
 	installer      map[string][]v1.Layer           // arch -> installer layers
 	kernels        map[string]compose.KernelParams // arch -> its kernel, for the media
 	mediaInstaller map[string][]v1.Layer           // arch -> the schematic's installer layers
@@ -245,7 +247,7 @@ func newRun(opts Options) (*buildRun, error) {
 		}
 	}
 	r := &buildRun{opts: opts, spec: s, lock: l, sde: opts.SourceDateEpoch, logf: opts.Log,
-		assets: map[string][]ociAsset{}, extLayers: map[string]map[string]*compose.ImageLayer{}, extVersions: map[string]string{},
+		assets: map[string][]ociAsset{}, extLayers: map[string]map[string]*compose.ImageLayer{}, extVersions: map[string]string{}, extDescs: map[string]map[string]string{},
 		installer: map[string][]v1.Layer{}, mediaInstaller: map[string][]v1.Layer{}, sbInstaller: map[string][]v1.Layer{}, kernels: map[string]compose.KernelParams{}}
 	if r.logf == nil {
 		r.logf = func(string, ...any) {}
@@ -718,6 +720,7 @@ func (b *archBuild) archReport(initPkg string, rootfsEntries []report.FileEntry,
 			return nil, fmt.Errorf("extension %s: version %s on %s, %s on another architecture", eb.name, eb.version, b.arch, v)
 		}
 		b.extVersions[eb.name] = eb.version
+		b.extDescs[eb.name] = eb.descriptions
 	}
 	for _, e := range initramfs {
 		var sum string
@@ -802,6 +805,9 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 			"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
 			"dev.nodeforge.branch":              s.Branch,
 			"dev.nodeforge.release":             s.Version,
+		}
+		for lang, text := range r.extDescs[name] {
+			ea[extensions.DescriptionAnnotation+lang] = text
 		}
 		layers := map[string][]v1.Layer{}
 		for arch, l := range r.extLayers[name] {

@@ -18,13 +18,14 @@ import (
 
 // extensionBuild is one extension of one architecture.
 type extensionBuild struct {
-	name     string
-	version  string
-	metadata extensions.Metadata
-	manifest []byte
-	tree     *rootfs.Tree // the extension's root filesystem, relocated
-	layer    []byte       // tar: manifest.yaml and rootfs/
-	report   *report.ExtensionReport
+	name         string
+	version      string
+	descriptions map[string]string // by language: the image's annotations
+	metadata     extensions.Metadata
+	manifest     []byte
+	tree         *rootfs.Tree // the extension's root filesystem, relocated
+	layer        []byte       // tar: manifest.yaml and rootfs/
+	report       *report.ExtensionReport
 }
 
 // buildExtensions makes every extension component of the spec from its
@@ -66,7 +67,7 @@ func (b *archBuild) buildExtensions() ([]*extensionBuild, error) {
 // filesystem lacks, laid, checked against the kernel, relocated and packed
 // with its manifest.
 func (b *archBuild) buildExtension(def *extensions.Definition, component []string, inRoot map[string]bool, byNEVRA map[string]*lock.Package, kernelPkg *lock.Package) (*extensionBuild, error) {
-	eb := &extensionBuild{name: def.Name, report: &report.ExtensionReport{}}
+	eb := &extensionBuild{name: def.Name, descriptions: def.Descriptions, report: &report.ExtensionReport{}}
 	laid, err := b.layExtension(eb, def, component, inRoot, byNEVRA)
 	if err != nil {
 		return nil, err

@@ -49,9 +49,12 @@ type Release struct {
 	Namespace schematic.Namespace
 	digests   map[string]string // repository -> verified digest
 
-	mu    sync.Mutex
-	meta  map[string]extensions.Metadata // extension -> its manifest's
-	boots map[string]installerBoot       // arch -> the installer's EFI files
+	mu   sync.Mutex
+	meta map[string]extensions.Metadata // extension -> its manifest's
+	// descs: extension -> language -> its description in that language
+	// (the image index's annotations; read with meta).
+	descs map[string]map[string]string
+	boots map[string]installerBoot // arch -> the installer's EFI files
 	// talosctl: arch -> whether its installer carries talosctl.
 	talosctl map[string]bool
 }
@@ -410,13 +413,52 @@ func (r *Release) extensionMetadata(ctx context.Context, name string) (extension
 		if e == nil {
 			continue
 		}
+		descs, err := r.extensionDescriptions(ctx, name)
+		if err != nil {
+			return m, err
+		}
 		r.mu.Lock()
 		if r.meta == nil {
-			r.meta = map[string]extensions.Metadata{}
+			r.meta, r.descs = map[string]extensions.Metadata{}, map[string]map[string]string{}
 		}
-		r.meta[name] = e.Metadata
+		r.meta[name], r.descs[name] = e.Metadata, descs
 		r.mu.Unlock()
 		return e.Metadata, nil
 	}
 	return m, fmt.Errorf("extension %s has no image of the release's architectures", name)
+}
+
+// extensionDescriptions are the extension's descriptions in other
+// languages, from its image index's annotations.
+func (r *Release) extensionDescriptions(ctx context.Context, name string) (map[string]string, error) {
+	idx, err := r.index(ctx, release.RepoExtension+name)
+	if err != nil {
+		return nil, err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("extension %s: %w", name, err)
+	}
+	var out map[string]string
+	for k, v := range m.Annotations {
+		if lang, ok := strings.CutPrefix(k, extensions.DescriptionAnnotation); ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[lang] = v
+		}
+	}
+	return out, nil
+}
+
+// extensionDescription is the extension's description in lang, or its
+// manifest's (English) when it has none in lang; read after
+// extensionMetadata.
+func (r *Release) extensionDescription(meta extensions.Metadata, lang string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d := r.descs[meta.Name][lang]; d != "" {
+		return d
+	}
+	return meta.Description
 }

@@ -597,14 +597,15 @@ func (s *Server) uiExtensionStep(r *http.Request, p *uiPage, rel *Release) {
 			return
 		}
 		chosen := slices.Contains(p.State.Exts, name)
-		if filter != "" && !strings.Contains(strings.ToLower(name+"\n"+meta.Description), filter) {
+		desc := rel.extensionDescription(meta, p.Lang)
+		if filter != "" && !strings.Contains(strings.ToLower(name+"\n"+desc+"\n"+meta.Description), filter) {
 			if chosen {
 				p.HiddenExts = append(p.HiddenExts, name)
 			}
 			continue
 		}
 		p.Extensions = append(p.Extensions, uiExtension{Name: name, Version: meta.Version, Author: meta.Author,
-			Description: meta.Description, Checked: chosen})
+			Description: desc, Checked: chosen})
 	}
 }
 

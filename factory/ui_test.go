@@ -40,10 +40,11 @@ func uiTestServer(t *testing.T, externalURL string) (*Server, http.Handler) {
 	}
 	s := &Server{o: ServerOptions{Cache: cache, ExternalURL: externalURL, Log: slog.New(slog.DiscardHandler)},
 		schematics: &schematics{st: cache}, metrics: newMetrics()}
+	descs := map[string]map[string]string{"zfs": {"ru": "Файловая система ZFS"}}
 	s.serve(&Release{Version: "1.10.0", Branch: "p10", Params: compose.Params{Architectures: []string{"x86_64"}},
-		Extensions: []string{"cri"}, meta: meta},
+		Extensions: []string{"cri"}, meta: meta, descs: descs},
 		&Release{Version: "1.11.0", Branch: "p11", Params: compose.Params{Architectures: []string{"x86_64", "aarch64"}},
-			Extensions: []string{"cri", "nvidia", "zfs"}, meta: meta})
+			Extensions: []string{"cri", "nvidia", "zfs"}, meta: meta, descs: descs})
 	mux := http.NewServeMux()
 	s.uiRoutes(mux)
 	return s, testutil.NoLocalPaths(t, mux)
@@ -274,6 +275,11 @@ func TestUISteps(t *testing.T) {
 	}
 	if v := uiFormValues(body); !slices.Equal(v["ext"], []string{"cri"}) || v.Get("platform") != "metal" || v.Get("version") != "1.11.0" {
 		t.Errorf("filtered extension step submits %v", v)
+	}
+	// Descriptions in the reader's language where the release has them.
+	_, body = uiDo(t, h, "GET", "/?lang=ru&version=1.11.0&arch=amd64&platform=metal&filter=%D1%84%D0%B0%D0%B9%D0%BB%D0%BE%D0%B2%D0%B0%D1%8F", nil)
+	if strings.Count(body, `type="checkbox" name="ext"`) != 1 || !strings.Contains(body, "<td>Файловая система ZFS</td>") {
+		t.Errorf("a description in Russian:\n%s", body)
 	}
 	_, body = uiDo(t, h, "GET", "/?lang=ru&version=1.11.0&arch=amd64&platform=metal&filter=%3Cscript%3E", nil)
 	if !strings.Contains(body, "Ни одно расширение не подходит под «&lt;script&gt;».") || strings.Contains(body, "<script") {

@@ -24,7 +24,11 @@ import (
 type Definition struct {
 	Name        string `yaml:"name"`
 	Description string `yaml:"description"`
-	Author      string `yaml:"author"`
+	// Descriptions are the description in other languages, by language
+	// code ("ru"): the factory's UI shows the reader's. Published as the
+	// extension image's DescriptionAnnotation+code annotations.
+	Descriptions map[string]string `yaml:"descriptions"`
+	Author       string            `yaml:"author"`
 	// Compatibility is the node OS version constraint written into the
 	// manifest (compatibility.talos.version), e.g. ">= v1.8.0".
 	Compatibility string `yaml:"compatibility"`
@@ -76,6 +80,17 @@ var shipped embed.FS
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
+// langRE is a language code as the factory's UI names its languages
+// (ISO 639-1 or -3, lower case).
+var langRE = regexp.MustCompile(`^[a-z]{2,3}$`)
+
+// DescriptionAnnotation prefixes the extension image's annotations that
+// carry its description in other languages (…description.ru).
+const DescriptionAnnotation = "dev.nodeforge.description."
+
+// maxDescription bounds one description: a line of a table, not a manual.
+const maxDescription = 1024
+
 // Parse reads and checks one definition.
 func Parse(data []byte, source string) (*Definition, error) {
 	var d Definition
@@ -98,6 +113,17 @@ func (d *Definition) validate() error {
 	}
 	if len(d.Packages) == 0 {
 		bad("no packages")
+	}
+	for _, lang := range slices.Sorted(maps.Keys(d.Descriptions)) {
+		text := d.Descriptions[lang]
+		switch {
+		case !langRE.MatchString(lang):
+			bad("descriptions: %q is not a language code (two or three lower-case letters, as ru)", lang)
+		case strings.TrimSpace(text) == "" || strings.ContainsAny(text, "\n\r"):
+			bad("descriptions.%s: want one line of text", lang)
+		case len(text) > maxDescription:
+			bad("descriptions.%s: %d bytes, at most %d", lang, len(text), maxDescription)
+		}
 	}
 	if d.VersionFrom != "" && !slices.Contains(d.Packages, d.VersionFrom) {
 		bad("version-from %s is not one of the packages", d.VersionFrom)

@@ -18,6 +18,11 @@ func TestShippedDefinitions(t *testing.T) {
 	if got := strings.Join(set.Names(), " "); got != "btrfs cri nvidia zfs" {
 		t.Fatalf("shipped: %s", got)
 	}
+	for _, name := range set.Names() {
+		if set[name].Descriptions["ru"] == "" {
+			t.Errorf("%s has no description in Russian", name)
+		}
+	}
 	zfs := set["zfs"]
 	if got := strings.Join(zfs.PackagesFor("std-def"), " "); got != "kernel-modules-zfs-std-def zfs-utils" {
 		t.Errorf("zfs packages: %s", got)
@@ -46,6 +51,9 @@ func TestDefinitionErrors(t *testing.T) {
 		"name: x\npackages: [a]\ncompatibility: '>= v1.8.0'\nfiles: [{path: /etc/x, mode: '0999'}]\n",
 		"name: x\npackages: [a]\ncompatibility: '>= v1.8.0'\nversion-from: b\n",
 		"name: x\npackages: [a]\ncompatibility: '>= v1.8.0'\nunknown: 1\n",
+		"name: x\npackages: [a]\ncompatibility: '>= v1.8.0'\ndescriptions: {Russian: текст}\n",
+		"name: x\npackages: [a]\ncompatibility: '>= v1.8.0'\ndescriptions: {ru: ''}\n",
+		"name: x\npackages: [a]\ncompatibility: '>= v1.8.0'\ndescriptions: {ru: \"две\\nстроки\"}\n",
 	} {
 		if _, err := Parse([]byte(doc), "test"); err == nil {
 			t.Errorf("accepted:\n%s", doc)

@@ -54,10 +54,10 @@ func TestFactoryUI(t *testing.T) {
 	b := startBrowser(t, chromium)
 	b.selfCheck(t)
 	walks := []uiWalk{
-		{lang: "en", platform: "metal", check: []string{"cri"}, filter: "ZFS", checkAfter: []string{"zfs"},
+		{lang: "en", platform: "metal", check: []string{"cri"}, extText: "containerd, runc and CNI plugins, with their CRI configuration", filter: "ZFS", checkAfter: []string{"zfs"},
 			badArgs: `init="/bin/sh"`, args: "console=ttyS0\nnet.ifnames=0", wantID: strings.TrimSpace(wantID),
 			files: []string{"metal-amd64.iso", "metal-amd64.raw.zst", "metal-amd64.qcow2", "kernel-amd64", "initramfs-amd64.xz", "cmdline-metal-amd64"}},
-		{lang: "ru", platform: "yandex", badArgs: "hostname=узел", wantID: "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba",
+		{lang: "ru", platform: "yandex", badArgs: "hostname=узел", extText: "containerd, runc и сетевые модули CNI с настройками CRI", wantID: "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba",
 			files: []string{"yandex-amd64.qcow2", "kernel-amd64", "initramfs-amd64.xz", "cmdline-yandex-amd64"}},
 	}
 	for _, w := range walks {
@@ -80,6 +80,7 @@ type uiWalk struct {
 	filter                string
 	badArgs, args, wantID string
 	files                 []string // the downloads the final page offers
+	extText               string   // a description the extension step shows
 }
 
 // uiPageInfo is what the test reads of a rendered page.
@@ -144,6 +145,10 @@ func (w uiWalk) walk(t *testing.T, b *browser, base, shots string) *uiPageInfo {
 	b.click(t, "#wizard button[type=submit]")
 	if p := step("extensions", "ext.heading"); len(p.Exts) < 2 {
 		t.Fatalf("the extension step lists %v", p.Exts)
+	}
+	var shown bool
+	if b.eval(t, fmt.Sprintf(`document.querySelector("table.extensions").textContent.includes(%q)`, w.extText), &shown); !shown {
+		t.Errorf("the extension step does not say %q", w.extText)
 	}
 	for _, e := range w.check {
 		b.tick(t, `input[name=ext][value="`+e+`"]`)
