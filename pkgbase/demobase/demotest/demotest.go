@@ -1,5 +1,5 @@
-// Package testdemo gives tests the demo package base, locked.
-package testdemo
+// Package demotest gives tests the demo package base, locked.
+package demotest
 
 import (
 	"context"
