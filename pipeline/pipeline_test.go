@@ -12,21 +12,14 @@ import (
 
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/pkgbase/cache"
-	"github.com/nodeforge/builder/pkgbase/demobase"
+	"github.com/nodeforge/builder/pkgbase/demobase/demotest"
 	"github.com/nodeforge/builder/pkgbase/locker"
 )
 
-// demoSpec writes the demo base into a new directory and loads its spec.
+// demoSpec is the demo base's spec, in a new directory.
 func demoSpec(t *testing.T) *specs.Spec {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "demo")
-	if err := demobase.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	s, err := specs.Load(filepath.Join(dir, demobase.SpecFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := demotest.Spec(t)
 	return s
 }
 
