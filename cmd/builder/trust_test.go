@@ -432,10 +432,7 @@ func TestConcurrentRuns(t *testing.T) {
 	b.spec, b.devKey, b.devPub = filepath.Join(b.dir, "spec.yaml"), filepath.Join(b.dir, "keys/dev/cosign.key"), filepath.Join(b.dir, "keys/dev/cosign.pub")
 	const vb = "1.11.1-demo"
 	setVersion(t, b, vb)
-	rounds := 20
-	if testing.Short() {
-		rounds = 3
-	}
+	const rounds = 20
 	for round := range rounds {
 		start := time.Now()
 		cache := filepath.Join(t.TempDir(), "cache")
