@@ -25,6 +25,7 @@ import (
 // the init loads its modules, signature enforcement on, through the
 // module indexes the builder wrote, and stacks the extension.
 func TestBootAarch64(t *testing.T) {
+	testutil.Slow(t)
 	t0 := time.Now()
 	specPath := testbase.ForTest(t, testbase.Options{Arches: []string{"x86_64", "aarch64"}})
 	a, _ := target.Lookup("aarch64")

@@ -33,6 +33,7 @@ const bootTimeout = 180 * time.Second
 // The base is cached (see internal/testbase); NODEFORGE_BOOT_INITRAMFS=xz
 // boots an xz initramfs instead of the default zstd one.
 func TestBootDebianKernel(t *testing.T) {
+	testutil.Slow(t)
 	t0 := time.Now()
 	specPath := testbase.ForTest(t, testbase.Options{InitramfsCompression: os.Getenv("NODEFORGE_BOOT_INITRAMFS")})
 	qemu := testutil.NeedTool(t, "qemu-system-x86_64")

@@ -13,9 +13,9 @@ import (
 
 	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/report"
-	"github.com/nodeforge/builder/internal/testdemo"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/demobase"
+	"github.com/nodeforge/builder/pkgbase/demobase/demotest"
 	"github.com/nodeforge/builder/pkgbase/locker"
 	"github.com/nodeforge/builder/pkgbase/resolve"
 )
@@ -49,7 +49,7 @@ func validateJSON(t *testing.T, schema string, doc []byte) {
 // each with its chain from the lock that holds it, in every format.
 func TestDiffTzdata(t *testing.T) {
 	ctx := context.Background()
-	dir, old, opts := testdemo.Locked(t)
+	dir, old, opts := demotest.Locked(t)
 	b, err := old.Marshal()
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/nodeforge/builder/attest/signing"
-	"github.com/nodeforge/builder/internal/testsign"
+	"github.com/nodeforge/builder/attest/signing/signingtest"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -33,7 +33,7 @@ func testArchive(t testing.TB, partSize int64) (string, []Item, *ArchiveManifest
 	if err := src.WriteImage(ctx, "app", "v1", img); err != nil {
 		t.Fatal(err)
 	}
-	signer := testsign.Signer(t)
+	signer := signingtest.Signer(t)
 	d, _ := img.Digest()
 	if _, err := signer.Sign(ctx, src, "app", d); err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func rewriteTar(t *testing.T, path string, edit func(tw *tar.Writer, h *tar.Head
 
 func TestArchiveRefusals(t *testing.T) {
 	path, _, _, signer := testArchive(t, 0)
-	other := testsign.Signer(t)
+	other := signingtest.Signer(t)
 	cases := map[string]struct {
 		path string
 		keys []signing.Verifier

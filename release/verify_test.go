@@ -16,7 +16,7 @@ import (
 
 	"github.com/nodeforge/builder/attest/provenance"
 	"github.com/nodeforge/builder/attest/signing"
-	"github.com/nodeforge/builder/internal/testsign"
+	"github.com/nodeforge/builder/attest/signing/signingtest"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -98,8 +98,8 @@ func attestAll(t *testing.T, ctx context.Context, st oci.Store, s *signing.Signe
 
 func TestSignAttestVerify(t *testing.T) {
 	ctx := context.Background()
-	s := testsign.Signer(t)
-	other := testsign.Signer(t)
+	s := signingtest.Signer(t)
+	other := signingtest.Signer(t)
 	for name, st := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			top := attestAll(t, ctx, st, s, "installer", "base")
@@ -144,7 +144,7 @@ func TestSignAttestVerify(t *testing.T) {
 // the base, or unknown to the provenance, fails.
 func TestVerifyForeignPackage(t *testing.T) {
 	ctx := context.Background()
-	s := testsign.Signer(t)
+	s := signingtest.Signer(t)
 	st := stores(t)["registry-fallback"]
 	attestAll(t, ctx, st, s, "foreign", "overlay")
 	v, err := Verify(ctx, st, "foreign", "1.0", []signing.Verifier{s.Verifier()}, nil)

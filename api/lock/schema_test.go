@@ -9,8 +9,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/nodeforge/builder/api/lock"
-	"github.com/nodeforge/builder/internal/testdemo"
 	"github.com/nodeforge/builder/pkgbase/demobase"
+	"github.com/nodeforge/builder/pkgbase/demobase/demotest"
 )
 
 const lockSchema = "../../docs/schemas/lock.schema.json"
@@ -24,7 +24,7 @@ func TestLockSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, l, _ := testdemo.Locked(t)
+	_, l, _ := demotest.Locked(t)
 	good, err := l.Marshal()
 	if err != nil {
 		t.Fatal(err)

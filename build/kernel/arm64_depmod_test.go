@@ -14,6 +14,7 @@ import (
 // (3,600 of them, aarch64 ELF), Depmod writes the same index files byte
 // for byte as arm64 kmod's own depmod, run here under qemu-user.
 func TestDepmodMatchesArm64Kmod(t *testing.T) {
+	testutil.Slow(t)
 	testutil.NeedTool(t, "dpkg-deb")
 	debs, _ := filepath.Glob(filepath.Join(kernelCacheDir, "linux-image-6.1.0-*-arm64_*_arm64.deb"))
 	if len(debs) == 0 {

@@ -180,9 +180,7 @@ func judge(t *testing.T, tr *Tree) ([]byte, string) {
 // multiarch ones are absent from the tree. -X: no links.
 func judgeWith(t *testing.T, tr *Tree, systemDirs string, ldconfig func(args ...string) *exec.Cmd) ([]byte, string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("ldconfig -r needs root to chroot")
-	}
+	testutil.NeedRoot(t) // ldconfig -r chroots
 	root := t.TempDir()
 	writeDisk(t, tr, root)
 	conf := "include /etc/ld.so.conf\n" + systemDirs

@@ -72,6 +72,7 @@ func TestCraftedStrippedRefused(t *testing.T) {
 // tree), it is laid whole: the small files, the hard-link set and the
 // symlink as rpm lists them, the big file by size and sha256.
 func TestLayLargeFile(t *testing.T) {
+	testutil.Slow(t)
 	file := testutil.LargeFileRPM(t)
 	origin := report.Origin{Package: "largefile-1-1.noarch"}
 	_, err := New().AddRPM(file, origin, LayOptions{MaxInstallSize: 4 << 30})

@@ -304,6 +304,7 @@ func renderInChromium(t *testing.T, page string) (string, func(extra ...string) 
 // TestAuditFails: a package from a second, foreign repository fails the
 // audit naming that package; a tampered signature fails it naming the image.
 func TestAuditFails(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	t.Run("foreign package", func(t *testing.T) {
 		d := newDemoRelease(t)
@@ -442,6 +443,7 @@ func moveToForeignRepo(t *testing.T, d *demoRelease, name string) {
 // TestAuditPrevious: --previous lists exactly the package differences of
 // the two locks.
 func TestAuditPrevious(t *testing.T) {
+	testutil.Slow(t)
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
@@ -532,6 +534,7 @@ func lockDiff(t *testing.T, st oci.Store, a, b string) string {
 // publishes the verdict as a signed SLSA verification summary, which the
 // stock cosign finds and verifies.
 func TestAuditRegistryVSA(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})

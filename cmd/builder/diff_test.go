@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/certification"
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/demobase"
 )
 
@@ -21,6 +22,7 @@ import (
 // builder diff between the two published releases lists exactly those,
 // checked against the two locks read independently here.
 func TestDiffDemo(t *testing.T) {
+	testutil.Slow(t)
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)

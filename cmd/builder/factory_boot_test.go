@@ -30,6 +30,7 @@ import (
 // and boots what it served under OVMF, as a CD and as a disk (written to
 // a stick with dd), to the marker, the extension's layer mounted.
 func TestFactoryBoot(t *testing.T) {
+	testutil.Slow(t)
 	specPath := testbase.ForTest(t, testbase.Options{})
 	qemu := testutil.NeedTool(t, "qemu-system-x86_64")
 	code := testutil.NeedFile(t, "/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf")

@@ -42,6 +42,7 @@ func warmedEntries(rep *factory.WarmReport) []string {
 // judges the registry), and a factory on the kept version still serves
 // everything from the cache, while the dropped version builds again.
 func TestFactoryGC(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {

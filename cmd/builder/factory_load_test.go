@@ -22,10 +22,8 @@ import (
 // 200, or 503 with Retry-After when the build queue is full; p50 and p99
 // per kind reported; each replica's peak RSS bounded.
 func TestFactoryLoad(t *testing.T) {
-	t.Parallel() // see TestMain
-	if testing.Short() {
-		t.Skip("a minute of load; skipped with -short")
-	}
+	testutil.Slow(t) // a minute of load
+	t.Parallel()     // see TestMain
 	seconds := 60
 	if v := os.Getenv("NODEFORGE_LOAD_SECONDS"); v != "" {
 		seconds, _ = strconv.Atoi(v)

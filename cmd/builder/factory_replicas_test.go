@@ -104,6 +104,7 @@ func fetch(url string) ([]byte, int, error) {
 // leaves no unsigned entry and the other serves the artifact; a replica
 // sent SIGTERM mid-build finishes it, caches it and exits 0.
 func TestFactoryReplicas(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})

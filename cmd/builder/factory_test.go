@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // TestFactoryServe: the factory's API on the demo release in a local
@@ -23,6 +25,7 @@ import (
 // what builder image --release writes (architectures named either way);
 // HEAD, Range, ETag and .sha256 work; bad input gets its 4xx.
 func TestFactoryServe(t *testing.T) {
+	testutil.Slow(t)
 	f := newFactoryFixture(t)
 	d, srv, hs := f.d, f.srv, f.hs
 	layout := f.layout

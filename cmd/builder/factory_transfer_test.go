@@ -67,6 +67,7 @@ func (f *registryFactory) get(t *testing.T, path string) []byte {
 // archive into a perimeter; a flipped byte in the archive is refused with
 // nothing written.
 func TestFactoryTransfer(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	internal, external := testutil.StartRegistry(t, testutil.RegistryOptions{}), testutil.StartRegistry(t, testutil.RegistryOptions{})

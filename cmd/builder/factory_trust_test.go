@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -99,6 +100,7 @@ func retag(t *testing.T, st oci.Store, repo, from, to string, match func(map[str
 // with the release's key. No response of these factories shows a local
 // path (newFactoryFixture's and replica's servers check every one).
 func TestFactoryTrust(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel()
 	f := newFactoryFixture(t)
 	idA := f.postSchematic(t, "customization:\n  systemExtensions:\n    officialExtensions: [zfs]\n")

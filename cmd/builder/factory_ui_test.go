@@ -30,6 +30,7 @@ import (
 // and every artifact's digest is the API's; no console error, no script,
 // no outside resource; a screenshot of every step.
 func TestFactoryUI(t *testing.T) {
+	testutil.Slow(t)
 	chromium := needChromium(t)
 	if chromium == "" {
 		return

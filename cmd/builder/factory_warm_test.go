@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // servedFactory is the factory factory serve runs on args (the same flags,
@@ -72,6 +73,7 @@ func warmCmd(t *testing.T, args ...string) *factory.WarmReport {
 // writes; a second warm builds nothing; a version the config file marks
 // broken, or an unknown schematic, stops warm before any build, naming it.
 func TestFactoryWarm(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {

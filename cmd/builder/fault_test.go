@@ -99,6 +99,7 @@ func checkBlobs(t *testing.T, ref string, r name.Repository, img interface {
 // points at a manifest whose blobs are missing; run again without faults
 // it completes and verifies.
 func TestReleaseThroughFaults(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})

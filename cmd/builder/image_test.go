@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // TestImageFromRelease: the media made from a published release (what the
@@ -17,6 +19,7 @@ import (
 // rootfs.sqsh), on two platforms. A wrong key is refused before anything
 // is read.
 func TestImageFromRelease(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {

@@ -143,6 +143,7 @@ func checkReport(t *testing.T, rep *release.MirrorReport, withBase bool) {
 // stock cosign verifies at the destination, a second run sends nothing,
 // and a destination with the referrers API lists every referrer too.
 func TestMirrorRegistryToRegistry(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	src := testutil.StartRegistry(t, testutil.RegistryOptions{})
@@ -184,6 +185,7 @@ func TestMirrorRegistryToRegistry(t *testing.T) {
 // "perimeter" from the subset alone with identical digests, and refuses
 // archives with a flipped byte.
 func TestMirrorThroughArchive(t *testing.T) {
+	testutil.Slow(t)
 	d := newDemoRelease(t)
 	outside := testutil.StartRegistry(t, testutil.RegistryOptions{})
 	inside := testutil.StartRegistry(t, testutil.RegistryOptions{})
@@ -342,6 +344,7 @@ func flipArchiveByte(t *testing.T, archive, which string) string {
 // an earlier version: the earlier version still verifies, the rerun ends in
 // a mirror that verifies, and no unpacking directory is left.
 func TestMirrorKillResume(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
@@ -439,6 +442,7 @@ func builderProcess(t *testing.T, args ...string) (string, error) {
 // layers the first archive carried; imported after the first it completes
 // the mirror, imported alone it is refused with the reason.
 func TestMirrorIncremental(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})

@@ -64,7 +64,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	warmBuilder(t)
 	bin := binPath
 	if bin == "" {
-		t.Skip("no child builder binary to run on a terminal")
+		testutil.Missing(t, "a child builder binary (go build of cmd/builder) to run on a terminal")
 	}
 	typescript := filepath.Join(t.TempDir(), "typescript")
 	cmdline := fmt.Sprintf("stty cols 120 rows 40; %s build --spec %s --cache %s --out %s >/dev/null", bin, spec, cacheDir, filepath.Join(dir, "out"))

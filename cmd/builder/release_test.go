@@ -186,6 +186,7 @@ func checkGolden(t *testing.T, name string, lines []string) {
 // and crane read every image; a second release uploads no blob; the
 // release promotes to prod with the same digests.
 func TestReleaseToRegistry(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
@@ -266,6 +267,7 @@ func TestReleaseToRegistry(t *testing.T) {
 // naming another digest and a package that is not from the base each stop
 // the promotion, named.
 func TestPromoteRefuses(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
@@ -360,6 +362,7 @@ func mustRemote(t *testing.T, target string) oci.Store {
 // --ca-file, credentials from docker's config.json; without them the
 // error names the registry and the cause.
 func TestReleaseTLSAuth(t *testing.T) {
+	testutil.Slow(t)
 	d := newDemoRelease(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOptions{TLS: true, Auth: true})
 	target := reg.Host + "/secure/p11"

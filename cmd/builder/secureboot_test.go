@@ -19,6 +19,7 @@ import (
 // build.TestBootDebianKernel's), builder repro --secureboot finds two
 // builds (UKI, ISO and disk images) identical, and what cannot be signed is refused with the reason.
 func TestSecureBootImage(t *testing.T) {
+	testutil.Slow(t)
 	specPath := testbase.ForTest(t, testbase.Options{})
 	sbverify := testutil.NeedTool(t, "sbverify")
 	keys := filepath.Join(t.TempDir(), "sb")

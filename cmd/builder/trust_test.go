@@ -111,6 +111,7 @@ func layoutBlobs(t *testing.T, layout, repo, tag string) map[string]string {
 // Acceptance 1: a flipped or deleted blob of any kind fails verify and
 // audit, naming the blob; stock skopeo agrees.
 func TestTamperedLayoutRefused(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {
@@ -334,6 +335,7 @@ func setVersion(t *testing.T, d *demoRelease, version string) {
 // (SIGKILL) or interrupted (SIGINT) at ten points: the earlier version
 // still verifies, the rerun completes, nothing temporary is left.
 func TestReleaseKilledAtTenPoints(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {
@@ -385,6 +387,7 @@ func lastLine(s string) string {
 // the previous output whole (or the new one), and the rerun completes and
 // leaves nothing temporary.
 func TestBuildKilledAtTenPoints(t *testing.T) {
+	testutil.Slow(t)
 	d := newDemoRelease(t)
 	if _, err := runBuilder(t, "lock", "-q", "--spec", d.spec, "--cache", d.cache); err != nil {
 		t.Fatal(err)
@@ -419,6 +422,7 @@ func TestBuildKilledAtTenPoints(t *testing.T) {
 // cold cache (so two locks and two builds run on it at once too): every
 // run succeeds (or waits its turn) and both versions verify, 20 times.
 func TestConcurrentRuns(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	a := newDemoRelease(t)
 	b := &demoRelease{dir: filepath.Join(t.TempDir(), "demo")}
@@ -428,10 +432,7 @@ func TestConcurrentRuns(t *testing.T) {
 	b.spec, b.devKey, b.devPub = filepath.Join(b.dir, "spec.yaml"), filepath.Join(b.dir, "keys/dev/cosign.key"), filepath.Join(b.dir, "keys/dev/cosign.pub")
 	const vb = "1.11.1-demo"
 	setVersion(t, b, vb)
-	rounds := 20
-	if testing.Short() {
-		rounds = 3
-	}
+	const rounds = 20
 	for round := range rounds {
 		start := time.Now()
 		cache := filepath.Join(t.TempDir(), "cache")
@@ -527,6 +528,7 @@ func TestCachedPackageFlipped(t *testing.T) {
 // Acceptance 7: a server that accepts connections and never answers makes
 // release and verify fail within the timeout, naming the host.
 func TestStalledServer(t *testing.T) {
+	testutil.Slow(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -592,6 +594,7 @@ func smallDisk(t *testing.T, size string) (string, func(size string)) {
 // clear error; once there is room again, the rerun completes and the
 // release pulls with skopeo and verifies.
 func TestFullDisk(t *testing.T) {
+	testutil.Slow(t)
 	t.Run("layout", func(t *testing.T) {
 		d := newDemoRelease(t)
 		disk, grow := smallDisk(t, "400k")
@@ -637,6 +640,7 @@ func TestFullDisk(t *testing.T) {
 // Acceptance 2 (mirror targets): an archive is never written over a file
 // that is not an earlier archive, nor a layout into a foreign directory.
 func TestMirrorTargetsRefuseForeign(t *testing.T) {
+	testutil.Slow(t)
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 // architectures traced to a signed package or a generator; builder repro
 // finds two builds of the two-architecture spec identical.
 func TestReleaseTwoArches(t *testing.T) {
+	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	specPath := testbase.ForTest(t, testbase.Options{Arches: []string{"x86_64", "aarch64"}})
 	keys := filepath.Join(t.TempDir(), "keys")

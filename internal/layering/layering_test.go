@@ -24,6 +24,7 @@ type pkg struct {
 	Dir        string
 	GoFiles    []string
 	CgoFiles   []string
+	Imports    []string
 	Deps       []string
 }
 
@@ -77,30 +78,38 @@ func rel(path string) string {
 // under says whether a module-relative path is dir or below it.
 func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
-// TestLayering checks, on every package's transitive dependencies:
+// floorRule bans, from a package at or below from, every dependency at or
+// below one of banned.
+type floorRule struct {
+	from   string
+	banned []string
+	why    string
+}
+
+// floorRules are the floors of docs/architecture.md ("Packages"):
 // contracts (api/) import nothing of ours but other contracts; the build
 // never reaches the OCI store or the release; the release, the
 // attestations and the audit never reach the build; only the pipeline
 // (which only commands call) knows both the build and the release.
-func TestLayering(t *testing.T) {
-	rules := []struct {
-		from   string
-		banned []string
-		why    string
-	}{
-		{"api", []string{"attest", "build", "certification", "cmd", "internal", "oci", "pkgbase", "pipeline", "release"}, "contracts import nothing of ours"},
-		{"build", []string{"oci", "release", "certification", "cmd", "pipeline"}, "the build hands images over; it does not publish them"},
-		{"release", []string{"build", "certification", "cmd", "pipeline"}, "the release receives what the build made"},
-		{"certification", []string{"build", "cmd", "pipeline"}, "the audit reads a release, not the build"},
-		{"attest", []string{"build", "release", "certification", "cmd", "pipeline"}, "attestations describe; they do not build or publish"},
-		{"oci", []string{"build", "release", "attest", "certification", "pkgbase", "cmd", "pipeline"}, "the store knows nothing of what it stores"},
-		{"pkgbase", []string{"build", "oci", "release", "attest", "certification", "cmd", "pipeline"}, "the package base is the ground floor"},
-		{"pipeline", []string{"cmd", "certification"}, "the pipeline runs jobs for the commands"},
-		{"factory", []string{"cmd", "pipeline", "certification", "pkgbase/locker", "pkgbase/resolve", "pkgbase/repo", "pkgbase/cache"}, "the factory composes from signed releases, never from a package base"},
-	}
-	for _, p := range goList(t) {
+var floorRules = []floorRule{
+	{"api", []string{"attest", "build", "certification", "cmd", "internal", "oci", "pkgbase", "pipeline", "release"}, "contracts import nothing of ours"},
+	{"build", []string{"oci", "release", "certification", "cmd", "pipeline"}, "the build hands images over; it does not publish them"},
+	{"release", []string{"build", "certification", "cmd", "pipeline"}, "the release receives what the build made"},
+	{"certification", []string{"build", "cmd", "pipeline"}, "the audit reads a release, not the build"},
+	{"attest", []string{"build", "release", "certification", "cmd", "pipeline"}, "attestations describe; they do not build or publish"},
+	{"oci", []string{"build", "release", "attest", "certification", "pkgbase", "cmd", "pipeline"}, "the store knows nothing of what it stores"},
+	{"pkgbase", []string{"build", "oci", "release", "attest", "certification", "cmd", "pipeline"}, "the package base is the ground floor"},
+	{"pipeline", []string{"cmd", "certification"}, "the pipeline runs jobs for the commands"},
+	{"factory", []string{"cmd", "pipeline", "certification", "pkgbase/locker", "pkgbase/resolve", "pkgbase/repo", "pkgbase/cache"}, "the factory composes from signed releases, never from a package base"},
+}
+
+// floorViolations checks the floor rules on every package's transitive
+// dependencies.
+func floorViolations(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
 		from := rel(p.ImportPath)
-		for _, r := range rules {
+		for _, r := range floorRules {
 			if !under(from, r.from) {
 				continue
 			}
@@ -111,11 +120,19 @@ func TestLayering(t *testing.T) {
 				dep := rel(d)
 				for _, b := range r.banned {
 					if under(dep, b) {
-						t.Errorf("%s imports %s (directly or not): %s", from, dep, r.why)
+						out = append(out, fmt.Sprintf("%s imports %s (directly or not): %s", from, dep, r.why))
 					}
 				}
 			}
 		}
+	}
+	return out
+}
+
+// TestLayering checks the floor rules (floorRules) on the module.
+func TestLayering(t *testing.T) {
+	for _, v := range floorViolations(goList(t)) {
+		t.Error(v)
 	}
 }
 

@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/nodeforge/builder/api/target"
-	"github.com/nodeforge/builder/pkgbase/cache"
+	"github.com/nodeforge/builder/internal/digest"
 )
 
 // Names in the base.
@@ -315,9 +315,11 @@ func findInputs(name, stage string, opts Options) (archInput, error) {
 	if err := buildInit(in.initBin, a.OCI); err != nil {
 		return archInput{}, err
 	}
-	if in.initSum, err = cache.SHA256File(in.initBin); err != nil {
+	initBin, err := os.ReadFile(in.initBin)
+	if err != nil {
 		return archInput{}, err
 	}
+	in.initSum = digest.SHA256Hex(initBin)
 	return in, nil
 }
 

@@ -1,27 +1,16 @@
-// Package testsign makes signers for tests (apart from testutil, which
-// packages below attest/signing use).
+// Package testsign is what is left of the signers for tests that moved
+// beside attest/signing (signingtest): the factory's tests still import
+// it, and internal/layering lets this one arrow run up until they move.
 package testsign
 
 import (
 	"testing"
 
 	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/attest/signing/signingtest"
 )
 
 // Signer is a fresh cosign key pair's signer.
-func Signer(t testing.TB) *signing.Signer {
-	t.Helper()
-	priv, _, err := signing.Generate([]byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv, err := signing.LoadPrivate(priv, []byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := signing.NewSigner(sv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+//
+// Deprecated: use signingtest.Signer.
+func Signer(t testing.TB) *signing.Signer { return signingtest.Signer(t) }

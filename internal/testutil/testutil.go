@@ -42,6 +42,25 @@ func Missing(t testing.TB, what string) {
 	t.Skipf("%s is missing", what)
 }
 
+// NeedRoot skips a test that needs root on a workstation and fails it in
+// CI (CI runs as root).
+func NeedRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Missing(t, "root")
+	}
+}
+
+// Slow skips an expensive test (a qemu boot, a two-architecture release,
+// kills and resumes, minutes of load) under -short: `make test-quick`, the
+// edit-test loop, runs without them; `make test` and CI run everything.
+func Slow(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("slow; skipped with -short (make test runs it)")
+	}
+}
+
 // NeedTool returns the path of an outside tool, or skips/fails.
 func NeedTool(t testing.TB, name string) string {
 	t.Helper()

@@ -194,6 +194,7 @@ func roundTrips(t *testing.T) []roundTrip {
 }
 
 func TestRoundTrip(t *testing.T) {
+	testutil.Slow(t)
 	for _, rt := range roundTrips(t) {
 		t.Run(rt.name, func(t *testing.T) {
 			comp := xzTool(t, rt.data, append([]string{"-z", "-c"}, rt.args...)...)

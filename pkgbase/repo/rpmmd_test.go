@@ -28,6 +28,7 @@ import (
 	"github.com/ulikunitz/xz"
 	"github.com/ulikunitz/xz/lzma"
 
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/evr"
 )
 
@@ -38,12 +39,7 @@ var updateRPMMD = flag.Bool("rpmmd.update", false, "rewrite testdata/rpmmd/repo 
 func mdNeedTools(t *testing.T, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		if _, err := exec.LookPath(n); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s not installed", n)
-			}
-			t.Skipf("%s not installed", n)
-		}
+		testutil.NeedTool(t, n)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/evr"
 	"github.com/nodeforge/builder/pkgbase/repo"
 	"github.com/nodeforge/builder/pkgbase/rpmhdr"
@@ -19,8 +20,8 @@ const altFixture = "../../testdata/fixtures/alt/pkglist.checkinstall.xz"
 func loadALTFixture(t *testing.T) []*repo.Package {
 	t.Helper()
 	f, err := os.Open(altFixture)
-	if errors.Is(err, fs.ErrNotExist) && os.Getenv("CI") != "true" {
-		t.Skipf("fixture %s missing", altFixture)
+	if errors.Is(err, fs.ErrNotExist) {
+		testutil.Missing(t, "fixture "+altFixture)
 	}
 	if err != nil {
 		t.Fatal(err)

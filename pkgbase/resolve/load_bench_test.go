@@ -14,6 +14,7 @@ import (
 	"github.com/ulikunitz/xz"
 	"golang.org/x/crypto/blake2b"
 
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/repo"
 	"github.com/nodeforge/builder/pkgbase/resolve/internal/synth"
 	"github.com/nodeforge/builder/pkgbase/rpmhdr"
@@ -121,9 +122,7 @@ func loadAndResolve(tb testing.TB, dir string, reqs []string) (*Result, int) {
 // TestLoadAndResolveSynthetic checks the benchmark's setup: the index
 // round-trips through a real pkglist and resolves to the same closure.
 func TestLoadAndResolveSynthetic(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
-	}
+	testutil.Slow(t)
 	pkgs, reqs := synth.NodeOS(20000, 1)
 	dir := writeSyntheticDist(t, pkgs)
 	res, n := loadAndResolve(t, dir, reqs)

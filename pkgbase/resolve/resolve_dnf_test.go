@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/evr"
 	"github.com/nodeforge/builder/pkgbase/repo"
 )
@@ -172,18 +173,13 @@ func needTools(t *testing.T, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := os.Stat(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is missing (apt-get install rpm createrepo-c dnf)", tool)
-			}
-			t.Skipf("%s is missing", tool)
+			testutil.Missing(t, tool+" (apt-get install rpm createrepo-c dnf)")
 		}
 	}
 }
 
 func TestAgainstDNF(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds RPMs and runs dnf")
-	}
+	testutil.Slow(t) // builds RPMs and runs dnf
 	// dnf's script needs the system python (/usr/bin/python3), not
 	// whatever python3 is first on PATH.
 	needTools(t, "/usr/bin/rpmbuild", "/usr/bin/createrepo_c", "/usr/bin/dnf", "/usr/bin/python3")

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/nodeforge/builder/internal/blobcache"
+	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // countingCache counts what the writer asks of a cache.
@@ -54,6 +55,7 @@ func packageTree() []Entry {
 // TestCache: a rebuild with the cache recompresses only blocks whose bytes
 // changed, and gives the same image as a build without a cache.
 func TestCache(t *testing.T) {
+	testutil.Slow(t)
 	dc, err := blobcache.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

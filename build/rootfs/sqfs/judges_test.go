@@ -33,9 +33,7 @@ func needTool(t *testing.T, name string) {
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testutil.NeedRoot(t)
 }
 
 func run(t *testing.T, name string, args ...string) []byte {
@@ -139,6 +137,7 @@ func TestUnsquashfsExtract(t *testing.T) {
 
 // TestKernelMount: the kernel mounts the image and reads every entry.
 func TestKernelMount(t *testing.T) {
+	testutil.Slow(t)
 	needRoot(t)
 	es := fixture()
 	wants := expectations(es)
@@ -147,7 +146,7 @@ func TestKernelMount(t *testing.T) {
 			img := writeImage(t, es, Options{Compressor: comp})
 			mnt := t.TempDir()
 			if out, err := exec.Command("mount", "-o", "loop,ro", "-t", "squashfs", img, mnt).CombinedOutput(); err != nil {
-				t.Skipf("cannot loop-mount here: %v: %s", err, out)
+				testutil.Missing(t, fmt.Sprintf("a loop mount (%v: %s)", err, out))
 			}
 			t.Cleanup(func() {
 				if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {

@@ -8,13 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nodeforge/builder/internal/blobcache"
+	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // loadTree reads a directory of this machine into entries, owned by
@@ -90,7 +90,7 @@ func realTree(t testing.TB) (string, []Entry) {
 		treeCache, treeBytes, treeErr = loadTree(treeDir)
 	})
 	if treeErr != nil {
-		t.Skipf("no tree to compare on: %v", treeErr)
+		t.Fatalf("no tree to compare on: %v", treeErr)
 	}
 	return treeDir, treeCache
 }
@@ -180,6 +180,7 @@ func size(t testing.TB, p string) int64 {
 // images come out the same size; klauspost's pure-Go encoder, used without
 // cgo, compresses 128 KiB blocks 6-9% worse, so that build gets 10%.
 func TestSizeVsMksquashfs(t *testing.T) {
+	testutil.Slow(t)
 	needTool(t, "mksquashfs")
 	dir, es := realTree(t)
 	for _, c := range []struct {
@@ -205,51 +206,59 @@ func TestSizeVsMksquashfs(t *testing.T) {
 	}
 }
 
-// TestCompareTools prints size and time against mksquashfs and tar2sqfs for
-// each compressor, and the time of a rebuild from the cache with one file
-// changed. Set SQFS_COMPARE=1 (slow), SQFS_TREE to a directory, and
-// SQFS_COMPARE_COMP to a list of compressors.
-func TestCompareTools(t *testing.T) {
-	if os.Getenv("SQFS_COMPARE") == "" {
-		t.Skip("set SQFS_COMPARE=1")
-	}
-	needTool(t, "mksquashfs")
-	needTool(t, "tar2sqfs")
-	dir, es := realTree(t)
-	t.Logf("%s: %d entries, %d MB", dir, len(es), treeBytes>>20)
-	comps := compressors()
-	if c := os.Getenv("SQFS_COMPARE_COMP"); c != "" {
-		comps = strings.Split(c, ",")
-	}
-	for _, comp := range comps {
-		dc, _ := blobcache.Open(t.TempDir())
-		var ours string
-		took := measure(func() { ours = writeImage(t, es, Options{Compressor: comp, Cache: dc}) })
-		ref, refTook := mksquashfs(t, dir, comp)
-		tsz, tTook := tar2sqfs(t, es, comp)
-		a, b := size(t, ours), size(t, ref)
-		t.Logf("%s: sqfs %d B, %v | mksquashfs %d B, %v | tar2sqfs %d B, %v", comp, a, took, b, refTook, tsz, tTook)
-		t.Logf("%s: size %.3f of mksquashfs; time %.2f (wall) %.2f (cpu) of mksquashfs", comp,
-			float64(a)/float64(b), took.wall.Seconds()/refTook.wall.Seconds(), took.cpu.Seconds()/refTook.cpu.Seconds())
-
-		// Rebuild with one small and one large file changed.
-		es2 := append([]Entry(nil), es...)
-		changed := 0
-		for i := range es2 {
-			if n := len(es2[i].Data); (changed == 0 && n > 1000 && n < 10000) || (changed == 1 && n > 1<<20) {
-				es2[i].Data = append(bytes.Clone(es2[i].Data), "changed"...)
-				changed++
-			}
-		}
-		cc := &countingCache{BlockCache: dc}
-		inc := measure(func() {
-			if err := Write(io.Discard, es2, Options{Compressor: comp, Cache: cc}); err != nil {
-				t.Fatal(err)
+// BenchmarkCompareTools compares size and time against mksquashfs and
+// tar2sqfs for each compressor (a sub-benchmark each), and times a rebuild
+// from the cache with one small and one large file changed. Each iteration
+// writes the tree three times and rebuilds it once, so run it once:
+//
+//	go test -run '^$' -bench CompareTools/zstd -benchtime 1x ./build/rootfs/sqfs
+//
+// with SQFS_TREE naming a directory (the generated package tree otherwise).
+func BenchmarkCompareTools(b *testing.B) {
+	testutil.NeedTool(b, "mksquashfs")
+	testutil.NeedTool(b, "tar2sqfs")
+	dir, es := realTree(b)
+	b.Logf("%s: %d entries, %d MB", dir, len(es), treeBytes>>20)
+	for _, comp := range compressors() {
+		b.Run(comp, func(b *testing.B) {
+			for b.Loop() {
+				compareTools(b, dir, es, comp)
 			}
 		})
-		t.Logf("%s: rebuild with %d files changed: %v (%.1f%% of the cold build's wall time), %d of %d blocks recompressed",
-			comp, changed, inc, 100*inc.wall.Seconds()/took.wall.Seconds(), cc.puts.Load(), cc.gets.Load())
 	}
+}
+
+// compareTools writes es with sqfs, mksquashfs and tar2sqfs, then rebuilds
+// it from the cache with two files changed, and reports the ratios.
+func compareTools(b *testing.B, dir string, es []Entry, comp string) {
+	dc, _ := blobcache.Open(b.TempDir())
+	var ours string
+	took := measure(func() { ours = writeImage(b, es, Options{Compressor: comp, Cache: dc}) })
+	ref, refTook := mksquashfs(b, dir, comp)
+	tsz, tTook := tar2sqfs(b, es, comp)
+	a, r := size(b, ours), size(b, ref)
+	b.Logf("%s: sqfs %d B, %v | mksquashfs %d B, %v | tar2sqfs %d B, %v", comp, a, took, r, refTook, tsz, tTook)
+	b.ReportMetric(float64(a)/float64(r), "size/mksquashfs")
+	b.ReportMetric(took.wall.Seconds()/refTook.wall.Seconds(), "wall/mksquashfs")
+	b.ReportMetric(took.cpu.Seconds()/refTook.cpu.Seconds(), "cpu/mksquashfs")
+
+	// Rebuild with one small and one large file changed.
+	es2 := append([]Entry(nil), es...)
+	changed := 0
+	for i := range es2 {
+		if n := len(es2[i].Data); (changed == 0 && n > 1000 && n < 10000) || (changed == 1 && n > 1<<20) {
+			es2[i].Data = append(bytes.Clone(es2[i].Data), "changed"...)
+			changed++
+		}
+	}
+	cc := &countingCache{BlockCache: dc}
+	inc := measure(func() {
+		if err := Write(io.Discard, es2, Options{Compressor: comp, Cache: cc}); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Logf("%s: rebuild with %d files changed: %v, %d of %d blocks recompressed", comp, changed, inc, cc.puts.Load(), cc.gets.Load())
+	b.ReportMetric(inc.wall.Seconds()/took.wall.Seconds(), "rebuild/cold")
 }
 
 // BenchmarkWrite compares writing the real tree with sqfs (zstd, to
