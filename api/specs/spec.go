@@ -410,8 +410,10 @@ func (r *Repository) DistNames(arch string) []string {
 	return out
 }
 
-// Override applies NAME=URL and NAME=KEYRING overrides from the command line.
-func (s *Spec) Override(urls, keyrings map[string]string) error {
+// Override applies NAME=URL and NAME=KEYRING overrides from the command
+// line: a repository given keyrings verifies with those files only (all of
+// them: a perimeter's subset needs its own key and the base's).
+func (s *Spec) Override(urls map[string]string, keyrings map[string][]string) error {
 	for name, u := range urls {
 		r := s.repo(name)
 		if r == nil {
@@ -427,7 +429,33 @@ func (s *Spec) Override(urls, keyrings map[string]string) error {
 		if r == nil {
 			return fmt.Errorf("no repository %q in spec %s", name, s.Name)
 		}
-		r.Keyring = []string{k}
+		r.Keyring = slices.Clone(k)
+	}
+	return nil
+}
+
+// fingerprintRE is an OpenPGP v4 (40 hex digits) or v5/v6 (64) fingerprint.
+var fingerprintRE = regexp.MustCompile(`^([0-9A-F]{40}|[0-9A-F]{64})$`)
+
+// Pin adds NAME=FINGERPRINT pins from the command line to the spec's: a
+// key the spec does not pin may then sign the repository (a perimeter's
+// key signing the indexes of a subset). A repository that pins nothing
+// accepts any key of its keyring already, and a pin makes it pin.
+func (s *Spec) Pin(fingerprints map[string][]string) error {
+	for _, name := range slices.Sorted(maps.Keys(fingerprints)) {
+		r := s.repo(name)
+		if r == nil {
+			return fmt.Errorf("no repository %q in spec %s", name, s.Name)
+		}
+		for _, f := range fingerprints[name] {
+			f = strings.ToUpper(strings.ReplaceAll(f, " ", ""))
+			if !fingerprintRE.MatchString(f) {
+				return fmt.Errorf("repository %s: fingerprint %q: want 40 or 64 hex digits", name, f)
+			}
+			if !slices.Contains(r.Fingerprints, f) {
+				r.Fingerprints = append(r.Fingerprints, f)
+			}
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -63,6 +64,19 @@ func TestSpecErrors(t *testing.T) {
 	}
 	if err := s.Override(map[string]string{"nope": "x"}, nil); err == nil {
 		t.Error("override of an unknown repository accepted")
+	}
+	if err := s.Override(nil, map[string][]string{"r": {"/p.asc", "/base.asc"}}); err != nil || !slices.Equal(s.Repositories[0].Keyring, []string{"/p.asc", "/base.asc"}) {
+		t.Errorf("keyrings: %v %q", err, s.Repositories[0].Keyring)
+	}
+	const fpr = "0123456789ABCDEF0123456789ABCDEF01234567"
+	s.Repositories[0].Fingerprints = []string{"AAAA"}
+	if err := s.Pin(map[string][]string{"r": {"0123 4567 89ab cdef 0123  4567 89AB CDEF 0123 4567", fpr}}); err != nil || !slices.Equal(s.Repositories[0].Fingerprints, []string{"AAAA", fpr}) {
+		t.Errorf("pin: %v %q", err, s.Repositories[0].Fingerprints)
+	}
+	for _, bad := range []map[string][]string{{"nope": {fpr}}, {"r": {"12345"}}, {"r": {fpr + "zz"}}} {
+		if err := s.Pin(bad); err == nil {
+			t.Errorf("pin %v accepted", bad)
+		}
 	}
 }
 

@@ -21,13 +21,15 @@ type specFlags struct {
 	branch   string
 	repoURLs []string
 	repoKeys []string
+	repoPins []string
 }
 
 func (f *specFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.spec, "spec", "", "release spec file (YAML)")
 	cmd.Flags().StringVar(&f.branch, "branch", "", "the branch: alone, use its shipped spec ("+strings.Join(specs.Shipped(), ", ")+"); with --spec, check the spec is of it")
 	cmd.Flags().StringArrayVar(&f.repoURLs, "repo-url", nil, "override a repository URL: NAME=URL (repeatable)")
-	cmd.Flags().StringArrayVar(&f.repoKeys, "repo-keyring", nil, "override a repository keyring: NAME=FILE (repeatable)")
+	cmd.Flags().StringArrayVar(&f.repoKeys, "repo-keyring", nil, "override a repository's keyring: NAME=FILE (repeatable; the files given for one NAME together replace the spec's)")
+	cmd.Flags().StringArrayVar(&f.repoPins, "repo-fingerprint", nil, "pin one more key for a repository that pins keys: NAME=FINGERPRINT (repeatable; a perimeter's key signing a subset's indexes)")
 }
 
 func (f *specFlags) load() (*specs.Spec, error) {
@@ -51,11 +53,32 @@ func (f *specFlags) load() (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, err := keyValues("--repo-keyring", f.repoKeys)
+	keys, err := keyLists("--repo-keyring", f.repoKeys)
 	if err != nil {
 		return nil, err
 	}
-	return s, s.Override(urls, keys)
+	pins, err := keyLists("--repo-fingerprint", f.repoPins)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Override(urls, keys); err != nil {
+		return nil, err
+	}
+	return s, s.Pin(pins)
+}
+
+// keyLists reads repeatable NAME=VALUE flags, the values of each NAME in
+// the order given.
+func keyLists(flag string, vals []string) (map[string][]string, error) {
+	m := map[string][]string{}
+	for _, v := range vals {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" || val == "" {
+			return nil, fmt.Errorf("%s %q: want NAME=VALUE", flag, v)
+		}
+		m[k] = append(m[k], val)
+	}
+	return m, nil
 }
 
 func keyValues(flag string, vals []string) (map[string]string, error) {

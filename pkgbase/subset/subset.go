@@ -33,6 +33,7 @@ const (
 	SpecFile    = "spec.yaml"
 	LockFile    = "lock.json"
 	KeyFile     = "keys/perimeter.asc"
+	BaseKeysDir = "keys/base" // BaseKeysDir/REPO/N-FILE: the base's keyrings, as the spec names them
 	ReadmeFile  = "README.txt"
 	ReposDir    = "repos"
 	readmeTitle = "Package base subset"
@@ -139,24 +140,45 @@ func Write(ctx context.Context, dir string, o Options) ([]File, error) {
 		return nil, err
 	}
 	files = append(files, idx...)
-	pub, err := keyring.ArmoredPublic(o.Signer)
-	if err != nil {
-		return nil, err
-	}
-	if err := put(KeyFile, pub, "key"); err != nil {
-		return nil, err
-	}
-	if err := put(SpecFile, s.Raw, "spec"); err != nil {
-		return nil, err
-	}
-	if err := put(LockFile, o.LockBytes, "lock"); err != nil {
-		return nil, err
-	}
-	if err := put(ReadmeFile, readme(s, l, o.Signer), "readme"); err != nil {
+	if err := writeMeta(put, s, o); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return files, nil
+}
+
+// writeMeta writes the keys (the perimeter's and, per repository, the
+// base's keyrings, which still verify the packages), the spec, the lock
+// and the README saying how to use them.
+func writeMeta(put func(rel string, data []byte, kind string) error, s *specs.Spec, o Options) error {
+	pub, err := keyring.ArmoredPublic(o.Signer)
+	if err != nil {
+		return err
+	}
+	if err := put(KeyFile, pub, "key"); err != nil {
+		return err
+	}
+	baseKeys := map[string][]string{}
+	for _, r := range s.Repositories {
+		for i, k := range r.Keyring {
+			data, err := os.ReadFile(k)
+			if err != nil {
+				return fmt.Errorf("repository %s: keyring: %w", r.Name, err)
+			}
+			rel := path.Join(BaseKeysDir, r.Name, fmt.Sprintf("%d-%s", i+1, filepath.Base(k)))
+			if err := put(rel, data, "key"); err != nil {
+				return err
+			}
+			baseKeys[r.Name] = append(baseKeys[r.Name], rel)
+		}
+	}
+	if err := put(SpecFile, s.Raw, "spec"); err != nil {
+		return err
+	}
+	if err := put(LockFile, o.LockBytes, "lock"); err != nil {
+		return err
+	}
+	return put(ReadmeFile, readme(s, o.Signer, baseKeys), "readme")
 }
 
 // placed is a locked package with its place in the subset.
@@ -263,16 +285,30 @@ func copyFile(from, to string) error {
 	return out.Close()
 }
 
-func readme(s *specs.Spec, l *lock.Lock, signer *openpgp.Entity) []byte {
+func readme(s *specs.Spec, signer *openpgp.Entity, baseKeys map[string][]string) []byte {
 	var b strings.Builder
+	fpr := fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint)
 	fmt.Fprintf(&b, "%s of %s %s (branch %s)\n\n", readmeTitle, s.Name, s.Version, s.Branch)
 	fmt.Fprintf(&b, "The packages the lock pins, as ALT repositories under %s/, their indexes\n", ReposDir)
-	fmt.Fprintf(&b, "regenerated and signed by the perimeter's key %X (%s).\n\n", signer.PrimaryKey.Fingerprint, KeyFile)
+	fmt.Fprintf(&b, "regenerated and signed by the perimeter's key %s (%s).\n\n", fpr, KeyFile)
 	b.WriteString("Rebuild the release from it, offline, with the lock as it is (from this\ndirectory):\n\n")
 	b.WriteString("  builder build --spec spec.yaml --lock lock.json")
 	for _, r := range s.Repositories {
 		fmt.Fprintf(&b, " \\\n      --repo-url %s=%s/%s", r.Name, ReposDir, r.Name)
 	}
-	b.WriteString(" --out out\n\nThe packages keep their original signatures; the build checks each by the\nsha256 the lock pins. To resolve against the subset, give --repo-keyring NAME=" + KeyFile + ".\n")
+	b.WriteString(" --out out\n\nThe packages keep their original signatures; the build checks each by the\nsha256 the lock pins.\n\n")
+	b.WriteString("Resolve against it (to check the lock, or to relock after editing the spec):\n\n")
+	b.WriteString("  builder lock --spec spec.yaml -o relock.json")
+	for _, r := range s.Repositories {
+		fmt.Fprintf(&b, " \\\n      --repo-url %s=%s/%s --repo-keyring %s=%s", r.Name, ReposDir, r.Name, r.Name, KeyFile)
+		for _, k := range baseKeys[r.Name] {
+			fmt.Fprintf(&b, " --repo-keyring %s=%s", r.Name, k)
+		}
+		if len(r.Fingerprints) > 0 {
+			fmt.Fprintf(&b, " --repo-fingerprint %s=%s", r.Name, fpr)
+		}
+	}
+	fmt.Fprintf(&b, "\n\nThe perimeter's key signs the indexes and the base's keys (%s/) the\n", BaseKeysDir)
+	b.WriteString("packages, so each repository's keyring holds both; where the spec pins its\nkeys, the perimeter's is pinned beside them.\n")
 	return []byte(b.String())
 }

@@ -96,16 +96,22 @@ func TestRelockInside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Inside, the perimeter's key signs the indexes and the packages keep
-	// their signatures: the keyring holds both keys (the subset carries
-	// only the perimeter's).
-	urls := map[string]string{}
-	for i, r := range inside.Repositories {
-		urls[r.Name] = filepath.Join(dir, ReposDir, r.Name)
-		inside.Repositories[i].Keyring = append(slices.Clone(s.Repositories[i].Keyring), filepath.Join(dir, KeyFile))
-		inside.Repositories[i].Fingerprints = nil
+	// Inside, as the README's lock command says: the perimeter's key signs
+	// the indexes and the packages keep their signatures, so each keyring
+	// holds the perimeter's key and the base's (both in the subset), and
+	// the perimeter's is pinned beside the spec's pins. The spec pins.
+	if len(inside.Repositories[0].Fingerprints) == 0 {
+		t.Fatal("the demo spec pins no key: the test would prove less")
 	}
-	if err := inside.Override(urls, nil); err != nil {
+	urls, keyrings, pins := readmeLockFlags(t, dir)
+	if err := inside.Override(urls, keyrings); err != nil {
+		t.Fatal(err)
+	}
+	// Without the pin, the spec's pins refuse the perimeter's indexes.
+	if _, err := locker.Create(context.Background(), inside, locker.Options{Cache: &cache.Cache{Dir: t.TempDir()}}); err == nil || !strings.Contains(err.Error(), "the spec pins") {
+		t.Errorf("locking against the subset without the perimeter's pin: %v", err)
+	}
+	if err := inside.Pin(pins); err != nil {
 		t.Fatal(err)
 	}
 	relocked, err := locker.Create(context.Background(), inside, locker.Options{Cache: &cache.Cache{Dir: t.TempDir()}})
@@ -178,4 +184,37 @@ func wantErr(t *testing.T, err error, want string) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want one saying %q", err, want)
 	}
+}
+
+// readmeLockFlags reads the subset README's builder lock command: its
+// --repo-url, --repo-keyring and --repo-fingerprint values, paths taken
+// from the subset's root as the README says to run it.
+func readmeLockFlags(t *testing.T, dir string) (map[string]string, map[string][]string, map[string][]string) {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cmd, ok := strings.Cut(string(text), "builder lock ")
+	if !ok {
+		t.Fatalf("the README has no lock command:\n%s", text)
+	}
+	cmd, _, _ = strings.Cut(cmd, "\n\n")
+	urls, keyrings, pins := map[string]string{}, map[string][]string{}, map[string][]string{}
+	fields := strings.Fields(strings.ReplaceAll(cmd, "\\\n", " "))
+	for i := 0; i+1 < len(fields); i++ {
+		name, val, _ := strings.Cut(fields[i+1], "=")
+		switch fields[i] {
+		case "--repo-url":
+			urls[name] = filepath.Join(dir, val)
+		case "--repo-keyring":
+			keyrings[name] = append(keyrings[name], filepath.Join(dir, val))
+		case "--repo-fingerprint":
+			pins[name] = append(pins[name], val)
+		}
+	}
+	if len(urls) == 0 || len(keyrings) == 0 || len(pins) == 0 {
+		t.Fatalf("the README's lock command names no repository, keyring or pin:\n%s", cmd)
+	}
+	return urls, keyrings, pins
 }
