@@ -9,8 +9,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -162,6 +164,13 @@ func writeMeta(put func(rel string, data []byte, kind string) error, s *specs.Sp
 	for _, r := range s.Repositories {
 		for i, k := range r.Keyring {
 			data, err := os.ReadFile(k)
+			if errors.Is(err, fs.ErrNotExist) {
+				// A shipped spec names the branch host's keyring
+				// (/usr/lib/alt-gpgkeys/...): inside, it is there or
+				// given by hand, as outside.
+				baseKeys[r.Name] = append(baseKeys[r.Name], k)
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("repository %s: keyring: %w", r.Name, err)
 			}
