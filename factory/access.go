@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -311,8 +310,9 @@ func (c *Credentials) bearer(tok, name string) (string, bool) {
 // principal is who sent a request: a user it proved, or its address.
 type principal struct {
 	user   string
-	addr   string
-	failed bool // it sent credentials that prove nobody
+	addr   string // the client's address (a trusted proxy's header's, or the peer's)
+	via    string // the trusted proxy that forwarded the request, when one did
+	failed bool   // it sent credentials that prove nobody
 }
 
 // name names the principal in logs and rate limits.
@@ -337,10 +337,8 @@ func principalOf(ctx context.Context) principal {
 // the user.
 func (s *Server) identify(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principal{addr: r.RemoteAddr}
-		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-			p.addr = host
-		}
+		var p principal
+		p.addr, p.via = s.proxies.client(r)
 		if s.gate != nil && s.gate.creds != nil {
 			p.user, p.failed = s.gate.creds.check(r)
 		}

@@ -101,6 +101,10 @@ type ServerOptions struct {
 	// AllowedOrigins are the origins pages may download from (CORS); nil:
 	// any ("*"), as upstream.
 	AllowedOrigins []string
+	// TrustedProxies are the address ranges (CIDR, or single addresses)
+	// of the proxies whose X-Forwarded-For or Forwarded header names the
+	// client, for rate limits and logs; nil: the peer is the client.
+	TrustedProxies []string
 	Log            *slog.Logger
 }
 
@@ -133,6 +137,7 @@ type Server struct {
 	running    running         // builds in flight
 	inst       installers      // the registry front's checked entries
 	exts       extensionImages // and the releases' extension images it read
+	proxies    trustedProxies  // whose forwarding headers name the client
 }
 
 // Stats says how many artifacts were built and served from the cache, and
@@ -201,6 +206,10 @@ func newServer(o ServerOptions) (*Server, error) {
 	if err := checkOrigins(o.AllowedOrigins); err != nil {
 		return nil, err
 	}
+	proxies, err := parseTrustedProxies(o.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -218,7 +227,7 @@ func newServer(o ServerOptions) (*Server, error) {
 	}
 	m := newMetrics()
 	s := &Server{o: o, schematics: &schematics{st: o.Cache, mismatches: m.mismatches}, slots: make(chan struct{}, o.MaxBuilds),
-		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}, metrics: m, gate: g}
+		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}, metrics: m, gate: g, proxies: proxies}
 	s.buildFn = s.build
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nodeforge_factory_builds_in_flight",
 		Help: "Builds running or waiting for a slot, with their cache lookups (a stop waits for them)."}, func() float64 { return float64(s.running.count()) }))
@@ -329,7 +338,12 @@ func (s *Server) logged(h http.Handler) http.Handler {
 		}
 		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
 		s.metrics.bytesSent.Add(float64(rec.bytes))
-		s.o.Log.Info("request", "id", id, "user", principalOf(r.Context()).name(), "method", r.Method, "path", r.URL.Path, "status", rec.status, "bytes", rec.bytes, "seconds", time.Since(start).Seconds())
+		p := principalOf(r.Context())
+		attrs := []any{"id", id, "user", p.name(), "method", r.Method, "path", r.URL.Path, "status", rec.status, "bytes", rec.bytes, "seconds", time.Since(start).Seconds()}
+		if p.via != "" {
+			attrs = append(attrs, "address", p.addr, "via", p.via)
+		}
+		s.o.Log.Info("request", attrs...)
 	})
 }
 

@@ -40,7 +40,7 @@ func newFactoryCmd() *cobra.Command {
 // under the same names.
 type serveFlags struct {
 	config                                                             string
-	stores, keys, login, brokenVersions, allowedOrigins                []string
+	stores, keys, login, brokenVersions, allowedOrigins, proxies       []string
 	cache, listen, metricsListen, external, signingKey, secureBootKeys string
 	tlsCert, tlsKey, htpasswd, tokens                                  string
 	maxBuilds, maxQueue, buildBurst                                    int
@@ -119,6 +119,7 @@ func factoryServeCommand() (*cobra.Command, *serveFlags) {
 	fl.IntVar(&f.maxConnections, "max-connections", 1024, "connections served at once; more wait to be accepted")
 	fl.DurationVar(&f.verifyInterval, "verify-interval", 10*time.Minute, "a cached artifact in a layout cache is hashed again when it changed or was last hashed longer ago than this (a registry's are verified as they stream)")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origin", []string{"*"}, "origins whose pages may download across sites (CORS): * or SCHEME://HOST[:PORT], one * standing for any part")
+	fl.StringSliceVar(&f.proxies, "trusted-proxies", nil, "address ranges (CIDR, or addresses) of the proxies whose X-Forwarded-For or Forwarded header names the client, for rate limits and logs (default: none, the peer is the client)")
 	return cmd, f
 }
 
@@ -241,6 +242,14 @@ they get 401 with WWW-Authenticate: Basic realm="nodeforge-factory" (under
 request log names each request's user (or address); no password, token or key
 is ever logged or shown by /readyz, and the signing key never leaves the
 process.
+
+Behind proxies. The client is the peer of the connection, unless the peer is
+one of --trusted-proxies (CIDR ranges or addresses, none by default): then its
+X-Forwarded-For (or, when a request has none, Forwarded's for=) is read from
+the right, the first hop that is not a trusted proxy being the client. Its
+address keys the anonymous rate limits and is logged (with the proxy, via=).
+A header from any other peer is ignored, and a hop that is not an address
+ends the walk at the last trusted one.
 
 TLS. --tls-cert and --tls-key serve HTTPS (both listeners). Plain HTTP is
 served on a loopback address only, unless --insecure-listen says otherwise.
@@ -431,7 +440,7 @@ func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) 
 	o := factory.ServerOptions{Releases: rs, Cache: cache, ExternalURL: f.external, Work: work, Log: log, BuilderVersion: selfDigest(),
 		MaxBuilds: f.maxBuilds, MaxQueue: f.maxQueue, BuildTimeout: f.buildTimeout,
 		MaxSchematics: f.maxSchematics, BodyTimeout: f.bodyTimeout, IdleTimeout: f.idleTimeout, MaxConnections: f.maxConnections,
-		VerifyInterval: f.verifyInterval, BrokenVersions: f.brokenVersions, AllowedOrigins: f.allowedOrigins,
+		VerifyInterval: f.verifyInterval, BrokenVersions: f.brokenVersions, AllowedOrigins: f.allowedOrigins, TrustedProxies: f.proxies,
 		Access: factory.Access{Login: f.login, BuildRate: f.buildRate, BuildBurst: f.buildBurst,
 			SchematicRate: f.schematicRate, SchematicBurst: f.schematicBurst}}
 	if f.htpasswd != "" || f.tokens != "" {

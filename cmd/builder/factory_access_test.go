@@ -70,6 +70,7 @@ ca-file: ca.pem
 allow-http: true
 broken-versions: [v1.10.0, 1.10.1]
 allowed-origins: https://ui.example
+trusted-proxies: [10.0.0.0/8, "fd00::/8"]
 `), 0o644)
 	settle := func(args ...string) (*serveFlags, error) {
 		cmd, f := factoryServeCommand()
@@ -94,6 +95,7 @@ allowed-origins: https://ui.example
 		{f.tlsKey, "/etc/tls/key.pem"}, {f.htpasswd, in("htpasswd")}, {f.tokens, in("tokens")},
 		{strings.Join(f.login, ","), "build,metrics"}, {f.sf.caFile, in("ca.pem")}, {f.sf.allowHTTP, true},
 		{strings.Join(f.brokenVersions, ","), "v1.10.0,1.10.1"}, {strings.Join(f.allowedOrigins, ","), "https://ui.example"},
+		{strings.Join(f.proxies, ","), "10.0.0.0/8,fd00::/8"},
 	} {
 		if c.got != c.want {
 			t.Errorf("from the file: %v, want %v", c.got, c.want)
@@ -112,12 +114,13 @@ allowed-origins: https://ui.example
 	t.Setenv("NODEFORGE_FACTORY_LISTEN", "127.0.0.1:7777")
 	t.Setenv("NODEFORGE_FACTORY_MAX_BUILDS", "4")
 	t.Setenv("NODEFORGE_FACTORY_LOGIN", "pull,metrics")
+	t.Setenv("NODEFORGE_FACTORY_TRUSTED_PROXIES", "192.0.2.1, 192.0.2.2")
 	f, err = settle("--config", cfg, "--max-builds", "6")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.listen != "127.0.0.1:7777" || f.maxBuilds != 6 || strings.Join(f.login, ",") != "pull,metrics" || f.maxQueue != 7 {
-		t.Errorf("environment between flags and file: listen %s, max-builds %d, login %v, max-queue %d", f.listen, f.maxBuilds, f.login, f.maxQueue)
+	if f.listen != "127.0.0.1:7777" || f.maxBuilds != 6 || strings.Join(f.login, ",") != "pull,metrics" || f.maxQueue != 7 || strings.Join(f.proxies, ",") != "192.0.2.1,192.0.2.2" {
+		t.Errorf("environment between flags and file: listen %s, max-builds %d, login %v, max-queue %d, trusted proxies %v", f.listen, f.maxBuilds, f.login, f.maxQueue, f.proxies)
 	}
 	t.Setenv("NODEFORGE_FACTORY_MAX_BUILDS", "many")
 	if _, err := settle("--config", cfg); err == nil || !strings.Contains(err.Error(), "NODEFORGE_FACTORY_MAX_BUILDS") {

@@ -50,6 +50,7 @@ type factoryConfig struct {
 	AllowHTTP      *bool            `yaml:"allow-http"`
 	BrokenVersions stringList       `yaml:"broken-versions"`
 	AllowedOrigins stringList       `yaml:"allowed-origins"`
+	TrustedProxies stringList       `yaml:"trusted-proxies"`
 }
 
 // factoryRelease is a release store with the keys it must verify with
@@ -157,7 +158,7 @@ func (c *factoryConfig) apply(fl *pflag.FlagSet) error {
 		{"tls-cert", one(c.TLSCert)}, {"tls-key", one(c.TLSKey)}, {"insecure-listen", ptr(c.InsecureListen)},
 		{"htpasswd", one(c.Htpasswd)}, {"tokens", one(c.Tokens)}, {"login", c.Login},
 		{"ca-file", one(c.CAFile)}, {"allow-http", ptr(c.AllowHTTP)},
-		{"broken-version", c.BrokenVersions}, {"allowed-origin", c.AllowedOrigins},
+		{"broken-version", c.BrokenVersions}, {"allowed-origin", c.AllowedOrigins}, {"trusted-proxies", c.TrustedProxies},
 	} {
 		// A command without the flag (warm and gc take only the stores'
 		// flags) reads the file for what it takes.
