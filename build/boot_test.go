@@ -24,7 +24,7 @@ const bootTimeout = 180 * time.Second
 
 // TestBootDebianKernel is the end-to-end test: a package base made from
 // Debian's real kernel (wrapped into RPMs with Debian's rpmbuild) and a
-// tiny static init (internal/testinit) is locked and built, and qemu boots
+// tiny static init (cmd/nodeforge-init) is locked and built, and qemu boots
 // the result: the init loads the boot modules from the initramfs, mounts
 // rootfs.sqsh under a tmpfs overlay and prints the root's PRETTY_NAME.
 // It prints the command line it was given too: the schematic's media

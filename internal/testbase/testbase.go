@@ -1,7 +1,7 @@
 // Package testbase builds the package base of the end-to-end boot test
 // from real Debian packages: Debian's linux-image-*-amd64 kernel and part
 // of its modules wrapped into an RPM with Debian's rpmbuild, a tiny static
-// init written in Go (internal/testinit), a filesystem package, an rpm-md
+// init written in Go (cmd/nodeforge-init), a filesystem package, an rpm-md
 // repository over them (createrepo_c), and a release spec whose image
 // section boots that init. builder lock and builder build then make a node
 // OS that qemu boots.
@@ -443,13 +443,13 @@ func srcDir() string {
 	return filepath.Dir(file)
 }
 
-// buildInit builds internal/testinit as a static binary for linux/goarch.
+// buildInit builds cmd/nodeforge-init (the node init) as a static binary for linux/goarch.
 func buildInit(out, goarch string) error {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("testbase: the go tool builds the test init: %w", err)
 	}
-	src := filepath.Join(srcDir(), "..", "testinit")
+	src := filepath.Join(srcDir(), "..", "..", "cmd", "nodeforge-init")
 	cmd := exec.Command(gobin, "build", "-o", out, "-trimpath", "-buildvcs=false", "-ldflags=-s -w", ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch, "GOFLAGS=")

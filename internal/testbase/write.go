@@ -176,7 +176,7 @@ func archSpecs(in archInput, stage string, opts Options) (*archKernel, []rpmSpec
 	ispec := rpmSpec{
 		Name: InitPackage, Version: "1", Release: "1", Arch: a, License: "Apache-2.0",
 		Summary:     "Static init of the nodeforge boot test",
-		Description: "internal/testinit: loads the boot modules, mounts rootfs.sqsh under a tmpfs overlay, prints a marker and powers off.",
+		Description: "cmd/nodeforge-init, the node init: loads the boot modules, mounts rootfs.sqsh under a tmpfs overlay, prints a marker and powers off.",
 		Root:        iroot,
 		Files:       []string{"%dir " + path.Dir(InitPath), InitPath},
 	}
