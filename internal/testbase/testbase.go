@@ -30,6 +30,7 @@ import (
 
 	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/pkgbase/cache"
+	"github.com/nodeforge/builder/pkgbase/debpkg"
 )
 
 // Names in the base.
@@ -298,7 +299,7 @@ func findInputs(name, stage string, opts Options) (archInput, error) {
 	in := archInput{arch: a, initBin: filepath.Join(stage, "init-"+a.RPM)}
 	if a.RPM == "x86_64" {
 		in.kernelDeb, err = findKernelDeb(opts)
-	} else if in.kernelDeb = newestCachedDeb(opts.CacheDir, a.OCI); in.kernelDeb == "" {
+	} else if in.kernelDeb = debpkg.NewestKernel(opts.CacheDir, a.OCI); in.kernelDeb == "" {
 		err = fmt.Errorf("%w for %s: no linux-image-6.1.0-*-%s_*.deb in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoKernel, a.RPM, a.OCI, opts.CacheDir)
 	}
 	if err != nil {
@@ -325,12 +326,10 @@ func findInputs(name, stage string, opts Options) (archInput, error) {
 // architecture (amd64, arm64) in the cache directory
 // (scripts/fetch-test-kernel.sh puts it there).
 func findBootDeb(opts Options, debArch string) (string, error) {
-	m, _ := filepath.Glob(filepath.Join(opts.CacheDir, "systemd-boot-efi_*_"+debArch+".deb"))
-	sort.Strings(m)
-	if len(m) == 0 {
-		return "", fmt.Errorf("%w: no systemd-boot-efi_*_%s.deb in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoKernel, debArch, opts.CacheDir)
+	if p := debpkg.Newest(opts.CacheDir, "systemd-boot-efi_*_"+debArch+".deb"); p != "" {
+		return p, nil
 	}
-	return m[len(m)-1], nil
+	return "", fmt.Errorf("%w: no systemd-boot-efi_*_%s.deb in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoKernel, debArch, opts.CacheDir)
 }
 
 // writeExtensionDef writes dir/extensions/testext.yaml, the definition of
@@ -353,7 +352,7 @@ func findKernelDeb(opts Options) (string, error) {
 			return p, nil
 		}
 	}
-	if p := newestCachedDeb(opts.CacheDir, "amd64"); p != "" {
+	if p := debpkg.NewestKernel(opts.CacheDir, "amd64"); p != "" {
 		return p, nil
 	}
 	apt, err := exec.LookPath("apt-get")
@@ -397,25 +396,6 @@ func findKernelDeb(opts Options) (string, error) {
 		return dst, nil
 	}
 	return "", fmt.Errorf("%w in %s: %s", ErrNoKernel, opts.CacheDir, strings.Join(msgs, "; "))
-}
-
-// newestCachedDeb picks the cached linux-image-6.1.0-N-<debArch> with the
-// highest ABI number N (the generic flavour, not cloud or rt).
-func newestCachedDeb(dir, debArch string) string {
-	m, _ := filepath.Glob(filepath.Join(dir, "linux-image-6.1.0-*-"+debArch+"_*.deb"))
-	best, bestABI := "", -1
-	for _, p := range m {
-		b := filepath.Base(p)
-		var abi int
-		var rest string
-		if n, _ := fmt.Sscanf(b, "linux-image-6.1.0-%d-%s", &abi, &rest); n != 2 || !strings.HasPrefix(rest, debArch+"_") {
-			continue
-		}
-		if abi > bestABI || abi == bestABI && p > best {
-			best, bestABI = p, abi
-		}
-	}
-	return best
 }
 
 // currentKernelPackage asks apt which linux-image-*-amd64 the metapackage
@@ -540,8 +520,8 @@ func BootEFI(opts Options, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if out, err := exec.Command("dpkg-deb", "-x", deb, dir).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("testbase: dpkg-deb -x %s: %v\n%s", deb, err, out)
+	if err := debpkg.Extract(deb, dir); err != nil {
+		return nil, err
 	}
 	return os.ReadFile(filepath.Join(dir, "usr/lib/systemd/boot/efi", name))
 }
