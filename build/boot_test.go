@@ -110,8 +110,12 @@ func TestBootDebianKernel(t *testing.T) {
 	}
 	// The init reads the platform's Talos arguments (metal's console
 	// first, the release's beside it) and the META value back.
+	// The node init's banner names the release and the extension, and
+	// every step reports.
 	extLines := []string{"nodeforge-init: extension layer 0.sqsh", "nodeforge-init: check testext: " + testbase.ExtCheckContent,
-		`nodeforge-init: META 0xa={"externalIPs":["1.2.3.4"]}`}
+		`nodeforge-init: META 0xa={"externalIPs":["1.2.3.4"]}`,
+		"nodeforge-init:   release     " + s.Image.OS.PrettyName, "nodeforge-init:   extensions  testext",
+		"nodeforge-init: [6/7] banner printed", "nodeforge-init: [7/7] boot complete"}
 	talosArgs := func(what string, res *testutil.BootResult) {
 		t.Helper()
 		got := res.Find("nodeforge-init: cmdline: ")

@@ -100,7 +100,6 @@ func boot() error {
 		return err
 	}
 	step(2, "boot modules loaded from %s: %s", filepath.Base(modDir), strings.Join(loaded, " "))
-	say("nodeforge-init: %s: loaded %s", filepath.Base(modDir), strings.Join(loaded, " "))
 
 	loopDev, err := attachLoop("/rootfs.sqsh")
 	if err != nil {
