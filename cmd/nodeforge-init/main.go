@@ -28,8 +28,8 @@
 //     /usr/local/share/nodeforge-boot-check/, the Secure Boot state and
 //     PCR 11 when there is a TPM;
 //  6. prints the banner: the release (the root's /etc/os-release), the
-//     kernel, the schematic (when its ID is in the initramfs), the
-//     extensions and the kernel arguments;
+//     kernel, the platform (PREFIX.platform=), the schematic (when its ID is
+//     in the initramfs), the extensions and the kernel arguments;
 //  7. prints "NODEFORGE-BOOT-OK PRETTY_NAME=<value>" to /dev/console (or
 //     "NODEFORGE-BOOT-FAIL <reason>" at the first step that fails) and
 //     powers the machine off.
@@ -326,11 +326,18 @@ func banner(osr []byte, kernel string, exts []extension, cmdline string) []strin
 	if len(names) > 0 {
 		list = strings.Join(names, ", ")
 	}
+	platform := "none given"
+	for _, arg := range strings.Fields(cmdline) {
+		if k, v, ok := strings.Cut(arg, "="); ok && strings.HasSuffix(k, ".platform") {
+			platform = v + " (" + k + ")"
+		}
+	}
 	rule := "nodeforge-init: " + strings.Repeat("=", 64)
 	return []string{
 		rule,
 		"nodeforge-init:   release     " + release,
 		"nodeforge-init:   kernel      " + kernel,
+		"nodeforge-init:   platform    " + platform,
 		"nodeforge-init:   schematic   " + schematic,
 		"nodeforge-init:   extensions  " + list,
 		"nodeforge-init:   kernel args " + cmdline,

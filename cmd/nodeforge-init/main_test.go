@@ -60,19 +60,20 @@ func TestBanner(t *testing.T) {
 		x.Metadata.Name, x.Metadata.Version = e[0], e[1]
 		exts = append(exts, x)
 	}
-	got := strings.Join(banner(osr, "6.1.0-57-amd64", exts, "console=ttyS0"), "\n")
+	got := strings.Join(banner(osr, "6.1.0-57-amd64", exts, "talos.platform=metal console=ttyS0"), "\n")
 	for _, want := range []string{
 		"release     Nodeforge 1.11.0-demo (p11), version 1.11.0-demo",
 		"kernel      6.1.0-57-amd64",
 		"schematic   376567988ad3",
 		"extensions  btrfs 6.12\n",
-		"kernel args console=ttyS0",
+		"kernel args talos.platform=metal console=ttyS0",
+		"platform    metal (talos.platform)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("banner lacks %q:\n%s", want, got)
 		}
 	}
-	if got := strings.Join(banner(osr, "k", nil, ""), "\n"); !strings.Contains(got, "extensions  none") || !strings.Contains(got, "schematic   none") {
+	if got := strings.Join(banner(osr, "k", nil, ""), "\n"); !strings.Contains(got, "extensions  none") || !strings.Contains(got, "schematic   none") || !strings.Contains(got, "platform    none given") {
 		t.Errorf("banner without extensions:\n%s", got)
 	}
 }
