@@ -55,7 +55,9 @@ DEMO_PASSWORD ?= demo
 # The bootable demo's inputs: Debian's kernel and systemd-boot-efi, fetched
 # once into DEMO_CACHE (by DEMO_FETCH; DEMO_FETCH=false stays offline), and
 # the node init. Where they cannot be had, the demo's media are stand-ins,
-# which make demo says at its start and its end.
+# which make demo says at its start and its end. The base is written anew
+# each time (the init is rebuilt from the tree), so the release locks it
+# again: the same base gives the same lock.
 DEMO_CACHE ?= $(or $(NODEFORGE_CACHE_DIR),$(shell [ -w /var/cache/nodeforge ] || [ -w /var/cache ] && echo /var/cache/nodeforge || echo out/debs))
 DEMO_FETCH ?= scripts/fetch-test-kernel.sh --demo
 INIT    ?= bin/nodeforge-init
@@ -71,9 +73,6 @@ demo: build init
 	else \
 	  note="make demo: STAND-IN media, nothing boots: no Debian kernel and systemd-boot-efi could be fetched into $(DEMO_CACHE) (see $(DEMO)/fetch.log)"; \
 	fi; \
-	if [ "$$(cut -d: -f2 $(DEMO)/media.txt 2>/dev/null | cut -c1-9)" != "$$(echo "$$note" | cut -d: -f2 | cut -c1-9)" ]; then \
-	  rm -f $(DEMO)/demo.lock.json; \
-	fi; \
 	echo "$$note" | tee $(DEMO)/media.txt
 	@if grep -q '^make demo: bootable' $(DEMO)/media.txt; then \
 	  echo "$(BIN) demo-base --force --kernel-cache $(DEMO_CACHE) --init $(INIT) $(DEMO)"; \
@@ -82,7 +81,7 @@ demo: build init
 	  echo "$(BIN) demo-base --force $(DEMO)"; $(BIN) demo-base --force $(DEMO); \
 	fi
 	@test -f $(DEMO)/keys/dev/cosign.key || COSIGN_PASSWORD=$(DEMO_PASSWORD) $(BIN) keys generate --out $(DEMO)/keys/dev
-	COSIGN_PASSWORD=$(DEMO_PASSWORD) $(BIN) release --branch p11 --spec $(DEMO)/spec.yaml --cache out/cache
+	COSIGN_PASSWORD=$(DEMO_PASSWORD) $(BIN) release --branch p11 --spec $(DEMO)/spec.yaml --cache out/cache --relock
 	$(BIN) verify --key $(DEMO)/keys/dev/cosign.pub --version 1.11.0-demo oci:$(DEMO)/release/dev
 	$(BIN) audit --key $(DEMO)/keys/dev/cosign.pub --version 1.11.0-demo -o $(DEMO)/audit $(DEMO)/release/dev
 	@cat $(DEMO)/media.txt
