@@ -10,7 +10,7 @@ DEMO    ?= out/demo
 # bytes).
 export CGO_CFLAGS ?= -O3 -g
 
-.PHONY: help build test test-quick lint bench fuzz demo clean
+.PHONY: help build test test-quick lint bench fuzz demo init demo-boot clean
 
 help:
 	@echo "build  - build $(BIN)"
@@ -19,7 +19,9 @@ help:
 	@echo "lint   - gofmt check and go vet"
 	@echo "bench  - run the Go benchmarks (not part of CI)"
 	@echo "fuzz   - run each fuzz target for FUZZTIME (default 10m)"
-	@echo "demo   - write the demo package base to $(DEMO), then lock, build, sign and publish its release into a local OCI layout, verify it and write its audit report"
+	@echo "demo   - write the demo package base to $(DEMO) (bootable: Debian's kernel and systemd-boot, fetched once into DEMO_CACHE, and the node init; stand-ins where nothing can be fetched), then lock, build, sign and publish its release into a local OCI layout, verify it and write its audit report"
+	@echo "demo-boot - boot the demo's ISO (or ISO=FILE, or the one for SCHEMATIC=FILE) under qemu with OVMF, the node's console on this terminal"
+	@echo "init   - build the node init, static, to $(INIT)"
 
 build:
 	@echo "building $(BIN): minutes on a cold Go cache (module downloads, libzstd through cgo), seconds afterwards"
@@ -65,12 +67,47 @@ fuzz:
 # The demo's dev key is encrypted with DEMO_PASSWORD (a demo, not a secret).
 DEMO_PASSWORD ?= demo
 
-demo: build
-	$(BIN) demo-base --force $(DEMO)
+# The bootable demo's inputs: Debian's kernel and systemd-boot-efi, fetched
+# once into DEMO_CACHE (by DEMO_FETCH; DEMO_FETCH=false stays offline), and
+# the node init. Where they cannot be had, the demo's media are stand-ins,
+# which make demo says at its start and its end. The base is written anew
+# each time (the init is rebuilt from the tree), so the release locks it
+# again: the same base gives the same lock.
+DEMO_CACHE ?= $(or $(NODEFORGE_CACHE_DIR),$(shell [ -w /var/cache/nodeforge ] || [ -w /var/cache ] && echo /var/cache/nodeforge || echo out/debs))
+DEMO_FETCH ?= scripts/fetch-test-kernel.sh --demo
+INIT    ?= bin/nodeforge-init
+
+init:
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o $(INIT) ./cmd/nodeforge-init
+
+demo: build init
+	@mkdir -p $(DEMO)
+	@$(DEMO_FETCH) "$(DEMO_CACHE)" >$(DEMO)/fetch.log 2>&1 || true; \
+	if ls "$(DEMO_CACHE)"/linux-image-6.1.0-*-amd64_*.deb "$(DEMO_CACHE)"/systemd-boot-efi_*_amd64.deb >/dev/null 2>&1; then \
+	  note="make demo: bootable media: Debian's kernel and systemd-boot from $(DEMO_CACHE) and the node init $(INIT) (make demo-boot boots them)"; \
+	else \
+	  note="make demo: STAND-IN media, nothing boots: no Debian kernel and systemd-boot-efi could be fetched into $(DEMO_CACHE) (see $(DEMO)/fetch.log)"; \
+	fi; \
+	echo "$$note" | tee $(DEMO)/media.txt
+	@if grep -q '^make demo: bootable' $(DEMO)/media.txt; then \
+	  echo "$(BIN) demo-base --force --kernel-cache $(DEMO_CACHE) --init $(INIT) $(DEMO)"; \
+	  $(BIN) demo-base --force --kernel-cache "$(DEMO_CACHE)" --init $(INIT) $(DEMO); \
+	else \
+	  echo "$(BIN) demo-base --force $(DEMO)"; $(BIN) demo-base --force $(DEMO); \
+	fi
 	@test -f $(DEMO)/keys/dev/cosign.key || COSIGN_PASSWORD=$(DEMO_PASSWORD) $(BIN) keys generate --out $(DEMO)/keys/dev
-	COSIGN_PASSWORD=$(DEMO_PASSWORD) $(BIN) release --branch p11 --spec $(DEMO)/spec.yaml --cache out/cache
+	COSIGN_PASSWORD=$(DEMO_PASSWORD) $(BIN) release --branch p11 --spec $(DEMO)/spec.yaml --cache out/cache --relock
 	$(BIN) verify --key $(DEMO)/keys/dev/cosign.pub --version 1.11.0-demo oci:$(DEMO)/release/dev
 	$(BIN) audit --key $(DEMO)/keys/dev/cosign.pub --version 1.11.0-demo -o $(DEMO)/audit $(DEMO)/release/dev
+	@cat $(DEMO)/media.txt
+
+# ISO=FILE boots that ISO (one the factory served, say); SCHEMATIC=FILE
+# makes the demo release's ISO for that schematic first (what the factory
+# serves for it); neither: the demo release's ISO for an empty schematic.
+ISO       ?=
+SCHEMATIC ?=
+demo-boot:
+	@BIN=$(BIN) scripts/demo-boot.sh "$(DEMO)" "$(ISO)" "$(SCHEMATIC)"
 
 clean:
 	rm -rf bin out

@@ -64,7 +64,7 @@ func TestBootAarch64(t *testing.T) {
 	id, _ := sch.ID()
 	media := filepath.Join(out, "media", id)
 	want := "NODEFORGE-BOOT-OK PRETTY_NAME=" + s.Image.OS.PrettyName
-	lines := []string{"nodeforge-init: " + ar.Kernel.Version + ": loaded", "nodeforge-init: check testext: " + testbase.ExtCheckContent}
+	lines := []string{"nodeforge-init: [2/7] boot modules loaded from " + ar.Kernel.Version + ": ", "nodeforge-init: check testext: " + testbase.ExtCheckContent}
 	machine := []string{"-M", a.QEMU.Machine, "-accel", "tcg", "-cpu", a.QEMU.CPU, "-m", "1024", "-smp", "2"}
 	for _, c := range []struct {
 		what  string

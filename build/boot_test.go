@@ -24,7 +24,7 @@ const bootTimeout = 180 * time.Second
 
 // TestBootDebianKernel is the end-to-end test: a package base made from
 // Debian's real kernel (wrapped into RPMs with Debian's rpmbuild) and a
-// tiny static init (internal/testinit) is locked and built, and qemu boots
+// tiny static init (cmd/nodeforge-init) is locked and built, and qemu boots
 // the result: the init loads the boot modules from the initramfs, mounts
 // rootfs.sqsh under a tmpfs overlay and prints the root's PRETTY_NAME.
 // It prints the command line it was given too: the schematic's media
@@ -111,8 +111,12 @@ func TestBootDebianKernel(t *testing.T) {
 	}
 	// The init reads the platform's Talos arguments (metal's console
 	// first, the release's beside it) and the META value back.
+	// The node init's banner names the release and the extension, and
+	// every step reports.
 	extLines := []string{"nodeforge-init: extension layer 0.sqsh", "nodeforge-init: check testext: " + testbase.ExtCheckContent,
-		`nodeforge-init: META 0xa={"externalIPs":["1.2.3.4"]}`}
+		`nodeforge-init: META 0xa={"externalIPs":["1.2.3.4"]}`,
+		"nodeforge-init:   release     " + s.Image.OS.PrettyName, "nodeforge-init:   extensions  testext",
+		"nodeforge-init: [6/7] banner printed", "nodeforge-init: [7/7] boot complete"}
 	talosArgs := func(what string, res *testutil.BootResult) {
 		t.Helper()
 		got := res.Find("nodeforge-init: cmdline: ")

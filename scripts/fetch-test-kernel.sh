@@ -6,10 +6,14 @@
 # packages come through apt's multiarch (dpkg --add-architecture arm64);
 # nothing of them is installed. So do arm64 kmod and libc-bin, whose depmod
 # and ldconfig judge our module indexes and ld.so.cache under qemu-user. Idempotent: downloads only what is not
-# cached. Usage: scripts/fetch-test-kernel.sh [DIR]
-# (default $NODEFORGE_CACHE_DIR or /var/cache/nodeforge).
+# cached. Usage: scripts/fetch-test-kernel.sh [--demo] [DIR]
+# (default $NODEFORGE_CACHE_DIR or /var/cache/nodeforge). With --demo, only
+# what the bootable demo base needs (make demo): the amd64 kernel and
+# systemd-boot-efi, nothing of arm64 and no change to apt's architectures.
 set -euo pipefail
 
+demo=
+if [ "${1:-}" = --demo ]; then demo=1; shift; fi
 dir=${1:-${NODEFORGE_CACHE_DIR:-/var/cache/nodeforge}}
 # The package the tests pin (kernel.TestKernelPackage, testbase.DebianKernelPackage).
 pinned=linux-image-6.1.0-57-amd64
@@ -37,6 +41,9 @@ else
   echo "systemd-boot-efi downloaded"
 fi
 
+# The demo needs the amd64 packages alone.
+[ -n "$demo" ] && skip_arm64=1 || skip_arm64=
+
 # The aarch64 test base: Debian's arm64 kernel and systemd-boot-efi,
 # downloaded (never installed) through apt's multiarch.
 arm64_pinned=linux-image-6.1.0-57-arm64
@@ -49,7 +56,9 @@ ensure_arm64() {
   apt-get update -qq
   arm64_ready=1
 }
-if ls "$dir"/linux-image-6.1.0-*-arm64_*_arm64.deb >/dev/null 2>&1 && ls "$dir"/systemd-boot-efi_*_arm64.deb >/dev/null 2>&1; then
+if [ -n "$skip_arm64" ]; then
+  :
+elif ls "$dir"/linux-image-6.1.0-*-arm64_*_arm64.deb >/dev/null 2>&1 && ls "$dir"/systemd-boot-efi_*_arm64.deb >/dev/null 2>&1; then
   echo "arm64 kernel and systemd-boot-efi cached"
 else
   ensure_arm64
@@ -70,7 +79,9 @@ fi
 # never installed).
 tools="$dir/arm64-tools"
 tool_pkgs=(kmod libkmod2 liblzma5 libzstd1 libssl3 libc6 libc-bin)
-if [ -d "$tools" ] && [ "$(ls "$tools"/*_arm64.deb 2>/dev/null | wc -l)" -ge ${#tool_pkgs[@]} ]; then
+if [ -n "$skip_arm64" ]; then
+  :
+elif [ -d "$tools" ] && [ "$(ls "$tools"/*_arm64.deb 2>/dev/null | wc -l)" -ge ${#tool_pkgs[@]} ]; then
   echo "arm64 judges cached"
 else
   dl="$tmp/arm64-tools"

@@ -16,8 +16,9 @@ func init() { register(newDemoBaseCmd) }
 
 func newDemoBaseCmd() *cobra.Command {
 	var force bool
+	var kernelCache, initPath string
 	cmd := &cobra.Command{
-		Use:   "demo-base [--force] DIR",
+		Use:   "demo-base [--force] [--kernel-cache DIR --init FILE] DIR",
 		Short: "Write a small signed ALT-style demo package base and a release spec for it",
 		Long: `demo-base writes a small package base in the layout of an ALT Linux branch, so
 the builder can be tried and tested end to end without a mirror:
@@ -35,10 +36,20 @@ subpackages pinned to each other, file dependencies, sisyphus+ disttags and a
 %pre scriptlet. Their files are small shell scripts and text: nothing in it
 runs or boots.
 
+With --kernel-cache and --init the base boots (make demo does this when it
+can): Debian's kernel (the newest linux-image-6.1.0-N-amd64 .deb in the
+cache directory: vmlinuz and the module trees the node needs, signatures
+kept) and Debian's systemd-boot-efi replace the stand-in kernel-image-std-def
+and systemd-boot-efi, the node init (--init: a static linux/amd64 build of
+cmd/nodeforge-init) is packaged as nodeforge-init, and the spec boots it
+with its console on the serial port. scripts/fetch-test-kernel.sh --demo DIR
+fetches the two Debian packages into DIR. The rest stays stand-ins.
+
 Every package and release is signed with the demo key. It is a demo-only key
 whose secret half is public by design: trust it for nothing else.
 
-The output is byte-identical on every run, whatever the clock, time zone,
+The output is byte-identical on every run (a bootable base: for the same
+Debian packages and init), whatever the clock, time zone,
 umask, user or working directory. The spec refers to the repository and key
 by paths relative to itself, so DIR may be moved or copied.
 
@@ -49,7 +60,12 @@ replaced and everything else in it is left alone.`,
 		Example: `  builder demo-base /tmp/demo && builder lock --spec /tmp/demo/spec.yaml
 
   # rewrite an existing demo base in place
-  builder demo-base --force /tmp/demo`,
+  builder demo-base --force /tmp/demo
+
+  # a demo base that boots (what make demo writes)
+  scripts/fetch-test-kernel.sh --demo /var/cache/nodeforge
+  CGO_ENABLED=0 go build -o bin/nodeforge-init ./cmd/nodeforge-init
+  builder demo-base --kernel-cache /var/cache/nodeforge --init bin/nodeforge-init /tmp/demo`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := filepath.Abs(args[0])
@@ -60,19 +76,27 @@ replaced and everything else in it is left alone.`,
 			if real, err := filepath.EvalSymlinks(dir); err == nil {
 				dir = real
 			}
-			if err := writeDemoBase(dir, force); err != nil {
+			if (kernelCache == "") != (initPath == "") {
+				return errors.New("--kernel-cache and --init go together: the bootable base needs both")
+			}
+			if kernelCache != "" {
+				return writeBootable(cmd, dir, force, kernelCache, initPath)
+			}
+			if err := writeDemoBase(dir, force, demobase.Write); err != nil {
 				return err
 			}
 			n, err := demobase.Packages()
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "demo base: %d packages in %s; spec %s\n",
+			fmt.Fprintf(cmd.OutOrStdout(), "demo base: %d packages in %s; spec %s (stand-ins: nothing in it boots)\n",
 				n, filepath.Join(dir, demobase.RepoDir), filepath.Join(dir, demobase.SpecFile))
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "accept a non-empty DIR: replace its alt/, keys/demo.asc and spec.yaml, keep everything else (signing keys under keys/ included)")
+	cmd.Flags().StringVar(&kernelCache, "kernel-cache", "", "make the base bootable with Debian's kernel and systemd-boot-efi .debs from this directory (scripts/fetch-test-kernel.sh --demo DIR fetches them); needs --init")
+	cmd.Flags().StringVar(&initPath, "init", "", "the node init packaged as nodeforge-init: a static linux/amd64 build of cmd/nodeforge-init; needs --kernel-cache")
 	return cmd
 }
 
@@ -81,9 +105,28 @@ replaced and everything else in it is left alone.`,
 // channels' signing keys the spec points at) is the user's and stays.
 var demoEntries = []string{demobase.RepoDir, demobase.KeyFile, demobase.SpecFile}
 
-// writeDemoBase writes the base into a temporary directory beside dir and
-// moves it into place only once it is complete.
-func writeDemoBase(dir string, force bool) error {
+// writeBootable writes the bootable demo base.
+func writeBootable(cmd *cobra.Command, dir string, force bool, kernelCache, initPath string) error {
+	b, err := demobase.BootFromCache(kernelCache, initPath)
+	if err != nil {
+		return err
+	}
+	var sum demobase.Summary
+	err = writeDemoBase(dir, force, func(tmp string) error {
+		sum, err = demobase.WriteBootable(tmp, b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "demo base: %d packages in %s; spec %s (bootable: kernel %s from %s, systemd-boot from %s, init %s)\n",
+		sum.Packages, filepath.Join(dir, demobase.RepoDir), filepath.Join(dir, demobase.SpecFile), sum.KernelVersion, sum.KernelDeb, sum.BootDeb, initPath)
+	return nil
+}
+
+// writeDemoBase writes the base (with write) into a temporary directory
+// beside dir and moves it into place only once it is complete.
+func writeDemoBase(dir string, force bool, write func(string) error) error {
 	empty := true
 	switch fi, err := os.Stat(dir); {
 	case errors.Is(err, fs.ErrNotExist):
@@ -110,7 +153,7 @@ func writeDemoBase(dir string, force bool) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if err := demobase.Write(tmp); err != nil {
+	if err := write(tmp); err != nil {
 		return err
 	}
 	// MkdirTemp makes 0700; the base is meant to be read by others.

@@ -59,6 +59,24 @@ func TestLockErrors(t *testing.T) {
 	}
 }
 
+// TestDemoBaseBootableErrors: the bootable base's flags go together, and
+// a cache without Debian's packages is named with the way to fill it
+// (make demo then writes the stand-ins); nothing is written.
+func TestDemoBaseBootableErrors(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	if _, err := runBuilder(t, "demo-base", "--init", "bin/nodeforge-init", dir); err == nil || !strings.Contains(err.Error(), "--kernel-cache and --init go together") {
+		t.Errorf("--init alone: %v", err)
+	}
+	cache := t.TempDir()
+	_, err := runBuilder(t, "demo-base", "--kernel-cache", cache, "--init", "bin/nodeforge-init", dir)
+	if err == nil || !strings.Contains(err.Error(), cache) || !strings.Contains(err.Error(), "fetch-test-kernel.sh --demo") {
+		t.Errorf("empty cache: %v", err)
+	}
+	if _, serr := os.Stat(dir); serr == nil {
+		t.Errorf("a failed demo-base left %s", dir)
+	}
+}
+
 // demo-base --force replaces the demo base, never the channels' signing
 // keys kept under keys/ as the demo spec says.
 func TestDemoBaseForceKeepsKeys(t *testing.T) {

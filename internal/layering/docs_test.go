@@ -119,7 +119,7 @@ func addMembers(names goNames, typ string, x ast.Expr) {
 
 // externalPackages are the packages of other modules (and of Go) that
 // architecture.md cites by name: their identifiers are not ours to check.
-var externalPackages = []string{"v1", "in_toto", "os", "fmt", "log", "http", "json", "sha256", "io", "exec", "time", "tls", "zstd", "xz", "gzip", "remote", "crypto", "rand", "debug", "cobra", "protojson", "openpgp", "crypto11", "errgroup", "mutate", "layout", "tarball", "empty", "partial", "static", "types", "name", "authn", "cosign", "tar", "sync", "filepath", "context", "runtime", "bufio", "bytes", "strings", "sort", "slices", "maps", "testing", "flag", "errors", "lzma", "x509", "pkcs7", "packet"}
+var externalPackages = []string{"v1", "in_toto", "os", "fmt", "log", "http", "json", "sha256", "io", "exec", "time", "tls", "zstd", "xz", "gzip", "remote", "crypto", "rand", "debug", "cobra", "protojson", "openpgp", "crypto11", "errgroup", "mutate", "layout", "tarball", "empty", "partial", "static", "types", "name", "authn", "cosign", "tar", "sync", "filepath", "context", "runtime", "bufio", "bytes", "strings", "sort", "slices", "maps", "testing", "flag", "errors", "lzma", "x509", "pkcs7", "packet", "httputil"}
 
 // goIdent is what architecture.md writes for a Go identifier of ours, in
 // backticks: pkg.Name or pkg.Type.Member, pkg being a package's name or

@@ -1,7 +1,7 @@
 // Package testbase builds the package base of the end-to-end boot test
 // from real Debian packages: Debian's linux-image-*-amd64 kernel and part
 // of its modules wrapped into an RPM with Debian's rpmbuild, a tiny static
-// init written in Go (internal/testinit), a filesystem package, an rpm-md
+// init written in Go (cmd/nodeforge-init), a filesystem package, an rpm-md
 // repository over them (createrepo_c), and a release spec whose image
 // section boots that init. builder lock and builder build then make a node
 // OS that qemu boots.
@@ -30,6 +30,7 @@ import (
 
 	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/internal/digest"
+	"github.com/nodeforge/builder/pkgbase/debpkg"
 )
 
 // Names in the base.
@@ -298,7 +299,7 @@ func findInputs(name, stage string, opts Options) (archInput, error) {
 	in := archInput{arch: a, initBin: filepath.Join(stage, "init-"+a.RPM)}
 	if a.RPM == "x86_64" {
 		in.kernelDeb, err = findKernelDeb(opts)
-	} else if in.kernelDeb = newestCachedDeb(opts.CacheDir, a.OCI); in.kernelDeb == "" {
+	} else if in.kernelDeb = debpkg.NewestKernel(opts.CacheDir, a.OCI); in.kernelDeb == "" {
 		err = fmt.Errorf("%w for %s: no linux-image-6.1.0-*-%s_*.deb in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoKernel, a.RPM, a.OCI, opts.CacheDir)
 	}
 	if err != nil {
@@ -327,12 +328,10 @@ func findInputs(name, stage string, opts Options) (archInput, error) {
 // architecture (amd64, arm64) in the cache directory
 // (scripts/fetch-test-kernel.sh puts it there).
 func findBootDeb(opts Options, debArch string) (string, error) {
-	m, _ := filepath.Glob(filepath.Join(opts.CacheDir, "systemd-boot-efi_*_"+debArch+".deb"))
-	sort.Strings(m)
-	if len(m) == 0 {
-		return "", fmt.Errorf("%w: no systemd-boot-efi_*_%s.deb in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoKernel, debArch, opts.CacheDir)
+	if p := debpkg.Newest(opts.CacheDir, "systemd-boot-efi_*_"+debArch+".deb"); p != "" {
+		return p, nil
 	}
-	return m[len(m)-1], nil
+	return "", fmt.Errorf("%w: no systemd-boot-efi_*_%s.deb in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoKernel, debArch, opts.CacheDir)
 }
 
 // writeExtensionDef writes dir/extensions/testext.yaml, the definition of
@@ -355,7 +354,7 @@ func findKernelDeb(opts Options) (string, error) {
 			return p, nil
 		}
 	}
-	if p := newestCachedDeb(opts.CacheDir, "amd64"); p != "" {
+	if p := debpkg.NewestKernel(opts.CacheDir, "amd64"); p != "" {
 		return p, nil
 	}
 	apt, err := exec.LookPath("apt-get")
@@ -401,25 +400,6 @@ func findKernelDeb(opts Options) (string, error) {
 	return "", fmt.Errorf("%w in %s: %s", ErrNoKernel, opts.CacheDir, strings.Join(msgs, "; "))
 }
 
-// newestCachedDeb picks the cached linux-image-6.1.0-N-<debArch> with the
-// highest ABI number N (the generic flavour, not cloud or rt).
-func newestCachedDeb(dir, debArch string) string {
-	m, _ := filepath.Glob(filepath.Join(dir, "linux-image-6.1.0-*-"+debArch+"_*.deb"))
-	best, bestABI := "", -1
-	for _, p := range m {
-		b := filepath.Base(p)
-		var abi int
-		var rest string
-		if n, _ := fmt.Sscanf(b, "linux-image-6.1.0-%d-%s", &abi, &rest); n != 2 || !strings.HasPrefix(rest, debArch+"_") {
-			continue
-		}
-		if abi > bestABI || abi == bestABI && p > best {
-			best, bestABI = p, abi
-		}
-	}
-	return best
-}
-
 // currentKernelPackage asks apt which linux-image-*-amd64 the metapackage
 // pulls in today ("" when apt cannot say).
 func currentKernelPackage() string {
@@ -445,13 +425,13 @@ func srcDir() string {
 	return filepath.Dir(file)
 }
 
-// buildInit builds internal/testinit as a static binary for linux/goarch.
+// buildInit builds cmd/nodeforge-init (the node init) as a static binary for linux/goarch.
 func buildInit(out, goarch string) error {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("testbase: the go tool builds the test init: %w", err)
 	}
-	src := filepath.Join(srcDir(), "..", "testinit")
+	src := filepath.Join(srcDir(), "..", "..", "cmd", "nodeforge-init")
 	cmd := exec.Command(gobin, "build", "-o", out, "-trimpath", "-buildvcs=false", "-ldflags=-s -w", ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch, "GOFLAGS=")
@@ -542,8 +522,8 @@ func BootEFI(opts Options, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if out, err := exec.Command("dpkg-deb", "-x", deb, dir).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("testbase: dpkg-deb -x %s: %v\n%s", deb, err, out)
+	if err := debpkg.Extract(deb, dir); err != nil {
+		return nil, err
 	}
 	return os.ReadFile(filepath.Join(dir, "usr/lib/systemd/boot/efi", name))
 }

@@ -1,12 +1,8 @@
 package testbase
 
 import (
-	"archive/tar"
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -17,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nodeforge/builder/pkgbase/debpkg"
 )
 
 // write builds the base into dir: repo/ (RPMs and repodata) and
@@ -156,10 +154,10 @@ func archSpecs(in archInput, stage string, opts Options) (*archKernel, []rpmSpec
 		return nil, nil, err
 	}
 	ki := &archKernel{KernelInfo: KernelInfo{KernelDeb: filepath.Base(in.kernelDeb), DebSize: st.Size()}}
-	if ki.DebPackage, err = debField(in.kernelDeb, "Package"); err != nil {
+	if ki.DebPackage, err = debpkg.Field(in.kernelDeb, "Package"); err != nil {
 		return nil, nil, err
 	}
-	if ki.DebVersion, err = debField(in.kernelDeb, "Version"); err != nil {
+	if ki.DebVersion, err = debpkg.Field(in.kernelDeb, "Version"); err != nil {
 		return nil, nil, err
 	}
 	kspec, err := kernelSpec(in.kernelDeb, a, filepath.Join(stage, "kernel-"+a), ki, opts)
@@ -176,7 +174,7 @@ func archSpecs(in archInput, stage string, opts Options) (*archKernel, []rpmSpec
 	ispec := rpmSpec{
 		Name: InitPackage, Version: "1", Release: "1", Arch: a, License: "Apache-2.0",
 		Summary:     "Static init of the nodeforge boot test",
-		Description: "internal/testinit: loads the boot modules, mounts rootfs.sqsh under a tmpfs overlay, prints a marker and powers off.",
+		Description: "cmd/nodeforge-init, the node init: loads the boot modules, mounts rootfs.sqsh under a tmpfs overlay, prints a marker and powers off.",
 		Root:        iroot,
 		Files:       []string{"%dir " + path.Dir(InitPath), InitPath},
 	}
@@ -191,7 +189,7 @@ func archSpecs(in archInput, stage string, opts Options) (*archKernel, []rpmSpec
 // the kernel's build time dates the whole base.
 func kernelSpec(deb, arch, kroot string, info *archKernel, opts Options) (rpmSpec, error) {
 	opts.Log("testbase: extracting %s (%s %s)", filepath.Base(deb), info.DebPackage, info.DebVersion)
-	kver, vmlinuzTime, err := extractKernel(deb, kroot, opts.ModuleTrees)
+	kver, vmlinuzTime, err := debpkg.ExtractKernel(deb, kroot, opts.ModuleTrees)
 	if err != nil {
 		return rpmSpec{}, err
 	}
@@ -202,18 +200,18 @@ func kernelSpec(deb, arch, kroot string, info *archKernel, opts Options) (rpmSpe
 	modDir := filepath.Join(kroot, "lib", "modules", kver)
 	filepath.Walk(modDir, func(p string, fi os.FileInfo, err error) error {
 		if err == nil && !fi.IsDir() && strings.Contains(filepath.Base(p), ".ko") {
-			info.Modules = append(info.Modules, modName(filepath.Base(p)))
+			info.Modules = append(info.Modules, debpkg.ModuleName(filepath.Base(p)))
 		}
 		return nil
 	})
 	sort.Strings(info.Modules)
 	if b, err := os.ReadFile(filepath.Join(modDir, "modules.builtin")); err == nil {
 		for _, line := range strings.Fields(string(b)) {
-			info.Builtin = append(info.Builtin, modName(path.Base(line)))
+			info.Builtin = append(info.Builtin, debpkg.ModuleName(path.Base(line)))
 		}
 	}
 	sort.Strings(info.Builtin)
-	upVer, rel := rpmVersion(info.DebVersion)
+	upVer, rel := debpkg.RPMVersion(info.DebVersion)
 	kspec := rpmSpec{
 		Name: KernelPackage, Version: upVer, Release: rel, Arch: arch, License: "GPL-2.0-only",
 		Summary:     fmt.Sprintf("Debian's %s %s, wrapped for the nodeforge boot test", info.DebPackage, info.DebVersion),
@@ -255,17 +253,17 @@ func buildRPMs(stage, rpms string, specs []rpmSpec, sde int64, info *Info, opts 
 // bootSpec extracts Debian's systemd-boot-efi into broot, EFI binaries
 // only, and describes its RPM.
 func bootSpec(bootDeb, arch, broot string) (rpmSpec, error) {
-	if out, err := exec.Command("dpkg-deb", "-x", bootDeb, broot).CombinedOutput(); err != nil {
-		return rpmSpec{}, fmt.Errorf("testbase: dpkg-deb -x %s: %v\n%s", bootDeb, err, out)
+	if err := debpkg.Extract(bootDeb, broot); err != nil {
+		return rpmSpec{}, err
 	}
 	if err := os.RemoveAll(filepath.Join(broot, "usr", "share")); err != nil {
 		return rpmSpec{}, err
 	}
-	bver, err := debField(bootDeb, "Version")
+	bver, err := debpkg.Field(bootDeb, "Version")
 	if err != nil {
 		return rpmSpec{}, err
 	}
-	bv, br := rpmVersion(bver)
+	bv, br := debpkg.RPMVersion(bver)
 	bspec := rpmSpec{
 		Name: BootPackage, Version: bv, Release: br, Arch: arch, License: "LGPL-2.1-or-later",
 		Summary:     "Debian's systemd-boot EFI binaries, wrapped for the nodeforge boot media test",
@@ -274,143 +272,6 @@ func bootSpec(bootDeb, arch, broot string) (rpmSpec, error) {
 		Files:       []string{path.Dir(BootPath)},
 	}
 	return bspec, nil
-}
-
-// modName is a module's kmod name from its file name.
-func modName(file string) string {
-	if i := strings.Index(file, ".ko"); i >= 0 {
-		file = file[:i]
-	}
-	return strings.ReplaceAll(file, "-", "_")
-}
-
-func debField(deb, field string) (string, error) {
-	out, err := exec.Command("dpkg-deb", "--field", deb, field).Output()
-	if err != nil {
-		return "", fmt.Errorf("testbase: dpkg-deb --field %s %s: %w", deb, field, err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-// rpmVersion maps a Debian version to an RPM version and release:
-// "6.1.192-3" gives 6.1.192 and 3 (an epoch is dropped).
-func rpmVersion(v string) (string, string) {
-	if _, rest, ok := strings.Cut(v, ":"); ok {
-		v = rest
-	}
-	clean := func(s string) string { return strings.NewReplacer("-", ".", ":", ".").Replace(s) }
-	if i := strings.LastIndex(v, "-"); i > 0 {
-		return clean(v[:i]), clean(v[i+1:])
-	}
-	return clean(v), "1"
-}
-
-// extractKernel unpacks /boot/vmlinuz-<kver> and the chosen parts of
-// /lib/modules/<kver>/ from the package (dpkg-deb's data tarball, read here
-// so the other 250 MB of modules never touch the disk). It returns the
-// kernel version and vmlinuz's mtime.
-func extractKernel(deb, root string, trees []string) (string, time.Time, error) {
-	cmd := exec.Command("dpkg-deb", "--fsys-tarfile", deb)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", time.Time{}, err
-	}
-	waited := false
-	defer func() {
-		if !waited {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	}()
-	keep := func(name string) bool {
-		if strings.HasPrefix(name, "boot/vmlinuz-") {
-			return true
-		}
-		rest, ok := strings.CutPrefix(name, "lib/modules/")
-		if !ok {
-			return false
-		}
-		_, rel, ok := strings.Cut(rest, "/")
-		if !ok {
-			return false
-		}
-		for _, t := range trees {
-			if rel == t || strings.HasPrefix(rel, t+"/") {
-				return true
-			}
-		}
-		return false
-	}
-	var kver string
-	var mtime time.Time
-	tr := tar.NewReader(bufio.NewReaderSize(pipe, 1<<20))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return "", time.Time{}, fmt.Errorf("testbase: reading %s: %v %s", deb, err, stderr.String())
-		}
-		name := strings.TrimPrefix(path.Clean(h.Name), "./")
-		if strings.HasPrefix(name, "..") || path.IsAbs(name) || !keep(name) {
-			continue
-		}
-		dst := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return "", time.Time{}, err
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return "", time.Time{}, err
-			}
-			continue
-		case tar.TypeSymlink:
-			if err := os.Symlink(h.Linkname, dst); err != nil {
-				return "", time.Time{}, err
-			}
-			continue
-		case tar.TypeReg:
-		default:
-			return "", time.Time{}, fmt.Errorf("testbase: %s: unexpected entry type %q for %s", deb, h.Typeflag, name)
-		}
-		f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, os.FileMode(h.Mode).Perm())
-		if err != nil {
-			return "", time.Time{}, err
-		}
-		if _, err := io.Copy(f, tr); err != nil {
-			f.Close()
-			return "", time.Time{}, err
-		}
-		if err := f.Close(); err != nil {
-			return "", time.Time{}, err
-		}
-		os.Chtimes(dst, h.ModTime, h.ModTime)
-		if v, ok := strings.CutPrefix(name, "boot/vmlinuz-"); ok {
-			if kver != "" {
-				return "", time.Time{}, fmt.Errorf("testbase: %s holds two kernels (%s, %s)", deb, kver, v)
-			}
-			kver, mtime = v, h.ModTime
-		}
-	}
-	io.Copy(io.Discard, pipe)
-	waited = true
-	if err := cmd.Wait(); err != nil {
-		return "", time.Time{}, fmt.Errorf("testbase: dpkg-deb --fsys-tarfile %s: %v %s", deb, err, stderr.String())
-	}
-	if kver == "" {
-		return "", time.Time{}, fmt.Errorf("testbase: %s ships no /boot/vmlinuz-*", deb)
-	}
-	if _, err := os.Stat(filepath.Join(root, "lib", "modules", kver)); err != nil {
-		return "", time.Time{}, fmt.Errorf("testbase: %s has no modules for kernel %s", deb, kver)
-	}
-	return kver, mtime, nil
 }
 
 // writeFilesystem lays the root's skeleton and returns its %files lines.
@@ -569,7 +430,7 @@ func specYAML(info *Info, opts Options) ([]byte, error) {
 	// kernel must have it built in or as a module.
 	var boot []string
 	for _, m := range opts.BootModules {
-		n, module := modName(m), false
+		n, module := debpkg.ModuleName(m), false
 		for _, a := range slices.Sorted(maps.Keys(info.Kernels)) {
 			k := info.Kernels[a]
 			switch {

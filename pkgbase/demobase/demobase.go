@@ -39,7 +39,7 @@ var Dists = []string{Arch, "noarch"}
 
 // Packages returns the number of packages Write writes.
 func Packages() (int, error) {
-	ps, err := packages()
+	ps, err := packages(nil)
 	if err != nil {
 		return 0, err
 	}
@@ -63,7 +63,7 @@ type Update struct {
 // WriteUpdated writes the demo base with the updates applied: each named
 // package replaced by its newer version, built a week later.
 func WriteUpdated(dir string, updates ...Update) error {
-	ps, err := packages()
+	ps, err := packages(nil)
 	if err != nil {
 		return err
 	}
@@ -78,6 +78,12 @@ func WriteUpdated(dir string, updates ...Update) error {
 		p.built = p.built.Add(7 * 24 * time.Hour)
 		ps[i] = &p
 	}
+	return writeBase(dir, ps, nil)
+}
+
+// writeBase writes the packages, their indexes, the key and the spec
+// (bootable when real is set).
+func writeBase(dir string, ps []*pkgDef, real *realParts) error {
 	key, err := Key()
 	if err != nil {
 		return err
@@ -135,7 +141,7 @@ func WriteUpdated(dir string, updates ...Update) error {
 	if err := w.file(KeyFile, pub); err != nil {
 		return err
 	}
-	if err := w.file(SpecFile, specYAML(fp)); err != nil {
+	if err := w.file(SpecFile, specYAML(fp, real)); err != nil {
 		return err
 	}
 	return w.finish()
@@ -224,12 +230,20 @@ func (w *writer) finish() error {
 
 // specYAML is the release spec of the demo base. Its paths are relative to
 // the spec's directory, so the base can be moved or copied anywhere.
-func specYAML(fingerprint string) []byte {
+func specYAML(fingerprint string, real *realParts) []byte {
 	var b bytes.Buffer
+	what := "every package is a small stand-in signed by the demo key."
+	installer := "talos-installer, systemd-boot-efi"
+	if real != nil {
+		what = "its packages are small stand-ins signed by the demo key, except\n" +
+			"# the kernel (Debian's " + real.kernelDeb + "), systemd-boot (Debian's\n" +
+			"# " + real.bootDeb + ") and the node init (nodeforge-init): the media boot."
+		installer += ", " + InitPackage
+	}
 	fmt.Fprintf(&b, `# Release spec for the NodeForge demo package base, written by
 # "builder demo-base". The base mirrors the shape of an ALT p11 branch:
 # same repository layout, component and package names as the shipped p11
-# spec, but every package is a small stand-in signed by the demo key.
+# spec, but %s
 # The demo key is DEMO ONLY, PUBLIC BY DESIGN: trust it for nothing else.
 name: demo
 branch: p11
@@ -267,7 +281,7 @@ components:
       - tzdata
   installer:
     kind: installer
-    packages: [talos-installer, systemd-boot-efi]
+    packages: [%s]
   cri:
     kind: extension
     packages: [containerd, runc, cni-plugins]
@@ -290,6 +304,17 @@ channels:
     key: keys/dev/cosign.key
   prod:
     key: keys/prod/cosign.key
-`, Arch, RepoDir, Component, KeyFile, fingerprint)
+`, what, Arch, RepoDir, Component, KeyFile, fingerprint, installer)
+	if real != nil {
+		fmt.Fprintf(&b, `
+# The node boots its init from the initramfs (nodeforge-init, which prints
+# a banner and powers off), with its console on the serial port.
+image:
+  cmdline: [%s]
+  init:
+    package: %s
+    path: %s
+`, strings.Join(bootCmdline, ", "), InitPackage, InitPath)
+	}
 	return b.Bytes()
 }

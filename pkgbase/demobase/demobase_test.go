@@ -398,7 +398,7 @@ func TestSpec(t *testing.T) {
 }
 
 func TestDefinitions(t *testing.T) {
-	ps, err := packages()
+	ps, err := packages(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

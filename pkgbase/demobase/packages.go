@@ -59,10 +59,15 @@ type pkgDef struct {
 	files                                    []file
 	pre, post                                string
 
-	usesSets bool      // requires set-versions: adds rpmlib(SetVersions)
-	built    time.Time // BUILDTIME, every file mtime and the changelog date
-	note     string    // its changelog entry ("": the demo's default)
-	history  []change  // entries of earlier versions, newest first
+	usesSets bool // requires set-versions: adds rpmlib(SetVersions)
+	// desc replaces the stand-in description (a real package's).
+	desc string
+	// compressor of the payload ("": payloadCompressor); a real
+	// package's is zstd, 20 times faster to write than Go's xz.
+	compressor string
+	built      time.Time // BUILDTIME, every file mtime and the changelog date
+	note       string    // its changelog entry ("": the demo's default)
+	history    []change  // entries of earlier versions, newest first
 }
 
 // change is a changelog entry.
@@ -73,6 +78,9 @@ type change struct {
 }
 
 func (p *pkgDef) description() string {
+	if p.desc != "" {
+		return p.desc
+	}
 	return "Demo stand-in for ALT's " + p.name + ": its files are small shell scripts\n" +
 		"and text, not the real software. Part of the NodeForge demo package base,\n" +
 		"for trying the builder offline."
@@ -84,7 +92,18 @@ func (p *pkgDef) allRequires() []dep {
 	if p.usesSets {
 		out = append(out, dep{"rpmlib(SetVersions)", fRPMLib | fPrereq, ""})
 	}
+	if p.payload() == "zstd" {
+		return append(out, dep{"rpmlib(PayloadIsZstd)", fRPMLib | fLess | fEqual, "5.4.18-1"})
+	}
 	return append(out, dep{"rpmlib(PayloadIsXz)", fRPMLib | fPrereq, ""})
+}
+
+// payload is the package's payload compressor.
+func (p *pkgDef) payload() string {
+	if p.compressor != "" {
+		return p.compressor
+	}
+	return payloadCompressor
 }
 
 // Time line of the demo base. Every package is built at a fixed offset
@@ -213,8 +232,10 @@ func pinned(name, v string) []dep {
 	return []dep{{name, fLess, v}, {name, fGreater, v}}
 }
 
-// packages returns the demo base, in build order.
-func packages() ([]*pkgDef, error) {
+// packages returns the demo base, in build order: the stand-ins, or with
+// real the bootable base (real's kernel, systemd-boot and init in place of
+// the stand-ins', the out-of-tree modules built for real's kernel).
+func packages(real *realParts) ([]*pkgDef, error) {
 	c := &catalog{libs: map[string]lib{}}
 	for _, l := range libraries {
 		c.libs[l.soname] = l
@@ -357,14 +378,18 @@ func packages() ([]*pkgDef, error) {
 		},
 	})
 
-	add(&pkgDef{
+	sdBoot := &pkgDef{
 		name: "systemd-boot-efi", version: "254.13", release: "alt1", src: "systemd", disttag: "p11+372211.100.1.1",
 		group: "System/Kernel and hardware", license: "LGPL-2.1-or-later", summary: "systemd-boot EFI boot manager (demo stand-in)",
 		files: []file{
 			dir("/usr/lib/systemd/boot/efi", 0o755),
 			exe("/usr/lib/systemd/boot/efi/systemd-bootx64.efi", "systemd-boot (demo stand-in, not an EFI binary)"),
 		},
-	})
+	}
+	if real != nil {
+		real.bootloader(sdBoot)
+	}
+	add(sdBoot)
 
 	// Two kernels: the older one stays in the index, as it does in a branch.
 	kernel := func(version, kver, disttag string, built time.Time) {
@@ -414,19 +439,28 @@ func packages() ([]*pkgDef, error) {
 			},
 		})
 	}
-	kernel("6.12.30", kverOld, "p11+384001.100.2.1", buildEpoch.Add(-30*24*time.Hour))
-	kernel("6.12.40", kverNew, "p11+386612.100.1.1", time.Time{})
+	// The kernel the out-of-tree modules are built for.
+	kVersion, kRelease, kver := "6.12.40", "alt1", kverNew
+	if real == nil {
+		kernel("6.12.30", kverOld, "p11+384001.100.2.1", buildEpoch.Add(-30*24*time.Hour))
+		kernel("6.12.40", kverNew, "p11+386612.100.1.1", time.Time{})
+	} else {
+		// One real kernel: a stand-in of a higher version would win.
+		kVersion, kRelease, kver = real.kernelVersion, real.kernelRelease, real.kver
+		add(real.kernel("p11+386612.100.1.1"))
+	}
+	code := kernelCode(kVersion)
 
 	// Out-of-tree modules are pinned to one exact kernel; the release
 	// carries the kernel's version code (6<<16 | 12<<8 | patch).
-	zfsModules := func(kernelVersion, kver, code, disttag string, built time.Time) {
+	zfsModules := func(kernelVersion, kernelRelease, kver, code, disttag string, built time.Time) {
 		mods := "/lib/modules/" + kver + "/misc"
 		add(&pkgDef{
 			name: "kernel-modules-zfs-std-def", version: "2.2.7", release: "alt1." + code + ".1", disttag: disttag, built: built,
 			group: "System/Kernel and hardware", license: "CDDL-1.0", url: "https://openzfs.org/",
 			summary:  "ZFS kernel modules for kernel-image-std-def " + kernelVersion,
 			provides: []dep{{"kernel-modules-zfs", fEqual, "2.2.7"}},
-			requires: []dep{{"kernel-image-std-def", fPrereq | fEqual, "2:" + kernelVersion + "-alt1"}},
+			requires: []dep{{"kernel-image-std-def", fPrereq | fEqual, "2:" + kernelVersion + "-" + kernelRelease}},
 			files: []file{
 				dir(mods, 0o755),
 				{path: mods + "/spl.ko", mode: 0o644, body: string(kmod{name: "spl", kver: kver, license: "GPL", exports: []string{"spl_kmem_alloc"}}.elf())},
@@ -434,8 +468,10 @@ func packages() ([]*pkgDef, error) {
 			},
 		})
 	}
-	zfsModules("6.12.30", kverOld, "396318", "p11+384120.100.1.1", buildEpoch.Add(-29*24*time.Hour))
-	zfsModules("6.12.40", kverNew, "396328", "p11+386700.100.1.1", time.Time{})
+	if real == nil {
+		zfsModules("6.12.30", "alt1", kverOld, "396318", "p11+384120.100.1.1", buildEpoch.Add(-29*24*time.Hour))
+	}
+	zfsModules(kVersion, kRelease, kver, code, "p11+386700.100.1.1", time.Time{})
 
 	zfsEVR := "2.2.7-alt1"
 	add(&pkgDef{
@@ -595,18 +631,18 @@ func packages() ([]*pkgDef, error) {
 		files: []file{{path: "/usr/bin/nvidia-modprobe", mode: 0o4755, body: script("/usr/bin/nvidia-modprobe", "nvidia-modprobe (setuid root)")}},
 	})
 	add(&pkgDef{
-		name: "kernel-modules-nvidia-std-def", version: nvVer, release: "alt1.396328.1", disttag: "p11+388020.100.1.1",
-		group: "System/Kernel and hardware", license: "NVIDIA", summary: "NVIDIA kernel modules for kernel-image-std-def 6.12.40",
+		name: "kernel-modules-nvidia-std-def", version: nvVer, release: "alt1." + code + ".1", disttag: "p11+388020.100.1.1",
+		group: "System/Kernel and hardware", license: "NVIDIA", summary: "NVIDIA kernel modules for kernel-image-std-def " + kVersion,
 		provides: []dep{{"kernel-modules-nvidia", fEqual, nvVer}},
 		requires: []dep{
-			{"kernel-image-std-def", fPrereq | fEqual, "2:6.12.40-alt1"},
+			{"kernel-image-std-def", fPrereq | fEqual, "2:" + kVersion + "-" + kRelease},
 			{"nvidia_glx_" + nvVer, 0, ""},
 		},
 		files: []file{
-			dir("/lib/modules/"+kverNew+"/nVidia", 0o755),
-			{path: "/lib/modules/" + kverNew + "/nVidia/nvidia-modeset.ko", mode: 0o644, body: string(kmod{name: "nvidia_modeset", kver: kverNew, license: "NVIDIA", needs: []string{"nvidia_get_rm_ops"}}.elf())},
-			{path: "/lib/modules/" + kverNew + "/nVidia/nvidia-uvm.ko", mode: 0o644, body: string(kmod{name: "nvidia_uvm", kver: kverNew, license: "NVIDIA", needs: []string{"nvidia_get_rm_ops"}}.elf())},
-			{path: "/lib/modules/" + kverNew + "/nVidia/nvidia.ko", mode: 0o644, body: string(kmod{name: "nvidia", kver: kverNew, license: "NVIDIA", aliases: []string{"pci:v000010DEd*sv*sd*bc03sc*i*"}, exports: []string{"nvidia_get_rm_ops"}}.elf())},
+			dir("/lib/modules/"+kver+"/nVidia", 0o755),
+			{path: "/lib/modules/" + kver + "/nVidia/nvidia-modeset.ko", mode: 0o644, body: string(kmod{name: "nvidia_modeset", kver: kver, license: "NVIDIA", needs: []string{"nvidia_get_rm_ops"}}.elf())},
+			{path: "/lib/modules/" + kver + "/nVidia/nvidia-uvm.ko", mode: 0o644, body: string(kmod{name: "nvidia_uvm", kver: kver, license: "NVIDIA", needs: []string{"nvidia_get_rm_ops"}}.elf())},
+			{path: "/lib/modules/" + kver + "/nVidia/nvidia.ko", mode: 0o644, body: string(kmod{name: "nvidia", kver: kver, license: "NVIDIA", aliases: []string{"pci:v000010DEd*sv*sd*bc03sc*i*"}, exports: []string{"nvidia_get_rm_ops"}}.elf())},
 		},
 	})
 
@@ -645,6 +681,10 @@ func packages() ([]*pkgDef, error) {
 			exe("/usr/libexec/talos/init", "the Talos init"), exe("/usr/libexec/talos/machined", "the Talos machined"),
 		},
 	})
+
+	if real != nil {
+		add(real.init())
+	}
 
 	if len(c.errs) > 0 {
 		return nil, fmt.Errorf("demo base definitions: %w", errors.Join(c.errs...))

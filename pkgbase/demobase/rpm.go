@@ -59,7 +59,7 @@ func buildRPM(p *pkgDef, key *openpgp.Entity, sigTime time.Time) ([]byte, error)
 		Licence:     p.license,
 		BuildHost:   demoBuildHost,
 		BuildTime:   p.built,
-		Compressor:  payloadCompressor,
+		Compressor:  p.payload(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.name, err)

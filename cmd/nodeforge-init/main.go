@@ -1,27 +1,38 @@
-// Command testinit is the /init of the boot test's initramfs (see
-// builder/boot_test.go and internal/testbase). Built static
-// (CGO_ENABLED=0, linux/amd64), it runs as PID 1 and does what the node OS's
-// init does before switching root, then reports and powers off:
+// Command nodeforge-init is the node's init: the /init of a Nodeforge
+// initramfs. Built static (CGO_ENABLED=0, linux/amd64 or arm64), it runs as
+// PID 1, brings the node up to its root file system, says what it is, and
+// powers off. `make demo` packages it as the demo base's nodeforge-init RPM
+// (and `make demo-boot` boots it); the boot tests (build/boot_test.go, via
+// internal/testbase) package it into their base as nodeforge-testinit.
+// Every step prints one marker line, "nodeforge-init: [N/7] ...", so a
+// person or a test sees how far the node got:
 //
-//  1. mounts devtmpfs on /dev, proc on /proc, sysfs on /sys; prints the
-//     kernel command line ("nodeforge-init: cmdline: ...") and the META
-//     values the boot media pass in it, decoded as Talos's installer decodes
+//  1. mounts devtmpfs on /dev, proc on /proc, sysfs on /sys, tmpfs on /run
+//     and cgroup2 on /sys/fs/cgroup; prints the kernel command line
+//     ("nodeforge-init: cmdline: ...") and the META values the boot media
+//     pass in it, decoded as Talos's installer decodes
 //     PREFIX.environment=INSTALLER_META_BASE64=... ("nodeforge-init: META
 //     0xKEY=VALUE");
 //  2. loads every module of /lib/modules/<kver>/modules.dep (the builder
 //     puts exactly the boot modules and their dependencies there),
-//     dependencies first;
+//     dependencies first (under module.sig_enforce=1 the kernel checks each
+//     signature);
 //  3. attaches /rootfs.sqsh to a read-only loop device and mounts it
 //     (squashfs) on /sysroot/lower;
 //  4. mounts the system extension layers /extensions.yaml lists (an
 //     initramfs segment appended for a schematic), each from its own loop
 //     device, and stacks them, the squashfs below them, under an overlay
-//     with a tmpfs upper layer on /sysroot/root, and checks that it is
-//     writable; prints "nodeforge-init: check NAME: CONTENT" for every file
-//     in the root's /usr/local/share/nodeforge-boot-check/;
-//  5. prints "NODEFORGE-BOOT-OK PRETTY_NAME=<value>" from the root's
-//     /etc/os-release to /dev/console, or "NODEFORGE-BOOT-FAIL <reason>";
-//  6. powers the machine off.
+//     with a tmpfs upper layer on /sysroot/root;
+//  5. checks that the root is writable and the squashfs untouched; prints
+//     "nodeforge-init: check NAME: CONTENT" for every file in the root's
+//     /usr/local/share/nodeforge-boot-check/, the Secure Boot state and
+//     PCR 11 when there is a TPM;
+//  6. prints the banner: the release (the root's /etc/os-release), the
+//     kernel, the platform (PREFIX.platform=), the schematic (when its ID is
+//     in the initramfs), the extensions and the kernel arguments;
+//  7. prints "NODEFORGE-BOOT-OK PRETTY_NAME=<value>" to /dev/console (or
+//     "NODEFORGE-BOOT-FAIL <reason>" at the first step that fails) and
+//     powers the machine off.
 package main
 
 import (
@@ -38,6 +49,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
 )
 
@@ -66,23 +78,19 @@ func main() {
 	os.Exit(1)
 }
 
+// steps is the number of steps boot reports ("[N/steps]").
+const steps = 7
+
+// step prints the marker line of step n.
+func step(n int, format string, args ...any) {
+	say("nodeforge-init: [%d/%d] "+format, append([]any{n, steps}, args...)...)
+}
+
 func boot() error {
-	for _, m := range []struct{ src, dst, fstype, data string }{
-		{"devtmpfs", "/dev", "devtmpfs", "mode=0755"},
-		{"proc", "/proc", "proc", ""},
-		{"sysfs", "/sys", "sysfs", ""},
-	} {
-		if err := mount(m.src, m.dst, m.fstype, unix.MS_NOSUID, m.data); err != nil {
-			return err
-		}
-	}
-	if c, err := os.OpenFile("/dev/console", os.O_WRONLY|unix.O_NOCTTY, 0); err == nil {
-		console = c
-	}
-	if err := reportCmdline("/proc/cmdline"); err != nil {
+	cmdline, err := mountAPI()
+	if err != nil {
 		return err
 	}
-
 	modDir, err := modulesDir()
 	if err != nil {
 		return err
@@ -91,7 +99,7 @@ func boot() error {
 	if err != nil {
 		return err
 	}
-	say("nodeforge-init: %s: loaded %s", filepath.Base(modDir), strings.Join(loaded, " "))
+	step(2, "boot modules loaded from %s: %s", filepath.Base(modDir), strings.Join(loaded, " "))
 
 	loopDev, err := attachLoop("/rootfs.sqsh")
 	if err != nil {
@@ -100,40 +108,96 @@ func boot() error {
 	if err := mount(loopDev, "/sysroot/lower", "squashfs", unix.MS_RDONLY, ""); err != nil {
 		return err
 	}
-	if err := mount("tmpfs", "/sysroot/rw", "tmpfs", 0, "mode=0755"); err != nil {
+	step(3, "root file system /rootfs.sqsh on %s mounted read-only", loopDev)
+	exts, err := stackRoot()
+	if err != nil {
 		return err
+	}
+	say("nodeforge-init: %s (squashfs) under a tmpfs overlay on /sysroot/root", loopDev)
+	step(4, "root stacked: %d extension layer(s) under a tmpfs overlay on /sysroot/root", len(exts))
+	if err := checkRoot(modDir); err != nil {
+		return err
+	}
+	step(5, "root checked: writable overlay, read-only squashfs")
+
+	osr, err := os.ReadFile("/sysroot/root/etc/os-release")
+	if err != nil {
+		return err
+	}
+	pretty, ok := osReleaseValue(osr, "PRETTY_NAME")
+	if !ok {
+		return errors.New("/etc/os-release has no PRETTY_NAME")
+	}
+	for _, l := range banner(osr, kernelRelease(), exts, cmdline) {
+		say("%s", l)
+	}
+	step(6, "banner printed")
+	step(7, "boot complete; powering off")
+	say("%s PRETTY_NAME=%s", okMarker, pretty)
+	return nil
+}
+
+// mountAPI mounts the kernel's file systems, opens the console and
+// reports the command line (step 1), which it returns.
+func mountAPI() (string, error) {
+	for _, m := range []struct{ src, dst, fstype, data string }{
+		{"devtmpfs", "/dev", "devtmpfs", "mode=0755"},
+		{"proc", "/proc", "proc", ""},
+		{"sysfs", "/sys", "sysfs", ""},
+		{"tmpfs", "/run", "tmpfs", "mode=0755"},
+		{"cgroup2", "/sys/fs/cgroup", "cgroup2", ""},
+	} {
+		if err := mount(m.src, m.dst, m.fstype, unix.MS_NOSUID, m.data); err != nil {
+			return "", err
+		}
+	}
+	if c, err := os.OpenFile("/dev/console", os.O_WRONLY|unix.O_NOCTTY, 0); err == nil {
+		console = c
+	}
+	step(1, "mounted /dev, /proc, /sys, /run and /sys/fs/cgroup (cgroup2)")
+	return reportCmdline("/proc/cmdline")
+}
+
+// stackRoot mounts the extension layers of /extensions.yaml and the
+// overlay of the root on /sysroot/root; it returns the extensions.
+func stackRoot() ([]extension, error) {
+	if err := mount("tmpfs", "/sysroot/rw", "tmpfs", 0, "mode=0755"); err != nil {
+		return nil, err
 	}
 	for _, d := range []string{"/sysroot/rw/upper", "/sysroot/rw/work"} {
 		if err := os.Mkdir(d, 0o755); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// Extension layers go above the root, the last listed on top
 	// (overlayfs takes the leftmost lowerdir as the top one).
 	lower := []string{"/sysroot/lower"}
-	layers, err := extensionLayers("/extensions.yaml")
+	layers, err := readExtensions("/extensions.yaml")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i, l := range layers {
-		dev, err := attachLoop("/" + l)
+		dev, err := attachLoop("/" + l.Image)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		dst := fmt.Sprintf("/sysroot/ext/%d", i)
 		if err := mount(dev, dst, "squashfs", unix.MS_RDONLY, ""); err != nil {
-			return err
+			return nil, err
 		}
 		lower = append([]string{dst}, lower...)
-		say("nodeforge-init: extension layer %s on %s", l, dev)
+		say("nodeforge-init: extension layer %s on %s", l.Image, dev)
 	}
 	opts := "lowerdir=" + strings.Join(lower, ":") + ",upperdir=/sysroot/rw/upper,workdir=/sysroot/rw/work"
 	if err := mount("overlay", "/sysroot/root", "overlay", 0, opts); err != nil {
-		return err
+		return nil, err
 	}
-	say("nodeforge-init: %s (squashfs) under a tmpfs overlay on /sysroot/root", loopDev)
+	return layers, nil
+}
 
-	// The overlay takes writes; the squashfs below does not change.
+// checkRoot proves the overlay takes writes and the squashfs below does
+// not change, and reports what the root holds.
+func checkRoot(modDir string) error {
 	probe := "/etc/nodeforge-boot-probe"
 	if err := os.WriteFile("/sysroot/root"+probe, []byte("written at boot\n"), 0o644); err != nil {
 		return fmt.Errorf("overlay is not writable: %w", err)
@@ -162,17 +226,16 @@ func boot() error {
 			say("nodeforge-init: check %s: %s", filepath.Base(c), strings.TrimSpace(string(b)))
 		}
 	}
-
-	osr, err := os.ReadFile("/sysroot/root/etc/os-release")
-	if err != nil {
-		return err
-	}
-	pretty, ok := osReleaseValue(osr, "PRETTY_NAME")
-	if !ok {
-		return errors.New("/etc/os-release has no PRETTY_NAME")
-	}
-	say("%s PRETTY_NAME=%s", okMarker, pretty)
 	return nil
+}
+
+// kernelRelease is uname -r.
+func kernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "unknown"
+	}
+	return unix.ByteSliceToString(u.Release[:])
 }
 
 // secureBoot reports the firmware's SecureBoot variable: booted by UEFI,
@@ -197,9 +260,20 @@ func secureBoot(rootModules string) string {
 	return fmt.Sprintf("SecureBoot=%d", b[4])
 }
 
-// extensionLayers reads the image names of extensions.yaml ("- image:
-// 0.sqsh" lines, in order); no file means no extensions.
-func extensionLayers(p string) ([]string, error) {
+// extension is one layer of /extensions.yaml (build/compose's
+// ExtensionsYAML): its image in the initramfs and its manifest's name and
+// version.
+type extension struct {
+	Image    string `yaml:"image"`
+	Metadata struct {
+		Name    string `yaml:"name"`
+		Version string `yaml:"version"`
+	} `yaml:"metadata"`
+}
+
+// readExtensions reads the layers of extensions.yaml in mount order; no
+// file means no extensions.
+func readExtensions(p string) ([]extension, error) {
 	b, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -207,13 +281,68 @@ func extensionLayers(p string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "- image:"); ok {
-			out = append(out, strings.Trim(strings.TrimSpace(v), `"'`))
+	var doc struct {
+		Layers []extension `yaml:"layers"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	for _, l := range doc.Layers {
+		if l.Image == "" || strings.Contains(l.Image, "/") {
+			return nil, fmt.Errorf("%s: layer image %q is not a file of the initramfs", p, l.Image)
 		}
 	}
-	return out, nil
+	return doc.Layers, nil
+}
+
+// schematicLayer is the metadata name of the layer that carries the
+// schematic's ID as its version (Talos's Image Factory adds such a
+// "schematic" extension).
+const schematicLayer = "schematic"
+
+// banner is what the node says it is: the release from its os-release,
+// the kernel, the schematic, the extensions and the kernel arguments.
+func banner(osr []byte, kernel string, exts []extension, cmdline string) []string {
+	val := func(key string) string {
+		v, _ := osReleaseValue(osr, key)
+		return v
+	}
+	release := val("PRETTY_NAME")
+	if v := val("VERSION_ID"); v != "" {
+		release += ", version " + v
+	}
+	schematic := "none named in the initramfs"
+	var names []string
+	for _, e := range exts {
+		switch e.Metadata.Name {
+		case schematicLayer:
+			schematic = e.Metadata.Version
+		case "modules.dep": // the builder's layer of module indexes
+		default:
+			names = append(names, strings.TrimSpace(e.Metadata.Name+" "+e.Metadata.Version))
+		}
+	}
+	list := "none"
+	if len(names) > 0 {
+		list = strings.Join(names, ", ")
+	}
+	platform := "none given"
+	for _, arg := range strings.Fields(cmdline) {
+		if k, v, ok := strings.Cut(arg, "="); ok && strings.HasSuffix(k, ".platform") {
+			platform = v + " (" + k + ")"
+		}
+	}
+	rule := "nodeforge-init: " + strings.Repeat("=", 64)
+	return []string{
+		rule,
+		"nodeforge-init:   release     " + release,
+		"nodeforge-init:   kernel      " + kernel,
+		"nodeforge-init:   platform    " + platform,
+		"nodeforge-init:   schematic   " + schematic,
+		"nodeforge-init:   extensions  " + list,
+		"nodeforge-init:   kernel args " + cmdline,
+		rule,
+	}
 }
 
 func mount(src, dst, fstype string, flags uintptr, data string) error {
@@ -423,11 +552,11 @@ func osReleaseValue(b []byte, key string) (string, bool) {
 }
 
 // reportCmdline prints the kernel command line and the META values of its
-// PREFIX.environment=INSTALLER_META_BASE64= arguments.
-func reportCmdline(p string) error {
+// PREFIX.environment=INSTALLER_META_BASE64= arguments; it returns the line.
+func reportCmdline(p string) (string, error) {
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return err
+		return "", err
 	}
 	line := strings.TrimSpace(string(b))
 	say("nodeforge-init: cmdline: %s", line)
@@ -439,13 +568,13 @@ func reportCmdline(p string) error {
 		}
 		values, err := metaValues(enc)
 		if err != nil {
-			return fmt.Errorf("%s: %w", k, err)
+			return "", fmt.Errorf("%s: %w", k, err)
 		}
 		for _, mv := range values {
 			say("nodeforge-init: META %s", mv)
 		}
 	}
-	return nil
+	return line, nil
 }
 
 // metaValues decodes INSTALLER_META_BASE64: base64 of "0xKEY=VALUE;..."

@@ -38,12 +38,43 @@ func TestModuleName(t *testing.T) {
 func TestExtensionLayers(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "extensions.yaml")
 	os.WriteFile(p, []byte("layers:\n  - image: 0.sqsh\n    metadata:\n      name: cri\n  - image: 1.sqsh\n    metadata:\n      name: modules.dep\n"), 0o644)
-	got, err := extensionLayers(p)
-	if err != nil || strings.Join(got, " ") != "0.sqsh 1.sqsh" {
-		t.Errorf("%v %v", got, err)
+	got, err := readExtensions(p)
+	if err != nil || len(got) != 2 || got[0].Image != "0.sqsh" || got[0].Metadata.Name != "cri" || got[1].Image != "1.sqsh" {
+		t.Errorf("%+v %v", got, err)
 	}
-	if got, err := extensionLayers(p + ".missing"); err != nil || got != nil {
+	if got, err := readExtensions(p + ".missing"); err != nil || got != nil {
 		t.Errorf("missing file: %v %v", got, err)
+	}
+	os.WriteFile(p, []byte("layers:\n  - image: ../etc/passwd\n"), 0o644)
+	if _, err := readExtensions(p); err == nil || !strings.Contains(err.Error(), "../etc/passwd") {
+		t.Errorf("a layer outside the initramfs's top: %v", err)
+	}
+}
+
+// TestBanner: the lines the README's quick start shows.
+func TestBanner(t *testing.T) {
+	osr := []byte("NAME=\"Nodeforge\"\nVERSION_ID=\"1.11.0-demo\"\nPRETTY_NAME=\"Nodeforge 1.11.0-demo (p11)\"\n")
+	var exts []extension
+	for _, e := range [][2]string{{"btrfs", "6.12"}, {"schematic", "376567988ad3"}, {"modules.dep", "6.1.0-57-amd64"}} {
+		var x extension
+		x.Metadata.Name, x.Metadata.Version = e[0], e[1]
+		exts = append(exts, x)
+	}
+	got := strings.Join(banner(osr, "6.1.0-57-amd64", exts, "talos.platform=metal console=ttyS0"), "\n")
+	for _, want := range []string{
+		"release     Nodeforge 1.11.0-demo (p11), version 1.11.0-demo",
+		"kernel      6.1.0-57-amd64",
+		"schematic   376567988ad3",
+		"extensions  btrfs 6.12\n",
+		"kernel args talos.platform=metal console=ttyS0",
+		"platform    metal (talos.platform)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("banner lacks %q:\n%s", want, got)
+		}
+	}
+	if got := strings.Join(banner(osr, "k", nil, ""), "\n"); !strings.Contains(got, "extensions  none") || !strings.Contains(got, "schematic   none") || !strings.Contains(got, "platform    none given") {
+		t.Errorf("banner without extensions:\n%s", got)
 	}
 }
 
@@ -53,7 +84,7 @@ func TestReportCmdline(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "cmdline")
 	// 0xa={"externalIPs":["1.2.3.4"]}, the upstream factory's vector.
 	os.WriteFile(p, []byte("talos.platform=metal console=ttyS0 talos.environment=INSTALLER_META_BASE64=MHhhPXsiZXh0ZXJuYWxJUHMiOlsiMS4yLjMuNCJdfQ==\n"), 0o644)
-	if err := reportCmdline(p); err != nil {
+	if _, err := reportCmdline(p); err != nil {
 		t.Fatal(err)
 	}
 	want := "nodeforge-init: cmdline: talos.platform=metal console=ttyS0 talos.environment=INSTALLER_META_BASE64=MHhhPXsiZXh0ZXJuYWxJUHMiOlsiMS4yLjMuNCJdfQ==\n" +
@@ -62,7 +93,7 @@ func TestReportCmdline(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 	os.WriteFile(p, []byte("nodeforge.environment=INSTALLER_META_BASE64=!!!"), 0o644)
-	if err := reportCmdline(p); err == nil {
+	if _, err := reportCmdline(p); err == nil {
 		t.Error("bad base64 accepted")
 	}
 }

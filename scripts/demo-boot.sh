@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Boots a node of the demo release under qemu (TCG) with Debian's OVMF
+# UEFI firmware, the node's serial console on this terminal, until the
+# node powers off (make demo-boot). Usage:
+#   scripts/demo-boot.sh DEMO_DIR [ISO [SCHEMATIC]]
+# ISO: boot that file (an ISO the Image Factory served, say). Otherwise the
+# ISO is made from the demo release in DEMO_DIR (make demo) for SCHEMATIC
+# (a schematic file; default: none, the plain node) with builder image
+# --release, byte for byte what the factory serves for it, into
+# DEMO_DIR/boot-media/media/<schematic id>/metal-x86_64.iso.
+# Needs qemu-system-x86_64 and /usr/share/OVMF (Debian: qemu-system-x86, ovmf).
+set -euo pipefail
+
+demo=${1:?usage: $0 DEMO_DIR [ISO [SCHEMATIC]]}
+iso=${2:-}
+schematic=${3:-}
+bin=${BIN:-bin/builder}
+version=1.11.0-demo
+code=/usr/share/OVMF/OVMF_CODE_4M.fd
+vars_src=/usr/share/OVMF/OVMF_VARS_4M.fd
+
+qemu=$(command -v qemu-system-x86_64) || { echo "demo-boot: qemu-system-x86_64 is needed (Debian: apt-get install qemu-system-x86)" >&2; exit 1; }
+for f in "$code" "$vars_src"; do
+  [ -f "$f" ] || { echo "demo-boot: $f is needed: the UEFI firmware (Debian: apt-get install ovmf)" >&2; exit 1; }
+done
+
+if [ -z "$iso" ]; then
+  [ -d "$demo/release/dev" ] || { echo "demo-boot: no demo release in $demo/release/dev: run make demo first" >&2; exit 1; }
+  if grep -q STAND-IN "$demo/media.txt" 2>/dev/null; then
+    echo "demo-boot: the demo in $demo was made with STAND-IN media, which do not boot: $(cat "$demo/media.txt")" >&2
+    exit 1
+  fi
+  if [ -z "$schematic" ]; then
+    schematic=$demo/schematic.yaml
+    printf 'customization: {}\n' >"$schematic"
+  fi
+  "$bin" image --release "oci:$demo/release/dev" --version "$version" --key "$demo/keys/dev/cosign.pub" \
+    --schematic "$schematic" --kind iso --compress '' --out "$demo/boot-media" >"$demo/image.log"
+  id=$("$bin" schematic id "$schematic")
+  iso=$demo/boot-media/media/$id/metal-x86_64.iso
+fi
+[ -f "$iso" ] || { echo "demo-boot: no ISO at $iso" >&2; exit 1; }
+
+vars=$(mktemp "${TMPDIR:-/tmp}/nodeforge-ovmf-vars-XXXXXX.fd")
+trap 'rm -f "$vars"' EXIT
+cp "$vars_src" "$vars"
+echo "demo-boot: booting $iso under qemu (TCG, UEFI: OVMF); the node's console follows and the node powers off by itself (Ctrl-A X quits qemu)"
+start=$(date +%s)
+"$qemu" -accel tcg -cpu max -m 1024 -smp 1 \
+  -drive "if=pflash,format=raw,unit=0,readonly=on,file=$code" \
+  -drive "if=pflash,format=raw,unit=1,file=$vars" \
+  -cdrom "$iso" -nographic -no-reboot -nic none
+echo "demo-boot: the node powered off after $(( $(date +%s) - start )) s"
