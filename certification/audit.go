@@ -370,6 +370,29 @@ func conclude(r *Report) {
 	r.Outcome = outcome(len(r.Reasons) > 0, len(r.Caveats) > 0)
 }
 
+// buildReport is the build report of what was published. The same lock
+// released again (by another builder, or after a change that left the
+// lock alone) carries one report per release; this release's is the one
+// whose boot index is the published one.
+func buildReport(reports []*report.Report, boot string) (*report.Report, error) {
+	if len(reports) <= 1 {
+		if len(reports) == 0 {
+			return nil, nil
+		}
+		return reports[0], nil
+	}
+	var match *report.Report
+	for _, r := range reports {
+		if r.OCIIndex == boot {
+			match = r
+		}
+	}
+	if match == nil {
+		return nil, fmt.Errorf("%d build report attestations, none of the published boot index %s", len(reports), boot)
+	}
+	return match, nil
+}
+
 // readRelease verifies every repository of the release and reads the
 // lock, the provenance and the build report from verified attestations.
 // With r set, it fills the artifacts section and the promotions.
@@ -387,6 +410,8 @@ func readRelease(ctx context.Context, st oci.Store, version string, keys []signi
 		return nil, err
 	}
 	rel.lockSHA = digest.SHA256Hex(lockBytes)
+	var reports []*report.Report
+	var boot string // the published boot index's digest
 	for _, repo := range repos {
 		v, err := release.Verify(ctx, st, repo, version, keys, pol)
 		if err != nil {
@@ -397,8 +422,11 @@ func readRelease(ctx context.Context, st oci.Store, version string, keys []signi
 		for _, p := range v.Problems {
 			fail("%s", p)
 		}
-		if repo == release.RepoLock {
+		switch repo {
+		case release.RepoLock:
 			rel.lockDigest = v.Digest
+		case release.RepoBoot:
+			boot = v.Digest
 		}
 		for _, m := range v.Manifests {
 			for _, s := range m.Statements {
@@ -411,13 +439,11 @@ func readRelease(ctx context.Context, st oci.Store, version string, keys []signi
 						}
 					}
 				case signing.PredicateBuildReport:
-					if rel.report == nil {
-						var br report.Report
-						if err := json.Unmarshal(s.Predicate, &br); err != nil {
-							fail("%s: the build report attestation: %v", st.Ref(repo, m.Digest), err)
-						} else {
-							rel.report = &br
-						}
+					var br report.Report
+					if err := json.Unmarshal(s.Predicate, &br); err != nil {
+						fail("%s: the build report attestation: %v", st.Ref(repo, m.Digest), err)
+					} else {
+						reports = append(reports, &br)
 					}
 				case signing.PredicatePromotion:
 					if r != nil {
@@ -435,7 +461,9 @@ func readRelease(ctx context.Context, st oci.Store, version string, keys []signi
 			}
 		}
 	}
-	if rel.report == nil {
+	if rel.report, err = buildReport(reports, boot); err != nil {
+		fail("%s: %v", st.Ref(release.RepoLock, version), err)
+	} else if rel.report == nil {
 		fail("%s: no verified build report attestation (%s): the files of the artifacts cannot be traced", st.Ref(release.RepoLock, version), signing.PredicateBuildReport)
 	}
 	if rel.prov == nil {

@@ -178,3 +178,23 @@ func TestReproductionLikeWithLike(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildReportOfPublished: a lock released twice carries two build
+// reports; the one of the published boot index is the release's, and a
+// lock whose reports name none of it fails saying so.
+func TestBuildReportOfPublished(t *testing.T) {
+	old := &report.Report{OCIIndex: "sha256:" + strings.Repeat("1", 64)}
+	cur := &report.Report{OCIIndex: "sha256:" + strings.Repeat("2", 64)}
+	if got, err := buildReport([]*report.Report{old, cur}, cur.OCIIndex); err != nil || got != cur {
+		t.Errorf("two reports: %v, %v", got, err)
+	}
+	if got, err := buildReport([]*report.Report{old}, cur.OCIIndex); err != nil || got != old {
+		t.Errorf("one report (the artifact checks judge it): %v, %v", got, err)
+	}
+	if got, err := buildReport(nil, cur.OCIIndex); err != nil || got != nil {
+		t.Errorf("no report: %v, %v", got, err)
+	}
+	if _, err := buildReport([]*report.Report{old, old}, cur.OCIIndex); err == nil || !strings.Contains(err.Error(), "2 build report attestations, none of the published boot index sha256:2222") {
+		t.Errorf("no report of the published boot index: %v", err)
+	}
+}
