@@ -393,6 +393,20 @@ func buildReport(reports []*report.Report, boot string) (*report.Report, error) 
 	return match, nil
 }
 
+// provenanceOf is the provenance made with the build report (by the same
+// builder version), or the first when none says so.
+func provenanceOf(provs []*provenance.Predicate, rep *report.Report) *provenance.Predicate {
+	for _, p := range provs {
+		if rep != nil && p.RunDetails.Builder.Version["nodeforge-builder"] == rep.Builder {
+			return p
+		}
+	}
+	if len(provs) > 0 {
+		return provs[0]
+	}
+	return nil
+}
+
 // readRelease verifies every repository of the release and reads the
 // lock, the provenance and the build report from verified attestations.
 // With r set, it fills the artifacts section and the promotions.
@@ -411,6 +425,7 @@ func readRelease(ctx context.Context, st oci.Store, version string, keys []signi
 	}
 	rel.lockSHA = digest.SHA256Hex(lockBytes)
 	var reports []*report.Report
+	var provs []*provenance.Predicate
 	var boot string // the published boot index's digest
 	for _, repo := range repos {
 		v, err := release.Verify(ctx, st, repo, version, keys, pol)
@@ -432,11 +447,9 @@ func readRelease(ctx context.Context, st oci.Store, version string, keys []signi
 			for _, s := range m.Statements {
 				switch s.PredicateType {
 				case signing.PredicateSLSA:
-					if rel.prov == nil {
-						var p provenance.Predicate
-						if json.Unmarshal(s.Predicate, &p) == nil {
-							rel.prov = &p
-						}
+					var p provenance.Predicate
+					if json.Unmarshal(s.Predicate, &p) == nil {
+						provs = append(provs, &p)
 					}
 				case signing.PredicateBuildReport:
 					var br report.Report
@@ -466,6 +479,7 @@ func readRelease(ctx context.Context, st oci.Store, version string, keys []signi
 	} else if rel.report == nil {
 		fail("%s: no verified build report attestation (%s): the files of the artifacts cannot be traced", st.Ref(release.RepoLock, version), signing.PredicateBuildReport)
 	}
+	rel.prov = provenanceOf(provs, rel.report)
 	if rel.prov == nil {
 		fail("%s: no verified SLSA provenance", st.Ref(release.RepoLock, version))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/attest/provenance"
 	"github.com/nodeforge/builder/release"
 )
 
@@ -196,5 +197,25 @@ func TestBuildReportOfPublished(t *testing.T) {
 	}
 	if _, err := buildReport([]*report.Report{old, old}, cur.OCIIndex); err == nil || !strings.Contains(err.Error(), "2 build report attestations, none of the published boot index sha256:2222") {
 		t.Errorf("no report of the published boot index: %v", err)
+	}
+}
+
+// TestProvenanceOfReport: the provenance beside the chosen build report
+// is the one its builder version made.
+func TestProvenanceOfReport(t *testing.T) {
+	prov := func(v string) *provenance.Predicate {
+		p := &provenance.Predicate{}
+		p.RunDetails.Builder.Version = map[string]string{"nodeforge-builder": v}
+		return p
+	}
+	a, b := prov("a1"), prov("b2")
+	if got := provenanceOf([]*provenance.Predicate{a, b}, &report.Report{Builder: "b2"}); got != b {
+		t.Errorf("got %v", got)
+	}
+	if got := provenanceOf([]*provenance.Predicate{a, b}, &report.Report{Builder: "c3"}); got != a {
+		t.Errorf("no match: got %v", got)
+	}
+	if got := provenanceOf(nil, nil); got != nil {
+		t.Errorf("none: got %v", got)
 	}
 }
