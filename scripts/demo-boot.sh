@@ -42,12 +42,22 @@ fi
 [ -f "$iso" ] || { echo "demo-boot: no ISO at $iso" >&2; exit 1; }
 
 vars=$(mktemp "${TMPDIR:-/tmp}/nodeforge-ovmf-vars-XXXXXX.fd")
-trap 'rm -f "$vars"' EXIT
+console=$(mktemp "${TMPDIR:-/tmp}/nodeforge-console-XXXXXX.log")
+trap 'rm -f "$vars" "$console"' EXIT
 cp "$vars_src" "$vars"
-echo "demo-boot: booting $iso under qemu (TCG, UEFI: OVMF); the node's console follows and the node powers off by itself (Ctrl-A X quits qemu)"
+limit=${DEMO_BOOT_TIMEOUT:-600}
+echo "demo-boot: booting $iso under qemu (TCG, UEFI: OVMF); the node's console follows and the node powers off by itself (Ctrl-A X quits qemu; given up after ${limit} s)"
 start=$(date +%s)
-"$qemu" -accel tcg -cpu max -m 1024 -smp 1 \
+timeout --foreground "$limit" "$qemu" -accel tcg -cpu max -m 1024 -smp 1 \
   -drive "if=pflash,format=raw,unit=0,readonly=on,file=$code" \
   -drive "if=pflash,format=raw,unit=1,file=$vars" \
-  -cdrom "$iso" -nographic -no-reboot -nic none
-echo "demo-boot: the node powered off after $(( $(date +%s) - start )) s"
+  -cdrom "$iso" -nographic -no-reboot -nic none | tee "$console" || true
+took=$(( $(date +%s) - start ))
+# The node init's last word: OK, or FAIL with the reason (or nothing, when
+# the firmware, the boot manager or the kernel stopped first).
+if grep -q 'NODEFORGE-BOOT-OK' "$console"; then
+  echo "demo-boot: the node booted and powered off after $took s"
+else
+  echo "demo-boot: the node did not report NODEFORGE-BOOT-OK (after $took s): see its console above" >&2
+  exit 1
+fi
