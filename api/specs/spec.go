@@ -299,7 +299,7 @@ func (s *Spec) normalize() error {
 			r.URL = s.Path(r.URL)
 		}
 		for j, f := range r.Fingerprints {
-			r.Fingerprints[j] = strings.ToUpper(strings.ReplaceAll(f, " ", ""))
+			r.Fingerprints[j] = normalFingerprint(f)
 		}
 	}
 	if len(s.Components) == 0 {
@@ -434,6 +434,10 @@ func (s *Spec) Override(urls map[string]string, keyrings map[string][]string) er
 	return nil
 }
 
+// normalFingerprint is a fingerprint as the keyring prints it: upper-case
+// hex, the groups of its usual display joined.
+func normalFingerprint(f string) string { return strings.ToUpper(strings.ReplaceAll(f, " ", "")) }
+
 // fingerprintRE is an OpenPGP v4 (40 hex digits) or v5/v6 (64) fingerprint.
 var fingerprintRE = regexp.MustCompile(`^([0-9A-F]{40}|[0-9A-F]{64})$`)
 
@@ -448,7 +452,7 @@ func (s *Spec) Pin(fingerprints map[string][]string) error {
 			return fmt.Errorf("no repository %q in spec %s", name, s.Name)
 		}
 		for _, f := range fingerprints[name] {
-			f = strings.ToUpper(strings.ReplaceAll(f, " ", ""))
+			f = normalFingerprint(f)
 			if !fingerprintRE.MatchString(f) {
 				return fmt.Errorf("repository %s: fingerprint %q: want 40 or 64 hex digits", name, f)
 			}

@@ -81,14 +81,16 @@ func keyLists(flag string, vals []string) (map[string][]string, error) {
 	return m, nil
 }
 
+// keyValues reads repeatable NAME=VALUE flags where a NAME given again
+// takes the later value.
 func keyValues(flag string, vals []string) (map[string]string, error) {
+	lists, err := keyLists(flag, vals)
+	if err != nil {
+		return nil, err
+	}
 	m := map[string]string{}
-	for _, v := range vals {
-		k, val, ok := strings.Cut(v, "=")
-		if !ok || k == "" || val == "" {
-			return nil, fmt.Errorf("%s %q: want NAME=VALUE", flag, v)
-		}
-		m[k] = val
+	for k, l := range lists {
+		m[k] = l[len(l)-1]
 	}
 	return m, nil
 }
