@@ -2,9 +2,7 @@ package deploy
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/nodeforge/builder/internal/testutil"
 )
@@ -124,26 +120,17 @@ func timespan(t *testing.T, analyze, span string) time.Duration {
 
 const chart = "helm/nodeforge-factory"
 
-// render is helm template's manifests of the chart with values, by kind.
+// render is helm template's manifests of the chart with values (--set),
+// by kind.
 func render(t *testing.T, helm string, values ...string) map[string]map[string]any {
 	t.Helper()
-	args := []string{"template", "factory", chart}
+	var flags []string
 	for _, v := range values {
-		args = append(args, "--set", v)
+		flags = append(flags, "--set", v)
 	}
-	out := run(t, "", helm, args...)
 	docs := map[string]map[string]any{}
-	dec := yaml.NewDecoder(strings.NewReader(out))
-	for {
-		var d map[string]any
-		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("helm template's output: %v", err)
-		}
-		if d != nil {
-			docs[d["kind"].(string)] = d
-		}
+	for _, d := range renderAll(t, helm, flags...) {
+		docs[d["kind"].(string)] = d
 	}
 	return docs
 }

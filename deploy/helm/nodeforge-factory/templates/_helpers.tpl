@@ -21,3 +21,25 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "factory.scheme" -}}
 {{- if .Values.secrets.tls }}HTTPS{{ else }}HTTP{{ end -}}
 {{- end -}}
+
+{{/* The bundled registry's address inside the cluster: HOST:PORT. */}}
+{{- define "factory.registry" -}}
+{{- if not .Values.registry.bundled }}{{ fail "factory.registry names the bundled registry: set registry.bundled=true" }}{{ end -}}
+{{ include "factory.fullname" . }}-registry.{{ .Release.Namespace }}.svc:{{ .Values.registry.port }}
+{{- end -}}
+
+{{/* The bundled registry's labels: a name of its own, so that the
+factory's selectors (Deployment, Service, PodDisruptionBudget) never take
+its pod. */}}
+{{- define "factory.registrySelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}-registry
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: registry
+{{- end -}}
+
+{{- define "factory.registryLabels" -}}
+{{ include "factory.registrySelectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.registry.image.tag | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
