@@ -1,10 +1,6 @@
 package factory
 
 import (
-	"context"
-	"io"
-	"net"
-	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -106,7 +102,7 @@ func TestTrustedProxiesBuckets(t *testing.T) {
 		{"127.0.0.2", f.url, "cmdline-metal-amd64", "198.51.100.7", 429},
 		{"127.0.0.4", outer, "cmdline-metal-amd64", "198.51.100.8", 200},
 	} {
-		code, body := getFrom(t, c.from, c.via+base+c.artifact, c.forged)
+		code, body := testutil.GetFrom(t, c.from, c.via+base+c.artifact, c.forged)
 		if code != c.code {
 			t.Errorf("%d: %s through %s: %d %q, want %d", i, c.from, c.via, code, body, c.code)
 		}
@@ -135,31 +131,4 @@ func startProxy(t *testing.T, target string) string {
 	hs := httptest.NewServer(httputil.NewSingleHostReverseProxy(u))
 	t.Cleanup(hs.Close)
 	return hs.URL
-}
-
-// getFrom GETs url from the loopback address from, with a forged
-// X-Forwarded-For when one is given.
-func getFrom(t *testing.T, from, url, forged string) (int, string) {
-	t.Helper()
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
-	if c, err := d.Dial("tcp", strings.TrimPrefix(url[:strings.Index(url, "/image")], "http://")); err != nil {
-		testutil.Missing(t, "the loopback address "+from+" ("+err.Error()+")")
-	} else {
-		c.Close()
-	}
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return d.DialContext(ctx, network, addr)
-	}}}
-	defer client.CloseIdleConnections()
-	req, _ := http.NewRequest("GET", url, nil)
-	if forged != "" {
-		req.Header.Set("X-Forwarded-For", forged)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }

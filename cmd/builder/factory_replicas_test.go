@@ -42,12 +42,15 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func startReplica(t *testing.T, d *demoRelease, target string) *replica {
+// startReplica starts factory serve on target's release, without rate
+// limits unless flags set them.
+func startReplica(t *testing.T, d *demoRelease, target string, flags ...string) *replica {
 	t.Helper()
 	addr, maddr := freeAddr(t), freeAddr(t)
 	r := &replica{url: "http://" + addr, metrics: "http://" + maddr + "/metrics", log: &bytes.Buffer{}}
-	r.cmd = builderCommand(t, "factory", "serve", "--release", "docker://"+target, "--key", d.devPub, "--signing-key", d.devKey,
-		"--listen", addr, "--metrics-listen", maddr, "--build-rate", "0", "--schematic-rate", "0")
+	args := []string{"factory", "serve", "--release", "docker://" + target, "--key", d.devPub, "--signing-key", d.devKey,
+		"--listen", addr, "--metrics-listen", maddr, "--build-rate", "0", "--schematic-rate", "0"}
+	r.cmd = builderCommand(t, append(args, flags...)...)
 	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -102,7 +105,8 @@ func fetch(url string) ([]byte, int, error) {
 // requests for one new artifact spread over both give the same bytes and
 // one cache entry (duplicate builds counted); a replica killed mid-build
 // leaves no unsigned entry and the other serves the artifact; a replica
-// sent SIGTERM mid-build finishes it, caches it and exits 0.
+// sent SIGTERM mid-build finishes it, caches it and exits 0. Two more
+// replicas behind a proxy keep their clients apart (replicasBehindProxy).
 func TestFactoryReplicas(t *testing.T) {
 	testutil.Slow(t)
 	t.Parallel() // see TestMain
@@ -194,6 +198,7 @@ func TestFactoryReplicas(t *testing.T) {
 	if n := entries(t, cache, d); n != 3 {
 		t.Errorf("%d cache entries after the stop, want 3", n)
 	}
+	t.Run("behind a proxy", func(t *testing.T) { replicasBehindProxy(t, d, target) })
 }
 
 // entries counts the artifact entries in the cache and checks that each
