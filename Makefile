@@ -10,7 +10,7 @@ DEMO    ?= out/demo
 # bytes).
 export CGO_CFLAGS ?= -O3 -g
 
-.PHONY: help build test test-quick lint bench fuzz demo init demo-boot clean
+.PHONY: help build test test-quick lint bench fuzz demo init demo-boot rpm clean
 
 help:
 	@echo "build  - build $(BIN)"
@@ -22,6 +22,7 @@ help:
 	@echo "demo   - write the demo package base to $(DEMO) (bootable: Debian's kernel and systemd-boot, fetched once into DEMO_CACHE, and the node init; stand-ins where nothing can be fetched), then lock, build, sign and publish its release into a local OCI layout, verify it and write its audit report"
 	@echo "demo-boot - boot the demo's ISO (or ISO=FILE, or the one for SCHEMATIC=FILE) under qemu with OVMF, the node's console on this terminal"
 	@echo "init   - build the node init, static, to $(INIT)"
+	@echo "rpm    - package $(BIN) as nodeforge-builder, a signed RPM a package base can carry, into $(RPM_OUT) (RPM_KEY=FILE: the packager's armored OpenPGP private key; dated by the commit)"
 
 build:
 	@echo "building $(BIN): minutes on a cold Go cache (module downloads, libzstd through cgo), seconds afterwards"
@@ -76,6 +77,16 @@ DEMO_PASSWORD ?= demo
 DEMO_CACHE ?= $(or $(NODEFORGE_CACHE_DIR),$(shell [ -w /var/cache/nodeforge ] || [ -w /var/cache ] && echo /var/cache/nodeforge || echo out/debs))
 DEMO_FETCH ?= scripts/fetch-test-kernel.sh --demo
 INIT    ?= bin/nodeforge-init
+
+# The builder as a signed RPM (builder rpm), dated by the commit so that
+# two runs on one commit write the same package.
+RPM_KEY     ?=
+RPM_OUT     ?= dist
+RPM_VERSION ?= 0.$(shell git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null || echo 0)
+RPM_RELEASE ?= alt1.git$(shell git rev-parse --short HEAD 2>/dev/null || echo 0)
+rpm: build
+	@test -n "$(RPM_KEY)" || { echo "make rpm needs RPM_KEY=FILE: the packager's armored OpenPGP private key (gpg --export-secret-keys --armor ID > packager.asc)"; exit 2; }
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(BIN) rpm --key $(RPM_KEY) --version $(RPM_VERSION) --release $(RPM_RELEASE) --doc README.md --out $(RPM_OUT)
 
 init:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o $(INIT) ./cmd/nodeforge-init

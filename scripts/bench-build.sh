@@ -90,7 +90,7 @@ SPEC
 echo "== a copy of the test base with the init package changed"
 rm -rf "$work/changed" && mkdir -p "$work/changed/pkg/root" && cp -r "$testrepo" "$work/changed/repo"
 init_rpm=$(ls "$work/changed/repo"/RPMS/nodeforge-testinit-*.rpm)
-(cd "$work/changed/pkg/root" && rpm2cpio "$init_rpm" | cpio -idm --quiet)
+(cd "$work/changed/pkg/root" && rpm2cpio "$init_rpm" | cpio -idm --quiet --no-absolute-filenames)
 printf 'bench: changed package\n' >>"$work/changed/pkg/root/usr/libexec/nodeforge/init"
 cat >"$work/changed/pkg/init.spec" <<SPEC
 Name: nodeforge-testinit

@@ -340,7 +340,7 @@ func buildBaseSubset(ctx context.Context, f mirrorFlags, st oci.Store, version s
 	if err != nil {
 		return nil, nil, err
 	}
-	signer, err := readOpenPGPKey(f.baseKey)
+	signer, err := readOpenPGPKey(f.baseKey, "NODEFORGE_BASE_KEY_PASSWORD")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -385,8 +385,9 @@ func buildBaseSubset(ctx context.Context, f mirrorFlags, st oci.Store, version s
 }
 
 // readOpenPGPKey reads an armored OpenPGP private key, decrypting it with
-// $NODEFORGE_BASE_KEY_PASSWORD when it is encrypted.
-func readOpenPGPKey(path string) (*openpgp.Entity, error) {
+// the password in the environment variable passwordVar when it is
+// encrypted.
+func readOpenPGPKey(path, passwordVar string) (*openpgp.Entity, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -401,9 +402,9 @@ func readOpenPGPKey(path string) (*openpgp.Entity, error) {
 			continue
 		}
 		if e.PrivateKey.Encrypted {
-			pw, ok := os.LookupEnv("NODEFORGE_BASE_KEY_PASSWORD")
+			pw, ok := os.LookupEnv(passwordVar)
 			if !ok {
-				return nil, fmt.Errorf("%s is encrypted: set NODEFORGE_BASE_KEY_PASSWORD", path)
+				return nil, fmt.Errorf("%s is encrypted: set %s", path, passwordVar)
 			}
 			if err := e.DecryptPrivateKeys([]byte(pw)); err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)

@@ -2,15 +2,12 @@ package demobase
 
 import (
 	"bytes"
-	"crypto"
 	_ "embed"
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/packet"
 
 	"github.com/nodeforge/builder/pkgbase/keyring"
 )
@@ -51,25 +48,4 @@ func armoredPublic(e *openpgp.Entity) ([]byte, error) {
 		return nil, fmt.Errorf("demo key: %w", err)
 	}
 	return b, nil
-}
-
-// sigConfig fixes everything that would make two signatures over the same
-// bytes differ: the creation time and go-crypto's random salt notation.
-func sigConfig(at time.Time) *packet.Config {
-	no := false
-	return &packet.Config{
-		DefaultHash:                           crypto.SHA512,
-		Time:                                  func() time.Time { return at },
-		NonDeterministicSignaturesViaNotation: &no,
-	}
-}
-
-// detachSign returns a binary detached signature, as rpm's signature header
-// stores it.
-func detachSign(e *openpgp.Entity, data []byte, at time.Time) ([]byte, error) {
-	var b bytes.Buffer
-	if err := openpgp.DetachSign(&b, e, bytes.NewReader(data), sigConfig(at)); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }

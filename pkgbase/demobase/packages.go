@@ -10,18 +10,19 @@ import (
 	"time"
 
 	"github.com/nodeforge/builder/pkgbase/evr"
+	"github.com/nodeforge/builder/pkgbase/rpmwrite"
 )
 
 // rpm's dependency flags (RPMSENSE_*).
 const (
-	fLess       = 0x2
-	fGreater    = 0x4
-	fEqual      = 0x8
-	fPrereq     = 0x40
-	fScriptPre  = 0x100
-	fScriptPost = 0x200
-	fFindReq    = 0x4000 // set by ALT's automatic dependency finder
-	fRPMLib     = 0x1000000
+	fLess       = rpmwrite.Less
+	fGreater    = rpmwrite.Greater
+	fEqual      = rpmwrite.Equal
+	fPrereq     = rpmwrite.Prereq
+	fScriptPre  = rpmwrite.PreInst
+	fScriptPost = rpmwrite.PostInst
+	fFindReq    = rpmwrite.FindReq
+	fRPMLib     = rpmwrite.RPMLib
 )
 
 type dep struct {
