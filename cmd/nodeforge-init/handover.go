@@ -8,7 +8,9 @@ package main
 // their virtio serial number, never by position: the container images come
 // from the disk with serial imageDiskSerial (a docker or OCI archive
 // written raw onto it), and only the disk with serial scratchDiskSerial is
-// ever formatted.
+// ever formatted. A missing disk skips its steps with a line saying so;
+// an extension whose program is a stand-in (the stand-in demo base's text
+// files) starts nothing, and says so.
 
 import (
 	"bufio"
@@ -65,12 +67,12 @@ func handOver(exts []extension, modDir string) error {
 	}
 	os.Setenv("PATH", extPath)
 	say("nodeforge-init: switched into the stacked root; programs from %s", extPath)
-	if has["cri"] {
+	if has["cri"] && program("cri", "containerd") {
 		if err := runCRI(); err != nil {
 			return fmt.Errorf("cri: %w", err)
 		}
 	}
-	if has["btrfs"] {
+	if has["btrfs"] && program("btrfs", "mkfs.btrfs") {
 		if err := runBtrfs(modDir); err != nil {
 			return fmt.Errorf("btrfs: %w", err)
 		}
@@ -102,6 +104,28 @@ func switchRoot(root string) error {
 	return unix.Chdir("/")
 }
 
+// program reports whether an extension's program is one the init can
+// start: an ELF executable on the path, not a stand-in (the stand-in demo
+// base's packages hold text), which it says.
+func program(ext, name string) bool {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		say("nodeforge-init: %s: no %s in %s: nothing started", ext, name, extPath)
+		return false
+	}
+	f, err := os.Open(p)
+	if err == nil {
+		head := make([]byte, 4)
+		_, err = f.Read(head)
+		f.Close()
+		if err == nil && string(head) == "\x7fELF" {
+			return true
+		}
+	}
+	say("nodeforge-init: %s: %s is a stand-in, not a program (a stand-in base): nothing started", ext, p)
+	return false
+}
+
 // run runs a program of the root and returns its output (stdout and
 // stderr), bounded by limit.
 func run(limit time.Duration, name string, args ...string) (string, error) {
@@ -130,14 +154,14 @@ func firstLine(s string) string {
 }
 
 // diskBySerial is the /dev path of the virtio disk with that serial.
-func diskBySerial(serial string) (string, error) {
+func diskBySerial(serial string) (string, bool) {
 	ss, _ := filepath.Glob("/sys/block/vd*/serial")
 	for _, s := range ss {
 		if b, err := os.ReadFile(s); err == nil && strings.TrimSpace(string(b)) == serial {
-			return "/dev/" + filepath.Base(filepath.Dir(s)), nil
+			return "/dev/" + filepath.Base(filepath.Dir(s)), true
 		}
 	}
-	return "", fmt.Errorf("no virtio disk with serial %s", serial)
+	return "", false
 }
 
 // containerdConfig is containerd's configuration: state on tmpfs, the CRI
@@ -274,9 +298,10 @@ func checkRuntime() error {
 
 // runImage imports the images of the image disk and runs the first.
 func runImage() error {
-	disk, err := diskBySerial(imageDiskSerial)
-	if err != nil {
-		return err
+	disk, ok := diskBySerial(imageDiskSerial)
+	if !ok {
+		say("nodeforge-init: [cri 4/5] no disk with serial %s: no container image to run (qemu: -device virtio-blk-pci,drive=...,serial=%s)", imageDiskSerial, imageDiskSerial)
+		return nil
 	}
 	if _, err := run(180*time.Second, "ctr", "-n", ctrNamespace, "images", "import", disk); err != nil {
 		return err
@@ -319,10 +344,6 @@ const btrfsFile = "written by nodeforge-init on btrfs"
 // runBtrfs loads the btrfs module, formats the scratch disk with the
 // extension's mkfs.btrfs, mounts it, writes a file and reads it back.
 func runBtrfs(modDir string) error {
-	disk, err := diskBySerial(scratchDiskSerial)
-	if err != nil {
-		return err
-	}
 	mods, err := readModules(modDir)
 	if err != nil {
 		return err
@@ -336,6 +357,11 @@ func runBtrfs(modDir string) error {
 		return err
 	}
 	say("nodeforge-init: [btrfs 1/4] module btrfs loaded with its dependencies and softdeps (signatures checked): %s", strings.Join(loaded, " "))
+	disk, ok := diskBySerial(scratchDiskSerial)
+	if !ok {
+		say("nodeforge-init: [btrfs 2/4] no disk with serial %s: nothing formatted (qemu: -device virtio-blk-pci,drive=...,serial=%s)", scratchDiskSerial, scratchDiskSerial)
+		return nil
+	}
 	mkfs, err := exec.LookPath("mkfs.btrfs")
 	if err != nil {
 		return err

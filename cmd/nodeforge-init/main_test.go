@@ -132,3 +132,22 @@ func TestPluginStatus(t *testing.T) {
 		t.Errorf("pluginStatus: %s", got)
 	}
 }
+
+func TestProgram(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", dir)
+	os.WriteFile(filepath.Join(dir, "containerd"), []byte("\x7fELF\x02\x01\x01"), 0o755)
+	os.WriteFile(filepath.Join(dir, "mkfs.btrfs"), []byte("#!/bin/sh\n# mkfs.btrfs: demo stand-in\n"), 0o755)
+	var out strings.Builder
+	console = &out
+	defer func() { console = os.Stdout }()
+	if !program("cri", "containerd") {
+		t.Errorf("an ELF program is refused: %s", out.String())
+	}
+	if program("btrfs", "mkfs.btrfs") || !strings.Contains(out.String(), "btrfs: "+filepath.Join(dir, "mkfs.btrfs")+" is a stand-in") {
+		t.Errorf("a stand-in script is taken: %q", out.String())
+	}
+	if program("cri", "ctr") || !strings.Contains(out.String(), "cri: no ctr in ") {
+		t.Errorf("a missing program: %q", out.String())
+	}
+}
