@@ -113,6 +113,9 @@ func TestBootExtensions(t *testing.T) {
 			t.Log(l)
 		}
 	}
+	if fi, err := os.Stat(iso); err == nil {
+		t.Logf("ISO: %d MB", fi.Size()>>20)
+	}
 	t.Logf("timings: base %s, lock and build %s, boot to marker %s (qemu ran %s)", baseTime.Round(time.Millisecond),
 		buildTime.Round(time.Millisecond), res.ToMarker.Round(time.Millisecond), res.Total.Round(time.Millisecond))
 }

@@ -56,7 +56,7 @@ func handOver(exts []extension, modDir string) error {
 	}
 	for _, name := range []string{"zfs", "nvidia"} {
 		if has[name] {
-			say("nodeforge-init: %s: the extension's kernel modules are not in this base (out-of-tree modules); nothing to start", name)
+			say("nodeforge-init: %s: no %s kernel module this kernel can load is in this base (out of tree, not built here): nothing started", name, name)
 		}
 	}
 	if !has["cri"] && !has["btrfs"] {
