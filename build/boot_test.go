@@ -94,6 +94,11 @@ func TestBootDebianKernel(t *testing.T) {
 	boot := func(what string, media []string, lines ...string) *testutil.BootResult {
 		t.Helper()
 		res := bootAndCheck(t, qemu, what, want, timeout, append([]string{"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1"}, media...), lines...)
+		// Without the cri and btrfs extensions the init starts neither
+		// (TestBootExtensions boots with them).
+		if l := res.Find("nodeforge-init: switched into the stacked root"); l != "" {
+			t.Errorf("%s: the init handed over without the cri or btrfs extension: %s", what, l)
+		}
 		t.Logf("%s: timings: base %s, lock %s, build %s, boot to marker %s (qemu ran %s)", what,
 			baseTime.Round(time.Millisecond), lockTime.Round(time.Millisecond), buildTime.Round(time.Millisecond),
 			res.ToMarker.Round(time.Millisecond), res.Total.Round(time.Millisecond))

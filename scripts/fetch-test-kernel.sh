@@ -6,10 +6,12 @@
 # packages come through apt's multiarch (dpkg --add-architecture arm64);
 # nothing of them is installed. So do arm64 kmod and libc-bin, whose depmod
 # and ldconfig judge our module indexes and ld.so.cache under qemu-user. Idempotent: downloads only what is not
-# cached. Usage: scripts/fetch-test-kernel.sh [--demo] [DIR]
+# cached. So are the cri and btrfs extensions' Debian packages
+# (extension-debs/). Usage: scripts/fetch-test-kernel.sh [--demo] [DIR]
 # (default $NODEFORGE_CACHE_DIR or /var/cache/nodeforge). With --demo, only
 # what the bootable demo base needs (make demo): the amd64 kernel and
-# systemd-boot-efi, nothing of arm64 and no change to apt's architectures.
+# systemd-boot-efi, nothing of arm64, no extension packages and no change
+# to apt's architectures.
 set -euo pipefail
 
 demo=
@@ -92,6 +94,28 @@ else
   fi
   rm -rf "$tools" && mv "$dl" "$tools"
   echo "arm64 judges downloaded: ${tool_pkgs[*]}"
+fi
+
+# The extensions' boot test (build/extensions_boot_test.go via
+# internal/testbase): Debian's containerd, runc and CNI plugins (the cri
+# extension), btrfs-progs (btrfs) and the libraries they load, which the
+# test base's root carries. Downloaded, never installed.
+ext="$dir/extension-debs"
+ext_pkgs=(containerd runc containernetworking-plugins btrfs-progs
+  libc6 libgcc-s1 libseccomp2 libblkid1 libcom-err2 libext2fs2 liblzo2-2 libudev1 libuuid1 libzstd1 zlib1g)
+if [ -n "$demo" ]; then
+  :
+elif [ -d "$ext" ] && [ "$(ls "$ext"/*_amd64.deb 2>/dev/null | wc -l)" -ge ${#ext_pkgs[@]} ]; then
+  echo "extension packages cached"
+else
+  dl="$tmp/extension-debs"
+  mkdir -p "$dl" && chmod 755 "$dl"
+  if ! (cd "$dl" && apt-get download -q "${ext_pkgs[@]/%/:amd64}") >&2; then
+    apt-get update -qq
+    (cd "$dl" && apt-get download -q "${ext_pkgs[@]/%/:amd64}") >&2
+  fi
+  rm -rf "$ext" && mv "$dl" "$ext"
+  echo "extension packages downloaded: ${ext_pkgs[*]}"
 fi
 
 if f=$(cached); then

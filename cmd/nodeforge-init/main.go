@@ -4,6 +4,8 @@
 // powers off. `make demo` packages it as the demo base's nodeforge-init RPM
 // (and `make demo-boot` boots it); the boot tests (build/boot_test.go, via
 // internal/testbase) package it into their base as nodeforge-testinit.
+// Run as "nodeforge-init hello" it prints one line and exits: the boot
+// tests' container image runs it so.
 // Every step prints one marker line, "nodeforge-init: [N/7] ...", so a
 // person or a test sees how far the node got:
 //
@@ -30,6 +32,10 @@
 //  6. prints the banner: the release (the root's /etc/os-release), the
 //     kernel, the platform (PREFIX.platform=), the schematic (when its ID is
 //     in the initramfs), the extensions and the kernel arguments;
+//     then hands over to what the extensions provide (handover.go: CRI's
+//     containerd runs a container from the image disk, Btrfs's mkfs.btrfs
+//     formats the scratch disk, each step a "[cri N/5]", "[btrfs N/4]"
+//     marker line);
 //  7. prints "NODEFORGE-BOOT-OK PRETTY_NAME=<value>" to /dev/console (or
 //     "NODEFORGE-BOOT-FAIL <reason>" at the first step that fails) and
 //     powers the machine off.
@@ -44,6 +50,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -66,6 +73,10 @@ func say(format string, args ...any) {
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == helloArg {
+		fmt.Println(helloLine())
+		return
+	}
 	if err := boot(); err != nil {
 		say("%s %v", failMarker, err)
 	}
@@ -132,6 +143,9 @@ func boot() error {
 		say("%s", l)
 	}
 	step(6, "banner printed")
+	if err := handOver(exts, modDir); err != nil {
+		return err
+	}
 	step(7, "boot complete; powering off")
 	say("%s PRETTY_NAME=%s", okMarker, pretty)
 	return nil
@@ -368,28 +382,108 @@ func modulesDir() (string, error) {
 // modules it depends on (modprobe's order: a dependency list read
 // backwards). It returns the module names in load order.
 func loadModules(dir string) ([]string, error) {
-	f, err := os.Open(filepath.Join(dir, "modules.dep"))
+	m, err := readModules(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	deps := map[string][]string{}
-	var order []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		mod, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		deps[mod] = strings.Fields(rest)
-		order = append(order, mod)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if len(order) == 0 {
+	if len(m.order) == 0 {
 		return nil, errors.New("modules.dep lists no modules")
 	}
+	return m.load(m.order)
+}
+
+// modules are the indexes of a modules directory: modules.dep, and
+// modules.softdep and modules.alias where the directory has them.
+type modules struct {
+	dir    string
+	deps   map[string][]string // module path -> the paths it depends on
+	order  []string            // paths in modules.dep's order
+	byName map[string]string   // module name -> path
+	pre    map[string][]string // module name -> softdep "pre:" names
+	alias  [][2]string         // alias pattern, module name
+}
+
+// readModules reads dir's indexes.
+func readModules(dir string) (*modules, error) {
+	m := &modules{dir: dir, deps: map[string][]string{}, byName: map[string]string{}, pre: map[string][]string{}}
+	err := eachLine(filepath.Join(dir, "modules.dep"), func(line string) {
+		mod, rest, ok := strings.Cut(line, ":")
+		if ok {
+			m.deps[mod] = strings.Fields(rest)
+			m.order = append(m.order, mod)
+			m.byName[kmodName(mod)] = mod
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	// "softdep MODULE pre: A B post: C": the pre modules load first.
+	err = eachLine(filepath.Join(dir, "modules.softdep"), func(line string) {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "softdep" {
+			return
+		}
+		pre := false
+		for _, w := range f[2:] {
+			switch {
+			case w == "pre:":
+				pre = true
+			case strings.HasSuffix(w, ":"):
+				pre = false
+			case pre:
+				m.pre[kmodName(f[1])] = append(m.pre[kmodName(f[1])], w)
+			}
+		}
+	})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	err = eachLine(filepath.Join(dir, "modules.alias"), func(line string) {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "alias" {
+			m.alias = append(m.alias, [2]string{f[1], f[2]})
+		}
+	})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return m, nil
+}
+
+// eachLine calls fn with every line of the file p.
+func eachLine(p string, fn func(string)) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fn(sc.Text())
+	}
+	return sc.Err()
+}
+
+// resolve is the path of the module a name or alias names ("" when none
+// of the index's modules: built in, or not shipped).
+func (m *modules) resolve(name string) string {
+	if p, ok := m.byName[kmodName(name)]; ok {
+		return p
+	}
+	for _, a := range m.alias {
+		if ok, _ := path.Match(a[0], name); ok {
+			if p, ok := m.byName[a[1]]; ok {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// load loads the modules mods (paths as modules.dep names them) and what
+// they depend on, dependencies and softdep "pre:" modules first; it
+// returns the names of the modules it loaded (or found loaded), in load
+// order.
+func (m *modules) load(mods []string) ([]string, error) {
 	var loaded []string
 	state := map[string]int{} // 1 loading, 2 done
 	var load func(mod string) error
@@ -401,25 +495,43 @@ func loadModules(dir string) ([]string, error) {
 			return nil
 		}
 		state[mod] = 1
-		d := deps[mod]
+		var before []string
+		for _, name := range m.pre[kmodName(mod)] {
+			if p := m.resolve(name); p != "" {
+				before = append(before, p)
+			}
+		}
+		d := m.deps[mod]
 		for i := len(d) - 1; i >= 0; i-- {
-			if err := load(d[i]); err != nil {
+			before = append(before, d[i])
+		}
+		for _, b := range before {
+			if err := load(b); err != nil {
 				return err
 			}
 		}
-		if err := insmod(filepath.Join(dir, mod)); err != nil {
+		if err := insmod(filepath.Join(m.dir, mod)); err != nil {
 			return err
 		}
 		state[mod] = 2
 		loaded = append(loaded, moduleName(mod))
 		return nil
 	}
-	for _, mod := range order {
+	for _, mod := range mods {
 		if err := load(mod); err != nil {
 			return loaded, err
 		}
 	}
 	return loaded, nil
+}
+
+// kmodName is the kernel's name of a module (its file name's, or a
+// name's, dashes as underscores).
+func kmodName(p string) string {
+	if strings.Contains(filepath.Base(p), ".ko") {
+		p = moduleName(p)
+	}
+	return strings.ReplaceAll(p, "-", "_")
 }
 
 func moduleName(p string) string {

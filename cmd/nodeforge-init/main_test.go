@@ -97,3 +97,57 @@ func TestReportCmdline(t *testing.T) {
 		t.Error("bad base64 accepted")
 	}
 }
+
+func TestReadModules(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "modules.dep"), []byte("kernel/fs/btrfs/btrfs.ko: kernel/lib/libcrc32c.ko kernel/crypto/xor.ko\nkernel/lib/libcrc32c.ko:\nkernel/crypto/xor.ko:\nkernel/crypto/crc32c_generic.ko:\nkernel/crypto/blake2b-generic.ko:\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "modules.softdep"), []byte("# Soft dependencies\nsoftdep btrfs pre: blake2b-256 sha256 post: xor\nsoftdep libcrc32c pre: crc32c\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "modules.alias"), []byte("alias crc32c crc32c_generic\nalias blake2b-* blake2b_generic\n"), 0o644)
+	m, err := readModules(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.pre["btrfs"]; strings.Join(got, " ") != "blake2b-256 sha256" {
+		t.Errorf("btrfs pre softdeps %v", got)
+	}
+	for name, want := range map[string]string{
+		"btrfs": "kernel/fs/btrfs/btrfs.ko", "crc32c": "kernel/crypto/crc32c_generic.ko",
+		"blake2b-256": "kernel/crypto/blake2b-generic.ko", "sha256": "",
+	} {
+		if got := m.resolve(name); got != want {
+			t.Errorf("resolve(%s) = %q, want %q", name, got, want)
+		}
+	}
+	// Without softdeps and aliases (the initramfs's indexes), modules.dep alone.
+	os.Remove(filepath.Join(dir, "modules.softdep"))
+	os.Remove(filepath.Join(dir, "modules.alias"))
+	if m, err = readModules(dir); err != nil || len(m.order) != 5 || len(m.pre) != 0 {
+		t.Errorf("modules.dep alone: %v, %+v", err, m)
+	}
+}
+
+func TestPluginStatus(t *testing.T) {
+	table := "TYPE                            ID          PLATFORMS      STATUS\nio.containerd.grpc.v1           cri         linux/amd64    ok\nio.containerd.snapshotter.v1    btrfs       linux/amd64    skip\n"
+	if got := pluginStatus(table, "io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.btrfs", "io.containerd.runtime.v2.task"); got != "io.containerd.grpc.v1.cri ok, io.containerd.snapshotter.v1.btrfs skip, io.containerd.runtime.v2.task absent" {
+		t.Errorf("pluginStatus: %s", got)
+	}
+}
+
+func TestProgram(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", dir)
+	os.WriteFile(filepath.Join(dir, "containerd"), []byte("\x7fELF\x02\x01\x01"), 0o755)
+	os.WriteFile(filepath.Join(dir, "mkfs.btrfs"), []byte("#!/bin/sh\n# mkfs.btrfs: demo stand-in\n"), 0o755)
+	var out strings.Builder
+	console = &out
+	defer func() { console = os.Stdout }()
+	if !program("cri", "containerd") {
+		t.Errorf("an ELF program is refused: %s", out.String())
+	}
+	if program("btrfs", "mkfs.btrfs") || !strings.Contains(out.String(), "btrfs: "+filepath.Join(dir, "mkfs.btrfs")+" is a stand-in") {
+		t.Errorf("a stand-in script is taken: %q", out.String())
+	}
+	if program("cri", "ctr") || !strings.Contains(out.String(), "cri: no ctr in ") {
+		t.Errorf("a missing program: %q", out.String())
+	}
+}

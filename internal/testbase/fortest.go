@@ -24,7 +24,7 @@ func ForTest(t testing.TB, opts Options) string {
 		opts.Log = t.Logf
 	}
 	specPath, err := Build(filepath.Join(t.TempDir(), "base"), opts)
-	if errors.Is(err, ErrNoKernel) {
+	if errors.Is(err, ErrNoKernel) || errors.Is(err, ErrNoDebs) {
 		testutil.Missing(t, err.Error())
 	}
 	if err != nil {

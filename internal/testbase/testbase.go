@@ -100,7 +100,8 @@ var ErrNoKernel = errors.New("no Debian kernel package")
 
 // Options of Build. The zero value is the boot test's base.
 type Options struct {
-	inputs []archInput // per architecture, what Build found
+	inputs  []archInput // per architecture, what Build found
+	extDebs []string    // with Extensions: the packages Build found
 	// Arches are the architectures of the base (default x86_64 alone):
 	// a kernel, an init and systemd-boot for each, from Debian's
 	// packages of that architecture (scripts/fetch-test-kernel.sh caches
@@ -127,6 +128,11 @@ type Options struct {
 	InitramfsCompression string
 	// Payload is rpmbuild's _binary_payload (default w19.zstdio).
 	Payload string
+	// Extensions adds the cri and btrfs extensions made from Debian's
+	// containerd, runc, containernetworking-plugins and btrfs-progs
+	// (CacheDir/ExtDebDir; x86_64 only), the libraries they load in the
+	// root, and the container image HelloImage beside the spec.
+	Extensions bool
 	// Log receives progress lines.
 	Log func(format string, args ...any)
 }
@@ -226,6 +232,14 @@ func Build(dir string, opts Options) (string, error) {
 		}
 		opts.inputs = append(opts.inputs, in)
 	}
+	if opts.Extensions {
+		if len(opts.Arches) != 1 || opts.Arches[0] != "x86_64" {
+			return "", fmt.Errorf("testbase: the extensions' base is x86_64 alone, not %v", opts.Arches)
+		}
+		if opts.extDebs, err = findExtDebs(opts); err != nil {
+			return "", err
+		}
+	}
 	key := cacheKey(opts)
 
 	if !opts.NoCache {
@@ -282,7 +296,7 @@ func finish(src, dir string, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := writeExtensionDef(dir); err != nil {
+	if err := writeExtensionDef(dir, opts); err != nil {
 		return "", err
 	}
 	p := filepath.Join(dir, SpecFile)
@@ -335,10 +349,15 @@ func findBootDeb(opts Options, debArch string) (string, error) {
 }
 
 // writeExtensionDef writes dir/extensions/testext.yaml, the definition of
-// the base's extension.
-func writeExtensionDef(dir string) error {
+// the base's extension (and, with Options.Extensions, cri's and btrfs's).
+func writeExtensionDef(dir string, opts Options) error {
 	if err := os.MkdirAll(filepath.Join(dir, "extensions"), 0o755); err != nil {
 		return err
+	}
+	if opts.Extensions {
+		if err := writeExtDefs(filepath.Join(dir, "extensions")); err != nil {
+			return err
+		}
 	}
 	def := fmt.Sprintf("# The boot test's extension: one file the init prints.\nname: testext\ndescription: boot test extension\nauthor: Nodeforge tests\ncompatibility: \">= v1.8.0\"\npackages: [%s]\n", ExtPackage)
 	return os.WriteFile(filepath.Join(dir, "extensions", "testext.yaml"), []byte(def), 0o644)
@@ -449,6 +468,14 @@ func cacheKey(opts Options) string {
 		fmt.Fprintf(h, "arch %s\ndeb %s %s\ninit %s\nboot %s\n", in.arch.RPM, filepath.Base(in.kernelDeb), in.kernelSize, in.initSum, filepath.Base(in.bootDeb))
 	}
 	fmt.Fprintf(h, "trees %q\npayload %s\n", opts.ModuleTrees, opts.Payload)
+	for _, d := range opts.extDebs {
+		st, _ := os.Stat(d)
+		var size int64
+		if st != nil {
+			size = st.Size()
+		}
+		fmt.Fprintf(h, "extension deb %s %d\n", filepath.Base(d), size)
+	}
 	// The recipe itself: this package's source.
 	srcs, _ := filepath.Glob(filepath.Join(srcDir(), "*.go"))
 	sort.Strings(srcs)

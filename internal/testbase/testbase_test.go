@@ -20,7 +20,7 @@ func TestSpecYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := writeExtensionDef(dir); err != nil {
+	if err := writeExtensionDef(dir, opts); err != nil {
 		t.Fatal(err)
 	}
 	defs, err := extensions.ReadDefinitions(filepath.Join(dir, "extensions"))
@@ -70,5 +70,41 @@ func TestSpecYAML(t *testing.T) {
 	opts.BootModules = []string{"loop", "dm_verity"}
 	if _, err := specYAML(info, opts); err == nil || !strings.Contains(err.Error(), "dm_verity") {
 		t.Errorf("a boot module the kernel lacks: %v", err)
+	}
+
+	// The extensions' base: Debian's libraries in the root, the cri and
+	// btrfs components, their definitions valid and relocating Debian's
+	// layout into the contract's.
+	opts = Options{Extensions: true}.withDefaults()
+	info.Kernels = map[string]KernelInfo{"x86_64": k}
+	if b, err = specYAML(info, opts); err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	if err := writeExtensionDef(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	if defs, err = extensions.ReadDefinitions(filepath.Join(dir, "extensions")); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = specs.Parse(b, dir, defs); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if got := s.Components["rootfs"].Packages; !reflect.DeepEqual(got, append([]string{FilesystemPackage}, LibDebs...)) {
+		t.Errorf("rootfs packages %v", got)
+	}
+	for name, want := range map[string]map[string]string{
+		"cri":   {"/usr/bin/ctr": "/usr/local/bin/ctr", "/usr/sbin/runc": "/usr/local/sbin/runc", "/usr/lib/cni/loopback": "/usr/local/lib/cni/bin/loopback"},
+		"btrfs": {"/sbin/mkfs.btrfs": "/usr/local/sbin/mkfs.btrfs", "/bin/btrfs": "/usr/local/bin/btrfs"},
+	} {
+		if s.Components[name].Kind != "extension" || s.Extensions[name] == nil {
+			t.Errorf("component %s: %+v, definition %v", name, s.Components[name], s.Extensions[name])
+			continue
+		}
+		for from, to := range want {
+			if got := s.Extensions[name].Relocated(from); got != to {
+				t.Errorf("%s relocates %s to %s, want %s", name, from, got, to)
+			}
+		}
 	}
 }

@@ -83,7 +83,18 @@ func write(dir, key string, opts Options) error {
 		Files:       []string{"%dir " + ExtCheckDir, xfile},
 	}
 
-	if err := buildRPMs(stage, rpms, append(specs, fspec, xspec), sde, info, opts); err != nil {
+	specs = append(specs, fspec, xspec)
+	if opts.Extensions {
+		es, err := extSpecs(opts.extDebs, stage)
+		if err != nil {
+			return err
+		}
+		specs = append(specs, es...)
+		if err := writeHelloImage(filepath.Join(dir, HelloImage), opts.inputs[0].initBin, sde); err != nil {
+			return err
+		}
+	}
+	if err := buildRPMs(stage, rpms, specs, sde, info, opts); err != nil {
 		return err
 	}
 	// Signed as a distribution signs: the packages, then the index.
@@ -227,7 +238,11 @@ func kernelSpec(deb, arch, kroot string, info *archKernel, opts Options) (rpmSpe
 func buildRPMs(stage, rpms string, specs []rpmSpec, sde int64, info *Info, opts Options) error {
 	for _, s := range specs {
 		t0 := time.Now()
-		out, err := rpmbuild(stage, s, sde, opts.Payload)
+		payload := opts.Payload
+		if s.Payload != "" {
+			payload = s.Payload
+		}
+		out, err := rpmbuild(stage, s, sde, payload)
 		if err != nil {
 			return err
 		}
@@ -332,6 +347,7 @@ type rpmSpec struct {
 	Root                                  string
 	Provides                              []string
 	Files                                 []string // %files lines
+	Payload                               string   // rpmbuild's _binary_payload, when not the base's
 }
 
 // specTemplate builds a binary-only package from a prepared tree without
@@ -452,6 +468,11 @@ func specYAML(info *Info, opts Options) ([]byte, error) {
 		}
 		return "[" + strings.Join(q, ", ") + "]"
 	}
+	rootPkgs, extra := []string{FilesystemPackage}, ""
+	if opts.Extensions {
+		libs, comps := extComponents()
+		rootPkgs, extra = append(rootPkgs, libs...), comps
+	}
 	return []byte(fmt.Sprintf(`# Release spec of the boot test base, written by internal/testbase from
 # Debian's %s %s (%s). Test use only: signed by a key made for the base.
 name: boottest
@@ -479,7 +500,7 @@ components:
   # A system extension (definition in extensions/testext.yaml).
   testext:
     kind: extension
-
+%s
 extensions-dir: extensions
 
 image:
@@ -500,6 +521,6 @@ image:
     path: %s
   boot-modules: %s
   initramfs-compression: %s
-`, info.DebPackage, info.DebVersion, info.KernelDeb, list(opts.Arches), RepoDir, KeyFile, info.Fingerprint, KernelPackage, FilesystemPackage, InitPackage, BootPackage,
-		strconv.Quote(info.PrettyName), list(opts.Cmdline), InitPackage, InitPath, InitPackage, InitPath, BootPackage, BootPath, list(boot), opts.InitramfsCompression)), nil
+`, info.DebPackage, info.DebVersion, info.KernelDeb, list(opts.Arches), RepoDir, KeyFile, info.Fingerprint, KernelPackage, strings.Join(rootPkgs, ", "), InitPackage, BootPackage,
+		extra, strconv.Quote(info.PrettyName), list(opts.Cmdline), InitPackage, InitPath, InitPackage, InitPath, BootPackage, BootPath, list(boot), opts.InitramfsCompression)), nil
 }

@@ -1,0 +1,198 @@
+package testbase
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/nodeforge/builder/pkgbase/debpkg"
+)
+
+// The extensions' base (Options.Extensions): Debian's packages wrapped
+// unchanged into RPMs of the same names, the cri and btrfs extensions made
+// from them by definitions that relocate Debian's layout into the
+// extension contract's (/usr/local), and the libraries they load in the
+// root filesystem, as a distribution's root has them.
+var (
+	// CRIDebs make the cri extension.
+	CRIDebs = []string{"containerd", "runc", "containernetworking-plugins"}
+	// BtrfsDebs make the btrfs extension.
+	BtrfsDebs = []string{"btrfs-progs"}
+	// LibDebs go into the root filesystem: what the extensions' programs
+	// load (their Depends less iptables, which nothing here runs).
+	LibDebs = []string{"libc6", "libgcc-s1", "libseccomp2", "libblkid1", "libcom-err2", "libext2fs2",
+		"liblzo2-2", "libudev1", "libuuid1", "libzstd1", "zlib1g"}
+)
+
+// ExtDebDir is the cache directory's subdirectory of the extensions'
+// Debian packages (scripts/fetch-test-kernel.sh fetches them).
+const ExtDebDir = "extension-debs"
+
+// HelloImage is the extensions' base's container image (an OCI archive
+// beside the spec): the init, run as "nodeforge-init hello".
+const HelloImage = "hello-image.tar"
+
+// HelloImageName is the image's name in the archive.
+const HelloImageName = "docker.io/nodeforge/hello:test"
+
+// ErrNoDebs is wrapped by Build's error when an extension package is not
+// cached: tests skip on a workstation, fail in CI.
+var ErrNoDebs = errors.New("no cached Debian package")
+
+// findExtDebs finds every extension package in the cache directory.
+func findExtDebs(opts Options) ([]string, error) {
+	dir := filepath.Join(opts.CacheDir, ExtDebDir)
+	var debs []string
+	for _, name := range extDebNames() {
+		p := debpkg.Newest(dir, name+"_*_amd64.deb")
+		if p == "" {
+			return nil, fmt.Errorf("%w: no %s_*_amd64.deb in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoDebs, name, dir)
+		}
+		debs = append(debs, p)
+	}
+	return debs, nil
+}
+
+func extDebNames() []string {
+	return append(append(append([]string{}, CRIDebs...), BtrfsDebs...), LibDebs...)
+}
+
+// extSpecs wraps the extension packages into RPMs, their trees in stage.
+func extSpecs(debs []string, stage string) ([]rpmSpec, error) {
+	var out []rpmSpec
+	for _, deb := range debs {
+		s, err := debSpec(deb, stage)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// skeleton are the directories the filesystem package owns (or links):
+// the wrapped packages do not own them again.
+var skeleton = map[string]bool{"/bin": true, "/sbin": true, "/etc": true, "/lib": true, "/usr": true, "/usr/bin": true,
+	"/usr/lib": true, "/usr/sbin": true, "/usr/share": true, "/usr/libexec": true, "/var": true, "/var/lib": true}
+
+// debSpec extracts a Debian package (less its documentation) and
+// describes its RPM: the same name, version and files.
+func debSpec(deb, stage string) (rpmSpec, error) {
+	name, err := debpkg.Field(deb, "Package")
+	if err != nil {
+		return rpmSpec{}, err
+	}
+	ver, err := debpkg.Field(deb, "Version")
+	if err != nil {
+		return rpmSpec{}, err
+	}
+	root := filepath.Join(stage, "deb-"+name)
+	if err := debpkg.Extract(deb, root); err != nil {
+		return rpmSpec{}, err
+	}
+	for _, d := range []string{"doc", "man", "lintian", "bash-completion", "zsh", "initramfs-tools", "bug"} {
+		if err := os.RemoveAll(filepath.Join(root, "usr", "share", d)); err != nil {
+			return rpmSpec{}, err
+		}
+	}
+	files, err := treeFiles(root)
+	if err != nil {
+		return rpmSpec{}, fmt.Errorf("testbase: %s: %w", filepath.Base(deb), err)
+	}
+	v, r := debpkg.RPMVersion(ver)
+	return rpmSpec{
+		Name: name, Version: v, Release: r, Arch: "x86_64", License: "Debian: see /usr/share/doc/" + name + "/copyright",
+		Summary:     fmt.Sprintf("Debian's %s %s, wrapped for the nodeforge extensions' boot test", name, ver),
+		Description: fmt.Sprintf("The files of Debian's %s %s as Debian ships them, documentation left out.", name, ver),
+		Root:        root, Files: files,
+		// Tens of MB of Go programs: a fast level, the base is cached.
+		Payload: "w3.zstdio",
+	}, nil
+}
+
+// treeFiles lists a tree's %files lines: its files and links, and its
+// directories other than the skeleton's.
+func treeFiles(root string) ([]string, error) {
+	var lines []string
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || p == root {
+			return err
+		}
+		rel := "/" + filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
+		if strings.ContainsAny(rel, " \t\n\"'*?[]{}%\\") {
+			return fmt.Errorf("%s: a path rpmbuild's %%files would misread", rel)
+		}
+		switch {
+		case fi.IsDir() && skeleton[rel]:
+		case fi.IsDir():
+			lines = append(lines, "%dir "+rel)
+		default:
+			lines = append(lines, rel)
+		}
+		return nil
+	})
+	sort.Strings(lines)
+	return lines, err
+}
+
+// extComponents are the extensions' base's spec lines: its root's
+// libraries and the two extension components.
+func extComponents() (rootfs []string, components string) {
+	return LibDebs, `  # Debian's packages as Debian ships them (definitions in extensions/).
+  cri:
+    kind: extension
+  btrfs:
+    kind: extension
+`
+}
+
+// criDef and btrfsDef place Debian's layout where the extension contract
+// allows files (Talos's: /usr/local, the CRI's conf.d): relocation rules
+// in the definition, the rest dropped.
+const criDef = `# Debian's containerd, runc and CNI plugins as the cri extension.
+name: cri
+description: containerd, runc and CNI plugins (Debian's packages)
+author: Nodeforge tests
+compatibility: ">= v1.8.0"
+packages: [containerd, runc, containernetworking-plugins]
+version-from: containerd
+relocate:
+  - {from: /usr/bin/, to: /usr/local/bin/}
+  - {from: /usr/sbin/, to: /usr/local/sbin/}
+  - {from: /usr/lib/cni/, to: /usr/local/lib/cni/bin/}
+  - {from: /etc/containerd/, to: /usr/local/etc/containerd/}
+drop:
+  - /lib/systemd/**
+  - /usr/share/**
+  # Deprecated shims and plugins the node does not use.
+  - /usr/bin/containerd-shim
+  - /usr/bin/containerd-shim-runc-v1
+  - /usr/lib/cni/dhcp
+`
+
+const btrfsDef = `# Debian's btrfs-progs as the btrfs extension.
+name: btrfs
+description: Btrfs tools (Debian's btrfs-progs)
+author: Nodeforge tests
+compatibility: ">= v1.8.0"
+packages: [btrfs-progs]
+relocate:
+  - {from: /bin/, to: /usr/local/bin/}
+  - {from: /sbin/, to: /usr/local/sbin/}
+  - {from: /lib/udev/rules.d/, to: /usr/lib/udev/rules.d/}
+drop:
+  - /usr/share/**
+`
+
+// writeExtDefs writes the cri and btrfs definitions into dir.
+func writeExtDefs(dir string) error {
+	for name, def := range map[string]string{"cri.yaml": criDef, "btrfs.yaml": btrfsDef} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(def), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
