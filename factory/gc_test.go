@@ -18,7 +18,7 @@ import (
 
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/internal/digest"
-	"github.com/nodeforge/builder/internal/testsign"
+	"github.com/nodeforge/builder/attest/signing/signingtest"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
@@ -36,7 +36,7 @@ type gcFixture struct {
 func newGCFixture(t *testing.T, st oci.Store) *gcFixture {
 	t.Helper()
 	ctx := context.Background()
-	signer := testsign.Signer(t)
+	signer := signingtest.Signer(t)
 	f := &gcFixture{st: st, byVer: map[string][]string{}, infos: map[string]entryInfo{}}
 	m := newMetrics()
 	f.srv = &Server{o: ServerOptions{Cache: st, Signer: signer}, schematics: &schematics{st: st}, metrics: m,
