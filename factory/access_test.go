@@ -23,8 +23,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/nodeforge/builder/api/schematic"
-	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/attest/signing/signingtest"
+	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )

@@ -36,7 +36,7 @@ type extensionImages struct {
 
 // publicHost is the host (and path) clients reach the factory at:
 // --external-url's, else the request's.
-func (s *Server) publicHost(requestHost string) string {
+func (s *Service) publicHost(requestHost string) string {
 	if u, err := url.Parse(s.o.ExternalURL); err == nil && u.Host != "" {
 		return u.Host + strings.TrimSuffix(u.Path, "/")
 	}

@@ -298,13 +298,13 @@ type installers struct {
 	checked map[string]*frontEntry // cache key -> entry
 }
 
-func (s *Server) forgetInstaller(key string) {
+func (s *Service) forgetInstaller(key string) {
 	s.inst.mu.Lock()
 	delete(s.inst.checked, key)
 	s.inst.mu.Unlock()
 }
 
-func (s *Server) rememberedInstaller(key string) *frontEntry {
+func (s *Service) rememberedInstaller(key string) *frontEntry {
 	s.inst.mu.Lock()
 	defer s.inst.mu.Unlock()
 	return s.inst.checked[key]
@@ -314,7 +314,7 @@ func (s *Server) rememberedInstaller(key string) *frontEntry {
 // looks for: first among the entries this process has checked, then
 // (after a restart, say) among the others, checked one at a time until one
 // has it; nothing is built.
-func (s *Server) cachedEntry(ctx context.Context, sch *schematic.Schematic, k installerKind, has func(*frontEntry) bool) *frontEntry {
+func (s *Service) cachedEntry(ctx context.Context, sch *schematic.Schematic, k installerKind, has func(*frontEntry) bool) *frontEntry {
 	id, err := sch.ID()
 	if err != nil {
 		return nil
@@ -338,7 +338,7 @@ func (s *Server) cachedEntry(ctx context.Context, sch *schematic.Schematic, k in
 
 // installer returns the checked entry of a schematic's installer for a
 // release, building it on a miss (see flight).
-func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Schematic, k installerKind, host string) (*frontEntry, error) {
+func (s *Service) installer(ctx context.Context, rel *Release, sch *schematic.Schematic, k installerKind, host string) (*frontEntry, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
@@ -388,7 +388,7 @@ func (s *Server) installer(ctx context.Context, rel *Release, sch *schematic.Sch
 // installerKey is the cache key of an installer image; a Secure Boot
 // installer's names the certificate that signs it: another key set,
 // another entry.
-func (s *Server) installerKey(rel *Release, id string, k installerKind) string {
+func (s *Service) installerKey(rel *Release, id string, k installerKind) string {
 	name := k.repo()
 	if k.secureBoot {
 		name += "\x00" + s.o.SecureBoot.CertSHA256()
@@ -399,7 +399,7 @@ func (s *Server) installerKey(rel *Release, id string, k installerKind) string {
 // pullRef is the reference users pull an installer by, HOST/REPO/ID:vV
 // (Talos's tag), the identity its signature claims: HOST is
 // --external-url's, else the request's.
-func (s *Server) pullRef(host string, k installerKind, id, version string) string {
+func (s *Service) pullRef(host string, k installerKind, id, version string) string {
 	if host = s.publicHost(host); host != "" {
 		return host + "/" + k.ref(id, version)
 	}
@@ -410,7 +410,7 @@ func (s *Server) pullRef(host string, k installerKind, id, version string) strin
 // signature is the one stock cosign verifies at the front, claiming the
 // reference users pull and the cache key), then tagged with its key, so
 // no tag names an unsigned index.
-func (s *Server) putInstaller(ctx context.Context, key, identity string, idx v1.ImageIndex) error {
+func (s *Service) putInstaller(ctx context.Context, key, identity string, idx v1.ImageIndex) error {
 	d, err := idx.Digest()
 	if err != nil {
 		return err
@@ -436,7 +436,7 @@ func (s *Server) putInstaller(ctx context.Context, key, identity string, idx v1.
 // manifest and blob against its digest. Without, only the manifests are
 // read (an entry this process has just written). A key with no entry is
 // an oci.ErrNotFound.
-func (s *Server) loadInstaller(ctx context.Context, key string, check bool) (*frontEntry, error) {
+func (s *Service) loadInstaller(ctx context.Context, key string, check bool) (*frontEntry, error) {
 	st := s.o.Cache
 	desc, err := st.Head(ctx, RepoInstallers, key)
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nodeforge/builder/api/platform"
-	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/attest/signing/signingtest"
+	"github.com/nodeforge/builder/build/compose"
 )
 
 // TestParseRegistryPath: only installer repositories of a schematic ID,

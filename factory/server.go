@@ -29,7 +29,6 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"golang.org/x/net/netutil"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
@@ -120,29 +119,19 @@ const maxSchematicBody = 64 << 10
 
 // Server is the Image Factory's HTTP API (compatible with the upstream
 // factory's routes): schematics, versions, and artifacts composed on
-// demand from verified releases.
+// demand from verified releases, by its Service.
 type Server struct {
-	o          ServerOptions
-	schematics *schematics
-	cat        atomic.Pointer[catalog] // what is served
-	cache      *artifactCache
-	metrics    *metrics
-	builds     singleflight.Group
-	built      atomic.Int64
-	slots      chan struct{}
-	gate       *gate // logins, build rates, the build queue
-	buildFn    func(context.Context, *Release, *schematic.Schematic, artifact, string) ([]byte, error)
-	requests   atomic.Int64
-	active     atomic.Int64    // requests being answered
-	running    running         // builds in flight
-	inst       installers      // the registry front's checked entries
-	exts       extensionImages // and the releases' extension images it read
-	proxies    trustedProxies  // whose forwarding headers name the client
+	*Service
+	gate     *gate // logins, build rates, the build queue
+	requests atomic.Int64
+	active   atomic.Int64    // requests being answered
+	exts     extensionImages // the releases' extension images the registry front read
+	proxies  trustedProxies  // whose forwarding headers name the client
 }
 
 // Stats says how many artifacts were built and served from the cache, and
 // how many cache entries were refused.
-func (s *Server) Stats() Stats {
+func (s *Service) Stats() Stats {
 	return Stats{Builds: s.built.Load(), Hits: s.cache.hits.Load(), CacheErrors: s.cache.errors.Load()}
 }
 
@@ -226,9 +215,11 @@ func newServer(o ServerOptions) (*Server, error) {
 		o.MaxConnections = 1024
 	}
 	m := newMetrics()
-	s := &Server{o: o, schematics: &schematics{st: o.Cache, mismatches: m.mismatches}, slots: make(chan struct{}, o.MaxBuilds),
-		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}, metrics: m, gate: g, proxies: proxies}
-	s.buildFn = s.build
+	svc := &Service{o: o, schematics: &schematics{st: o.Cache, mismatches: m.mismatches}, slots: make(chan struct{}, o.MaxBuilds), queue: g.queue,
+		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}, metrics: m}
+	svc.buildFn = svc.build
+	s := &Server{Service: svc, gate: g, proxies: proxies}
+	svc.buildAllowed = s.mayBuild
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nodeforge_factory_builds_in_flight",
 		Help: "Builds running or waiting for a slot, with their cache lookups (a stop waits for them)."}, func() float64 { return float64(s.running.count()) }))
 	s.cat.Store(&catalog{releases: map[string]*Release{}})
@@ -236,7 +227,7 @@ func newServer(o ServerOptions) (*Server, error) {
 }
 
 // serve replaces what the factory serves with rels (tests).
-func (s *Server) serve(rels ...*Release) {
+func (s *Service) serve(rels ...*Release) {
 	c := &catalog{releases: map[string]*Release{}}
 	for _, r := range rels {
 		c.releases[versionKey(r.Version)] = r
@@ -827,7 +818,7 @@ func bootOnly(sch *schematic.Schematic) *schematic.Schematic {
 }
 
 // compose makes one artifact (see flight).
-func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) (*cachedArtifact, error) {
+func (s *Service) compose(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) (*cachedArtifact, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
@@ -882,7 +873,7 @@ type flightJob struct {
 // runs at once (others wait for it), at most MaxBuilds builds run, and a
 // build is detached from the request that started it, within the build
 // time limit: a client that hangs up does not cancel what others wait for.
-func (s *Server) flight(ctx context.Context, j flightJob) (any, error) {
+func (s *Service) flight(ctx context.Context, j flightJob) (any, error) {
 	ran := false // this call's flight ran: a refusal from another is not this client's
 	ch := s.builds.DoChan(j.key, func() (any, error) {
 		ran = true
@@ -915,7 +906,7 @@ func (s *Server) flight(ctx context.Context, j flightJob) (any, error) {
 	})
 	select {
 	case res := <-ch:
-		if rf := (*refusal)(nil); !ran && errors.As(res.Err, &rf) && rf.perClient {
+		if pc := perClient(nil); !ran && errors.As(res.Err, &pc) && pc.PerClient() {
 			return s.flight(ctx, j) // ask for this client
 		}
 		return res.Val, res.Err
@@ -925,7 +916,7 @@ func (s *Server) flight(ctx context.Context, j flightJob) (any, error) {
 }
 
 // build composes the media the artifact belongs to and returns its bytes.
-func (s *Server) build(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
+func (s *Service) build(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
 	if a.kind == "kernel" || a.kind == "cmdline" {
 		sch = bootOnly(sch)
 	}

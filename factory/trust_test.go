@@ -26,8 +26,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/nodeforge/builder/api/schematic"
-	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/attest/signing/signingtest"
+	"github.com/nodeforge/builder/internal/digest"
 	nftest "github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
