@@ -124,7 +124,7 @@ func TestUICatalogs(t *testing.T) {
 		ns, _, _ := strings.Cut(k, ".")
 		namespaces[ns] = true
 	}
-	src, err := os.ReadFile("ui.go")
+	src, err := os.ReadFile("http_ui.go")
 	if err != nil {
 		t.Fatal(err)
 	}

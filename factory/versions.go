@@ -2,7 +2,6 @@ package factory
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -143,15 +142,4 @@ func compareVersions(a, b string) int {
 		return c
 	}
 	return strings.Compare(a, b)
-}
-
-// getOverlays lists a version's official overlays: none, for a release
-// ships no board overlay images (a schematic naming one is refused when
-// its media are asked for); 200 [] as upstream answers a version without
-// overlays.
-func (s *Server) getOverlays(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.release(w, r.PathValue("version")); !ok {
-		return
-	}
-	writeJSON(w, []struct{}{})
 }

@@ -94,8 +94,28 @@ var httpServerNames = map[string]bool{
 // httpServers are the packages that may serve HTTP: the factory's HTTP
 // package, the commands (which listen) and the helpers of tests (fault
 // proxies, registries).
-var httpServers = []string{"factory/server", "cmd/...", "internal/test...",
-	"factory", // until its HTTP front moves to factory/server (issue 39)
+var httpServers = []string{"factory/server", "cmd/...", "internal/test..."}
+
+// httpFronts are the packages that hold their HTTP front in files of
+// their own, by the files' prefix, until it moves to a package of its
+// own (factory's http_*.go to factory/server, issue 39): the other files
+// of the package, its service, do not import net/http at all.
+var httpFronts = map[string]string{"factory": "http_"}
+
+// frontFile says whether a file of package p is its HTTP front's.
+func frontFile(p, file string) bool {
+	prefix, ok := httpFronts[p]
+	return ok && strings.HasPrefix(filepath.Base(file), prefix)
+}
+
+// importsHTTP is where a file imports net/http, or "".
+func importsHTTP(fset *token.FileSet, f *ast.File) string {
+	for _, im := range f.Imports {
+		if strings.Trim(im.Path.Value, `"`) == "net/http" {
+			return fset.Position(im.Pos()).String()
+		}
+	}
+	return ""
 }
 
 // servesHTTP says whether p may use net/http's server names.
@@ -133,14 +153,36 @@ func httpServerUses(fset *token.FileSet, f *ast.File) []string {
 	return out
 }
 
-// TestHTTPServersApart: only the factory's HTTP package (and the commands,
-// and test helpers) serve HTTP; the factory's service and every library
-// below it use no handler, mux, server or response writer, so that the
-// service is used through its Go API and the HTTP front stays one package.
+// httpViolations are the places of a file of package p (which does not
+// serve HTTP) that break the rule: its HTTP front's files aside, no
+// net/http in a package with a front, no server names in any.
+func httpViolations(fset *token.FileSet, p string, f *ast.File) []string {
+	name := fset.Position(f.Package).Filename
+	if frontFile(p, name) {
+		return nil
+	}
+	if _, ok := httpFronts[p]; ok {
+		if at := importsHTTP(fset, f); at != "" {
+			return []string{fmt.Sprintf("%s: %s imports net/http outside its HTTP front's files (%s*.go)", at, p, httpFronts[p])}
+		}
+	}
+	var out []string
+	for _, u := range httpServerUses(fset, f) {
+		out = append(out, fmt.Sprintf("%s in %s, which does not serve HTTP (internal/layering httpServers)", u, p))
+	}
+	return out
+}
+
+// TestHTTPServersApart: only the factory's HTTP front (and the commands,
+// and test helpers) serve HTTP; the factory's service does not import
+// net/http, and no library uses a handler, mux, server or response
+// writer, so that the service is used through its Go API and the HTTP
+// front stays in one place.
 func TestHTTPServersApart(t *testing.T) {
 	fset := token.NewFileSet()
 	for _, p := range goList(t) {
-		if servesHTTP(rel(p.ImportPath)) {
+		from := rel(p.ImportPath)
+		if servesHTTP(from) {
 			continue
 		}
 		for _, name := range append(append([]string{}, p.GoFiles...), p.CgoFiles...) {
@@ -148,8 +190,8 @@ func TestHTTPServersApart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, u := range httpServerUses(fset, f) {
-				t.Errorf("%s in %s, which does not serve HTTP (internal/layering httpServers)", u, rel(p.ImportPath))
+			for _, v := range httpViolations(fset, from, f) {
+				t.Error(v)
 			}
 		}
 	}
@@ -189,6 +231,19 @@ func handle(w web.ResponseWriter, r *web.Request) { http.Error(w, "no", 500) }
 	f, err := parser.ParseFile(fset, "service.go", src, 0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if v := httpViolations(fset, "factory", f); len(v) != 1 || !strings.Contains(v[0], "factory imports net/http outside its HTTP front's files (http_*.go)") {
+		t.Errorf("the factory's service importing net/http: %q", v)
+	}
+	front, err := parser.ParseFile(fset, "http_front.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := httpViolations(fset, "factory", front); len(v) != 0 {
+		t.Errorf("the factory's front: %q", v)
+	}
+	if v := httpViolations(fset, "oci", front); len(v) != 2 {
+		t.Errorf("a client package serving: %q", v)
 	}
 	uses := httpServerUses(fset, f)
 	if len(uses) != 2 || !strings.HasSuffix(uses[0], "net/http.ResponseWriter") || !strings.HasSuffix(uses[1], "net/http.Error") {

@@ -485,44 +485,6 @@ func (s *Server) mayBuild(ctx context.Context) error {
 	return s.gate.limits.take(p.name(), time.Now())
 }
 
-// buildSlot is what a build on a cache miss waits for: the request's
-// leave to build (mayBuild, of ctx: the request's) and then a build slot
-// (takeSlot, within bctx: the build's); free gives the slot back.
-func (s *Service) buildSlot(ctx, bctx context.Context) (free func(), err error) {
-	if s.buildAllowed != nil {
-		if err := s.buildAllowed(ctx); err != nil {
-			return nil, err
-		}
-	}
-	return s.takeSlot(bctx)
-}
-
-// busyRetry is the Retry-After of a full build queue.
-const busyRetry = 10 * time.Second
-
-// takeSlot waits for one of the MaxBuilds build slots, or refuses when
-// MaxQueue builds wait already; release gives the slot back.
-func (s *Service) takeSlot(ctx context.Context) (release func(), err error) {
-	release = func() { <-s.slots }
-	select {
-	case s.slots <- struct{}{}:
-		return release, nil
-	default:
-	}
-	select {
-	case s.queue <- struct{}{}:
-		defer func() { <-s.queue }()
-	default:
-		return nil, &BusyError{Running: cap(s.slots), Waiting: cap(s.queue)}
-	}
-	select {
-	case s.slots <- struct{}{}:
-		return release, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 // limiters are a token bucket per client, for the builds it triggers or
 // the schematics it stores.
 type limiters struct {
@@ -588,3 +550,6 @@ func (l *limiters) evict(now time.Time) {
 		delete(l.by, oldest)
 	}
 }
+
+// busyRetry is the Retry-After of a full build queue.
+const busyRetry = 10 * time.Second
