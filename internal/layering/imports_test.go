@@ -35,8 +35,8 @@ var importLists = []importList{
 	{"cmd/...", []string{
 		"api/...", "attest/pkcs11key", "attest/signing", "build", "build/media/secureboot", "certification",
 		"factory/...", "internal/atomicfile", "internal/httptimeout", "internal/progress", "oci", "pipeline",
-		"pkgbase/cache", "pkgbase/demobase", "pkgbase/evr", "pkgbase/keyring", "pkgbase/locker", "pkgbase/repo",
-		"pkgbase/resolve", "pkgbase/rpmfile", "pkgbase/subset", "release",
+		"pkgbase/binrpm", "pkgbase/cache", "pkgbase/demobase", "pkgbase/evr", "pkgbase/keyring", "pkgbase/locker", "pkgbase/repo",
+		"pkgbase/resolve", "pkgbase/rpmfile", "pkgbase/rpmwrite", "pkgbase/subset", "release",
 	}, "commands parse flags and call the library"},
 }
 
