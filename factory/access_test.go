@@ -23,8 +23,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/attest/signing/signingtest"
 	"github.com/nodeforge/builder/build/compose"
-	"github.com/nodeforge/builder/internal/testsign"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
@@ -229,7 +229,7 @@ func (f *accessFactory) do(t *testing.T, method, path, auth string) (*http.Respo
 // TestAccessSurfaces: an internal factory, logins to build and to read
 // metrics, anonymous downloads: who gets what, and 401's challenge.
 func TestAccessSurfaces(t *testing.T) {
-	f := newAccessFactory(t, ServerOptions{Signer: testsign.Signer(t), Access: Access{Login: []string{"build", "metrics"}, Credentials: testCredentials(t)}})
+	f := newAccessFactory(t, ServerOptions{Signer: signingtest.Signer(t), Access: Access{Login: []string{"build", "metrics"}, Credentials: testCredentials(t)}})
 	alice := "Basic " + b64("alice:"+alicePassword)
 	kernel := "/image/" + f.id + "/1.0/kernel-amd64"
 	for _, c := range []struct {
@@ -354,7 +354,7 @@ func TestAccessOptions(t *testing.T) {
 // TestBuildRate: a client's builds are bounded (429 with Retry-After);
 // another client's, and what the cache has, are not.
 func TestBuildRate(t *testing.T) {
-	f := newAccessFactory(t, ServerOptions{Signer: testsign.Signer(t), Access: Access{BuildRate: 1, BuildBurst: 2, Credentials: testCredentials(t)}})
+	f := newAccessFactory(t, ServerOptions{Signer: signingtest.Signer(t), Access: Access{BuildRate: 1, BuildBurst: 2, Credentials: testCredentials(t)}})
 	base := "/image/" + f.id + "/1.0/"
 	for i, c := range []struct {
 		artifact, auth string
@@ -465,7 +465,7 @@ func TestBuildQueue(t *testing.T) {
 // TestBuildDetached: a client that hangs up does not cancel the build it
 // started; the next request gets its bytes.
 func TestBuildDetached(t *testing.T) {
-	f := newAccessFactory(t, ServerOptions{Signer: testsign.Signer(t)})
+	f := newAccessFactory(t, ServerOptions{Signer: signingtest.Signer(t)})
 	started, release := blockingBuilds(f)
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", f.url+"/image/"+f.id+"/1.0/kernel-amd64", nil)

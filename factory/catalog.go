@@ -33,11 +33,11 @@ type failure struct {
 }
 
 // served is the factory's current catalog.
-func (s *Server) served() *catalog { return s.cat.Load() }
+func (s *Service) served() *catalog { return s.cat.Load() }
 
 // load lists and verifies the release stores, keeping what c serves
 // already (nil: nothing yet) and trying again only what failed there.
-func (s *Server) load(ctx context.Context, c *catalog) *catalog {
+func (s *Service) load(ctx context.Context, c *catalog) *catalog {
 	next := &catalog{releases: map[string]*Release{}}
 	retry := map[int]bool{} // stores to list again
 	if c != nil {
@@ -112,7 +112,7 @@ var errNothingServed = errors.New("factory: no release to serve")
 
 // startError is NewServer's refusal when nothing verifies: the first
 // cause on the first line.
-func (s *Server) startError(c *catalog) error {
+func (s *Service) startError(c *catalog) error {
 	if len(c.failures) == 0 {
 		return fmt.Errorf("%w: the release stores hold no release (no tag in their %s repository)", errNothingServed, release.RepoLock)
 	}
@@ -126,7 +126,7 @@ func (s *Server) startError(c *catalog) error {
 // RetryFailed lists and verifies again, every interval (doubling up to an
 // hour), the stores and versions that failed, until none fails or ctx
 // ends; what verifies is served from then on.
-func (s *Server) RetryFailed(ctx context.Context, interval time.Duration) {
+func (s *Service) RetryFailed(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = time.Minute
 	}

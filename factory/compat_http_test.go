@@ -17,9 +17,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/nodeforge/builder/attest/signing/signingtest"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
-	"github.com/nodeforge/builder/internal/testsign"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/release"
 )
@@ -59,7 +59,7 @@ func compatDo(t *testing.T, f *accessFactory, method, path string, hdr ...string
 // without building).
 func compatFactory(t *testing.T, o ServerOptions) *accessFactory {
 	t.Helper()
-	o.Signer = testsign.Signer(t)
+	o.Signer = signingtest.Signer(t)
 	if o.BrokenVersions == nil {
 		o.BrokenVersions = []string{"v1.2.0"}
 	}

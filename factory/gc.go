@@ -82,7 +82,7 @@ type CollectReport struct {
 // goes tag first, then its manifest, then its signature, so no tag ever
 // names an unsigned entry, and a collection cut short is finished by the
 // next one.
-func (s *Server) Collect(ctx context.Context, o CollectOptions) (*CollectReport, error) {
+func (s *Service) Collect(ctx context.Context, o CollectOptions) (*CollectReport, error) {
 	if o.KeepVersions < 1 {
 		return nil, fmt.Errorf("keeping %d versions: at least one must stay", o.KeepVersions)
 	}

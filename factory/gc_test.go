@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/attest/signing/signingtest"
 	"github.com/nodeforge/builder/internal/digest"
-	"github.com/nodeforge/builder/internal/testsign"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
@@ -27,7 +27,7 @@ import (
 // writes them, of versions 1.0.0 and 2.0.0.
 type gcFixture struct {
 	st    oci.Store
-	srv   *Server
+	srv   *Service
 	ids   []string
 	byVer map[string][]string  // version -> "repo:key" of its entries
 	infos map[string]entryInfo // an artifact's key -> its entry
@@ -36,10 +36,10 @@ type gcFixture struct {
 func newGCFixture(t *testing.T, st oci.Store) *gcFixture {
 	t.Helper()
 	ctx := context.Background()
-	signer := testsign.Signer(t)
+	signer := signingtest.Signer(t)
 	f := &gcFixture{st: st, byVer: map[string][]string{}, infos: map[string]entryInfo{}}
 	m := newMetrics()
-	f.srv = &Server{o: ServerOptions{Cache: st, Signer: signer}, schematics: &schematics{st: st}, metrics: m,
+	f.srv = &Service{o: ServerOptions{Cache: st, Signer: signer}, schematics: &schematics{st: st}, metrics: m,
 		cache: &artifactCache{st: st, signer: signer, metrics: m, interval: time.Minute, now: time.Now}}
 	for _, args := range [][]string{nil, {"console=ttyS0"}} {
 		sch := &schematic.Schematic{}
@@ -286,7 +286,7 @@ func TestCollectKeeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{o: ServerOptions{Cache: l, Releases: []ReleaseStore{{Store: l}, {Store: unlisted}}}}
+	s := &Service{o: ServerOptions{Cache: l, Releases: []ReleaseStore{{Store: l}, {Store: unlisted}}}}
 	var rels []*Release
 	for v, date := range map[string]int64{"1.9.0": 100, "1.10.0": 100, "1.8.0": 200, "1.0.0": 50} {
 		rels = append(rels, &Release{Version: v, SourceDate: date})

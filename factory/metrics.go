@@ -1,10 +1,7 @@
 package factory
 
 import (
-	"net/http"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // metrics are the factory's Prometheus series, in a registry of its own
@@ -47,10 +44,4 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.built, m.hits, m.cacheErrors, m.buildSeconds, m.requests, m.schematicsCreated, m.bytesSent, m.damaged, m.mismatches,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
-}
-
-// MetricsHandler serves the factory's metrics in Prometheus's format
-// (behind a login when the metrics surface needs one).
-func (s *Server) MetricsHandler() http.Handler {
-	return s.identify(s.guard(surfaceMetrics, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nodeforge/builder/api/platform"
+	"github.com/nodeforge/builder/attest/signing/signingtest"
 	"github.com/nodeforge/builder/build/compose"
-	"github.com/nodeforge/builder/internal/testsign"
 )
 
 // TestParseRegistryPath: only installer repositories of a schematic ID,
@@ -82,7 +82,7 @@ func FuzzParseRegistryPath(f *testing.F) {
 // MANIFEST_UNKNOWN for it, and a platform no table has is no repository.
 func TestRegistryReleasePlatforms(t *testing.T) {
 	ctx := context.Background()
-	f := newAccessFactory(t, ServerOptions{Signer: testsign.Signer(t)})
+	f := newAccessFactory(t, ServerOptions{Signer: signingtest.Signer(t)})
 	table, err := platform.Talos.Override("", []platform.Platform{{Name: "mycloud", Formats: []string{"qcow2"}}})
 	if err != nil {
 		t.Fatal(err)

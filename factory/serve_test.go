@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/nodeforge/builder/api/schematic"
-	"github.com/nodeforge/builder/internal/testsign"
+	"github.com/nodeforge/builder/attest/signing/signingtest"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -56,7 +56,7 @@ func TestServeDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer := testsign.Signer(t)
+	signer := signingtest.Signer(t)
 	f := newAccessFactory(t, ServerOptions{Signer: signer, Cache: cache})
 	started, release := blockingBuilds(f)
 	sv := serveFactory(t, f, time.Minute)

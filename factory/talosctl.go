@@ -9,10 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"path"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/nodeforge/builder/api/specs"
@@ -156,47 +153,4 @@ func (r *Release) talosctlArches(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// getTalosctl answers /talosctl/V with the URLs of the release's talosctl
-// binaries, and /talosctl/V/talosctl-linux-ARCH with one, as upstream
-// does; 404 for a release that ships none.
-func (s *Server) getTalosctl(w http.ResponseWriter, r *http.Request) {
-	rel, ok := s.release(w, r.PathValue("version"))
-	if !ok {
-		return
-	}
-	v := TalosVersion(rel.Version)
-	arches, err := rel.talosctlArches(r.Context())
-	if err != nil {
-		fail(w, http.StatusInternalServerError, "talosctl of version %s: %v", v, err)
-		return
-	}
-	if len(arches) == 0 {
-		fail(w, http.StatusNotFound, "talosctl is not available for version %s: %v", v, errNoTalosctl)
-		return
-	}
-	file := r.PathValue("file")
-	if file == "" {
-		var urls []string
-		for _, a := range arches {
-			urls = append(urls, s.pxeBase(r).JoinPath("talosctl", v, talosctlPrefix+a).String())
-		}
-		writeJSON(w, urls)
-		return
-	}
-	goArch, ok := strings.CutPrefix(file, talosctlPrefix)
-	if !ok || !slices.Contains(arches, goArch) {
-		fail(w, http.StatusNotFound, "%q is not a talosctl binary of version %s (have %s%s)", file, v, talosctlPrefix, strings.Join(arches, ", "+talosctlPrefix))
-		return
-	}
-	b, err := rel.Talosctl(r.Context(), releaseArch(rel.Params.Architectures, goArch))
-	if err != nil {
-		fail(w, http.StatusInternalServerError, "talosctl of version %s: %v", v, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", file))
-	w.Write(b)
 }

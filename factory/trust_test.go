@@ -26,8 +26,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/attest/signing/signingtest"
 	"github.com/nodeforge/builder/internal/digest"
-	"github.com/nodeforge/builder/internal/testsign"
 	nftest "github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
@@ -43,7 +43,7 @@ func artifactBytes(name, id string, n int) []byte {
 // (so one schematic's bytes are not another's), size bytes each.
 func trustFactory(t *testing.T, o ServerOptions, size int) *accessFactory {
 	t.Helper()
-	o.Signer = testsign.Signer(t)
+	o.Signer = signingtest.Signer(t)
 	f := newAccessFactory(t, o)
 	f.buildFn = func(_ context.Context, _ *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
 		id, _ := sch.ID()

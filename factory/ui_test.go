@@ -38,8 +38,8 @@ func uiTestServer(t *testing.T, externalURL string) (*Server, http.Handler) {
 		"nvidia": {Name: "nvidia", Version: "550.1", Author: "Nodeforge", Description: "NVIDIA GPU drivers"},
 		"zfs":    {Name: "zfs", Version: "2.2.4", Author: "Nodeforge", Description: "The ZFS file system"},
 	}
-	s := &Server{o: ServerOptions{Cache: cache, ExternalURL: externalURL, Log: slog.New(slog.DiscardHandler)},
-		schematics: &schematics{st: cache}, metrics: newMetrics()}
+	s := &Server{Service: &Service{o: ServerOptions{Cache: cache, ExternalURL: externalURL, Log: slog.New(slog.DiscardHandler)},
+		schematics: &schematics{st: cache}, metrics: newMetrics()}}
 	descs := map[string]map[string]string{"zfs": {"ru": "Файловая система ZFS"}}
 	s.serve(&Release{Version: "1.10.0", Branch: "p10", Params: compose.Params{Architectures: []string{"x86_64"}},
 		Extensions: []string{"cri"}, meta: meta, descs: descs},
@@ -124,7 +124,7 @@ func TestUICatalogs(t *testing.T) {
 		ns, _, _ := strings.Cut(k, ".")
 		namespaces[ns] = true
 	}
-	src, err := os.ReadFile("ui.go")
+	src, err := os.ReadFile("http_ui.go")
 	if err != nil {
 		t.Fatal(err)
 	}

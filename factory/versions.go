@@ -2,7 +2,6 @@ package factory
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -53,14 +52,14 @@ func checkBrokenVersions(vs []string) error {
 // broken says whether the operator marked a version broken: as upstream,
 // a broken version is neither listed nor served (its entries stay, so
 // unmarking it serves them again).
-func (s *Server) broken(v string) bool {
+func (s *Service) broken(v string) bool {
 	_, ok := matchVersion(s.o.BrokenVersions, v)
 	return ok
 }
 
 // available is the release a client's version names when it is served
 // and not broken, or nil.
-func (s *Server) available(v string) *Release {
+func (s *Service) available(v string) *Release {
 	rel := s.served().find(v)
 	if rel == nil || s.broken(rel.Version) {
 		return nil
@@ -69,7 +68,7 @@ func (s *Server) available(v string) *Release {
 }
 
 // listed are the releases /versions lists, oldest first.
-func (s *Server) listed() []*Release {
+func (s *Service) listed() []*Release {
 	c := s.served()
 	var out []*Release
 	for _, v := range c.versions {
@@ -83,7 +82,7 @@ func (s *Server) listed() []*Release {
 
 // latest is the release the "latest" tag names: the newest listed that
 // is not a pre-release, as upstream picks it; nil when there is none.
-func (s *Server) latest() *Release { return latestOf(s.listed()) }
+func (s *Service) latest() *Release { return latestOf(s.listed()) }
 
 // latestOf is latest among rels, as listed orders them.
 func latestOf(rels []*Release) *Release {
@@ -97,7 +96,7 @@ func latestOf(rels []*Release) *Release {
 
 // versionTags are the tags of a schematic's installer repositories: the
 // listed versions, Talos's way, and latest when there is one.
-func (s *Server) versionTags() []string {
+func (s *Service) versionTags() []string {
 	tags := []string{}
 	listed := s.listed()
 	for _, rel := range listed {
@@ -143,15 +142,4 @@ func compareVersions(a, b string) int {
 		return c
 	}
 	return strings.Compare(a, b)
-}
-
-// getOverlays lists a version's official overlays: none, for a release
-// ships no board overlay images (a schematic naming one is refused when
-// its media are asked for); 200 [] as upstream answers a version without
-// overlays.
-func (s *Server) getOverlays(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.release(w, r.PathValue("version")); !ok {
-		return
-	}
-	writeJSON(w, []struct{}{})
 }

@@ -65,7 +65,7 @@ type warmTarget struct {
 // checked before the first build: the version, each schematic, each
 // platform and artifact name. One artifact at a time: counts of built
 // and cached are exact as long as nothing else builds on this Server.
-func (s *Server) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
+func (s *Service) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
 	c := s.served()
 	rel := c.find(o.Version)
 	if rel == nil {
@@ -115,7 +115,7 @@ func (s *Server) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) {
 }
 
 // warmOne makes one artifact, as a request for it would.
-func (s *Server) warmOne(ctx context.Context, rel *Release, sch *schematic.Schematic, id string, t warmTarget) (WarmItem, error) {
+func (s *Service) warmOne(ctx context.Context, rel *Release, sch *schematic.Schematic, id string, t warmTarget) (WarmItem, error) {
 	it := WarmItem{Schematic: id, Artifact: t.a.composedName(t.arch)}
 	before, start := s.built.Load(), time.Now()
 	installer := t.a.kind == "installer"

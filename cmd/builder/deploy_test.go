@@ -156,6 +156,15 @@ func TestDeployHelm(t *testing.T) {
 		}
 		cfg := filepath.Join(t.TempDir(), "factory.yaml")
 		os.WriteFile(cfg, []byte(config), 0o644)
+		var doc any
+		if err := yaml.Unmarshal([]byte(config), &doc); err != nil {
+			t.Fatalf("--set %s: the ConfigMap's factory.yaml: %v", set, err)
+		}
+		js, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		validateSchema(t, "factory-config.schema.json", js)
 		for i, a := range flags {
 			if strings.HasPrefix(a, "--config=") {
 				flags[i] = "--config=" + cfg

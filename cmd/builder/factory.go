@@ -51,7 +51,7 @@ type serveFlags struct {
 	bodyTimeout, idleTimeout, verifyInterval, shutdownGrace            time.Duration
 	insecureListen                                                     bool
 	sf                                                                 storeFlags
-	releases                                                           []factoryRelease // settled: stores with their keys
+	releases                                                           []factory.ConfigRelease // settled: stores with their keys
 }
 
 func newFactoryServeCmd() *cobra.Command {
@@ -319,23 +319,23 @@ func (f *serveFlags) run(cmd *cobra.Command) error {
 // settle reads the config file under the flags given and checks what
 // the flags say together.
 func (f *serveFlags) settle(fl *pflag.FlagSet) error {
-	var fileReleases []factoryRelease
+	var fileReleases []factory.ConfigRelease
 	if err := applyFactoryEnv(fl); err != nil {
 		return err
 	}
 	if f.config != "" {
-		c, err := loadFactoryConfig(f.config)
+		c, err := factory.LoadConfig(f.config)
 		if err != nil {
 			return err
 		}
-		if err := c.apply(fl); err != nil {
+		if err := applyFactoryConfig(c, fl); err != nil {
 			return err
 		}
 		fileReleases = c.Release
 	}
 	f.releases = nil
 	for _, s := range f.stores {
-		f.releases = append(f.releases, factoryRelease{Store: s})
+		f.releases = append(f.releases, factory.ConfigRelease{Store: s})
 	}
 	if len(f.stores) == 0 {
 		f.releases = fileReleases

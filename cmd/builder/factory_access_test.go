@@ -84,7 +84,7 @@ trusted-proxies: [10.0.0.0/8, "fd00::/8"]
 		t.Fatal(err)
 	}
 	in := func(p string) string { return filepath.Join(dir, p) }
-	want := []factoryRelease{{Store: "oci:" + in("releases/p11"), Key: []string{in("keys/p11.pub")}}, {Store: "oci:/srv/releases/p10", Key: []string{in("keys/common.pub")}}}
+	want := []factory.ConfigRelease{{Store: "oci:" + in("releases/p11"), Key: []string{in("keys/p11.pub")}}, {Store: "oci:/srv/releases/p10", Key: []string{in("keys/common.pub")}}}
 	if fmt.Sprint(f.releases) != fmt.Sprint(want) {
 		t.Errorf("releases %v, want %v", f.releases, want)
 	}
@@ -106,7 +106,7 @@ trusted-proxies: [10.0.0.0/8, "fd00::/8"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(f.releases) != fmt.Sprint([]factoryRelease{{Store: "oci:/flag", Key: []string{in("keys/common.pub")}}}) ||
+	if fmt.Sprint(f.releases) != fmt.Sprint([]factory.ConfigRelease{{Store: "oci:/flag", Key: []string{in("keys/common.pub")}}}) ||
 		f.listen != "127.0.0.1:9999" || strings.Join(f.login, ",") != "download" || f.maxBuilds != 5 || f.buildRate != 12 || f.maxQueue != 7 || f.shutdownGrace != 45*time.Second {
 		t.Errorf("flags over the file: %+v", f)
 	}

@@ -25,9 +25,6 @@ var internalUp = map[string]string{
 		"it moves beside the build once the factory's tests that import it have moved (issue 39)",
 	"internal/testbase -> pkgbase/debpkg": "the boot tests' base wraps Debian's packages as the bootable " +
 		"demo base does; it moves beside the build with the api/target arrow (issue 39)",
-	"internal/testsign -> attest/signing": "forwards to attest/signing/signingtest for the factory's " +
-		"tests; removed once they import signingtest (issue 39)",
-	"internal/testsign -> attest/signing/signingtest": "(the same forwarding)",
 }
 
 // internalViolations checks, on direct imports: no package that is not a
@@ -89,7 +86,6 @@ func TestRulesCatchWrongImports(t *testing.T) {
 		{ImportPath: m("internal/ocilayout"), Imports: []string{m("internal/atomicfile"), "os"}},
 		{ImportPath: m("attest/signing/signingtest"), Imports: []string{m("attest/signing")}, Deps: []string{m("attest/signing")}},
 		{ImportPath: m("internal/testbase/mkbase"), Imports: []string{m("internal/testbase")}},
-		{ImportPath: m("internal/testsign"), Imports: []string{m("attest/signing"), m("attest/signing/signingtest")}},
 		{ImportPath: m("internal/testbase"), Imports: []string{m("api/target"), m("pkgbase/debpkg")}},
 		// Wrong: the ground floor reaching up, a test helper in library
 		// code, the build reaching the release.

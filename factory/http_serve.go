@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log"
 	"net"
-	"sync"
 	"time"
 )
 
@@ -39,52 +38,4 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, errorLog *log.Logge
 	}
 	s.o.Log.Info("stopped: every request and build in flight finished")
 	return nil
-}
-
-// running counts the builds in flight (cache lookups and builds, whether
-// a client still waits for them or not).
-type running struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0
-}
-
-func (r *running) start() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n == 0 {
-		r.idle = make(chan struct{})
-	}
-	r.n++
-}
-
-func (r *running) done() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n--; r.n == 0 {
-		close(r.idle)
-	}
-}
-
-func (r *running) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.n
-}
-
-// wait returns when nothing runs, or ctx's error when it ends first.
-func (r *running) wait(ctx context.Context) error {
-	r.mu.Lock()
-	idle := r.idle
-	n := r.n
-	r.mu.Unlock()
-	if n == 0 {
-		return nil
-	}
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -13,7 +13,6 @@ import (
 	"io"
 	"log"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -26,92 +25,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	"github.com/sigstore/sigstore/pkg/signature"
 	"golang.org/x/net/netutil"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
-	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/compressors"
-	"github.com/nodeforge/builder/build/media/secureboot"
-	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/release"
 )
-
-// ReleaseStore is a store of releases and the keys they must verify with.
-type ReleaseStore struct {
-	Store oci.Store
-	Keys  []signature.Verifier
-	// Name is the store as the operator named it (shown to clients
-	// without credentials or local directories); "" names it by Store.
-	Name string
-}
-
-// ServerOptions configure a factory.
-type ServerOptions struct {
-	Releases []ReleaseStore
-	// Cache holds the schematics and the built artifacts.
-	Cache oci.Store
-	// Signer signs cache entries and checks them when read; nil caches
-	// no artifact (every request composes).
-	Signer *signing.Signer
-	// BuilderVersion is part of every cache key: another builder may
-	// compose other bytes.
-	BuilderVersion string
-	// ExternalURL is where clients reach the factory (PXE scripts point
-	// back at it); "" uses the request's host.
-	ExternalURL string
-	// Work is a scratch directory for the ISO tool.
-	Work string
-	// MaxBuilds bounds the builds running at once (0: 2).
-	MaxBuilds int
-	// MaxQueue bounds the builds waiting for a slot (0: 4 × MaxBuilds;
-	// negative: none wait); past it a request gets 503 and Retry-After.
-	MaxQueue int
-	// Access says who may do what (the zero value: anyone, anything).
-	Access Access
-	// BuildTimeout bounds one build (0: 10 minutes).
-	BuildTimeout time.Duration
-	// SecureBoot signs the -secureboot media (systemd-boot and the UKIs
-	// made from the release's systemd-stub); nil: the factory serves none.
-	SecureBoot *secureboot.Signing
-	// MaxSchematics caps the schematics stored (0: no cap); past it a new
-	// one gets 507. Replicas on one store count their own additions.
-	MaxSchematics int
-	// BodyTimeout bounds the time a request's body takes to arrive (0: 30
-	// seconds); past it the request gets 408 and its connection closes.
-	BodyTimeout time.Duration
-	// IdleTimeout closes a keep-alive connection idle that long (0: two
-	// minutes); MaxConnections bounds the connections served at once (0:
-	// 1024), more wait to be accepted. Both are for HTTPServer and Listener.
-	IdleTimeout    time.Duration
-	MaxConnections int
-	// VerifyInterval is how long a cached artifact's file in a layout
-	// cache, once hashed, is served without hashing it again while its
-	// size and modification time stay (0: 10 minutes; negative: hashed at
-	// every request). A registry's entries are verified as they stream.
-	VerifyInterval time.Duration
-	// BrokenVersions are versions (either spelling) the operator marked
-	// broken: as upstream, not listed, not served, never latest; listed by
-	// /versions?broken=true.
-	BrokenVersions []string
-	// AllowedOrigins are the origins pages may download from (CORS); nil:
-	// any ("*"), as upstream.
-	AllowedOrigins []string
-	// TrustedProxies are the address ranges (CIDR, or single addresses)
-	// of the proxies whose X-Forwarded-For or Forwarded header names the
-	// client, for rate limits and logs; nil: the peer is the client.
-	TrustedProxies []string
-	Log            *slog.Logger
-}
-
-// requestError is a build refused for what the request asks (a
-// schematic the release cannot honour): 400 with its message, which names
-// no file of the factory's.
-type requestError struct{ msg string }
 
 func (e *requestError) Error() string { return e.msg }
 
@@ -120,30 +43,14 @@ const maxSchematicBody = 64 << 10
 
 // Server is the Image Factory's HTTP API (compatible with the upstream
 // factory's routes): schematics, versions, and artifacts composed on
-// demand from verified releases.
+// demand from verified releases, by its Service.
 type Server struct {
-	o          ServerOptions
-	schematics *schematics
-	cat        atomic.Pointer[catalog] // what is served
-	cache      *artifactCache
-	metrics    *metrics
-	builds     singleflight.Group
-	built      atomic.Int64
-	slots      chan struct{}
-	gate       *gate // logins, build rates, the build queue
-	buildFn    func(context.Context, *Release, *schematic.Schematic, artifact, string) ([]byte, error)
-	requests   atomic.Int64
-	active     atomic.Int64    // requests being answered
-	running    running         // builds in flight
-	inst       installers      // the registry front's checked entries
-	exts       extensionImages // and the releases' extension images it read
-	proxies    trustedProxies  // whose forwarding headers name the client
-}
-
-// Stats says how many artifacts were built and served from the cache, and
-// how many cache entries were refused.
-func (s *Server) Stats() Stats {
-	return Stats{Builds: s.built.Load(), Hits: s.cache.hits.Load(), CacheErrors: s.cache.errors.Load()}
+	*Service
+	gate     *gate // logins, build rates, the build queue
+	requests atomic.Int64
+	active   atomic.Int64    // requests being answered
+	exts     extensionImages // the releases' extension images the registry front read
+	proxies  trustedProxies  // whose forwarding headers name the client
 }
 
 // NewServer verifies every version of every release store: a version that
@@ -169,17 +76,6 @@ func NewServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		s.o.Log.Warn("the schematics stored are not counted: --max-schematics counts from 0", "err", err)
 	}
 	return s, nil
-}
-
-// logCompressors says at start what the factory composes media with, and
-// warns when that is not what releases are built with: its extension
-// images and initramfs then differ from those of a factory that is (and
-// its cache entries are its own: the compressors are in every key).
-func logCompressors(log *slog.Logger, list []compressors.Implementation) {
-	log.Info("composing with", "compressors", compressors.Key(list))
-	if err := compressors.Refusal(list); err != nil {
-		log.Warn("this factory composes other bytes than a release's builder: the media it serves differ from a reference factory's, its cache entries are its own", "why", err)
-	}
 }
 
 // newServer is a factory serving nothing yet.
@@ -226,23 +122,15 @@ func newServer(o ServerOptions) (*Server, error) {
 		o.MaxConnections = 1024
 	}
 	m := newMetrics()
-	s := &Server{o: o, schematics: &schematics{st: o.Cache, mismatches: m.mismatches}, slots: make(chan struct{}, o.MaxBuilds),
-		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}, metrics: m, gate: g, proxies: proxies}
-	s.buildFn = s.build
+	svc := &Service{o: o, schematics: &schematics{st: o.Cache, mismatches: m.mismatches}, slots: make(chan struct{}, o.MaxBuilds), queue: g.queue,
+		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}, metrics: m}
+	svc.buildFn = svc.build
+	s := &Server{Service: svc, gate: g, proxies: proxies}
+	svc.buildAllowed = s.mayBuild
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nodeforge_factory_builds_in_flight",
 		Help: "Builds running or waiting for a slot, with their cache lookups (a stop waits for them)."}, func() float64 { return float64(s.running.count()) }))
 	s.cat.Store(&catalog{releases: map[string]*Release{}})
 	return s, nil
-}
-
-// serve replaces what the factory serves with rels (tests).
-func (s *Server) serve(rels ...*Release) {
-	c := &catalog{releases: map[string]*Release{}}
-	for _, r := range rels {
-		c.releases[versionKey(r.Version)] = r
-	}
-	c.versions = slices.Sorted(maps.Keys(c.releases))
-	s.cat.Store(c)
 }
 
 // Handler routes the API.
@@ -790,188 +678,6 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request, sch *schematic.S
 	return rel, rarch, true
 }
 
-// unhonoured says why a release cannot make out of a schematic (a 400,
-// with upstream's text where it has one): an embedded configuration the
-// release's version does not read, an extension the release lacks (not
-// for the kernel and the command line, which neither changes: upstream
-// does not look there either), an option these media do not support yet
-// (a board overlay among them: no release ships one). version is the
-// version as the client named it.
-func unhonoured(rel *Release, sch *schematic.Schematic, out compose.Output, version string) error {
-	if err := compose.EmbeddedConfigRefusal(sch, out, version); err != nil {
-		return err
-	}
-	if out.Kind != "kernel" && out.Kind != "cmdline" {
-		if name, missing := rel.Missing(sch.Customization.SystemExtensions.OfficialExtensions); missing {
-			return fmt.Errorf("official extension %q is not available for Talos version %s", name, version)
-		}
-	}
-	return compose.Refusal(sch, out)
-}
-
-// output is what compose.Refusal judges of an artifact.
-func (a artifact) output() compose.Output {
-	if a.kind == "disk" {
-		return compose.Output{Kind: compose.DiskKind(a.format), SecureBoot: a.secureBoot}
-	}
-	return compose.Output{Kind: a.kind, SecureBoot: a.secureBoot}
-}
-
-// bootOnly is the part of a schematic the kernel and the command line
-// depend on (kernel arguments, META values): what the factory composes
-// them of, so the schematic's other options, checked for the media they
-// apply to, neither fail nor slow them.
-func bootOnly(sch *schematic.Schematic) *schematic.Schematic {
-	return &schematic.Schematic{Customization: schematic.Customization{
-		ExtraKernelArgs: sch.Customization.ExtraKernelArgs, Meta: sch.Customization.Meta}}
-}
-
-// compose makes one artifact (see flight).
-func (s *Server) compose(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) (*cachedArtifact, error) {
-	id, err := sch.ID()
-	if err != nil {
-		return nil, err
-	}
-	if a.platform != "" {
-		// The release's platforms: its spec may add some.
-		if _, err := rel.platforms().Lookup(a.platform); err != nil {
-			return nil, &requestError{msg: err.Error()}
-		}
-	}
-	name := a.composedName(arch)
-	e := entryInfo{Schematic: id, Version: rel.Version, Name: name, Arch: arch, Platform: a.platform, Builder: s.o.BuilderVersion}
-	keyName := name
-	if a.secureBoot {
-		// Signed with this factory's key: another key, another entry.
-		e.SecureBoot = s.o.SecureBoot.CertSHA256()
-		keyName += "\x00" + e.SecureBoot
-	}
-	e.Key = cacheKey(rel, id, keyName, s.o.BuilderVersion)
-	v, err := s.flight(ctx, flightJob{
-		key:    strings.Join([]string{id, rel.Version, arch, name}, "\x00"),
-		labels: []string{rel.Version, a.kind, arch},
-		lookup: func(bctx context.Context) (any, bool, bool) { return s.cache.get(bctx, e) },
-		build: func(bctx context.Context) (any, error) {
-			data, err := s.buildFn(bctx, rel, sch, a, arch)
-			if err != nil {
-				return nil, err
-			}
-			if err := s.cache.put(bctx, e, data); err != nil {
-				s.o.Log.Warn("caching an artifact failed", "artifact", name, "err", err)
-			}
-			return builtArtifact(data), nil // later requests read the entry
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*cachedArtifact), nil
-}
-
-// flightJob is one thing the factory builds on a cache miss.
-type flightJob struct {
-	key    string   // one flight per key
-	labels []string // the metrics' version, kind and arch
-	// lookup returns the cached value; refused says an entry was there
-	// and failed its checks (it is built again).
-	lookup func(ctx context.Context) (v any, ok, refused bool)
-	build  func(ctx context.Context) (any, error)
-}
-
-// flight answers a job from the cache or builds it. One build per key
-// runs at once (others wait for it), at most MaxBuilds builds run, and a
-// build is detached from the request that started it, within the build
-// time limit: a client that hangs up does not cancel what others wait for.
-func (s *Server) flight(ctx context.Context, j flightJob) (any, error) {
-	ran := false // this call's flight ran: a refusal from another is not this client's
-	ch := s.builds.DoChan(j.key, func() (any, error) {
-		ran = true
-		s.running.start()
-		defer s.running.done()
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.BuildTimeout)
-		defer cancel()
-		v, ok, refused := j.lookup(bctx)
-		if ok {
-			s.metrics.hits.WithLabelValues(j.labels...).Inc()
-			return v, nil
-		}
-		if refused {
-			s.metrics.cacheErrors.WithLabelValues(j.labels...).Inc()
-		}
-		free, err := s.buildSlot(ctx, bctx)
-		if err != nil {
-			return nil, err
-		}
-		defer free()
-		start := time.Now()
-		v, err = j.build(bctx)
-		if err != nil {
-			return nil, err
-		}
-		s.built.Add(1)
-		s.metrics.built.WithLabelValues(j.labels...).Inc()
-		s.metrics.buildSeconds.WithLabelValues(j.labels[1]).Observe(time.Since(start).Seconds())
-		return v, nil
-	})
-	select {
-	case res := <-ch:
-		if rf := (*refusal)(nil); !ran && errors.As(res.Err, &rf) && rf.perClient {
-			return s.flight(ctx, j) // ask for this client
-		}
-		return res.Val, res.Err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// build composes the media the artifact belongs to and returns its bytes.
-func (s *Server) build(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
-	if a.kind == "kernel" || a.kind == "cmdline" {
-		sch = bootOnly(sch)
-	}
-	work, err := os.MkdirTemp(s.o.Work, "compose-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(work)
-	if a.kind == "installer" {
-		inst := InstallerOptions{Schematic: sch, Platform: a.platform, Work: work}
-		if a.secureBoot {
-			inst.SecureBoot = s.o.SecureBoot
-		}
-		return rel.InstallerTarball(ctx, inst, arch)
-	}
-	boot, exts, o, err := rel.Inputs(ctx, arch, sch.Customization.SystemExtensions.OfficialExtensions)
-	if err != nil {
-		return nil, err
-	}
-	if a.kind == "uki" && boot.Stub == nil {
-		return nil, &requestError{msg: "release " + rel.Version + " has no systemd-stub (image.stub): no UKI"}
-	}
-	o.Schematic, o.Platform, o.Work = sch, a.platform, work
-	o.DiskFormats, o.Compressions, o.UKI = []string{}, nil, a.kind == "uki"
-	if a.secureBoot {
-		o.SecureBoot = &compose.SecureBoot{Signing: s.o.SecureBoot}
-	}
-	if a.kind == "disk" {
-		o.DiskFormats = []string{a.format}
-		if a.compression != "" {
-			o.Compressions, o.CompressedFormats = []string{a.compression}, []string{a.format}
-		}
-	}
-	res, err := compose.Media(ctx, boot, exts, o)
-	if err != nil {
-		return nil, err
-	}
-	want := a.composedName(arch)
-	for _, f := range res.Files {
-		if f.Name == want {
-			return f.Data, nil
-		}
-	}
-	return nil, fmt.Errorf("%s was not made (the release has no EFI boot manager for disk images?)", want)
-}
-
 // getPXE answers upstream's iPXE script byte for byte: the kernel and
 // initramfs (with -secureboot, the UKI) at the factory with the
 // platform's command line, the version always "v"-prefixed and the
@@ -1071,4 +777,64 @@ func (s *Server) getSigningKey(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/x-pem-file")
 	w.Write(pemBytes)
+}
+
+// MetricsHandler serves the factory's metrics in Prometheus's format
+// (behind a login when the metrics surface needs one).
+func (s *Server) MetricsHandler() http.Handler {
+	return s.identify(s.guard(surfaceMetrics, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
+}
+
+// getTalosctl answers /talosctl/V with the URLs of the release's talosctl
+// binaries, and /talosctl/V/talosctl-linux-ARCH with one, as upstream
+// does; 404 for a release that ships none.
+func (s *Server) getTalosctl(w http.ResponseWriter, r *http.Request) {
+	rel, ok := s.release(w, r.PathValue("version"))
+	if !ok {
+		return
+	}
+	v := TalosVersion(rel.Version)
+	arches, err := rel.talosctlArches(r.Context())
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "talosctl of version %s: %v", v, err)
+		return
+	}
+	if len(arches) == 0 {
+		fail(w, http.StatusNotFound, "talosctl is not available for version %s: %v", v, errNoTalosctl)
+		return
+	}
+	file := r.PathValue("file")
+	if file == "" {
+		var urls []string
+		for _, a := range arches {
+			urls = append(urls, s.pxeBase(r).JoinPath("talosctl", v, talosctlPrefix+a).String())
+		}
+		writeJSON(w, urls)
+		return
+	}
+	goArch, ok := strings.CutPrefix(file, talosctlPrefix)
+	if !ok || !slices.Contains(arches, goArch) {
+		fail(w, http.StatusNotFound, "%q is not a talosctl binary of version %s (have %s%s)", file, v, talosctlPrefix, strings.Join(arches, ", "+talosctlPrefix))
+		return
+	}
+	b, err := rel.Talosctl(r.Context(), releaseArch(rel.Params.Architectures, goArch))
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "talosctl of version %s: %v", v, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", file))
+	w.Write(b)
+}
+
+// getOverlays lists a version's official overlays: none, for a release
+// ships no board overlay images (a schematic naming one is refused when
+// its media are asked for); 200 [] as upstream answers a version without
+// overlays.
+func (s *Server) getOverlays(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.release(w, r.PathValue("version")); !ok {
+		return
+	}
+	writeJSON(w, []struct{}{})
 }

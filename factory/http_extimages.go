@@ -3,7 +3,6 @@ package factory
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -32,15 +31,6 @@ var extensionName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 type extensionImages struct {
 	mu sync.Mutex
 	by map[string]*frontEntry // version \x00 name -> entry
-}
-
-// publicHost is the host (and path) clients reach the factory at:
-// --external-url's, else the request's.
-func (s *Server) publicHost(requestHost string) string {
-	if u, err := url.Parse(s.o.ExternalURL); err == nil && u.Host != "" {
-		return u.Host + strings.TrimSuffix(u.Path, "/")
-	}
-	return requestHost
 }
 
 // extensionRef is the reference a client pulls a release's extension by,

@@ -422,6 +422,9 @@ type refusal struct {
 
 func (e *refusal) Error() string { return e.msg }
 
+// PerClient says whether the refusal is of one client (see perClient).
+func (e *refusal) PerClient() bool { return e.perClient }
+
 // setRetryAfter says, when the refusal has a wait, when to try again:
 // whole seconds, rounded up.
 func (e *refusal) setRetryAfter(h http.Header) {
@@ -442,7 +445,9 @@ var ociCodes = map[int]string{
 // it did; other errors are the caller's.
 func (s *Server) refused(w http.ResponseWriter, r *http.Request, err error) bool {
 	var rf *refusal
-	if !errors.As(err, &rf) {
+	if be := (*BusyError)(nil); errors.As(err, &be) {
+		rf = &refusal{status: http.StatusServiceUnavailable, retryAfter: busyRetry, msg: be.Error()}
+	} else if !errors.As(err, &rf) {
 		return false
 	}
 	h := w.Header()
@@ -478,47 +483,6 @@ func (s *Server) mayBuild(ctx context.Context) error {
 		return err
 	}
 	return s.gate.limits.take(p.name(), time.Now())
-}
-
-// buildSlot is what a build on a cache miss waits for: the request's
-// leave to build (mayBuild, of ctx: the request's) and then a build slot
-// (takeSlot, within bctx: the build's); free gives the slot back.
-func (s *Server) buildSlot(ctx, bctx context.Context) (free func(), err error) {
-	if err := s.mayBuild(ctx); err != nil {
-		return nil, err
-	}
-	return s.takeSlot(bctx)
-}
-
-// busyRetry is the Retry-After of a full build queue.
-const busyRetry = 10 * time.Second
-
-// takeSlot waits for one of the MaxBuilds build slots, or refuses when
-// MaxQueue builds wait already; release gives the slot back.
-func (s *Server) takeSlot(ctx context.Context) (release func(), err error) {
-	release = func() { <-s.slots }
-	select {
-	case s.slots <- struct{}{}:
-		return release, nil
-	default:
-	}
-	var queue chan struct{} // none without a gate
-	if s.gate != nil {
-		queue = s.gate.queue
-	}
-	select {
-	case queue <- struct{}{}:
-		defer func() { <-queue }()
-	default:
-		return nil, &refusal{status: http.StatusServiceUnavailable, retryAfter: busyRetry,
-			msg: fmt.Sprintf("the factory is busy: %d builds run and %d wait; try again later", cap(s.slots), cap(queue))}
-	}
-	select {
-	case s.slots <- struct{}{}:
-		return release, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // limiters are a token bucket per client, for the builds it triggers or
@@ -586,3 +550,6 @@ func (l *limiters) evict(now time.Time) {
 		delete(l.by, oldest)
 	}
 }
+
+// busyRetry is the Retry-After of a full build queue.
+const busyRetry = 10 * time.Second
