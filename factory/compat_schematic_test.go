@@ -10,7 +10,7 @@ import (
 
 	"github.com/nodeforge/builder/api/extensions"
 	"github.com/nodeforge/builder/api/schematic"
-	"github.com/nodeforge/builder/attest/pkcs7"
+	"github.com/nodeforge/builder/attest/authenticode"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/internal/testschematic"
@@ -201,7 +201,7 @@ func TestCompatSchematicOptions(t *testing.T) {
 	f := newAccessFactory(t, ServerOptions{})
 	// -secureboot names are served (refusals come first); the stand-in
 	// build signs nothing, the cache names the certificate.
-	f.o.SecureBoot = &secureboot.Signing{Signer: pkcs7.Signer{Cert: &x509.Certificate{}}}
+	f.o.SecureBoot = &secureboot.Signing{Signer: authenticode.Signer{Cert: &x509.Certificate{}}}
 	for _, c := range []struct {
 		doc, artifact string
 		code          int

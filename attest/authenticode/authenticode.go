@@ -3,11 +3,14 @@
 // over the image's Authenticode hash (SHA-256), in a WIN_CERTIFICATE
 // appended to the image and named by its certificate table.
 //
-// No sound Go library for this was at hand (go-uefi is not on the module
-// proxy here, and the PKCS#7 packages hash the whole encapsulated content
-// where Authenticode hashes its inner octets), so it is written here from
-// the specification (Microsoft's "Windows Authenticode Portable Executable
-// Signature Format"), judged by sbsigntool's sbverify and osslsigncode.
+// The PKCS#7 SignedData is relic's (github.com/sassoftware/relic/v8's
+// lib/pkcs7, which digests Authenticode's content the Authenticode way:
+// its inner octets); the PE layout (the hash's ranges, the certificate
+// table, the checksum) is written here from the specification
+// (Microsoft's "Windows Authenticode Portable Executable Signature
+// Format"): relic's PE signer writes other bytes and cannot remove a
+// signature (docs/architecture.md, Secure Boot). Judged by sbsigntool's
+// sbverify and osslsigncode.
 //
 // Signing adds only the certificate table and the two header fields that
 // name it (and the checksum): Strip gives back the unsigned image.
@@ -15,8 +18,7 @@ package authenticode
 
 import (
 	"bytes"
-	"sort"
-
+	"crypto"
 	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -24,13 +26,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
 
-	"github.com/nodeforge/builder/attest/pkcs7"
 	"github.com/nodeforge/builder/internal/pechecksum"
+	"github.com/sassoftware/relic/v8/lib/pkcs7"
 )
 
-// Object identifiers of Authenticode and PKCS#7.
+// Object identifiers of Authenticode and SHA-256.
 var (
+	oidSHA256          = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 1}
 	oidSPCIndirectData = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 311, 2, 1, 4}
 	oidSPCPEImageData  = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 311, 2, 1, 15}
 	oidSPCSpOpusInfo   = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 311, 2, 1, 12}
@@ -155,8 +159,12 @@ func Strip(img []byte) ([]byte, error) {
 	return out, nil
 }
 
-// Signer is a key and its certificate.
-type Signer = pkcs7.Signer
+// Signer is a key and its certificate: Secure Boot's PK, KEK and db
+// keys, which sign images (Sign) and authenticated variables.
+type Signer struct {
+	Key  crypto.Signer // RSA (PKCS#1 v1.5, deterministic) or ECDSA
+	Cert *x509.Certificate
+}
 
 // Sign returns the image signed: an Authenticode signature appended in a
 // certificate table. An image already signed is refused (UEFI checks
@@ -221,8 +229,13 @@ type (
 )
 
 // signedData is the PKCS#7 SignedData of an Authenticode signature over
-// an image digest, in its ContentInfo.
+// an image digest, in its ContentInfo: relic's builder, which signs the
+// SpcSpOpusInfo, content type and message digest attributes (in that
+// order, the DER order of the three) over the content's inner octets.
 func signedData(imageDigest []byte, s Signer) ([]byte, error) {
+	if s.Key == nil || s.Cert == nil {
+		return nil, errors.New("no signing key or certificate")
+	}
 	// SpcLink's file: an SpcString, the UTF-16 "<<<Obsolete>>>" every
 	// signer writes ([2] IMPLICIT BMPString inside [0]).
 	obsolete := []byte{}
@@ -237,29 +250,20 @@ func signedData(imageDigest []byte, s Signer) ([]byte, error) {
 	content := spcIndirectDataContent{
 		Data: spcAttributeValue{Type: oidSPCPEImageData, Value: spcPEImageData{Flags: asn1.BitString{Bytes: []byte{}},
 			File: asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: file}}},
-		MessageDigest: digestInfo{Algorithm: pkcs7.SHA256, Digest: imageDigest},
+		MessageDigest: digestInfo{Algorithm: pkix.AlgorithmIdentifier{Algorithm: oidSHA256, Parameters: asn1.NullRawValue}, Digest: imageDigest},
 	}
-	contentDER, err := asn1.Marshal(content)
+	b := pkcs7.NewBuilder(s.Key, []*x509.Certificate{s.Cert}, crypto.SHA256)
+	if err := b.SetContent(oidSPCIndirectData, content); err != nil {
+		return nil, err
+	}
+	if err := b.AddAuthenticatedAttribute(oidSPCSpOpusInfo, asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSequence, IsCompound: true}); err != nil {
+		return nil, err
+	}
+	sd, err := b.Sign()
 	if err != nil {
 		return nil, err
 	}
-	// The message digest covers the content's value, without its own
-	// SEQUENCE tag and length (Authenticode's one departure from PKCS#7).
-	var seq asn1.RawValue
-	if _, err := asn1.Unmarshal(contentDER, &seq); err != nil {
-		return nil, err
-	}
-	contentDigest := sha256.Sum256(seq.Bytes)
-	attrs := []pkcs7.Attribute{
-		{Type: pkcs7.OIDContentType, Value: mustMarshal(oidSPCIndirectData)},
-		{Type: oidSPCSpOpusInfo, Value: mustMarshal(asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSequence, IsCompound: true})},
-		{Type: pkcs7.OIDMessageDigest, Value: mustMarshal(contentDigest[:])},
-	}
-	sd, err := pkcs7.SignedData(s, pkcs7.Content{Type: oidSPCIndirectData, DER: contentDER}, attrs, contentDigest[:])
-	if err != nil {
-		return nil, err
-	}
-	return pkcs7.Wrap(sd)
+	return sd.Marshal()
 }
 
 func mustMarshal(v any) []byte {
@@ -285,35 +289,38 @@ func Verify(img []byte) (*x509.Certificate, error) {
 	}
 	entry := img[l.certOffset:]
 	le := binary.LittleEndian
+	if len(entry) < 8 {
+		return nil, fmt.Errorf("the certificate table is %d bytes, shorter than a WIN_CERTIFICATE header", len(entry))
+	}
 	n := int(le.Uint32(entry))
-	if len(entry) < 8 || n < 8 || n > len(entry) || le.Uint16(entry[4:]) != winCertRevision2 || le.Uint16(entry[6:]) != winCertTypePKCS {
+	if n < 8 || n > len(entry) || le.Uint16(entry[4:]) != winCertRevision2 || le.Uint16(entry[6:]) != winCertTypePKCS {
 		return nil, errors.New("the certificate table holds no PKCS#7 WIN_CERTIFICATE")
 	}
-	p, err := pkcs7.Parse(trimDER(entry[8:n]))
+	p, err := pkcs7.Unmarshal(trimDER(entry[8:n]))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("not a PKCS#7 SignedData: %w", err)
 	}
-	if !p.ContentType.Equal(oidSPCIndirectData) || p.Content == nil {
-		return nil, errors.New("the signature's content is not Authenticode's")
+	sd := &p.Content
+	if !p.ContentType.Equal(pkcs7.OidSignedData) || len(sd.SignerInfos) != 1 {
+		return nil, fmt.Errorf("the signature is not a SignedData of one signer (%d)", len(sd.SignerInfos))
+	}
+	if len(sd.SignerInfos[0].AuthenticatedAttributes) == 0 {
+		return nil, errors.New("the signature has no signed attributes (Authenticode signs its content's digest in them)")
 	}
 	var content spcIndirectDataContent
-	if _, err := asn1.Unmarshal(p.Content, &content); err != nil {
-		return nil, fmt.Errorf("the signature's content: %w", err)
+	if !sd.ContentInfo.ContentType.Equal(oidSPCIndirectData) || sd.ContentInfo.Unmarshal(&content) != nil {
+		return nil, errors.New("the signature's content is not Authenticode's")
 	}
 	if !bytes.Equal(content.MessageDigest.Digest, l.hash(img)) {
 		return nil, errors.New("the image's digest is not the one signed: the image changed after signing")
 	}
-	var seq asn1.RawValue
-	if _, err := asn1.Unmarshal(p.Content, &seq); err != nil {
-		return nil, err
-	}
-	if sum := sha256.Sum256(seq.Bytes); !bytes.Equal(p.MessageDigest, sum[:]) {
-		return nil, errors.New("the signed attributes do not name the signed content")
-	}
-	if err := p.Verify(nil); err != nil {
+	// relic checks the message digest (over the content's inner octets)
+	// and the signature over the signed attributes.
+	sig, err := sd.Verify(nil, false)
+	if err != nil {
 		return nil, fmt.Errorf("the signature does not hold: %w", err)
 	}
-	return p.Signer, nil
+	return sig.Certificate, nil
 }
 
 // trimDER cuts the padding after a DER value (the table pads entries to

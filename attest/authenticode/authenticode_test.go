@@ -22,7 +22,7 @@ import (
 
 // testSigner is an RSA-2048 key and a self-signed certificate for it, as
 // a Secure Boot db entry would be.
-func testSigner(t *testing.T) (Signer, string) {
+func testSigner(t testing.TB) (Signer, string) {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {

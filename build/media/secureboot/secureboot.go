@@ -20,6 +20,7 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/binary"
 	"encoding/pem"
 	"errors"
@@ -32,11 +33,12 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/nodeforge/builder/attest/authenticode"
 	"github.com/nodeforge/builder/attest/pcr"
 	"github.com/nodeforge/builder/attest/pkcs11key"
-	"github.com/nodeforge/builder/attest/pkcs7"
 	"github.com/nodeforge/builder/build/media/gpt"
 	"github.com/nodeforge/builder/internal/digest"
+	"github.com/sassoftware/relic/v8/lib/pkcs7"
 )
 
 // GUIDs of UEFI 2.10.
@@ -69,7 +71,7 @@ var Names = []string{"db", "KEK", "PK"}
 // Keys is a Secure Boot key set: each key with its self-signed
 // certificate, and the key that signs the UKIs' PCR 11 policies.
 type Keys struct {
-	PK, KEK, DB pkcs7.Signer
+	PK, KEK, DB authenticode.Signer
 	PCR         *rsa.PrivateKey
 	// Owner is the owner GUID of the signature lists.
 	Owner gpt.GUID
@@ -80,7 +82,7 @@ type Keys struct {
 // years.
 func Generate(commonName string, now time.Time) (*Keys, error) {
 	ks := &Keys{}
-	for i, k := range []*pkcs7.Signer{&ks.PK, &ks.KEK, &ks.DB} {
+	for i, k := range []*authenticode.Signer{&ks.PK, &ks.KEK, &ks.DB} {
 		key, err := rsa.GenerateKey(rand.Reader, rsaBits)
 		if err != nil {
 			return nil, err
@@ -105,7 +107,7 @@ func Generate(commonName string, now time.Time) (*Keys, error) {
 		if err != nil {
 			return nil, err
 		}
-		*k = pkcs7.Signer{Key: key, Cert: cert}
+		*k = authenticode.Signer{Key: key, Cert: cert}
 	}
 	ks.Owner = ownerOf(ks.PK.Cert)
 	// TPM2_VerifySignature of every TPM takes RSA-2048.
@@ -142,7 +144,7 @@ func SignatureList(owner gpt.GUID, cert *x509.Certificate) []byte {
 // EFI_VARIABLE_AUTHENTICATION_2 descriptor (the time stamp and a PKCS#7
 // signature by signer over the variable's name, vendor GUID, attributes,
 // time stamp and data) followed by the data, as SetVariable takes it.
-func Auth(name string, data []byte, stamp time.Time, signer pkcs7.Signer) ([]byte, error) {
+func Auth(name string, data []byte, stamp time.Time, signer authenticode.Signer) ([]byte, error) {
 	vendor := imageSecurity
 	switch name {
 	case "PK", "KEK":
@@ -162,7 +164,7 @@ func Auth(name string, data []byte, stamp time.Time, signer pkcs7.Signer) ([]byt
 	signed.Write(ts)
 	signed.Write(data)
 	sum := sha256.Sum256(signed.Bytes())
-	sd, err := pkcs7.SignedData(signer, pkcs7.Content{Type: pkcs7.OIDData}, nil, sum[:])
+	sd, err := detachedSignedData(signer, sum[:])
 	if err != nil {
 		return nil, fmt.Errorf("%s.auth: %w", name, err)
 	}
@@ -175,6 +177,25 @@ func Auth(name string, data []byte, stamp time.Time, signer pkcs7.Signer) ([]byt
 	out = append(out, ct[:]...)
 	out = append(out, sd...)
 	return append(out, data...), nil
+}
+
+// detachedSignedData is the DER of a PKCS#7 SignedData (without the
+// ContentInfo around it) by signer over detached data of that SHA-256,
+// without signed attributes, as efitools' sign-efi-sig-list writes it:
+// relic's builder.
+func detachedSignedData(signer authenticode.Signer, digest []byte) ([]byte, error) {
+	if signer.Key == nil || signer.Cert == nil {
+		return nil, errors.New("no signing key or certificate")
+	}
+	b := pkcs7.NewBuilder(signer.Key, []*x509.Certificate{signer.Cert}, crypto.SHA256)
+	if err := b.SetDetachedContent(pkcs7.OidData, digest); err != nil {
+		return nil, err
+	}
+	sd, err := b.Sign()
+	if err != nil {
+		return nil, err
+	}
+	return asn1.Marshal(sd.Content)
 }
 
 // efiTime is an EFI_TIME of t in UTC, whole seconds (the descriptor's
@@ -195,7 +216,7 @@ func (ks *Keys) AuthFiles(stamp time.Time) (map[string][]byte, error) {
 	for _, v := range []struct {
 		name   string
 		cert   *x509.Certificate
-		signer pkcs7.Signer
+		signer authenticode.Signer
 	}{{"db", ks.DB.Cert, ks.KEK}, {"KEK", ks.KEK.Cert, ks.PK}, {"PK", ks.PK.Cert, ks.PK}} {
 		a, err := Auth(v.name, SignatureList(ks.Owner, v.cert), stamp, v.signer)
 		if err != nil {
@@ -233,7 +254,7 @@ func (ks *Keys) Files() (map[string][]byte, error) {
 	for name, b := range wellKnown {
 		files[name+WellKnownSuffix] = b
 	}
-	for name, k := range map[string]pkcs7.Signer{"PK": ks.PK, "KEK": ks.KEK, "db": ks.DB} {
+	for name, k := range map[string]authenticode.Signer{"PK": ks.PK, "KEK": ks.KEK, "db": ks.DB} {
 		der, err := x509.MarshalPKCS8PrivateKey(k.Key)
 		if err != nil {
 			return nil, err
@@ -260,7 +281,7 @@ func (ks *Keys) Files() (map[string][]byte, error) {
 // has no .auth files: keys enrolled by other means). Close releases the
 // tokens of keys held on PKCS#11 tokens.
 type Signing struct {
-	Signer pkcs7.Signer
+	Signer authenticode.Signer
 	Auth   map[string][]byte // "PK", "KEK", "db"
 	// PCR signs the UKIs' PCR 11 policies (.pcrsig): an RSA key, in a
 	// file or on a token; nil: the set has no PCR key and the UKIs carry
@@ -347,33 +368,33 @@ func Load(dir, pin string) (_ *Signing, err error) {
 
 // loadSigner reads the db key, from its file or its token, and checks it
 // against the certificate.
-func (s *Signing) loadSigner(dir string, certPEM []byte) (pkcs7.Signer, error) {
+func (s *Signing) loadSigner(dir string, certPEM []byte) (authenticode.Signer, error) {
 	uri, err := readKeyFile(dir, SigningTokenFile)
 	if errors.Is(err, os.ErrNotExist) {
 		keyPEM, err := readKeyFile(dir, SigningKeyFile)
 		if err != nil {
-			return pkcs7.Signer{}, fmt.Errorf("Secure Boot keys: %w (or %s naming the key on a PKCS#11 token)", err, SigningTokenFile)
+			return authenticode.Signer{}, fmt.Errorf("Secure Boot keys: %w (or %s naming the key on a PKCS#11 token)", err, SigningTokenFile)
 		}
 		signer, err := ParseSigner(keyPEM, certPEM)
 		if err != nil {
-			return pkcs7.Signer{}, fmt.Errorf("Secure Boot keys in %s: %w", dir, err)
+			return authenticode.Signer{}, fmt.Errorf("Secure Boot keys in %s: %w", dir, err)
 		}
 		return signer, nil
 	} else if err != nil {
-		return pkcs7.Signer{}, err
+		return authenticode.Signer{}, err
 	}
 	key, err := s.openToken(dir, SigningTokenFile, uri)
 	if err != nil {
-		return pkcs7.Signer{}, err
+		return authenticode.Signer{}, err
 	}
 	cert, err := parseCert(certPEM)
 	if err != nil {
-		return pkcs7.Signer{}, fmt.Errorf("Secure Boot keys in %s: %w", dir, err)
+		return authenticode.Signer{}, fmt.Errorf("Secure Boot keys in %s: %w", dir, err)
 	}
 	if !publicKeysEqual(key.Public(), cert.PublicKey) {
-		return pkcs7.Signer{}, fmt.Errorf("Secure Boot keys in %s: the key %s names does not belong to %s", dir, SigningTokenFile, SigningCertFile)
+		return authenticode.Signer{}, fmt.Errorf("Secure Boot keys in %s: the key %s names does not belong to %s", dir, SigningTokenFile, SigningCertFile)
 	}
-	return pkcs7.Signer{Key: key, Cert: cert}, nil
+	return authenticode.Signer{Key: key, Cert: cert}, nil
 }
 
 // loadPCR reads the PCR policy key from its file or its token; nil when
@@ -452,23 +473,23 @@ func parsePCRKey(b []byte) (*rsa.PrivateKey, error) {
 
 // ParseSigner reads a PEM private key (PKCS#8, PKCS#1 or EC) and its PEM
 // certificate, and checks that they belong together.
-func ParseSigner(keyPEM, certPEM []byte) (pkcs7.Signer, error) {
+func ParseSigner(keyPEM, certPEM []byte) (authenticode.Signer, error) {
 	key, err := parseKey(keyPEM)
 	if err != nil {
-		return pkcs7.Signer{}, err
+		return authenticode.Signer{}, err
 	}
 	cert, err := parseCert(certPEM)
 	if err != nil {
-		return pkcs7.Signer{}, err
+		return authenticode.Signer{}, err
 	}
 	signer, ok := key.(crypto.Signer)
 	if !ok {
-		return pkcs7.Signer{}, fmt.Errorf("a %T cannot sign", key)
+		return authenticode.Signer{}, fmt.Errorf("a %T cannot sign", key)
 	}
 	if !publicKeysEqual(signer.Public(), cert.PublicKey) {
-		return pkcs7.Signer{}, errors.New("the key does not belong to the certificate")
+		return authenticode.Signer{}, errors.New("the key does not belong to the certificate")
 	}
-	return pkcs7.Signer{Key: signer, Cert: cert}, nil
+	return authenticode.Signer{Key: signer, Cert: cert}, nil
 }
 
 // parseCert reads a PEM certificate.

@@ -6,9 +6,13 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeforge/builder/attest/authenticode"
 	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/sassoftware/relic/v8/lib/pkcs7"
 )
 
 // TestAgainstEfitools: efitools' cert-to-efi-sig-list and
@@ -197,4 +203,70 @@ func writeSet(t *testing.T, files map[string][]byte, skip []string, replace map[
 		}
 	}
 	return dir
+}
+
+// TestOpenSSLVerifiesSignedData: OpenSSL's CMS verifier (a judge besides
+// efitools, which makes RSA keys only) accepts the detached SignedData of
+// authenticated variables for RSA and ECDSA signers, and refuses it over
+// changed content.
+func TestOpenSSLVerifiesSignedData(t *testing.T) {
+	openssl := testutil.NeedTool(t, "openssl")
+	data := []byte("PK KEK db: a variable's content\n")
+	sum := sha256.Sum256(data)
+	for _, ec := range []bool{false, true} {
+		s := testSigner(t, ec)
+		sd, err := detachedSignedData(s, sum[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		// OpenSSL reads a SignedData in its ContentInfo.
+		wrapped, err := asn1.Marshal(struct {
+			Type    asn1.ObjectIdentifier
+			Content asn1.RawValue
+		}{pkcs7.OidSignedData, asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: sd}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		sig, content := filepath.Join(dir, "sig.p7"), filepath.Join(dir, "data")
+		os.WriteFile(sig, wrapped, 0o644)
+		os.WriteFile(content, data, 0o644)
+		args := []string{"cms", "-verify", "-inform", "DER", "-in", sig, "-binary", "-noverify", "-content", content, "-out", os.DevNull}
+		if out, err := exec.Command(openssl, args...).CombinedOutput(); err != nil || !strings.Contains(string(out), "Verification successful") {
+			t.Errorf("ec=%t: openssl cms -verify: %v\n%s", ec, err, out)
+		}
+		os.WriteFile(content, append([]byte("x"), data[1:]...), 0o644)
+		if out, err := exec.Command(openssl, args...).CombinedOutput(); err == nil {
+			t.Errorf("ec=%t: openssl accepted changed content\n%s", ec, out)
+		}
+	}
+	if _, err := detachedSignedData(authenticode.Signer{}, sum[:]); err == nil {
+		t.Error("signed without a key")
+	}
+}
+
+// testSigner is an RSA or ECDSA P-256 key and a self-signed certificate.
+func testSigner(t *testing.T, ec bool) authenticode.Signer {
+	t.Helper()
+	var key crypto.Signer
+	var err error
+	if ec {
+		key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	} else {
+		key, err = rsa.GenerateKey(rand.Reader, 2048)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(42), Subject: pkix.Name{CommonName: "signed data test"},
+		NotBefore: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), NotAfter: time.Date(2046, 1, 1, 0, 0, 0, 0, time.UTC)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return authenticode.Signer{Key: key, Cert: cert}
 }

@@ -11,7 +11,7 @@ import (
 	"path"
 	"time"
 
-	"github.com/nodeforge/builder/attest/pkcs7"
+	"github.com/nodeforge/builder/attest/authenticode"
 	"github.com/nodeforge/builder/build/media/gpt"
 )
 
@@ -67,7 +67,7 @@ func WellKnown(name string) ([]*x509.Certificate, error) {
 // what auth, the key set's own .auth file of it, enrols and then the
 // well-known certificates, one signature list each, owned by Microsoft:
 // with auth's time stamp, signed by signer (PK for KEK, KEK for db).
-func WithWellKnown(name string, auth []byte, signer pkcs7.Signer) ([]byte, error) {
+func WithWellKnown(name string, auth []byte, signer authenticode.Signer) ([]byte, error) {
 	certs, err := WellKnown(name)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func splitAuth(auth []byte) (time.Time, []byte, error) {
 // wellKnownAuthFiles are the set's KEK and db .auth files with the
 // well-known certificates, made of its own .auth files (auth).
 func (ks *Keys) wellKnownAuthFiles(auth map[string][]byte) (map[string][]byte, error) {
-	signers := map[string]pkcs7.Signer{"PK": ks.PK, "KEK": ks.KEK}
+	signers := map[string]authenticode.Signer{"PK": ks.PK, "KEK": ks.KEK}
 	files := map[string][]byte{}
 	for _, v := range wellKnownNames {
 		b, err := WithWellKnown(v.name, auth[v.name], signers[v.signer])
@@ -166,25 +166,25 @@ func loadWellKnown(dir string, auth map[string][]byte) (map[string][]byte, error
 
 // loadEnrolledSigner reads NAME.key and NAME.pem (PK or KEK), checking
 // that the certificate is the one the set's NAME.auth (auth) enrols.
-func loadEnrolledSigner(dir, name string, auth []byte) (pkcs7.Signer, error) {
+func loadEnrolledSigner(dir, name string, auth []byte) (authenticode.Signer, error) {
 	keyPEM, err := readKeyFile(dir, name+".key")
 	if err != nil {
-		return pkcs7.Signer{}, err
+		return authenticode.Signer{}, err
 	}
 	certPEM, err := readKeyFile(dir, name+".pem")
 	if err != nil {
-		return pkcs7.Signer{}, err
+		return authenticode.Signer{}, err
 	}
 	signer, err := ParseSigner(keyPEM, certPEM)
 	if err != nil {
-		return pkcs7.Signer{}, fmt.Errorf("%s.key: %w", name, err)
+		return authenticode.Signer{}, fmt.Errorf("%s.key: %w", name, err)
 	}
 	_, data, err := splitAuth(auth)
 	if err != nil {
-		return pkcs7.Signer{}, fmt.Errorf("%s.auth: %w", name, err)
+		return authenticode.Signer{}, fmt.Errorf("%s.auth: %w", name, err)
 	}
 	if !bytes.Contains(data, signer.Cert.Raw) {
-		return pkcs7.Signer{}, fmt.Errorf("%s.pem is not the certificate %s.auth enrols", name, name)
+		return authenticode.Signer{}, fmt.Errorf("%s.pem is not the certificate %s.auth enrols", name, name)
 	}
 	return signer, nil
 }
