@@ -470,7 +470,7 @@ func (b *archBuild) layRoot(ctx context.Context) error {
 		}
 		layOpts.OnFile = pre.Add
 	}
-	b.as, err = assemble(ctx, b.spec, b.arch, b.locked, b.paths, b.opts.Shuffle, b.layCache, layOpts)
+	b.as, err = assemble(ctx, b.spec, b.arch, b.locked, b.paths, layInputs{b.opts.Shuffle, b.layCache, layOpts})
 	if pre != nil {
 		pre.Stop()
 	}
