@@ -11,8 +11,10 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/demobase"
 )
@@ -186,9 +188,80 @@ func TestContainerImages(t *testing.T) {
 			t.Errorf("image %s: %s, then %s (shuffled)", name, want, rep2.Images[name])
 		}
 	}
+	// The report and the lock hold to their published schemas.
+	for file, doc := range map[string][]byte{"report.schema.json": mustRead(t, filepath.Join(out, "report.json")), "lock.schema.json": d.lockBytes} {
+		sch, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "docs", "schemas", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(v); err != nil {
+			t.Errorf("%s: %v", file, err)
+		}
+	}
 	judgeImage(t, dir, "hello")
 	judgeImage(t, filepath.Join(out, "images", "hello-zstd"), "hello-zstd")
+	// crane validates the gzip one in a registry, layers digested (its
+	// validate reads every layer as gzip: go-containerregistry#1826); zstd
+	// decompresses the other's layer to its diff ID.
+	zstdLayer(t, filepath.Join(out, "images", "hello-zstd"))
+	reg := testutil.StartRegistry(t, testutil.RegistryOptions{})
+	crane := testutil.NeedTool(t, "crane")
+	for _, name := range []string{"hello"} {
+		ref := reg.Host + "/images/" + name + ":1"
+		if out, err := exec.Command(crane, "push", "--insecure", "--index", filepath.Join(out, "images", name), ref).CombinedOutput(); err != nil {
+			t.Fatalf("crane push %s: %v\n%s", name, err, out)
+		}
+		if out, err := exec.Command(crane, "validate", "--insecure", "--remote", ref).CombinedOutput(); err != nil {
+			t.Errorf("crane validate %s: %v\n%s", name, err, out)
+		} else {
+			t.Logf("crane validate %s: %s", name, bytes.TrimSpace(out))
+		}
+	}
 	runImage(t, dir, []string{"/usr/local/bin/echo", "hello from the image"}, 1000, "hello from the image\n")
+	runImage(t, filepath.Join(out, "images", "hello-zstd"), []string{"/usr/bin/echo", "zstd"}, 0, "zstd\n")
+}
+
+// zstdLayer has zstd(1) decompress the image's layer and checks the
+// result against the config's diff ID.
+func zstdLayer(t *testing.T, dir string) {
+	t.Helper()
+	zstdTool := testutil.NeedTool(t, "zstd")
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, _ := p.ImageIndex()
+	m, _ := idx.IndexManifest()
+	img, err := idx.Image(m.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, _ := img.Manifest()
+	cf, _ := img.ConfigFile()
+	if mt := mf.Layers[0].MediaType; mt != "application/vnd.oci.image.layer.v1.tar+zstd" {
+		t.Errorf("layer media type %s", mt)
+	}
+	blob := filepath.Join(dir, "blobs", "sha256", mf.Layers[0].Digest.Hex)
+	out, err := exec.Command(zstdTool, "-dc", blob).Output()
+	if err != nil {
+		t.Fatalf("zstd -dc: %v", err)
+	}
+	if got := digest.OCI(out); got != cf.RootFS.DiffIDs[0] {
+		t.Errorf("zstd layer: decompressed %s, diff ID %s", got, cf.RootFS.DiffIDs[0])
+	}
+}
+
+func mustRead(t *testing.T, file string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // judgeImage has skopeo inspect and copy the layout.
