@@ -45,6 +45,27 @@ func TestImageContainer(t *testing.T) {
 	if err != nil || !strings.Contains(got, filepath.Join(out, "images", "shell")+"  sha256:") {
 		t.Errorf("build: %v\n%s", err, got)
 	}
+	// why explains a package of the image, from the spec and from the
+	// lock alone, the same.
+	locks, _ := filepath.Glob(filepath.Join(dir, "*.lock.json"))
+	if len(locks) != 1 {
+		t.Fatalf("locks: %v", locks)
+	}
+	fromSpec, err := runBuilder(t, "why", "-q", "--spec", spec, "--cache", cache, "--image", "shell", "libtinfo")
+	if err != nil || !strings.HasPrefix(fromSpec, "libtinfo-") || !strings.Contains(fromSpec, " is in image shell (x86_64)") {
+		t.Errorf("why --image: %v\n%s", err, fromSpec)
+	}
+	if fromLock, err := runBuilder(t, "why", "-q", "--lock", locks[0], "--cache", cache, "--image", "shell", "libtinfo"); err != nil || fromLock != fromSpec {
+		t.Errorf("why --lock --image: %v\n%s\nfrom the spec:\n%s", err, fromLock, fromSpec)
+	}
+	asJSON, err := runBuilder(t, "why", "-q", "--lock", locks[0], "--cache", cache, "--image", "shell", "--json", "libtinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateSchema(t, "why.schema.json", []byte(asJSON))
+	if _, err := runBuilder(t, "why", "-q", "--lock", locks[0], "--cache", cache, "--image", "shell", "containerd"); err == nil || !strings.Contains(err.Error(), "containerd is not in image shell") {
+		t.Errorf("why --image of a package not in it: %v", err)
+	}
 	for args, want := range map[string]string{
 		"--name nosuch": "--name nosuch: the spec has no such container image (it has: shell)",
 		"":              "--kind container needs --name",
