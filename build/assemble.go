@@ -35,57 +35,26 @@ type assembly struct {
 // generated marks files the builder writes.
 func generated(name string) report.Origin { return report.Origin{Generator: name} }
 
+// layInputs are how packages are laid: the order's seed (builder repro
+// shuffles it), the laid-package cache, and the laying options.
+type layInputs struct {
+	shuffle int64
+	cache   *rootfs.LayCache
+	opts    rootfs.LayOptions
+}
+
 // assemble lays the rootfs and kernel components into one tree, performs
 // scriptlet effects declaratively, writes the generated files, takes the
 // kernel out, and applies the image policies.
-func assemble(ctx context.Context, s *specs.Spec, arch string, a *lock.Arch, paths map[string]string, shuffle int64, lc *rootfs.LayCache, layOpts rootfs.LayOptions) (*assembly, error) {
+func assemble(ctx context.Context, s *specs.Spec, arch string, a *lock.Arch, paths map[string]string, lay layInputs) (*assembly, error) {
 	as := &assembly{tree: rootfs.New()}
-	byNEVRA := map[string]*lock.Package{}
-	for i := range a.Packages {
-		byNEVRA[a.Packages[i].NEVRA] = &a.Packages[i]
-	}
 	as.packages = componentPackages(s, a, "rootfs", "kernel")
-	var all []scripted
-	layOrder := append([]string(nil), as.packages...)
-	if shuffle != 0 {
-		// builder repro lays packages in another order: the tree must not
-		// depend on it.
-		r := rand.New(rand.NewPCG(uint64(shuffle), 1))
-		r.Shuffle(len(layOrder), func(i, j int) { layOrder[i], layOrder[j] = layOrder[j], layOrder[i] })
-	}
-	toLay := make([]rootfs.RPMToLay, len(layOrder))
-	for i, nevra := range layOrder {
-		lp := byNEVRA[nevra]
-		if lp == nil {
-			return nil, fmt.Errorf("component lists %s, which the lock does not pin", nevra)
-		}
-		toLay[i] = rootfs.RPMToLay{Path: paths[nevra], Origin: report.Origin{Package: nevra, RPMSHA256: lp.SHA256}}
-	}
-	results, err := as.tree.AddRPMs(ctx, toLay, layOpts, lc, runtime.GOMAXPROCS(0))
+	all, ghosts, err := layLocked(ctx, as.tree, arch, a, as.packages, paths, lay)
 	if err != nil {
 		return nil, err
 	}
-	// Nothing runs here, so nothing stops a package of another
-	// architecture but this: every executable, library and module must
-	// be code for the architecture's machine.
-	ta, err := target.Lookup(arch)
-	if err != nil {
-		return nil, err
-	}
-	if err := as.tree.CheckMachines(ta.Machines()); err != nil {
-		return nil, err
-	}
-	for i, nevra := range layOrder {
-		for _, g := range results[i].Ghosts {
-			as.ghosts = append(as.ghosts, nevra+": "+g)
-		}
-		all = append(all, scripted{nevra, results[i]})
-	}
-
-	// Scriptlets take effect in package order, whatever the lay order.
-	sort.Slice(all, func(i, j int) bool { return all[i].pkg < all[j].pkg })
-
-	if err := as.applyAccounts(s, all); err != nil {
+	as.ghosts = ghosts
+	if err := as.applyAccounts(s.Image.Users, s.Image.Groups, all); err != nil {
 		return nil, err
 	}
 	osr := osRelease(s)
@@ -102,27 +71,80 @@ func assemble(ctx context.Context, s *specs.Spec, arch string, a *lock.Arch, pat
 		return nil, err
 	}
 
-	rules, err := dropRules(s.Image.Drop)
-	if err != nil {
-		return nil, err
-	}
-	as.drops = as.tree.Drop(rules)
 	pol := rootfs.Policy{Setuid: set(s.Image.Setuid), StripSetuid: s.Image.StripSetuid, WorldWritable: set(s.Image.WorldWritable), AllowDevices: s.Image.Devices == "allow"}
-	if as.policy, err = as.tree.Enforce(pol); err != nil {
-		return nil, err
-	}
-	// The loader cache sees the final tree, as ldconfig would at the end
-	// of an installation.
-	cache, libs, err := as.tree.LdSoCache(rootfs.LdCacheOptions{Arch: arch})
-	if err != nil {
-		return nil, err
-	}
-	as.libraries = libs
-	if err := as.tree.Replace(&rootfs.Node{Path: "/etc/ld.so.cache", Kind: rootfs.KindFile, Mode: 0o644, User: "root", Group: "root", Data: cache, Digest: digest.SHA256Hex(cache), Origin: generated("ldconfig")}); err != nil {
+	if err := as.finish(arch, s.Image.Drop, pol); err != nil {
 		return nil, err
 	}
 	sort.Strings(as.ghosts)
 	return as, nil
+}
+
+// finish applies the drop rules and the policy to the tree, and writes
+// the loader cache of the final tree, as ldconfig would at the end of an
+// installation.
+func (as *assembly) finish(arch string, drop []specs.DropRule, pol rootfs.Policy) error {
+	rules, err := dropRules(drop)
+	if err != nil {
+		return err
+	}
+	as.drops = as.tree.Drop(rules)
+	if as.policy, err = as.tree.Enforce(pol); err != nil {
+		return err
+	}
+	cache, libs, err := as.tree.LdSoCache(rootfs.LdCacheOptions{Arch: arch})
+	if err != nil {
+		return err
+	}
+	as.libraries = libs
+	return as.tree.Replace(&rootfs.Node{Path: "/etc/ld.so.cache", Kind: rootfs.KindFile, Mode: 0o644, User: "root", Group: "root", Data: cache, Digest: digest.SHA256Hex(cache), Origin: generated("ldconfig")})
+}
+
+// layLocked lays the locked packages nevras of a into tree (in a shuffled
+// order when lay.shuffle is not 0: the tree must not depend on it), checks
+// that every executable, library and module is code for arch's machine,
+// and returns the laid packages in NEVRA order (scriptlets take effect in
+// that order, whatever the lay order) with the ghosts they declared.
+func layLocked(ctx context.Context, tree *rootfs.Tree, arch string, a *lock.Arch, nevras []string, paths map[string]string, lay layInputs) ([]scripted, []string, error) {
+	byNEVRA := map[string]*lock.Package{}
+	for i := range a.Packages {
+		byNEVRA[a.Packages[i].NEVRA] = &a.Packages[i]
+	}
+	layOrder := append([]string(nil), nevras...)
+	if lay.shuffle != 0 {
+		r := rand.New(rand.NewPCG(uint64(lay.shuffle), 1))
+		r.Shuffle(len(layOrder), func(i, j int) { layOrder[i], layOrder[j] = layOrder[j], layOrder[i] })
+	}
+	toLay := make([]rootfs.RPMToLay, len(layOrder))
+	for i, nevra := range layOrder {
+		lp := byNEVRA[nevra]
+		if lp == nil {
+			return nil, nil, fmt.Errorf("the lock lists %s, which it does not pin", nevra)
+		}
+		toLay[i] = rootfs.RPMToLay{Path: paths[nevra], Origin: report.Origin{Package: nevra, RPMSHA256: lp.SHA256}}
+	}
+	results, err := tree.AddRPMs(ctx, toLay, lay.opts, lay.cache, runtime.GOMAXPROCS(0))
+	if err != nil {
+		return nil, nil, err
+	}
+	// Nothing runs here, so nothing stops a package of another
+	// architecture but this.
+	ta, err := target.Lookup(arch)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := tree.CheckMachines(ta.Machines()); err != nil {
+		return nil, nil, err
+	}
+	var all []scripted
+	var ghosts []string
+	for i, nevra := range layOrder {
+		for _, g := range results[i].Ghosts {
+			ghosts = append(ghosts, nevra+": "+g)
+		}
+		all = append(all, scripted{nevra, results[i]})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].pkg < all[j].pkg })
+	return all, ghosts, nil
 }
 
 // scripted is a laid package with its scriptlets and triggers.
@@ -132,9 +154,9 @@ type scripted struct {
 }
 
 // applyAccounts makes the accounts: the base's own files, then the spec's
-// entries, then the scriptlets' (in package order), and writes
-// /etc/passwd, /etc/group and /etc/shadow.
-func (as *assembly) applyAccounts(s *specs.Spec, all []scripted) error {
+// entries (users, groups), then the scriptlets' (in package order), and
+// writes /etc/passwd, /etc/group and /etc/shadow.
+func (as *assembly) applyAccounts(users []specs.User, groups []specs.Group, all []scripted) error {
 	var passwd, group []byte
 	if n := as.tree.Get("/etc/passwd"); n != nil && n.Kind == rootfs.KindFile {
 		passwd = n.Data
@@ -146,10 +168,10 @@ func (as *assembly) applyAccounts(s *specs.Spec, all []scripted) error {
 	if err != nil {
 		return err
 	}
-	for _, g := range s.Image.Groups {
+	for _, g := range groups {
 		acc.AddGroup(g.Name, g.GID)
 	}
-	for _, u := range s.Image.Users {
+	for _, u := range users {
 		grp := u.Group
 		if grp == "" {
 			grp = u.Name

@@ -232,6 +232,7 @@ type buildRun struct {
 	kernels        map[string]compose.KernelParams // arch -> its kernel, for the media
 	mediaInstaller map[string][]v1.Layer           // arch -> the schematic's installer layers
 	sbInstaller    map[string][]v1.Layer           // arch -> the schematic's Secure Boot installer layers
+	containers     map[string]map[string]v1.Layer  // container image -> arch -> its layer
 }
 
 // newRun checks that the spec and the lock belong together and settles
@@ -248,7 +249,8 @@ func newRun(opts Options) (*buildRun, error) {
 	}
 	r := &buildRun{opts: opts, spec: s, lock: l, sde: opts.SourceDateEpoch, logf: opts.Log,
 		assets: map[string][]ociAsset{}, extLayers: map[string]map[string]*compose.ImageLayer{}, extVersions: map[string]string{}, extDescs: map[string]map[string]string{},
-		installer: map[string][]v1.Layer{}, mediaInstaller: map[string][]v1.Layer{}, sbInstaller: map[string][]v1.Layer{}, kernels: map[string]compose.KernelParams{}}
+		installer: map[string][]v1.Layer{}, mediaInstaller: map[string][]v1.Layer{}, sbInstaller: map[string][]v1.Layer{}, kernels: map[string]compose.KernelParams{},
+		containers: map[string]map[string]v1.Layer{}}
 	if r.logf == nil {
 		r.logf = func(string, ...any) {}
 	}
@@ -277,6 +279,10 @@ func newRun(opts Options) (*buildRun, error) {
 		Architectures:   map[string]*report.ArchReport{},
 		Generators:      generatorDocs,
 		Artifacts:       map[string]report.ArtifactInfo{},
+	}
+	if len(s.Images) > 0 {
+		r.rep.Generators = maps.Clone(generatorDocs)
+		maps.Copy(r.rep.Generators, containerGenerators)
 	}
 	return r, nil
 }
@@ -433,6 +439,9 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 	if err != nil {
 		return err
 	}
+	if err := b.buildContainers(ctx, ar); err != nil {
+		return err
+	}
 	r.rep.Architectures[arch] = ar
 	done()
 	return nil
@@ -470,7 +479,7 @@ func (b *archBuild) layRoot(ctx context.Context) error {
 		}
 		layOpts.OnFile = pre.Add
 	}
-	b.as, err = assemble(ctx, b.spec, b.arch, b.locked, b.paths, b.opts.Shuffle, b.layCache, layOpts)
+	b.as, err = assemble(ctx, b.spec, b.arch, b.locked, b.paths, layInputs{b.opts.Shuffle, b.layCache, layOpts})
 	if pre != nil {
 		pre.Stop()
 	}
@@ -822,7 +831,7 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 		}
 		rep.Extensions[name] = d.String()
 	}
-	return nil
+	return r.writeContainers(ctx)
 }
 
 // step logs the start of a step and returns the func that logs its end

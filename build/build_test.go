@@ -92,7 +92,7 @@ func (d *demoRelease) assembled(t *testing.T) *archBuild {
 	if b.paths, err = fetchArch(context.Background(), Options{Spec: d.spec, Lock: d.lock, Cache: d.cache}, b.locked); err != nil {
 		t.Fatal(err)
 	}
-	if b.as, err = assemble(context.Background(), d.spec, "x86_64", b.locked, b.paths, 0, nil, rootfs.LayOptions{}); err != nil {
+	if b.as, err = assemble(context.Background(), d.spec, "x86_64", b.locked, b.paths, layInputs{}); err != nil {
 		t.Fatal(err)
 	}
 	b.owners = b.as.accounts.Owners()

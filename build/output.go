@@ -79,6 +79,7 @@ type outputReport struct {
 	OCIIndex   string                         `json:"ociIndex"`
 	Installer  string                         `json:"installer"`
 	Extensions map[string]string              `json:"extensions"`
+	Images     map[string]string              `json:"images"`
 	Artifacts  map[string]report.ArtifactInfo `json:"artifacts"`
 	Media      *report.MediaReport            `json:"media"`
 }
@@ -105,6 +106,9 @@ func (r *outputReport) layouts() map[string]string {
 	l := map[string]string{"oci": r.OCIIndex, "installer": r.Installer}
 	for name, d := range r.Extensions {
 		l[path.Join("extensions", name)] = d
+	}
+	for name, d := range r.Images {
+		l[ImagesDir(name)] = d
 	}
 	if m := r.Media; m != nil {
 		l[MediaInstallerDir(m.Schematic, false)] = m.Installer

@@ -115,6 +115,9 @@ type Resolution struct {
 	// MultiVersion are the spec's multi-version patterns; absent means the
 	// resolver's default.
 	MultiVersion []string `json:"multiVersion,omitempty"`
+	// Images are each container image's package requests (absent: the
+	// spec has none).
+	Images map[string][]string `json:"images,omitempty"`
 }
 
 // SpecRef names the spec and pins its bytes.
@@ -166,6 +169,10 @@ type Arch struct {
 	// Components maps a component (rootfs, kernel, an extension) to the
 	// NEVRAs it installs, each present in Packages.
 	Components map[string][]string `json:"components"`
+	// Images maps a container image built for the architecture to the
+	// NEVRAs it installs, each present in Packages (absent: none). An
+	// image is resolved on its own, from the same repositories.
+	Images map[string][]string `json:"images,omitempty"`
 }
 
 // Package pins one package.
@@ -227,6 +234,9 @@ func (l *Lock) Sort() {
 		for _, c := range a.Components {
 			sort.Strings(c)
 		}
+		for _, c := range a.Images {
+			sort.Strings(c)
+		}
 	}
 }
 
@@ -274,6 +284,13 @@ func Parse(b []byte, name string) (*Lock, error) {
 			for _, n := range list {
 				if !have[n] {
 					return nil, fmt.Errorf("%s: %s component %s names %s, which the lock does not pin", path, arch, comp, n)
+				}
+			}
+		}
+		for im, list := range a.Images {
+			for _, n := range list {
+				if !have[n] {
+					return nil, fmt.Errorf("%s: %s image %s names %s, which the lock does not pin", path, arch, im, n)
 				}
 			}
 		}

@@ -55,6 +55,17 @@ func TestLockSchema(t *testing.T) {
 	if err := validate(sch, elsewhere); err != nil {
 		t.Errorf("a lock with specDir does not validate: %v", err)
 	}
+	// A lock with container images: accepted by both.
+	images := edit(func(l, p map[string]any) {
+		l["architectures"].(map[string]any)[demobase.Arch].(map[string]any)["images"] = map[string]any{"etcd": []any{p["nevra"]}}
+		l["resolution"].(map[string]any)["images"] = map[string]any{"etcd": []any{"etcd-server"}}
+	})
+	if _, err := lock.Parse(images, "images"); err != nil {
+		t.Errorf("a lock with images: %v", err)
+	}
+	if err := validate(sch, images); err != nil {
+		t.Errorf("a lock with images does not validate: %v", err)
+	}
 	// Refused by both. "not json" and a component naming a NEVRA the lock
 	// does not pin (TestReadRejects) are beyond a schema.
 	for name, body := range map[string][]byte{
@@ -67,6 +78,9 @@ func TestLockSchema(t *testing.T) {
 		"package without sha256":      edit(func(_, p map[string]any) { p["sha256"] = "" }),
 		"package without location":    edit(func(_, p map[string]any) { p["location"] = "" }),
 		"size a string":               edit(func(_, p map[string]any) { p["size"] = "3140" }),
+		"image of an unpinned NEVRA": edit(func(l, _ map[string]any) {
+			l["architectures"].(map[string]any)[demobase.Arch].(map[string]any)["images"] = map[string]any{"Etcd": []any{"x-1-1.x86_64"}}
+		}),
 	} {
 		if _, err := lock.Parse(body, name); err == nil {
 			t.Errorf("%s: Parse accepts it", name)

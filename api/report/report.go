@@ -28,7 +28,10 @@ type Report struct {
 	Media *MediaReport `json:"media,omitempty"`
 	// Extensions maps each extension to the index digest of its OCI
 	// layout, OUT/extensions/<name>.
-	Extensions    map[string]string       `json:"extensions,omitempty"`
+	Extensions map[string]string `json:"extensions,omitempty"`
+	// Images maps each container image to the index digest of its OCI
+	// layout, OUT/images/<name>.
+	Images        map[string]string       `json:"images,omitempty"`
 	Architectures map[string]*ArchReport  `json:"architectures"`
 	Generators    map[string]string       `json:"generators"`
 	Artifacts     map[string]ArtifactInfo `json:"artifacts"` // "<arch>/<name>" -> digest
@@ -69,6 +72,23 @@ type ArchReport struct {
 	Media []FileEntry `json:"media,omitempty"`
 	// UKI is the release's signed unified kernel image, with Secure Boot.
 	UKI *UKIReport `json:"uki,omitempty"`
+	// Images are the container images built for the architecture.
+	Images map[string]*ImageReport `json:"images,omitempty"`
+}
+
+// ImageReport is one container image of one architecture: the packages
+// laid into it, what was done to them, its layer and every file with the
+// package (or generator) it came from.
+type ImageReport struct {
+	Packages   []string           `json:"packages"`
+	Scriptlets []ScriptletOutcome `json:"scriptlets"`
+	Ghosts     []string           `json:"ghosts"`
+	Dropped    []DropResult       `json:"dropped"`
+	Policy     PolicyResult       `json:"policy"`
+	Libraries  []string           `json:"libraries"` // /etc/ld.so.cache entries
+	// Layer is the digest of the image's one layer (gzip or zstd of Files).
+	Layer string      `json:"layer"`
+	Files []FileEntry `json:"files"`
 }
 
 // UKIReport says what a release's signed UKI is made of and who signed

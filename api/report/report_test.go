@@ -36,6 +36,7 @@ func full() *Report {
 				Stub: map[string]string{"x86_64": "systemd-stub"}, Bootloader: map[string]string{"x86_64": "systemd-boot"}, EnrolsKeys: true,
 				Installer: oci("9"), PCRPublicKey: "-----BEGIN PUBLIC KEY-----\n", PCR11: map[string]string{"x86_64": hex64("a")}}},
 		Extensions: map[string]string{"ext": oci("b")},
+		Images:     map[string]string{"etcd": oci("9")},
 		Architectures: map[string]*ArchReport{"x86_64": {
 			Packages: []string{"p"}, Kernel: &KernelInfo{Package: "kernel", Version: "6.12", VmlinuzPath: "/boot/vmlinuz", Modules: 2,
 				BootModules: []string{"kernel/a.ko"}, Builtin: []string{"kernel/b.ko"}},
@@ -48,6 +49,9 @@ func full() *Report {
 			Media: fe("/m"),
 			UKI: &UKIReport{File: "x86_64/uki.efi", UnsignedSHA256: hex64("d"), SigningCertSHA256: hex64("e"), Subject: "CN=db",
 				Stub: "systemd-stub", Kernel: "kernel", Initramfs: "x86_64/initramfs.xz", PCR11: hex64("f")},
+			Images: map[string]*ImageReport{"etcd": {Packages: []string{"etcd"}, Scriptlets: []ScriptletOutcome{so}, Ghosts: []string{"/g"},
+				Dropped: []DropResult{{Rule: "docs", Paths: 1, Bytes: 2}}, Policy: PolicyResult{Setuid: []string{"/s"}, Stripped: []string{"/t"}, WorldWritable: []string{"/tmp"}, Capabilities: []string{"/c"}},
+				Libraries: []string{"libc.so.6"}, Layer: oci("8"), Files: fe("/usr/bin/etcd")}},
 		}},
 		Generators: map[string]string{"passwd": "accounts from scriptlets"},
 		Artifacts:  map[string]ArtifactInfo{"x86_64/rootfs.sqsh": {SHA256: hex64("0"), Size: 4096}},

@@ -143,6 +143,24 @@ image:
   strip-setuid: true
   world-writable: [/var/tmp]
   devices: allow
+images:
+  etcd:
+    packages: [bash]
+    architectures: [x86_64]
+    entrypoint: [/usr/bin/etcd]
+    cmd: [--version]
+    env: {ETCD_DATA_DIR: /var/lib/etcd}
+    workdir: /var/lib/etcd
+    user: etcd
+    users: [{name: etcd, uid: 65532, group: etcd, home: /var/lib/etcd, shell: /bin/false}]
+    groups: [{name: etcd, gid: 65532}]
+    labels: {org.example.component: etcd}
+    annotations: {org.opencontainers.image.vendor: Example}
+    links: {/usr/local/bin/etcd: /usr/bin/etcd}
+    drop: [{name: docs, paths: ['/usr/share/doc/**']}]
+    setuid: [/usr/bin/su]
+    compression: zstd
+  pause: {packages: [bash], cmd: [/bin/sh], user: "65535:65535"}
 `
 	full = strings.Replace(full, "channels:\n", "channels:\n  staging:\n    registry: registry.example.org:5000/nodeforge\n    ca-file: ca.pem\n    allow-http: true\n    builder-id: https://example.org/builder\n    public-key: keys/staging.pub\n", 1)
 	if _, err := specs.Parse([]byte(full), demo, nil); err != nil {
@@ -171,6 +189,14 @@ image:
 		"unknown platform format":   string(base) + "image:\n  platforms: [{name: metal, formats: [vmdk]}]\n",
 		"bad parameter prefix":      string(base) + "image:\n  kernel-param-prefix: Talos.\n",
 		"an alias listed twice":     edit("extension-aliases: [siderolabs]", "extension-aliases: [siderolabs, siderolabs]"),
+		"image without packages":    string(base) + "images:\n  x: {entrypoint: [/bin/sh]}\n",
+		"image with an upper case":  string(base) + "images:\n  X: {packages: [bash], entrypoint: [/bin/sh]}\n",
+		"image without entrypoint":  string(base) + "images:\n  x: {packages: [bash]}\n",
+		"image user with a colon":   string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], user: 'a:b'}\n",
+		"image relative workdir":    string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], workdir: var}\n",
+		"image relative link":       string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], links: {usr/x: /bin/sh}}\n",
+		"image layer compression":   string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], compression: xz}\n",
+		"image unknown field":       string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], ports: [80]}\n",
 		"registry and layout":       edit("    key: keys/dev/cosign.key\n", "    key: keys/dev/cosign.key\n    registry: r.example.org\n    layout: out\n"),
 	} {
 		if _, err := specs.Parse([]byte(body), demo, nil); err == nil {

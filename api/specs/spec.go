@@ -55,6 +55,9 @@ type Spec struct {
 	// ExtensionAliases are other namespaces a schematic may name the
 	// extensions in (e.g. siderolabs, for a release in its own namespace).
 	ExtensionAliases []string `yaml:"extension-aliases,omitempty" json:"extensionAliases,omitempty"`
+	// Images are container images built from the same base (see
+	// ContainerImage), by name.
+	Images map[string]ContainerImage `yaml:"images,omitempty" json:"images,omitempty"`
 	// Channels say where releases are published (dev, prod); default: a
 	// local OCI layout per channel beside the spec.
 	Channels map[string]Channel `yaml:"channels,omitempty" json:"channels,omitempty"`
@@ -338,6 +341,7 @@ func (s *Spec) normalize() error {
 		}
 	}
 	s.Image.normalize(s, bad)
+	s.normalizeImages(bad)
 	s.normalizeChannels(bad)
 	if len(errs) > 0 {
 		return errors.New("spec: " + strings.Join(errs, "; "))

@@ -110,3 +110,33 @@ func TestVerifyAndKernel(t *testing.T) {
 		t.Errorf("flavour from image.kernel: %v %q", err, s.KernelFlavour())
 	}
 }
+
+// TestImages: the images section's defaults, and its errors named by
+// image and field.
+func TestImages(t *testing.T) {
+	head := "name: x\nversion: 1\narchitectures: [x86_64, aarch64]\nrepositories: [{name: r, url: /x, format: alt, insecure-skip-verify: true}]\ncomponents: {k: {kind: kernel, packages: [a]}}\n"
+	s, err := Parse([]byte(head+"images:\n  etcd: {packages: [etcd], entrypoint: [/usr/bin/etcd]}\n"), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := s.Images["etcd"]
+	if !slices.Equal(im.Architectures, []string{"x86_64", "aarch64"}) || im.User != "root" || im.Compression != "gzip" || len(im.Drop) != len(DefaultDrop) {
+		t.Errorf("defaults: %+v", im)
+	}
+	for body, want := range map[string]string{
+		"images:\n  etcd: {packages: [etcd], entrypoint: [/usr/bin/etcd], architectures: [ppc64le]}\n": `images.etcd: architecture "ppc64le" is not one of the spec's (x86_64, aarch64)`,
+		"images:\n  etcd: {packages: [etcd], entrypoint: [etcd]}\n":                                    `images.etcd.entrypoint "etcd" must be an absolute path`,
+		"images:\n  etcd: {packages: [etcd]}\n":                                                        `images.etcd: an entrypoint or a cmd is required`,
+		"images:\n  Etcd: {packages: [etcd], cmd: [/bin/sh]}\n":                                        `images.Etcd: the name must be lower-case`,
+		"images:\n  etcd: {entrypoint: [/bin/sh]}\n":                                                   `images.etcd lists no packages`,
+		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], env: {1X: y}}\n":                          `images.etcd.env: "1X" is not a variable name`,
+		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], user: 'a:b'}\n":                           `images.etcd.user "a:b": want a user name, a UID or UID:GID`,
+		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], links: {/usr/../x: /bin/sh}}\n":           `images.etcd.links: "/usr/../x" must be an absolute, clean path`,
+		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], compression: xz}\n":                       `images.etcd.compression "xz": want gzip or zstd`,
+	} {
+		_, err := Parse([]byte(head+body), "", nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+}

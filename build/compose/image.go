@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/specs"
@@ -25,8 +26,9 @@ import (
 // registries and crane validate expect layers (the tar's digest is the
 // diff ID the image's config lists).
 type ImageLayer struct {
-	tar, gz        []byte
+	tar, gz        []byte // gz: the compressed stream (gzip, or zstd)
 	diffID, digest v1.Hash
+	zstd           bool
 }
 
 // NewImageLayer gzips tar. The stream has no name and no time in its
@@ -56,6 +58,24 @@ func NewImageLayer(tarData []byte) (*ImageLayer, error) {
 	return l, nil
 }
 
+// NewZstdImageLayer compresses tar with zstd (a container image's
+// layers, on request): the initramfs's encoder (klauspost's, pinned),
+// one goroutine, so the bytes do not depend on the cores.
+func NewZstdImageLayer(tarData []byte) (*ImageLayer, error) {
+	var b bytes.Buffer
+	zw, err := zstd.NewWriter(&b, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	if _, err = zw.Write(tarData); err == nil {
+		err = zw.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ImageLayer{tar: tarData, gz: b.Bytes(), diffID: digest.OCI(tarData), digest: digest.OCI(b.Bytes()), zstd: true}, nil
+}
+
 // Tar is the layer's uncompressed tar.
 func (l *ImageLayer) Tar() []byte { return l.tar }
 
@@ -68,8 +88,13 @@ func (l *ImageLayer) DiffID() (v1.Hash, error) { return l.diffID, nil }
 // Size is the size of the blob.
 func (l *ImageLayer) Size() (int64, error) { return int64(len(l.gz)), nil }
 
-// MediaType is the OCI gzip layer's.
-func (l *ImageLayer) MediaType() (types.MediaType, error) { return types.OCILayer, nil }
+// MediaType is the OCI gzip layer's (or zstd layer's).
+func (l *ImageLayer) MediaType() (types.MediaType, error) {
+	if l.zstd {
+		return types.OCILayerZStd, nil
+	}
+	return types.OCILayer, nil
+}
 
 // Compressed reads the blob.
 func (l *ImageLayer) Compressed() (io.ReadCloser, error) {
@@ -132,6 +157,10 @@ type plainIndex struct {
 	raw []byte
 	m   *v1.IndexManifest
 }
+
+// PlainIndex is idx with no artifactType in its descriptors (see
+// plainIndex): an index of images, not artifacts.
+func PlainIndex(idx v1.ImageIndex) (v1.ImageIndex, error) { return withoutArtifactTypes(idx) }
 
 func withoutArtifactTypes(idx v1.ImageIndex) (v1.ImageIndex, error) {
 	m, err := idx.IndexManifest()

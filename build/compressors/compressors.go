@@ -32,7 +32,8 @@ const (
 type Implementation struct {
 	// Writes names the format and what it compresses: "squashfs zstd"
 	// (rootfs.sqsh, the extensions' images in the media), "squashfs xz",
-	// "squashfs gzip", "initramfs zstd" (also the .zst disk images),
+	// "squashfs gzip", "initramfs zstd" (also the .zst disk images and
+	// the zstd layers of container images),
 	// "initramfs xz" (also the .xz ones), "layers gzip" (the OCI layers,
 	// the .gz disk images, the VMDK's zlib grains).
 	Writes string

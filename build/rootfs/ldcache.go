@@ -411,43 +411,8 @@ func (t *Tree) LdSoCache(opts LdCacheOptions) (data []byte, libs []string, err e
 	return data, libs, nil
 }
 
-// resolve follows p inside the tree as the kernel would in the image:
-// absolute link targets start at the tree's root. It returns the
-// canonical path and node, or nil (missing, ENOTDIR, ELOOP).
-func (s *ldScan) resolve(p string) (string, *Node) {
-	cur, comps, hops := "/", strings.Split(p, "/"), 0
-	for len(comps) > 0 {
-		if n := s.t.Get(cur); n == nil || n.Kind != KindDir {
-			return "", nil
-		}
-		c := comps[0]
-		comps = comps[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			cur = path.Dir(cur)
-			continue
-		}
-		next := path.Join(cur, c)
-		n := s.t.Get(next)
-		if n == nil {
-			return "", nil
-		}
-		if n.Kind == KindSymlink {
-			if hops++; hops > 40 || n.Target == "" { // MAXSYMLINKS
-				return "", nil
-			}
-			if strings.HasPrefix(n.Target, "/") {
-				cur = "/"
-			}
-			comps = append(strings.Split(n.Target, "/"), comps...)
-			continue
-		}
-		cur = next
-	}
-	return cur, s.t.Get(cur)
-}
+// resolve follows p inside the tree (Tree.Resolve).
+func (s *ldScan) resolve(p string) (string, *Node) { return s.t.Resolve(p) }
 
 func (s *ldScan) readFile(p string) ([]byte, bool) {
 	if _, n := s.resolve(p); n != nil && n.Kind == KindFile {

@@ -1,6 +1,7 @@
 package rootfs
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"sort"
@@ -47,6 +48,9 @@ type Policy struct {
 	StripSetuid   bool            // strip the bits elsewhere instead of failing
 	WorldWritable map[string]bool
 	AllowDevices  bool
+	// Section names the spec section the rules come from in messages
+	// ("image" when empty; "images.NAME" for a container image).
+	Section string
 }
 
 // Enforce checks every node against the policy and returns every
@@ -54,6 +58,7 @@ type Policy struct {
 func (t *Tree) Enforce(p Policy) (report.PolicyResult, error) {
 	res := report.PolicyResult{Setuid: []string{}, Stripped: []string{}, WorldWritable: []string{}, Capabilities: []string{}}
 	var bad []string
+	sec := cmp.Or(p.Section, "image")
 	for _, n := range t.Nodes() {
 		if n.Kind == KindSymlink {
 			continue
@@ -66,7 +71,7 @@ func (t *Tree) Enforce(p Policy) (report.PolicyResult, error) {
 				n.Mode &^= 0o6000
 				res.Stripped = append(res.Stripped, n.Path)
 			default:
-				bad = append(bad, fmt.Sprintf("%s is setuid/setgid (mode %04o) from %s and not allowed by image.setuid", n.Path, n.Mode, n.Origin))
+				bad = append(bad, fmt.Sprintf("%s is setuid/setgid (mode %04o) from %s and not allowed by %s.setuid", n.Path, n.Mode, n.Origin, sec))
 			}
 		}
 		if n.Mode&0o002 != 0 {
@@ -76,11 +81,11 @@ func (t *Tree) Enforce(p Policy) (report.PolicyResult, error) {
 				res.WorldWritable = append(res.WorldWritable, n.Path)
 			case sticky:
 			default:
-				bad = append(bad, fmt.Sprintf("%s is world-writable (mode %04o) from %s and not allowed by image.world-writable", n.Path, n.Mode, n.Origin))
+				bad = append(bad, fmt.Sprintf("%s is world-writable (mode %04o) from %s and not allowed by %s.world-writable", n.Path, n.Mode, n.Origin, sec))
 			}
 		}
 		if (n.Kind == KindCharDev || n.Kind == KindBlockDev || n.Kind == KindFifo || n.Kind == KindSocket) && !p.AllowDevices {
-			bad = append(bad, fmt.Sprintf("%s is a %s from %s; image.devices is refuse", n.Path, n.Kind, n.Origin))
+			bad = append(bad, fmt.Sprintf("%s is a %s from %s; %s.devices is refuse", n.Path, n.Kind, n.Origin, sec))
 		}
 		if _, ok := n.Xattrs["security.capability"]; ok {
 			res.Capabilities = append(res.Capabilities, n.Path)

@@ -118,6 +118,44 @@ func CleanPath(name string) (string, error) {
 // Get returns the node at p.
 func (t *Tree) Get(p string) *Node { return t.nodes[p] }
 
+// Resolve follows p inside the tree as the kernel would in the image:
+// absolute link targets start at the tree's root. It returns the
+// canonical path and node, or nil (missing, ENOTDIR, ELOOP).
+func (t *Tree) Resolve(p string) (string, *Node) {
+	cur, comps, hops := "/", strings.Split(p, "/"), 0
+	for len(comps) > 0 {
+		if n := t.Get(cur); n == nil || n.Kind != KindDir {
+			return "", nil
+		}
+		c := comps[0]
+		comps = comps[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = path.Dir(cur)
+			continue
+		}
+		next := path.Join(cur, c)
+		n := t.Get(next)
+		if n == nil {
+			return "", nil
+		}
+		if n.Kind == KindSymlink {
+			if hops++; hops > 40 || n.Target == "" { // MAXSYMLINKS
+				return "", nil
+			}
+			if strings.HasPrefix(n.Target, "/") {
+				cur = "/"
+			}
+			comps = append(strings.Split(n.Target, "/"), comps...)
+			continue
+		}
+		cur = next
+	}
+	return cur, t.Get(cur)
+}
+
 // Len is the number of nodes, the root included.
 func (t *Tree) Len() int { return len(t.nodes) }
 

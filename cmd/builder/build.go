@@ -130,7 +130,9 @@ sbom.spdx.json,sbom.cdx.json}, an OCI image layout at OUT/oci/ annotated with ve
 branch and lock digest, the installer image (an OCI layout, one image per
 architecture with usr/install/<arch>/{vmlinuz,initramfs.xz,<name>.spdx.json}
 and the base's installer binary) at OUT/installer/, each system extension as
-an OCI image layout at OUT/extensions/<name>/,
+an OCI image layout at OUT/extensions/<name>/, each container image of the
+spec's images section as an OCI image layout at OUT/images/<name>/ (checked:
+its entrypoint, libraries, user and links resolve inside it),
 and OUT/report.json listing every file of every artifact with its origin.
 Timestamps come from SOURCE_DATE_EPOCH (default: the newest BUILDTIME in the
 lock), so the same lock gives the same bytes. A second build reuses the step
@@ -202,6 +204,9 @@ func buildOutputs(out string, rep *report.Report) []output {
 	list = append(list, output{Path: filepath.Join(out, "oci"), Digest: rep.OCIIndex}, output{Path: filepath.Join(out, "installer"), Digest: rep.Installer})
 	for _, n := range slices.Sorted(maps.Keys(rep.Extensions)) {
 		list = append(list, output{Path: filepath.Join(out, "extensions", n), Digest: rep.Extensions[n]})
+	}
+	for _, n := range slices.Sorted(maps.Keys(rep.Images)) {
+		list = append(list, output{Path: filepath.Join(out, filepath.FromSlash(build.ImagesDir(n))), Digest: rep.Images[n]})
 	}
 	return list
 }

@@ -127,16 +127,24 @@ Platforms and the disk images --kind all makes for them:
 first four), one disk format (iso, raw, qcow2, vhd, raw.tar.gz, ova; any
 platform may have any), uki (signed with --secureboot), installer, or all
 (the platform's formats). Nothing needs root or loop devices. The release's own installer
-image is written by every build, at OUT/installer/.`
+image is written by every build, at OUT/installer/.
+
+--kind container --name NAME builds from the spec and its lock (no
+schematic) and prints the OCI layout of the container image NAME of the
+spec's images section, OUT/images/NAME/: an index over one image per
+architecture, checked before it is written (the entrypoint is code for the
+architecture, its ELF interpreter and libraries resolve in the image, the
+user exists, the links' targets exist, no setuid file the spec does not
+allow). Every build writes every image.`
 }
 
 func newImageCmd() *cobra.Command {
 	var b buildFlags
-	var schematicPath, kind, platformName string
+	var schematicPath, kind, platformName, imageName string
 	var rel releaseSource
 	var compress []string
 	cmd := &cobra.Command{
-		Use:   "image (--spec FILE [--lock FILE] | --release STORE --version V --key PUB) --schematic FILE --kind KIND [--platform P] [--out DIR]",
+		Use:   "image (--spec FILE [--lock FILE] | --release STORE --version V --key PUB) (--schematic FILE --kind KIND [--platform P] | --kind container --name NAME) [--out DIR]",
 		Short: "Boot media for a schematic and a platform: kernel, initramfs with its extensions, cmdline, PXE, ISO, disk images, installer",
 		Long:  imageLong(),
 		Example: `  printf 'customization:\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n' > zfs.yaml
@@ -147,6 +155,12 @@ func newImageCmd() *cobra.Command {
     --schematic zfs.yaml --kind iso --out /tmp/media`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if kind == "container" {
+				return b.container(cmd, imageName, rel.store)
+			}
+			if schematicPath == "" {
+				return errors.New(`required flag(s) "schematic" not set`)
+			}
 			match, formats, err := kindMatch(kind)
 			if err != nil {
 				return err
@@ -205,11 +219,39 @@ func newImageCmd() *cobra.Command {
 	b.add(cmd)
 	b.addJSON(cmd)
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "schematic file (YAML or JSON; builder schematic id explains)")
-	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, vhd, raw.tar.gz, ova, uki, installer or all")
+	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, vhd, raw.tar.gz, ova, uki, installer, all, or container (with --name)")
+	cmd.Flags().StringVar(&imageName, "name", "", "with --kind container: the container image of the spec's images section")
 	cmd.Flags().StringVar(&platformName, "platform", platform.Default, "where the node runs: "+strings.Join(platform.Names(), ", "))
 	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the ISO, raw and VHD images: zst, xz, gz (none: --compress '')")
-	cmd.MarkFlagRequired("schematic")
 	return cmd
+}
+
+// container is image --kind container --name NAME: the build of the lock
+// (up to date at once when nothing changed), printing the image's OCI
+// layout, OUT/images/NAME.
+func (b *buildFlags) container(cmd *cobra.Command, name, release string) error {
+	switch {
+	case release != "":
+		return errors.New("--kind container builds from a spec and its lock; it does not take --release")
+	case name == "":
+		return errors.New("--kind container needs --name, a container image of the spec's images section")
+	}
+	s, err := b.sf.load()
+	if err != nil {
+		return err
+	}
+	if _, ok := s.Images[name]; !ok {
+		have := "none"
+		if len(s.Images) > 0 {
+			have = strings.Join(s.ImageNames(), ", ")
+		}
+		return fmt.Errorf("--name %s: the spec has no such container image (it has: %s)", name, have)
+	}
+	rep, out, err := b.run(cmd, nil)
+	if err != nil {
+		return err
+	}
+	return writeOutputs(cmd.OutOrStdout(), b.asJSON, out, []output{{Path: filepath.Join(out, filepath.FromSlash(build.ImagesDir(name))), Digest: rep.Images[name]}})
 }
 
 // platformHelp lists the platforms with their default disk formats, for

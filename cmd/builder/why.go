@@ -19,10 +19,10 @@ func init() { register(newWhyCmd) }
 
 func newWhyCmd() *cobra.Command {
 	var sf specFlags
-	var lockPath, arch, component, cacheDir string
+	var lockPath, arch, component, image, cacheDir string
 	var asJSON, quiet bool
 	cmd := &cobra.Command{
-		Use:   "why PACKAGE (--spec FILE | --branch NAME | --lock FILE) [--arch A] [--component C] [--json]",
+		Use:   "why PACKAGE (--spec FILE | --branch NAME | --lock FILE) [--arch A] [--component C | --image NAME] [--json]",
 		Short: "Explain why a package is in a release: every chain from a request to it",
 		Long: `why explains why PACKAGE (a name or a NEVRA) is in a component of a release.
 For each request of the component that leads to it, it prints the shortest chain
@@ -42,14 +42,21 @@ the spec resolved as builder lock does, without downloading a package. With
 must be the very indexes it pinned, the sets are its components and the
 requests those it recorded. Both give the same answer for the same base.
 
+With --image NAME it explains the package in that container image of the
+spec's images section (resolved on its own; the lock records its requests).
+
 A package that is in no component asked about is an error (exit 1).`,
 		Example: `  builder why --spec /tmp/demo/spec.yaml libseccomp
   builder why --lock /tmp/demo/demo-p11.lock.json libseccomp --component rootfs
-  builder why --branch p11 --arch aarch64 --json glibc-core`,
+  builder why --branch p11 --arch aarch64 --json glibc-core
+  builder why --lock /tmp/demo/demo-p11.lock.json --image etcd glibc-core`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			stderr := cmd.ErrOrStderr()
-			o := locker.WhyOptions{Arch: arch, Component: component}
+			if image != "" && component != "" {
+				return errors.New("give --component or --image, not both")
+			}
+			o := locker.WhyOptions{Arch: arch, Component: component, Image: image}
 			timeout := netTimeout(cmd.Context())
 			o.Cache = &cache.Cache{Timeout: timeout, Dir: cacheDir}
 			o.Source = repo.SourceOptions{Timeout: timeout}
@@ -75,6 +82,7 @@ A package that is in no component asked about is an error (exit 1).`,
 	f.StringVar(&lockPath, "lock", "", "explain from this lock file alone (instead of resolving the spec)")
 	f.StringVar(&arch, "arch", "", "only this architecture (default: every one)")
 	f.StringVar(&component, "component", "", "only this component (default: every one that holds the package)")
+	f.StringVar(&image, "image", "", "explain in this container image of the spec (instead of the components)")
 	f.StringVar(&cacheDir, "cache", defaultCacheDir(), "cache directory ($NODEFORGE_CACHE): parsed repository indexes are kept in its repo-index/")
 	f.BoolVar(&asJSON, "json", false, "print JSON (docs/schemas/why.schema.json)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing on stderr but errors")
@@ -116,7 +124,11 @@ func printWhy(w io.Writer, ans []locker.Answer) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s is in component %s (%s)", a.Package, a.Component, a.Arch)
+		if a.Image != "" {
+			fmt.Fprintf(w, "%s is in image %s (%s)", a.Package, a.Image, a.Arch)
+		} else {
+			fmt.Fprintf(w, "%s is in component %s (%s)", a.Package, a.Component, a.Arch)
+		}
 		if a.Requested {
 			fmt.Fprint(w, ": requested")
 		}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -68,6 +69,12 @@ func Create(ctx context.Context, s *specs.Spec, opts Options) (*lock.Lock, error
 	l.Resolution = &lock.Resolution{Requests: map[string][]string{}, Excludes: append([]string{}, s.Excludes...), MultiVersion: s.MultiVersion}
 	for _, c := range s.ComponentNames() {
 		l.Resolution.Requests[c] = append([]string{}, s.Components[c].Packages...)
+	}
+	for _, name := range s.ImageNames() {
+		if l.Resolution.Images == nil {
+			l.Resolution.Images = map[string][]string{}
+		}
+		l.Resolution.Images[name] = append([]string{}, s.Images[name].Packages...)
 	}
 	seenRepo := map[string]bool{}
 	for _, arch := range s.Architectures {
@@ -188,22 +195,24 @@ func resolveArch(ctx context.Context, s *specs.Spec, arch string, all []*repo.Pa
 	if err != nil {
 		return nil, err
 	}
-	whole := pl.whole
 	a := &lock.Arch{Components: map[string][]string{}}
 	for c, res := range pl.components {
-		names := []string{}
-		for _, p := range res.Packages {
-			names = append(names, p.NEVRA())
-		}
-		a.Components[c] = names
+		a.Components[c] = nevras(res.Packages)
 	}
+	for name, res := range pl.images {
+		if a.Images == nil {
+			a.Images = map[string][]string{}
+		}
+		a.Images[name] = nevras(res.Packages)
+	}
+	whole := pl.fetch
 	// Fetch and verify every package.
 	srcOf := map[string]loadedRepo{}
 	for _, lr := range loaded {
 		srcOf[lr.loaded.URL] = lr
 	}
-	wants := make([]cache.Want, len(whole.Packages))
-	for i, p := range whole.Packages {
+	wants := make([]cache.Want, len(whole))
+	for i, p := range whole {
 		lr, ok := srcOf[p.Repo]
 		if !ok {
 			return nil, fmt.Errorf("%s: repository %s unknown", p.NEVRA(), p.Repo)
@@ -219,11 +228,11 @@ func resolveArch(ctx context.Context, s *specs.Spec, arch string, all []*repo.Pa
 	}
 	// Packages are checked on every core: reading and hashing them is the
 	// work of a lock once they are downloaded.
-	pinned := make([]lock.Package, len(whole.Packages))
-	errs := make([]error, len(whole.Packages))
+	pinned := make([]lock.Package, len(whole))
+	errs := make([]error, len(whole))
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, p := range whole.Packages {
+	for i, p := range whole {
 		g.Go(func() error {
 			pinned[i], errs[i] = pinPackage(p, paths[i], srcOf[p.Repo], wants[i])
 			return nil // every refusal is reported, not only the first
@@ -231,7 +240,7 @@ func resolveArch(ctx context.Context, s *specs.Spec, arch string, all []*repo.Pa
 	}
 	g.Wait()
 	var problems []string
-	for i := range whole.Packages {
+	for i := range whole {
 		if errs[i] != nil {
 			problems = append(problems, errs[i].Error())
 			continue
@@ -245,12 +254,24 @@ func resolveArch(ctx context.Context, s *specs.Spec, arch string, all []*repo.Pa
 	return a, nil
 }
 
-// plan is one architecture's resolution: the whole set, and each
-// component's closure drawn from it.
+// plan is one architecture's resolution: the whole set, each
+// component's closure drawn from it, each container image's own closure,
+// and every package to fetch (the whole set and the images').
 type plan struct {
 	opts       resolve.Options
 	whole      *resolve.Result
 	components map[string]*resolve.Result
+	images     map[string]*resolve.Result
+	fetch      []*repo.Package
+}
+
+// nevras are the packages' NEVRAs (an empty list, not nil, for none).
+func nevras(ps []*repo.Package) []string {
+	names := []string{}
+	for _, p := range ps {
+		names = append(names, p.NEVRA())
+	}
+	return names
 }
 
 func planArch(s *specs.Spec, arch string, all []*repo.Package, loaded []loadedRepo, logf func(string, ...any)) (*plan, error) {
@@ -285,7 +306,40 @@ func planArch(s *specs.Spec, arch string, all []*repo.Package, loaded []loadedRe
 		}
 		pl.components[c] = res
 	}
-	return pl, nil
+	return pl, planImages(s, arch, all, pl, logf)
+}
+
+// planImages resolves each container image built for arch on its own, from
+// every candidate of the base (an image is a system of its own: the node's
+// choices do not bind it), and adds its packages to those to fetch.
+func planImages(s *specs.Spec, arch string, all []*repo.Package, pl *plan, logf func(string, ...any)) error {
+	pl.fetch = append([]*repo.Package(nil), pl.whole.Packages...)
+	seen := map[*repo.Package]bool{}
+	for _, p := range pl.fetch {
+		seen[p] = true
+	}
+	for _, name := range s.ImageNames() {
+		im := s.Images[name]
+		if !slices.Contains(im.Architectures, arch) {
+			continue
+		}
+		logf("resolving image %s for %s", name, arch)
+		res, err := resolve.Resolve(all, dedupe(im.Packages), pl.opts)
+		if err != nil {
+			return fmt.Errorf("%s image %s: %w", arch, name, err)
+		}
+		if pl.images == nil {
+			pl.images = map[string]*resolve.Result{}
+		}
+		pl.images[name] = res
+		for _, p := range res.Packages {
+			if !seen[p] {
+				seen[p] = true
+				pl.fetch = append(pl.fetch, p)
+			}
+		}
+	}
+	return nil
 }
 
 // pinPackage opens a verified download, checks that it is the package the

@@ -21,12 +21,16 @@ type WhyOptions struct {
 	Options
 	Arch      string // "": every architecture
 	Component string // "": every component that holds the package
+	// Image, when set, explains the package in that container image of
+	// the spec (and in no component).
+	Image string
 }
 
 // Answer explains a package of one component of one architecture.
 type Answer struct {
 	Arch      string `json:"arch"`
-	Component string `json:"component"`
+	Component string `json:"component,omitempty"`
+	Image     string `json:"image,omitempty"` // a container image's answer (no component)
 	resolve.Explanation
 }
 
@@ -61,6 +65,14 @@ func WhySpec(ctx context.Context, s *specs.Spec, target string, o WhyOptions) ([
 		if err != nil {
 			return nil, err
 		}
+		if o.Image != "" {
+			ans, err := whyImage(all, pl, s, arch, target, o.Image)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ans...)
+			continue
+		}
 		for _, c := range s.ComponentNames() {
 			if o.Component != "" && c != o.Component {
 				continue
@@ -79,6 +91,32 @@ func WhySpec(ctx context.Context, s *specs.Spec, target string, o WhyOptions) ([
 		}
 	}
 	return found(out, target, o, s.Architectures)
+}
+
+// whyImage explains target in the container image of the spec's plan for
+// arch (none when the image is not built for arch).
+func whyImage(all []*repo.Package, pl *plan, s *specs.Spec, arch, target, image string) ([]Answer, error) {
+	im, ok := s.Images[image]
+	if !ok {
+		return nil, fmt.Errorf("the spec has no container image %s", image)
+	}
+	res := pl.images[image]
+	if res == nil {
+		return nil, nil
+	}
+	set := map[*repo.Package]bool{}
+	for _, p := range res.Packages {
+		set[p] = true
+	}
+	ans, err := explain(all, im.Packages, func(p *repo.Package) bool { return set[p] }, target, pl.opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s image %s: %w", arch, image, err)
+	}
+	var out []Answer
+	for _, e := range ans {
+		out = append(out, Answer{Arch: arch, Image: image, Explanation: e})
+	}
+	return out, nil
 }
 
 // WhyLock explains from a lock alone: the repositories it records are read
@@ -101,6 +139,19 @@ func WhyLock(ctx context.Context, l *lock.Lock, lockPath string, urls map[string
 			return nil, err
 		}
 		a := l.Architectures[arch]
+		if o.Image != "" {
+			if _, ok := a.Images[o.Image]; !ok {
+				continue
+			}
+			ans, err := explain(all, l.Resolution.Images[o.Image], inSet(a, a.Images[o.Image]), target, ropts)
+			if err != nil {
+				return nil, fmt.Errorf("%s image %s: %w", arch, o.Image, err)
+			}
+			for _, e := range ans {
+				out = append(out, Answer{Arch: arch, Image: o.Image, Explanation: e})
+			}
+			continue
+		}
 		for _, c := range slices.Sorted(maps.Keys(a.Components)) {
 			if o.Component != "" && c != o.Component {
 				continue
@@ -121,13 +172,17 @@ var errNoResolution = errors.New("this lock records no resolution (made by an ol
 
 // inComponent says which packages of the base are in component c of a
 // lock: its NEVRAs, each of the locked build (its disttag).
-func inComponent(a *lock.Arch, c string) func(*repo.Package) bool {
+func inComponent(a *lock.Arch, c string) func(*repo.Package) bool { return inSet(a, a.Components[c]) }
+
+// inSet says which packages of the base are the NEVRAs of a lock's list
+// (a component's, an image's), each of the locked build (its disttag).
+func inSet(a *lock.Arch, nevras []string) func(*repo.Package) bool {
 	disttag := map[string]string{}
 	for _, p := range a.Packages {
 		disttag[p.NEVRA] = p.Disttag
 	}
 	set := map[string]bool{}
-	for _, n := range a.Components[c] {
+	for _, n := range nevras {
 		set[n] = true
 	}
 	return func(p *repo.Package) bool { n := p.NEVRA(); return set[n] && disttag[n] == p.EVR.Disttag }
@@ -256,6 +311,11 @@ func found(out []Answer, target string, o WhyOptions, archs []string) ([]Answer,
 	}
 	where := "any component of " + strings.Join(archs, ", ")
 	switch {
+	case o.Image != "":
+		where = "image " + o.Image
+		if o.Arch != "" {
+			where += " of " + o.Arch
+		}
 	case o.Arch != "" && o.Component != "":
 		where = "component " + o.Component + " of " + o.Arch
 	case o.Arch != "":
