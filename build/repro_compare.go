@@ -2,11 +2,13 @@ package build
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -21,6 +23,10 @@ type Difference struct {
 	Artifact string   `json:"artifact"` // path under OUT
 	Inside   []string `json:"inside"`   // files inside it that differ, when known
 	Detail   string   `json:"detail"`
+	// WrittenBy are, for a compressed artifact, the compressor each
+	// build's report says wrote it, first build first:
+	// "squashfs zstd: github.com/DataDog/zstd@v1.5.7".
+	WrittenBy []string `json:"writtenBy,omitempty"`
 }
 
 // Compare compares two build outputs file by file. For an artifact that
@@ -48,6 +54,7 @@ func Compare(a, b string) ([]Difference, error) {
 		case !bytes.Equal(ba, bb):
 			d := Difference{Artifact: name, Detail: fmt.Sprintf("sha256 %s vs %s", digest.SHA256Hex(ba), digest.SHA256Hex(bb)) + unlike(ra, rb)}
 			d.Inside = inside(name, ra, rb)
+			d.WrittenBy = writtenBy(name, ra, rb)
 			diffs = append(diffs, d)
 		}
 	}
@@ -68,6 +75,43 @@ func unlike(ra, rb *report.Report) string {
 		return ""
 	}
 	return "; written by other implementations: " + strings.Join(parts, ", ")
+}
+
+// writtenBy names the compressor of an artifact as each report says,
+// when the artifact is compressed and both reports name compressors.
+func writtenBy(name string, ra, rb *report.Report) []string {
+	if ra == nil || rb == nil || ra.Compressors == nil || rb.Compressors == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range []*report.Report{ra, rb} {
+		k := compressorOf(name, r.Tools["squashfs"])
+		if k == "" {
+			return nil
+		}
+		out = append(out, k+": "+cmp.Or(r.Compressors[k], "unrecorded"))
+	}
+	return out
+}
+
+// compressorOf is the report's name of the compressor that writes an
+// artifact ("squashfs zstd"), "" for one not compressed; squashfs says
+// how the report's squashfs tool names it ("... (zstd level 19)").
+func compressorOf(name, squashfs string) string {
+	base := path.Base(name)
+	switch {
+	case strings.HasSuffix(base, ".sqsh"):
+		_, c, _ := strings.Cut(squashfs, "(")
+		c, _, _ = strings.Cut(c, " ")
+		return "squashfs " + cmp.Or(c, "zstd")
+	case strings.HasSuffix(base, ".xz"):
+		return "initramfs xz"
+	case strings.HasSuffix(base, ".zst"):
+		return "initramfs zstd"
+	case strings.HasSuffix(base, ".gz"), strings.HasSuffix(base, ".vmdk"):
+		return "layers gzip"
+	}
+	return ""
 }
 
 // inside names the files of an artifact whose report entries differ.

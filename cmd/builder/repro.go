@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -18,7 +22,7 @@ func init() { register(newReproCmd) }
 
 func newReproCmd() *cobra.Command {
 	var sf specFlags
-	var lockPath, cacheDir, keep, schematicPath, secureBootKeys string
+	var lockPath, cacheDir, keep, schematicPath, secureBootKeys, otherPath string
 	var asJSON bool
 	var compress []string
 	cmd := &cobra.Command{
@@ -76,9 +80,16 @@ exits 1.`,
 				return errors.New("--secureboot signs a schematic's media: give --schematic too")
 			}
 			buildArgs = append(buildArgs, "-q", "--spec", specPath, "--lock", lockPath, "--cache", cacheDir)
+			if otherPath != "" {
+				other, err := build.OtherBuilder(otherPath)
+				if err != nil {
+					return err
+				}
+				variants[1].Builder = other
+			}
 			stderr := cmd.ErrOrStderr()
-			res, err := build.Reproduce(cmd.Context(), build.ReproOptions{Exe: self, Args: buildArgs, Env: os.Environ(), Root: root,
-				Variants: variants, Stderr: stderr, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }})
+			res, err := build.Reproduce(cmd.Context(), build.ReproOptions{Env: os.Environ(), Root: root, Variants: variants,
+				Run: reproRunner(self, buildArgs, stderr), Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }})
 			if err != nil {
 				return err
 			}
@@ -92,7 +103,7 @@ exits 1.`,
 				return nil
 			})
 			if asJSON {
-				doc := reproJSON{Reproducible: len(diffs) == 0, FilesCompared: n, Differences: append([]build.Difference{}, diffs...)}
+				doc := reproJSON{Reproducible: len(diffs) == 0, FilesCompared: n, Variations: res.Variations, Differences: append([]build.Difference{}, diffs...)}
 				for i := range doc.Differences {
 					if doc.Differences[i].Inside == nil {
 						doc.Differences[i].Inside = []string{} // a list, never null
@@ -108,6 +119,7 @@ exits 1.`,
 			if len(diffs) == 0 {
 				if !asJSON {
 					fmt.Fprintf(w, "reproducible: both builds identical (%d files compared)\n", n)
+					printVariations(w, res.Variations)
 				}
 				return nil
 			}
@@ -116,9 +128,18 @@ exits 1.`,
 					break
 				}
 				fmt.Fprintf(w, "DIFFERS %s: %s\n", d.Artifact, d.Detail)
+				if len(d.Inside) > 0 {
+					fmt.Fprintf(w, "  first differing file inside: %s\n", d.Inside[0])
+				}
+				for k, by := range d.WrittenBy {
+					fmt.Fprintf(w, "  build %d's report: written by %s\n", k+1, by)
+				}
 				for _, f := range d.Inside {
 					fmt.Fprintf(w, "    %s\n", f)
 				}
+			}
+			if !asJSON {
+				printVariations(w, res.Variations)
 			}
 			if keep != "" && !asJSON {
 				fmt.Fprintf(w, "builds kept in %s\n", root)
@@ -133,6 +154,7 @@ exits 1.`,
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "also build and compare this schematic's boot media")
 	cmd.Flags().StringVar(&secureBootKeys, "secureboot", "", "with --schematic: make the Secure Boot media, signed with this key set (builder image --secureboot)")
 	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "with --schematic: the compressed variants of the ISO, raw and VHD images to build and compare (none: --compress '')")
+	cmd.Flags().StringVar(&otherPath, "builder", "", "make the second build with this builder binary (another build configuration, or another CPU architecture run through qemu-user) and compare it with this builder's")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON (docs/schemas/repro.schema.json)")
 	return cmd
 }
@@ -141,6 +163,47 @@ exits 1.`,
 type reproJSON struct {
 	Reproducible  bool               `json:"reproducible"`
 	FilesCompared int                `json:"filesCompared"`
+	Variations    []string           `json:"variations"` // what the builds varied, with each one's value
 	Differences   []build.Difference `json:"differences"`
 	Kept          string             `json:"kept,omitempty"` // where the two builds are, with --keep
+}
+
+// reproRunner runs one build of the experiment: this builder (exe) or
+// the variant's, under the variant's umask (set by the shell that starts
+// it), with the build's arguments and its output directory. A build that
+// fails says why in its last line (a builder that refuses releases, its
+// refusal).
+func reproRunner(exe string, args []string, stderr io.Writer) build.ReproRunner {
+	return func(ctx context.Context, b build.ReproBuild) error {
+		argv, env := []string{exe}, []string(nil)
+		if b.Variant.Builder != nil {
+			argv, env = b.Variant.Builder.Command()
+		}
+		argv = append(append(argv, args...), "--out", b.Out, "--no-step-caches", fmt.Sprintf("--shuffle=%d", b.Variant.Shuffle))
+		c := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", fmt.Sprintf("umask %s && exec \"$0\" \"$@\"", b.Variant.Umask)}, argv...)...)
+		c.Dir, c.Env = b.Dir, append(b.Env, env...)
+		var tail bytes.Buffer
+		c.Stdout, c.Stderr = io.Discard, io.MultiWriter(stderr, &tail)
+		if err := c.Run(); err != nil {
+			if last := lastLine(tail.String()); last != "" {
+				return fmt.Errorf("%s", last)
+			}
+			return err
+		}
+		return nil
+	}
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// printVariations says what the experiment varied.
+func printVariations(w io.Writer, vs []string) {
+	fmt.Fprintln(w, "variations tried:")
+	for _, v := range vs {
+		fmt.Fprintf(w, "  %s\n", v)
+	}
 }
