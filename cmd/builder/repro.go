@@ -35,10 +35,15 @@ directory, HOME, and the order in which packages and files are laid down.
 Both share the download cache but not the step caches: each builds from
 scratch. With --schematic, each build also writes that schematic's boot media
 (initramfs with extensions, ISO, raw disk image and its .zst and .xz
-variants). It then compares every output byte for byte. On a difference it names the
-artifact and, from the build reports, the files inside it that differ, and
-exits 1.`,
-		Example: `  builder repro --spec /tmp/demo/spec.yaml`,
+variants). With --builder PATH the second build is made by another builder
+binary (another build configuration, or another CPU architecture: run through
+binfmt_misc or qemu-<arch>-static, a cgo one with Debian's cross libc). It then
+compares every output byte for byte and names the variations it tried. On a
+difference it names the artifact and, from the build reports, the files inside
+it that differ (the first first) and the compressor each build's report says
+wrote it, and exits 1.`,
+		Example: `  builder repro --spec /tmp/demo/spec.yaml
+  builder repro --spec /tmp/demo/spec.yaml --builder /tmp/builder-arm64`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := sf.load()
@@ -93,58 +98,11 @@ exits 1.`,
 			if err != nil {
 				return err
 			}
-			outs, diffs := res.Outputs, res.Diffs
-			w := cmd.OutOrStdout()
-			n := 0
-			filepath.WalkDir(outs[0], func(_ string, d fs.DirEntry, err error) error {
-				if err == nil && d.Type().IsRegular() {
-					n++
-				}
-				return nil
-			})
-			if asJSON {
-				doc := reproJSON{Reproducible: len(diffs) == 0, FilesCompared: n, Variations: res.Variations, Differences: append([]build.Difference{}, diffs...)}
-				for i := range doc.Differences {
-					if doc.Differences[i].Inside == nil {
-						doc.Differences[i].Inside = []string{} // a list, never null
-					}
-				}
-				if keep != "" && len(diffs) > 0 {
-					doc.Kept = root
-				}
-				if err := printJSON(w, doc); err != nil {
-					return err
-				}
+			kept := ""
+			if keep != "" {
+				kept = root
 			}
-			if len(diffs) == 0 {
-				if !asJSON {
-					fmt.Fprintf(w, "reproducible: both builds identical (%d files compared)\n", n)
-					printVariations(w, res.Variations)
-				}
-				return nil
-			}
-			for _, d := range diffs {
-				if asJSON {
-					break
-				}
-				fmt.Fprintf(w, "DIFFERS %s: %s\n", d.Artifact, d.Detail)
-				if len(d.Inside) > 0 {
-					fmt.Fprintf(w, "  first differing file inside: %s\n", d.Inside[0])
-				}
-				for k, by := range d.WrittenBy {
-					fmt.Fprintf(w, "  build %d's report: written by %s\n", k+1, by)
-				}
-				for _, f := range d.Inside {
-					fmt.Fprintf(w, "    %s\n", f)
-				}
-			}
-			if !asJSON {
-				printVariations(w, res.Variations)
-			}
-			if keep != "" && !asJSON {
-				fmt.Fprintf(w, "builds kept in %s\n", root)
-			}
-			return &exitError{code: 1, err: fmt.Errorf("%d output(s) differ between the two builds", len(diffs))}
+			return printRepro(cmd.OutOrStdout(), res, asJSON, kept)
 		},
 	}
 	sf.add(cmd)
@@ -206,4 +164,61 @@ func printVariations(w io.Writer, vs []string) {
 	for _, v := range vs {
 		fmt.Fprintf(w, "  %s\n", v)
 	}
+}
+
+// printRepro prints the comparison (as JSON with asJSON), the variations
+// tried and, on a difference, where the builds were kept; it is exit 1
+// when they differ.
+func printRepro(w io.Writer, res *build.ReproResult, asJSON bool, kept string) error {
+	outs, diffs := res.Outputs, res.Diffs
+	n := 0
+	filepath.WalkDir(outs[0], func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return nil
+	})
+	if asJSON {
+		doc := reproJSON{Reproducible: len(diffs) == 0, FilesCompared: n, Variations: res.Variations, Differences: append([]build.Difference{}, diffs...)}
+		for i := range doc.Differences {
+			if doc.Differences[i].Inside == nil {
+				doc.Differences[i].Inside = []string{} // a list, never null
+			}
+		}
+		if kept != "" && len(diffs) > 0 {
+			doc.Kept = kept
+		}
+		if err := printJSON(w, doc); err != nil {
+			return err
+		}
+	}
+	if len(diffs) == 0 {
+		if !asJSON {
+			fmt.Fprintf(w, "reproducible: both builds identical (%d files compared)\n", n)
+			printVariations(w, res.Variations)
+		}
+		return nil
+	}
+	for _, d := range diffs {
+		if asJSON {
+			break
+		}
+		fmt.Fprintf(w, "DIFFERS %s: %s\n", d.Artifact, d.Detail)
+		if len(d.Inside) > 0 {
+			fmt.Fprintf(w, "  first differing file inside: %s\n", d.Inside[0])
+		}
+		for k, by := range d.WrittenBy {
+			fmt.Fprintf(w, "  build %d's report: written by %s\n", k+1, by)
+		}
+		for _, f := range d.Inside {
+			fmt.Fprintf(w, "    %s\n", f)
+		}
+	}
+	if !asJSON {
+		printVariations(w, res.Variations)
+	}
+	if kept != "" && !asJSON {
+		fmt.Fprintf(w, "builds kept in %s\n", kept)
+	}
+	return &exitError{code: 1, err: fmt.Errorf("%d output(s) differ between the two builds", len(diffs))}
 }
