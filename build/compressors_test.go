@@ -59,7 +59,7 @@ func TestNonReferenceBuilderRefuses(t *testing.T) {
 		t.Error("the refused build wrote beside its output")
 	}
 	root := t.TempDir()
-	_, err = Reproduce(context.Background(), ReproOptions{Exe: "/nonexistent/builder", Root: root, Variants: make([]ReproVariant, 2)})
+	_, err = Reproduce(context.Background(), ReproOptions{Run: func(context.Context, ReproBuild) error { t.Error("a refused reproduction ran a build"); return nil }, Root: root, Variants: make([]ReproVariant, 2)})
 	if err == nil || err.Error() != want.Error() {
 		t.Errorf("Reproduce: %v, want %v", err, want)
 	}

@@ -1,162 +1,160 @@
 package build
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"fmt"
-	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
-
-	"github.com/nodeforge/builder/api/report"
-	"github.com/nodeforge/builder/internal/digest"
 )
 
-// Difference is one output that differs between two builds.
-type Difference struct {
-	Artifact string   `json:"artifact"` // path under OUT
-	Inside   []string `json:"inside"`   // files inside it that differ, when known
-	Detail   string   `json:"detail"`
+// ReproVariant is one build of the reproducibility experiment: what a
+// build must not depend on, set differently in each.
+type ReproVariant struct {
+	TZ, Lang, Umask string
+	Procs           int
+	Shuffle         int64
+	// Builder is the binary that builds (nil: this builder).
+	Builder *Builder
 }
 
-// Compare compares two build outputs file by file. For an artifact that
-// differs, the two reports say which files inside it differ.
-func Compare(a, b string) ([]Difference, error) {
-	la, err := listFiles(a)
-	if err != nil {
+// ReproBuild is one build as the experiment asks its runner for it: the
+// variant, its working directory, HOME and output directory, and its
+// environment (the experiment's, less what a variant sets, plus the
+// variant's).
+type ReproBuild struct {
+	Index          int // from 1
+	Variant        ReproVariant
+	Dir, Home, Out string
+	Env            []string
+}
+
+// ReproRunner runs one build to its end: the caller knows the command
+// line of a build (builder repro builds it).
+type ReproRunner func(ctx context.Context, b ReproBuild) error
+
+// ReproOptions describe the experiment: the environment the builds start
+// from, where they run, the variants and how a build runs.
+type ReproOptions struct {
+	Env      []string
+	Root     string
+	Variants []ReproVariant
+	Run      ReproRunner
+	Log      func(format string, args ...any)
+}
+
+// ReproResult are the outputs, how they differ, and the variations the
+// experiment tried.
+type ReproResult struct {
+	Outputs    []string
+	Diffs      []Difference
+	Variations []string
+}
+
+// reproEnv are the variables each variant sets; the ones inherited are
+// dropped first.
+var reproEnv = []string{"TZ", "LANG", "LC_ALL", "HOME", "GOMAXPROCS", "SOURCE_DATE_EPOCH"}
+
+// Reproduce runs the builds, one per variant, each in its own working
+// directory and HOME and with its own umask, laying packages in its own
+// order and without step caches (what the runner is asked for), then
+// compares the outputs byte for byte. This builder must be able to write
+// a release's bytes (CheckBuilder); another builder of a variant that
+// cannot refuses in its build.
+func Reproduce(ctx context.Context, o ReproOptions) (*ReproResult, error) {
+	if err := CheckBuilder(); err != nil {
 		return nil, err
 	}
-	lb, err := listFiles(b)
-	if err != nil {
-		return nil, err
+	if len(o.Variants) < 2 {
+		return nil, fmt.Errorf("the experiment needs two variants or more, not %d", len(o.Variants))
 	}
-	var diffs []Difference
-	ra, rb := readReport(a), readReport(b)
-	for _, name := range union(la, lb) {
-		pa, pb := filepath.Join(a, name), filepath.Join(b, name)
-		ba, errA := os.ReadFile(pa)
-		bb, errB := os.ReadFile(pb)
-		switch {
-		case errA != nil:
-			diffs = append(diffs, Difference{Artifact: name, Detail: "only in the second build"})
-		case errB != nil:
-			diffs = append(diffs, Difference{Artifact: name, Detail: "only in the first build"})
-		case !bytes.Equal(ba, bb):
-			d := Difference{Artifact: name, Detail: fmt.Sprintf("sha256 %s vs %s", digest.SHA256Hex(ba), digest.SHA256Hex(bb)) + unlike(ra, rb)}
-			d.Inside = inside(name, ra, rb)
-			diffs = append(diffs, d)
+	if o.Run == nil {
+		return nil, fmt.Errorf("the experiment needs a runner of its builds")
+	}
+	res := &ReproResult{Variations: Variations(o.Variants)}
+	for i, v := range o.Variants {
+		b := ReproBuild{Index: i + 1, Variant: v,
+			Dir: filepath.Join(o.Root, fmt.Sprintf("build-%d", i+1)), Home: filepath.Join(o.Root, fmt.Sprintf("home-%d", i+1))}
+		b.Out = filepath.Join(b.Dir, "out")
+		for _, d := range []string{b.Dir, b.Home} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, err
+			}
 		}
-	}
-	return diffs, nil
-}
-
-// unlike says which compressors and tools the two builds did not share,
-// when their reports say: the bytes of such builds are not comparable.
-func unlike(ra, rb *report.Report) string {
-	if ra == nil || rb == nil {
-		return ""
-	}
-	var parts []string
-	for _, u := range append(report.Unlike(ra.Compressors, rb.Compressors), report.Unlike(ra.Tools, rb.Tools)...) {
-		parts = append(parts, fmt.Sprintf("%s %s vs %s", u[0], u[1], u[2]))
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "; written by other implementations: " + strings.Join(parts, ", ")
-}
-
-// inside names the files of an artifact whose report entries differ.
-func inside(name string, ra, rb *report.Report) []string {
-	if ra == nil || rb == nil {
-		return nil
-	}
-	arch, file, ok := strings.Cut(name, "/")
-	if !ok {
-		return nil
-	}
-	xa, xb := ra.Architectures[arch], rb.Architectures[arch]
-	if xa == nil || xb == nil {
-		return nil
-	}
-	var ea, eb []report.FileEntry
-	switch file {
-	case "rootfs.sqsh":
-		ea, eb = xa.Rootfs, xb.Rootfs
-	case "initramfs.xz":
-		ea, eb = xa.Initramfs, xb.Initramfs
-	default:
-		return nil
-	}
-	ma, mb := map[string]string{}, map[string]string{}
-	for _, e := range ea {
-		j, _ := json.Marshal(e)
-		ma[e.Path] = string(j)
-	}
-	for _, e := range eb {
-		j, _ := json.Marshal(e)
-		mb[e.Path] = string(j)
-	}
-	var out []string
-	for _, p := range union(keys(ma), keys(mb)) {
-		if ma[p] != mb[p] {
-			out = append(out, p)
+		b.Env = append(withoutVars(o.Env, reproEnv), "TZ="+v.TZ, "LANG="+v.Lang, "LC_ALL="+v.Lang, "HOME="+b.Home, fmt.Sprintf("GOMAXPROCS=%d", v.Procs))
+		if o.Log != nil {
+			o.Log("build %d: %s, TZ=%s LANG=%s umask %s GOMAXPROCS=%d shuffle=%d", i+1, builderName(v.Builder), v.TZ, v.Lang, v.Umask, v.Procs, v.Shuffle)
 		}
+		if err := o.Run(ctx, b); err != nil {
+			return nil, fmt.Errorf("build %d (%s) failed: %w", i+1, builderName(v.Builder), err)
+		}
+		res.Outputs = append(res.Outputs, b.Out)
 	}
-	if len(out) == 0 {
-		out = []string{"(no file differs: the image's own metadata does)"}
-	}
-	return out
-}
-
-func readReport(dir string) *report.Report {
-	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	if err != nil {
-		return nil
-	}
-	var r report.Report
-	if json.Unmarshal(b, &r) != nil {
-		return nil
-	}
-	return &r
-}
-
-func listFiles(dir string) ([]string, error) {
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	// Every build is held to the first.
+	for _, out := range res.Outputs[1:] {
+		diffs, err := Compare(res.Outputs[0], out)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if !d.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	sort.Strings(out)
-	return out, err
+		res.Diffs = append(res.Diffs, diffs...)
+	}
+	return res, nil
 }
 
-func keys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// Variations names what the variants vary, one line each, with each
+// variant's value: "TZ: UTC, Asia/Kathmandu".
+func Variations(vs []ReproVariant) []string {
+	field := func(name string, f func(int, ReproVariant) string) string {
+		var vals []string
+		for i, v := range vs {
+			vals = append(vals, f(i, v))
+		}
+		return name + ": " + strings.Join(vals, ", ")
 	}
-	return out
+	out := []string{
+		field("TZ", func(_ int, v ReproVariant) string { return v.TZ }),
+		field("LANG/LC_ALL", func(_ int, v ReproVariant) string { return v.Lang }),
+		field("umask", func(_ int, v ReproVariant) string { return v.Umask }),
+		field("GOMAXPROCS", func(_ int, v ReproVariant) string { return fmt.Sprint(v.Procs) }),
+		field("working directory", func(i int, _ ReproVariant) string { return fmt.Sprintf("build-%d", i+1) }),
+		field("HOME", func(i int, _ ReproVariant) string { return fmt.Sprintf("home-%d", i+1) }),
+		field("package order", func(_ int, v ReproVariant) string {
+			if v.Shuffle == 0 {
+				return "as locked"
+			}
+			return fmt.Sprintf("shuffled (seed %d)", v.Shuffle)
+		}),
+		"time of the build: one after the other",
+		"step caches: none (each builds from scratch)",
+	}
+	return append(out, field("builder", func(_ int, v ReproVariant) string {
+		if v.Builder == nil {
+			return ThisBuilder().String()
+		}
+		return v.Builder.String()
+	}))
 }
 
-func union(a, b []string) []string {
-	set := map[string]bool{}
-	for _, s := range a {
-		set[s] = true
+// builderName is how the log names a variant's builder.
+func builderName(b *Builder) string {
+	if b == nil {
+		return "this builder"
 	}
-	for _, s := range b {
-		set[s] = true
+	return b.Path
+}
+
+// withoutVars is env less the named variables.
+func withoutVars(env, names []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		drop := false
+		for _, n := range names {
+			drop = drop || k == n
+		}
+		if !drop {
+			out = append(out, kv)
+		}
 	}
-	out := slices.Sorted(maps.Keys(set))
 	return out
 }

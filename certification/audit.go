@@ -251,11 +251,24 @@ type ReproducibleEvid struct {
 	// Compressors are, for "same", the compressors both builds used and,
 	// for "different", those that differ, as each build used them.
 	Compressors []string `json:"compressors,omitempty"`
+	// Tools are the host tools (report.Report.Tools: xorriso for the ISO,
+	// the squashfs writer) whose versions differ between the two builds,
+	// as each build's report names them: an artifact they wrote may
+	// differ for that reason alone.
+	Tools []string `json:"tools,omitempty"`
 }
 
 // Comparable says whether the second build's digests are evidence: its
 // compressors are the release's, or are not named.
 func (e ReproducibleEvid) Comparable() bool { return e.Like != "different" }
+
+// toolsNote is "; the host tools' versions differ: ..." when they do.
+func (e ReproducibleEvid) toolsNote() string {
+	if len(e.Tools) == 0 {
+		return ""
+	}
+	return "; the host tools' versions differ: " + strings.Join(e.Tools, "; ")
+}
 
 // likeWithLike fills in which compressors the release's build (a) and the
 // second build (b) used.
@@ -273,6 +286,9 @@ func (e *ReproducibleEvid) likeWithLike(a, b *report.Report) {
 		for _, u := range unlike {
 			e.Compressors = append(e.Compressors, fmt.Sprintf("%s: %s here, %s in the second build", u[0], u[1], u[2]))
 		}
+	}
+	for _, u := range report.Unlike(a.Tools, b.Tools) {
+		e.Tools = append(e.Tools, fmt.Sprintf("%s: %s here, %s in the second build", u[0], u[1], u[2]))
 	}
 }
 
@@ -855,7 +871,7 @@ func reproducibility(r *Report, rel *auditedRelease, o Options, fail func(string
 		ev.OK = len(ev.Different) == 0
 		ev.likeWithLike(a, b)
 		if !ev.OK && ev.Comparable() {
-			fail("not reproduced: %s", strings.Join(ev.Different, "; "))
+			fail("not reproduced: %s%s", strings.Join(ev.Different, "; "), ev.toolsNote())
 		}
 	}
 	r.Policy.Reproducibility = ev

@@ -260,7 +260,7 @@ func (e ReproducibleEvid) Summary() string {
 	case "unrecorded":
 		s += "; the compressors are not named by both reports"
 	}
-	return s
+	return s + e.toolsNote()
 }
 
 func okText(b bool) string {

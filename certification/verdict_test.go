@@ -138,13 +138,17 @@ func TestVerdictStates(t *testing.T) {
 // compressors both builds used; a second build whose compressors are not
 // the release's (a builder built without cgo) is no evidence either way,
 // a caveat and never a failure, while a difference between builds with
-// the same compressors fails.
+// the same compressors fails; host tools of other versions are named.
 func TestReproductionLikeWithLike(t *testing.T) {
 	cgo := map[string]string{"squashfs zstd": "github.com/DataDog/zstd@v1.5.7", "layers gzip": "github.com/klauspost/compress@v1.20.4"}
 	noCgo := map[string]string{"squashfs zstd": "github.com/klauspost/compress@v1.20.4", "layers gzip": "github.com/klauspost/compress@v1.20.4"}
 	rep := func(compressors map[string]string, rootfs string) *report.Report {
 		return &report.Report{LockSHA256: strings.Repeat("1", 64), Architectures: map[string]*report.ArchReport{}, Generators: map[string]string{},
 			Compressors: compressors, Artifacts: map[string]report.ArtifactInfo{"x86_64/rootfs.sqsh": {SHA256: rootfs}}}
+	}
+	withTool := func(r *report.Report, iso string) *report.Report {
+		r.Tools = map[string]string{"iso": iso}
+		return r
 	}
 	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
 	for _, c := range []struct {
@@ -158,9 +162,10 @@ func TestReproductionLikeWithLike(t *testing.T) {
 		{"other compressors, other bytes", rep(noCgo, b), "different", "no evidence: the second build (second/report.json) used other compressors, so its digests are not compared with the release's: squashfs zstd: github.com/DataDog/zstd@v1.5.7 here, github.com/klauspost/compress@v1.20.4 in the second build", false, true},
 		{"other compressors, same bytes", rep(noCgo, a), "different", "pass: 3 digests compared with second/report.json; identical although the compressors differ", false, false},
 		{"a report without compressors", rep(nil, a), "unrecorded", "the compressors are not named by both reports", false, false},
+		{"another xorriso, other bytes", withTool(rep(cgo, b), "xorriso 1.5.6"), "same", "FAIL: 3 digests compared with second/report.json; the same compressors in both builds (layers gzip: github.com/klauspost/compress@v1.20.4, squashfs zstd: github.com/DataDog/zstd@v1.5.7); the host tools' versions differ: iso: xorriso 1.5.4 here, xorriso 1.5.6 in the second build", true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := judgedAgainst(t, nil, rep(cgo, a), c.second, "p11+1.100.1.1")
+			r := judgedAgainst(t, nil, withTool(rep(cgo, a), "xorriso 1.5.4"), c.second, "p11+1.100.1.1")
 			ev := r.Policy.Reproducibility
 			if ev.Like != c.like || !strings.Contains(ev.Summary(), c.says) {
 				t.Errorf("like %q, summary %q; want %q saying %q", ev.Like, ev.Summary(), c.like, c.says)

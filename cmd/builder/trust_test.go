@@ -375,14 +375,6 @@ func TestReleaseKilledAtTenPoints(t *testing.T) {
 	}
 }
 
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
-}
-
 // Acceptance 3 (build): a build killed or interrupted at ten points leaves
 // the previous output whole (or the new one), and the rerun completes and
 // leaves nothing temporary.
