@@ -44,7 +44,7 @@ it that differ (the first first) and the compressor each build's report says
 wrote it, and exits 1.`,
 		Example: `  builder repro --spec /tmp/demo/spec.yaml
   builder repro --spec /tmp/demo/spec.yaml --builder /tmp/builder-arm64`,
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := sf.load()
 			if err != nil {
