@@ -1,7 +1,6 @@
 package factory
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,41 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/nodeforge/builder/internal/testutil"
 	"go.yaml.in/yaml/v3"
 )
 
 // configSchema is the published schema of Config.
 const configSchema = "../docs/schemas/factory-config.schema.json"
-
-// compileConfigSchema compiles docs/schemas/factory-config.schema.json (the
-// library's file loader; the draft 2020-12 metaschema is built in).
-func compileConfigSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	s, err := jsonschema.NewCompiler().Compile(configSchema)
-	if err != nil {
-		t.Fatalf("%s: %v", configSchema, err)
-	}
-	return s
-}
-
-// configAsJSON is a YAML config as the JSON document the schema reads.
-func configAsJSON(t *testing.T, b []byte) any {
-	t.Helper()
-	var v any
-	if err := yaml.Unmarshal(b, &v); err != nil {
-		t.Fatalf("yaml: %v", err)
-	}
-	j, err := json.Marshal(v)
-	if err != nil {
-		t.Fatalf("json: %v", err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return doc
-}
 
 // TestConfigSchemaFields: the schema's settings are Config's yaml keys,
 // no more, no fewer.
@@ -79,7 +49,7 @@ func TestConfigSchemaFields(t *testing.T) {
 // the Helm chart's values) and a config with every setting validate and
 // load; documents the reader refuses, the schema refuses too.
 func TestConfigSchema(t *testing.T) {
-	s := compileConfigSchema(t)
+	s := testutil.Schema(t, "factory-config.schema.json")
 	var values struct {
 		Config map[string]any `yaml:"config"`
 	}
@@ -100,7 +70,7 @@ func TestConfigSchema(t *testing.T) {
 	}
 	good := map[string][]byte{"systemd": unit, "chart values": chart, "every setting": []byte(everySetting)}
 	for name, b := range good {
-		if err := s.Validate(configAsJSON(t, b)); err != nil {
+		if err := s.Validate(testutil.YAMLDoc(t, b)); err != nil {
 			t.Errorf("%s: the schema refuses it: %v", name, err)
 		}
 		if _, err := loadConfigBytes(t, b); err != nil {
@@ -115,7 +85,7 @@ func TestConfigSchema(t *testing.T) {
 		"count not a number":    "max-builds: many\n",
 		"boolean as a word":     "allow-http: sometimes\n",
 	} {
-		if err := s.Validate(configAsJSON(t, []byte(b))); err == nil {
+		if err := s.Validate(testutil.YAMLDoc(t, []byte(b))); err == nil {
 			t.Errorf("%s: the schema accepts it", name)
 		}
 		if _, err := loadConfigBytes(t, []byte(b)); err == nil {
@@ -123,7 +93,7 @@ func TestConfigSchema(t *testing.T) {
 		}
 	}
 	// Refused by the schema alone: the reader takes any string.
-	if err := s.Validate(configAsJSON(t, []byte("login: [build, everything]\n"))); err == nil {
+	if err := s.Validate(testutil.YAMLDoc(t, []byte("login: [build, everything]\n"))); err == nil {
 		t.Error("login everything: the schema accepts it")
 	}
 }

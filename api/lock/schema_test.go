@@ -1,36 +1,29 @@
 package lock_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/nodeforge/builder/api/lock"
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/demobase"
 	"github.com/nodeforge/builder/pkgbase/demobase/demotest"
 )
-
-const lockSchema = "../../docs/schemas/lock.schema.json"
 
 // TestLockSchema validates a lock of the demo base against
 // docs/schemas/lock.schema.json, and checks that what Parse refuses for
 // its shape (unknown fields, another lockVersion, a package not pinned)
 // the schema refuses too.
 func TestLockSchema(t *testing.T) {
-	sch, err := jsonschema.NewCompiler().Compile(lockSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sch := testutil.Schema(t, "lock.schema.json")
 	_, l, _ := demotest.Locked(t)
 	good, err := l.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := validate(sch, good); err != nil {
-		t.Fatalf("the demo lock does not validate against %s: %v", lockSchema, err)
+	if err := testutil.Validate(sch, good); err != nil {
+		t.Fatalf("the demo lock does not validate against lock.schema.json: %v", err)
 	}
 
 	// edit returns the demo lock changed by f, on its JSON form.
@@ -52,7 +45,7 @@ func TestLockSchema(t *testing.T) {
 	if _, err := lock.Parse(elsewhere, "elsewhere"); err != nil {
 		t.Errorf("a lock with specDir: %v", err)
 	}
-	if err := validate(sch, elsewhere); err != nil {
+	if err := testutil.Validate(sch, elsewhere); err != nil {
 		t.Errorf("a lock with specDir does not validate: %v", err)
 	}
 	// A lock with container images: accepted by both.
@@ -63,7 +56,7 @@ func TestLockSchema(t *testing.T) {
 	if _, err := lock.Parse(images, "images"); err != nil {
 		t.Errorf("a lock with images: %v", err)
 	}
-	if err := validate(sch, images); err != nil {
+	if err := testutil.Validate(sch, images); err != nil {
 		t.Errorf("a lock with images does not validate: %v", err)
 	}
 	// Refused by both. "not json" and a component naming a NEVRA the lock
@@ -85,7 +78,7 @@ func TestLockSchema(t *testing.T) {
 		if _, err := lock.Parse(body, name); err == nil {
 			t.Errorf("%s: Parse accepts it", name)
 		}
-		if err := validate(sch, body); err == nil {
+		if err := testutil.Validate(sch, body); err == nil {
 			t.Errorf("%s: the schema accepts what Parse refuses", name)
 		} else {
 			t.Logf("%s: refused: %v", name, err)
@@ -99,18 +92,10 @@ func TestLockSchema(t *testing.T) {
 		"no architectures":      edit(func(l, _ map[string]any) { delete(l, "architectures") }),
 		"fingerprint lowercase": edit(func(_, p map[string]any) { p["signerFingerprint"] = strings.ToLower(p["signerFingerprint"].(string)) }),
 	} {
-		if err := validate(sch, body); err == nil {
+		if err := testutil.Validate(sch, body); err == nil {
 			t.Errorf("%s: the schema accepts it", name)
 		} else {
 			t.Logf("%s: refused: %v", name, err)
 		}
 	}
-}
-
-func validate(sch *jsonschema.Schema, b []byte) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	return sch.Validate(v)
 }

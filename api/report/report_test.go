@@ -1,13 +1,12 @@
 package report
 
 import (
-	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -113,26 +112,13 @@ func TestFullIsFull(t *testing.T) {
 	}
 }
 
-func compileSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	s, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "docs", "schemas", "report.schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func validate(t *testing.T, s *jsonschema.Schema, r *Report) error {
 	t.Helper()
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.Validate(v)
+	return testutil.Validate(s, b)
 }
 
 // TestSchema: the published schema (docs/schemas/report.schema.json, which
@@ -140,7 +126,7 @@ func validate(t *testing.T, s *jsonschema.Schema, r *Report) error {
 // with the lists a build may leave nil; it refuses a report without a
 // required field or with a malformed digest.
 func TestSchema(t *testing.T) {
-	s := compileSchema(t)
+	s := testutil.Schema(t, "report.schema.json")
 	if err := validate(t, s, full()); err != nil {
 		t.Errorf("the schema refuses a full report: %v", err)
 	}

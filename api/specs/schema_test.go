@@ -2,82 +2,24 @@ package specs_test
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"go.yaml.in/yaml/v3"
-
 	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/demobase"
 )
 
 const specSchema = "../../docs/schemas/spec.schema.json"
-
-// compileSchema compiles a schema file with the library's file loader (the
-// draft 2020-12 metaschema is built in: nothing is fetched).
-func compileSchema(t *testing.T, path string) *jsonschema.Schema {
-	t.Helper()
-	s, err := jsonschema.NewCompiler().Compile(path)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return s
-}
-
-// yamlAsJSON is a YAML document as its JSON equivalent, as the schema
-// validator reads JSON.
-func yamlAsJSON(t *testing.T, b []byte) any {
-	t.Helper()
-	var v any
-	if err := yaml.Unmarshal(b, &v); err != nil {
-		t.Fatalf("yaml: %v", err)
-	}
-	j, err := json.Marshal(stringKeys(v))
-	if err != nil {
-		t.Fatalf("json: %v", err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return doc
-}
-
-// stringKeys turns the map[any]any of a YAML mapping with non-string keys
-// into the map[string]any that encoding/json can write.
-func stringKeys(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = stringKeys(e)
-		}
-		return x
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[fmt.Sprint(k)] = stringKeys(e)
-		}
-		return m
-	case []any:
-		for i, e := range x {
-			x[i] = stringKeys(e)
-		}
-		return x
-	}
-	return v
-}
 
 // TestSpecSchema validates every shipped spec and the demo spec against
 // docs/schemas/spec.schema.json, and checks that specs the reader refuses
 // for their shape (unknown fields, wrong types, values outside an enum)
 // the schema refuses too.
 func TestSpecSchema(t *testing.T) {
-	sch := compileSchema(t, specSchema)
+	sch := testutil.Schema(t, "spec.schema.json")
 	files, err := filepath.Glob("*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no shipped specs: %v", err)
@@ -96,7 +38,7 @@ func TestSpecSchema(t *testing.T) {
 		if _, err := specs.Load(f); err != nil {
 			t.Errorf("%s: the reader refuses it: %v", f, err)
 		}
-		if err := sch.Validate(yamlAsJSON(t, b)); err != nil {
+		if err := sch.Validate(testutil.YAMLDoc(t, b)); err != nil {
 			t.Errorf("%s does not validate against %s: %v", f, specSchema, err)
 		}
 	}
@@ -166,7 +108,7 @@ images:
 	if _, err := specs.Parse([]byte(full), demo, nil); err != nil {
 		t.Fatalf("the full spec: %v", err)
 	}
-	if err := sch.Validate(yamlAsJSON(t, []byte(full))); err != nil {
+	if err := sch.Validate(testutil.YAMLDoc(t, []byte(full))); err != nil {
 		t.Errorf("the full spec does not validate: %v", err)
 	}
 
@@ -202,7 +144,7 @@ images:
 		if _, err := specs.Parse([]byte(body), demo, nil); err == nil {
 			t.Errorf("%s: the reader accepts it", name)
 		}
-		if err := sch.Validate(yamlAsJSON(t, []byte(body))); err == nil {
+		if err := sch.Validate(testutil.YAMLDoc(t, []byte(body))); err == nil {
 			t.Errorf("%s: the schema accepts what the reader refuses", name)
 		} else {
 			t.Logf("%s: refused: %v", name, err)

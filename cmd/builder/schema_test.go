@@ -1,14 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // TestSchemaDemoBuild builds the demo (without and with a schematic) and
@@ -16,22 +15,8 @@ import (
 // lock file against docs/schemas/lock.schema.json: the contracts as
 // documented are what the builder writes.
 func TestSchemaDemoBuild(t *testing.T) {
-	compile := func(name string) *jsonschema.Schema {
-		t.Helper()
-		s, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "docs", "schemas", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	reportSchema, lockSchema := compile("report.schema.json"), compile("lock.schema.json")
-	validate := func(s *jsonschema.Schema, b []byte) error {
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			return err
-		}
-		return s.Validate(v)
-	}
+	reportSchema, lockSchema := testutil.Schema(t, "report.schema.json"), testutil.Schema(t, "lock.schema.json")
+	validate := testutil.Validate
 	read := func(p string) []byte {
 		t.Helper()
 		b, err := os.ReadFile(p)
