@@ -21,6 +21,7 @@ func TestReleaseTwoArches(t *testing.T) {
 	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	specPath := testbase.ForTest(t, testbase.Options{Arches: []string{"x86_64", "aarch64"}})
+	addTestImages(t, specPath)
 	keys := filepath.Join(t.TempDir(), "keys")
 	if out, err := runBuilder(t, "keys", "generate", "--out", keys); err != nil {
 		t.Fatalf("keys generate: %v\n%s", err, out)
@@ -33,7 +34,7 @@ func TestReleaseTwoArches(t *testing.T) {
 		"--key", filepath.Join(keys, "cosign.key"), "--registry", prefix); err != nil {
 		t.Fatalf("release: %v\n%s", err, out)
 	}
-	for _, repo := range []string{"boot", "installer", "extensions/testext"} {
+	for _, repo := range []string{"boot", "installer", "extensions/testext", "images/init"} {
 		ref := prefix + "/" + repo + ":0.1.0"
 		var idx struct {
 			Manifests []struct {
@@ -56,6 +57,7 @@ func TestReleaseTwoArches(t *testing.T) {
 		}
 		judge(t, "cosign", "verify", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry", ref)
 	}
+	judgeReleasedImages(t, prefix, pub)
 
 	rep, _, stdout, err := auditChild(t, "--key", pub, "--version", "0.1.0", "docker://"+prefix)
 	if err != nil || rep.Verdict != "pass" {
