@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nodeforge/builder/internal/testbase"
@@ -60,5 +61,100 @@ func judgeReleasedImages(t *testing.T, prefix, pub string) {
 		}
 		judge(t, "crane", "validate", "--insecure", "--remote", ref)
 		judge(t, "skopeo", "copy", "--all", "--src-tls-verify=false", "docker://"+ref, "oci:"+filepath.Join(t.TempDir(), name))
+	}
+}
+
+// carryReleasedImages promotes the release of the test base with
+// testImages into an OCI layout, and mirrors it through an archive into a
+// second prefix of the registry: builder verify accepts the images at
+// both ends. A flipped byte in an image's layer then fails builder verify
+// and the audit, each naming the image.
+func carryReleasedImages(t *testing.T, specPath, regHost, prefix, keys string) {
+	t.Helper()
+	pub, key := filepath.Join(keys, "cosign.pub"), filepath.Join(keys, "cosign.key")
+	prod := filepath.Join(t.TempDir(), "prod")
+	if out, err := builderStdout(t, "promote", "--spec", specPath, "--from-registry", prefix, "--from-key", pub,
+		"--to-layout", prod, "--key", key, "0.1.0"); err != nil {
+		t.Fatalf("promote: %v\n%s", err, out)
+	}
+	archive := filepath.Join(t.TempDir(), "release.tar")
+	if _, out, err := mirrorChild(t, "--version", "0.1.0", "--key", pub, "docker://"+prefix, "oci-archive:"+archive); err != nil {
+		t.Fatalf("mirror into an archive: %v\n%s", err, out)
+	}
+	perimeter := "docker://" + regHost + "/perimeter"
+	if _, out, err := mirrorChild(t, "--key", pub, "oci-archive:"+archive, perimeter); err != nil {
+		t.Fatalf("mirror from the archive: %v\n%s", err, out)
+	}
+	for _, st := range []string{"oci:" + prod, perimeter} {
+		out, err := builderStdout(t, "verify", "--key", pub, "--version", "0.1.0", st)
+		for _, name := range []string{"images/init", "images/tree"} {
+			if err != nil || !strings.Contains(out, "OK ") || !strings.Contains(out, name+":0.1.0") {
+				t.Errorf("verify %s: %v, want %s\n%s", st, err, name, out)
+			}
+		}
+	}
+	flipLayerByte(t, prod, "images/init:0.1.0")
+	out, err := builderStdout(t, "verify", "--key", pub, "--version", "0.1.0", "oci:"+prod)
+	if err == nil || !strings.Contains(out, "images/init") || !strings.Contains(out, "layer sha256:") {
+		t.Errorf("verify with a tampered image layer: %v\n%s", err, out)
+	}
+	rep, _, stdout, err := auditChild(t, "--key", pub, "--version", "0.1.0", prod)
+	if err == nil || rep.Verdict != "fail" || !strings.Contains(strings.Join(rep.Reasons, "\n"), "images/init") {
+		t.Errorf("audit with a tampered image layer: %v, %s: %v\n%s", err, rep.Verdict, rep.Reasons, stdout)
+	}
+}
+
+// flipLayerByte flips a byte in the layer of the linux/amd64 image of
+// ref (REPO:TAG) in an OCI layout.
+func flipLayerByte(t *testing.T, dir, ref string) {
+	t.Helper()
+	blob := func(d string) string { return filepath.Join(dir, "blobs", "sha256", strings.TrimPrefix(d, "sha256:")) }
+	var top struct {
+		Manifests []struct {
+			Digest      string
+			Annotations map[string]string
+			Platform    *struct{ Architecture string }
+		}
+		Layers []struct{ Digest string }
+	}
+	readJSON := func(file string) {
+		top.Manifests, top.Layers = nil, nil
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &top); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readJSON(filepath.Join(dir, "index.json"))
+	next := ""
+	for _, m := range top.Manifests {
+		if m.Annotations["org.opencontainers.image.ref.name"] == ref {
+			next = m.Digest
+		}
+	}
+	if next == "" {
+		t.Fatalf("%s: no %s", dir, ref)
+	}
+	readJSON(blob(next))
+	for _, m := range top.Manifests {
+		if m.Platform != nil && m.Platform.Architecture == "amd64" {
+			next = m.Digest
+		}
+	}
+	readJSON(blob(next))
+	if len(top.Layers) != 1 {
+		t.Fatalf("%s: %d layers", ref, len(top.Layers))
+	}
+	file := blob(top.Layers[0].Digest)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	os.Chmod(file, 0o644)
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -80,4 +80,5 @@ func TestReleaseTwoArches(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"reproducible": true`) {
 		t.Errorf("repro of the two-architecture spec: %v\n%s", err, out)
 	}
+	carryReleasedImages(t, specPath, reg.Host, prefix, keys)
 }
