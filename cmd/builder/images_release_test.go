@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodeforge/builder/certification"
 	"github.com/nodeforge/builder/internal/testbase"
 )
 
@@ -24,19 +25,6 @@ images:
     architectures: [x86_64]
     links: {/usr/local/bin/init: ` + testbase.InitPath + `}
 `
-
-// addTestImages appends testImages to a spec.
-func addTestImages(t *testing.T, specPath string) {
-	t.Helper()
-	f, err := os.OpenFile(specPath, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(testImages); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // judgeReleasedImages has the stock tools judge the container images of a
 // release of the test base with testImages under prefix: cosign verifies
@@ -155,6 +143,66 @@ func flipLayerByte(t *testing.T, dir, ref string) {
 	b[len(b)/2] ^= 0xff
 	os.Chmod(file, 0o644)
 	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkAuditedImages checks the audit of a release with testImages: each
+// image's layer of each architecture was unpacked and compared with the
+// build report, every file of every image is traced (the link to its
+// generator), the audit's three renderings list the images, and the JSON
+// holds to its schema.
+func checkAuditedImages(t *testing.T, rep *certification.Report, dir string) {
+	t.Helper()
+	archs := map[string]string{}
+	for _, im := range rep.Images {
+		for _, a := range im.Architectures {
+			archs[im.Name] += a.Arch + " "
+			if !im.Verified || a.Unpacked == 0 || a.Unpacked != a.Files || a.Packages == 0 || !strings.HasPrefix(a.Layer, "sha256:") {
+				t.Errorf("audit of image %s %s: %+v (verified %v)", im.Name, a.Arch, a, im.Verified)
+			}
+		}
+	}
+	if archs["init"] != "aarch64 x86_64 " || archs["tree"] != "x86_64 " || len(rep.Images) != 2 {
+		t.Errorf("audited images: %v", archs)
+	}
+	files := map[string]certification.File{}
+	for _, f := range rep.Files.List {
+		if strings.HasPrefix(f.Artifact, "image/") {
+			files[f.Artifact+":"+f.Path] = f
+			if f.Problem != "" || (f.Package == "") == (f.Generator == "") {
+				t.Errorf("image file %s %s: %+v", f.Artifact, f.Path, f)
+			}
+		}
+	}
+	for key, origin := range map[string]string{"image/tree/x86_64:/usr/local/bin/init": "image-link", "image/init/aarch64:" + testbase.InitPath: testbase.InitPackage,
+		"image/init/x86_64:/etc/passwd": "accounts", "image/tree/x86_64:/etc/os-release": "os-release"} {
+		if f, ok := files[key]; !ok || (f.Generator != origin && !strings.HasPrefix(f.Package, origin+"-")) {
+			t.Errorf("%s: %+v, want from %s", key, f, origin)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "audit.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateSchema(t, "../audit.schema.json", b)
+	for _, file := range []string{"audit.html", "audit.md"} {
+		page, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil || !strings.Contains(string(page), "Container images") || !strings.Contains(string(page), "/images/tree:0.1.0") {
+			t.Errorf("%s lists no container images (%v)", file, err)
+		}
+	}
+}
+
+// appendFile appends text to a file.
+func appendFile(t *testing.T, file, text string) {
+	t.Helper()
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
 		t.Fatal(err)
 	}
 }
