@@ -312,7 +312,8 @@ func update(ctx context.Context, new *Side, was, is *lock.Package, changelog Cha
 }
 
 // releaseArtifacts are a report's artifacts by name ("<arch>/<file>",
-// and "<arch>/extensions/<name>" for an extension's tree), each with its
+// "<arch>/extensions/<name>" for an extension's tree and
+// "<arch>/images/<name>" for a container image's), each with its
 // digest, size and files (those the report lists for it).
 func releaseArtifacts(rep *report.Report) map[string]*artifactView {
 	out := map[string]*artifactView{}
