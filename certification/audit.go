@@ -232,7 +232,9 @@ type SignatureCheck struct {
 
 // Scriptlet is how one scriptlet was handled (never executed).
 type Scriptlet struct {
-	Arch    string   `json:"arch"`
+	Arch string `json:"arch"`
+	// Image is the container image whose assembly met it ("": the node's).
+	Image   string   `json:"image,omitempty"`
 	Package string   `json:"package"`
 	Kind    string   `json:"kind"`
 	Handled bool     `json:"handled"`
@@ -841,6 +843,24 @@ func policy(r *Report, rel *auditedRelease, fail func(string, ...any)) {
 		p.SetuidStripped = append(p.SetuidStripped, prefixed(arch, a.Policy.Stripped)...)
 		p.Capabilities = append(p.Capabilities, prefixed(arch, a.Policy.Capabilities)...)
 		p.WorldWritable = append(p.WorldWritable, prefixed(arch, a.Policy.WorldWritable)...)
+		imagePolicy(p, arch, a)
+	}
+}
+
+// imagePolicy adds what the container images of an architecture met:
+// their scriptlets, and their setuid files, capabilities and
+// world-writable paths under ARCH/image/NAME.
+func imagePolicy(p *PolicyChecks, arch string, a *report.ArchReport) {
+	for _, name := range slices.Sorted(maps.Keys(a.Images)) {
+		im := a.Images[name]
+		for _, s := range im.Scriptlets {
+			p.Scriptlets = append(p.Scriptlets, Scriptlet{Arch: arch, Image: name, Package: s.Package, Kind: s.Kind, Handled: s.Handled, How: s.How, Pending: s.Pending})
+		}
+		where := arch + "/image/" + name
+		p.Setuid = append(p.Setuid, prefixed(where, im.Policy.Setuid)...)
+		p.SetuidStripped = append(p.SetuidStripped, prefixed(where, im.Policy.Stripped)...)
+		p.Capabilities = append(p.Capabilities, prefixed(where, im.Policy.Capabilities)...)
+		p.WorldWritable = append(p.WorldWritable, prefixed(where, im.Policy.WorldWritable)...)
 	}
 }
 

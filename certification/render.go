@@ -124,7 +124,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	} else {
 		b.WriteString("\n| arch | package | scriptlet | handled | how / not handled |\n|---|---|---|---|---|\n")
 		for _, sc := range p.Scriptlets {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", sc.Arch, mdEscape(sc.Package), sc.Kind, yesNo(sc.Handled), mdEscape(strings.Join(append(sc.How, sc.Pending...), "; ")))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", sc.where(), mdEscape(sc.Package), sc.Kind, yesNo(sc.Handled), mdEscape(strings.Join(append(sc.How, sc.Pending...), "; ")))
 		}
 	}
 	fmt.Fprintf(&b, "\n## Licenses (%d)\n\n| license | packages |\n|---|---|\n", s.Licenses)
@@ -506,7 +506,7 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 <tr><th>reproducibility</th><td>{{if eq .R.Policy.Reproducibility.Evidence "none"}}no second build given{{else}}{{.R.Policy.Reproducibility.Summary}}{{end}}</td></tr>
 </table>
 <table><tr><th>arch</th><th>package</th><th>scriptlet</th><th>handled</th><th>how</th><th>not handled</th></tr>
-{{range .R.Policy.Scriptlets}}<tr><td>{{.Arch}}</td><td>{{.Package}}</td><td>{{.Kind}}</td><td>{{yes .Handled}}</td><td>{{join .How "; "}}</td><td>{{join .Pending "; "}}</td></tr>{{else}}<tr><td colspan="6" class="none">none</td></tr>{{end}}
+{{range .R.Policy.Scriptlets}}<tr><td>{{.Arch}}{{with .Image}} (image {{.}}){{end}}</td><td>{{.Package}}</td><td>{{.Kind}}</td><td>{{yes .Handled}}</td><td>{{join .How "; "}}</td><td>{{join .Pending "; "}}</td></tr>{{else}}<tr><td colspan="6" class="none">none</td></tr>{{end}}
 </table>
 
 <h2>Licenses</h2>
@@ -545,4 +545,12 @@ func imagesMarkdown(b *bytes.Buffer, images []ContainerImage) {
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %d | %d | %d | %s |\n", mdEscape(im.Ref), im.Digest, a.Arch, a.Digest, a.Layer, a.Packages, a.Files, a.Unpacked, yesNo(im.Verified))
 		}
 	}
+}
+
+// where is the scriptlet's architecture, and its image when an image's.
+func (s Scriptlet) where() string {
+	if s.Image != "" {
+		return s.Arch + " (image " + s.Image + ")"
+	}
+	return s.Arch
 }
