@@ -19,9 +19,10 @@ import (
 type Outputs struct {
 	// Boot is the index of the boot assets (OUT/oci), Installer the
 	// installer image's (OUT/installer), Extensions each extension's
-	// (OUT/extensions/<name>).
-	Boot, Installer v1.ImageIndex
-	Extensions      map[string]v1.ImageIndex
+	// (OUT/extensions/<name>), Images each container image's
+	// (OUT/images/<name>).
+	Boot, Installer    v1.ImageIndex
+	Extensions, Images map[string]v1.ImageIndex
 	// ReportJSON is OUT/report.json as written.
 	ReportJSON []byte
 }
@@ -49,7 +50,7 @@ func OpenOutputs(out string, rep *report.Report) (*Outputs, error) {
 		}
 		return idx, nil
 	}
-	o := &Outputs{Extensions: map[string]v1.ImageIndex{}}
+	o := &Outputs{Extensions: map[string]v1.ImageIndex{}, Images: map[string]v1.ImageIndex{}}
 	if o.Boot, err = open(filepath.Join(out, "oci"), rep.OCIIndex); err != nil {
 		return nil, err
 	}
@@ -58,6 +59,11 @@ func OpenOutputs(out string, rep *report.Report) (*Outputs, error) {
 	}
 	for name, want := range rep.Extensions {
 		if o.Extensions[name], err = open(filepath.Join(out, "extensions", name), want); err != nil {
+			return nil, err
+		}
+	}
+	for name, want := range rep.Images {
+		if o.Images[name], err = open(filepath.Join(out, filepath.FromSlash(ImagesDir(name))), want); err != nil {
 			return nil, err
 		}
 	}

@@ -71,6 +71,8 @@ type Report struct {
 	Promotions []Promotion  `json:"promotions"`
 	// UKIs are the release's signed unified kernel images (Secure Boot).
 	UKIs []UKI `json:"ukis"`
+	// Images are the release's container images (the spec's images).
+	Images []ContainerImage `json:"images,omitempty"`
 }
 
 // Identity says what the release is.
@@ -141,7 +143,8 @@ type Files struct {
 	Generated int `json:"fromGenerators"`
 	Unowned   int `json:"unowned"`
 	// Unpacked counts the paths of the published root filesystem images
-	// that were unpacked and compared with the report's entries.
+	// and container image layers that were unpacked and compared with the
+	// report's entries.
 	Unpacked int `json:"unpacked"`
 	// Generators are the builder generators declared by the build.
 	Generators map[string]string `json:"generators"`
@@ -151,7 +154,7 @@ type Files struct {
 
 // File is one file of one artifact.
 type File struct {
-	Artifact  string `json:"artifact"` // rootfs/x86_64, initramfs/x86_64, extension/zfs/x86_64
+	Artifact  string `json:"artifact"` // rootfs/x86_64, initramfs/x86_64, extension/zfs/x86_64, image/etcd/x86_64
 	Path      string `json:"path"`
 	Type      string `json:"type"`
 	Size      int64  `json:"size"`
@@ -229,7 +232,9 @@ type SignatureCheck struct {
 
 // Scriptlet is how one scriptlet was handled (never executed).
 type Scriptlet struct {
-	Arch    string   `json:"arch"`
+	Arch string `json:"arch"`
+	// Image is the container image whose assembly met it ("": the node's).
+	Image   string   `json:"image,omitempty"`
 	Package string   `json:"package"`
 	Kind    string   `json:"kind"`
 	Handled bool     `json:"handled"`
@@ -347,7 +352,7 @@ func Audit(ctx context.Context, o Options) (*Report, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	r := &Report{SchemaVersion: SchemaVersion, Reasons: []string{}, Caveats: []string{}, Promotions: []Promotion{}, UKIs: []UKI{}}
+	r := &Report{SchemaVersion: SchemaVersion, Reasons: []string{}, Caveats: []string{}, Promotions: []Promotion{}, UKIs: []UKI{}, Images: []ContainerImage{}}
 	fail := func(format string, a ...any) { r.Reasons = append(r.Reasons, fmt.Sprintf(format, a...)) }
 
 	logf("verifying %s %s", o.Store, o.Version)
@@ -358,7 +363,7 @@ func Audit(ctx context.Context, o Options) (*Report, error) {
 	identity(r, o, rel)
 	packages(r, rel, o.Policy, fail)
 	files(r, rel, fail)
-	r.Files.Unpacked = unpacked(ctx, o.Store, r, rel, fail)
+	r.Files.Unpacked = unpacked(ctx, o.Store, r, rel, fail) + containerImages(ctx, o.Store, r, rel, fail)
 	ukis(ctx, o.Store, r, rel, fail)
 	policy(r, rel, fail)
 	reproducibility(r, rel, o, fail)
@@ -739,6 +744,9 @@ func reportFiles(rep *report.Report) []File {
 		for _, name := range slices.Sorted(maps.Keys(a.Extensions)) {
 			add("extension/"+name+"/"+arch, a.Extensions[name].Files)
 		}
+		for _, name := range slices.Sorted(maps.Keys(a.Images)) {
+			add("image/"+name+"/"+arch, a.Images[name].Files)
+		}
 	}
 	return out
 }
@@ -835,6 +843,24 @@ func policy(r *Report, rel *auditedRelease, fail func(string, ...any)) {
 		p.SetuidStripped = append(p.SetuidStripped, prefixed(arch, a.Policy.Stripped)...)
 		p.Capabilities = append(p.Capabilities, prefixed(arch, a.Policy.Capabilities)...)
 		p.WorldWritable = append(p.WorldWritable, prefixed(arch, a.Policy.WorldWritable)...)
+		imagePolicy(p, arch, a)
+	}
+}
+
+// imagePolicy adds what the container images of an architecture met:
+// their scriptlets, and their setuid files, capabilities and
+// world-writable paths under ARCH/image/NAME.
+func imagePolicy(p *PolicyChecks, arch string, a *report.ArchReport) {
+	for _, name := range slices.Sorted(maps.Keys(a.Images)) {
+		im := a.Images[name]
+		for _, s := range im.Scriptlets {
+			p.Scriptlets = append(p.Scriptlets, Scriptlet{Arch: arch, Image: name, Package: s.Package, Kind: s.Kind, Handled: s.Handled, How: s.How, Pending: s.Pending})
+		}
+		where := arch + "/image/" + name
+		p.Setuid = append(p.Setuid, prefixed(where, im.Policy.Setuid)...)
+		p.SetuidStripped = append(p.SetuidStripped, prefixed(where, im.Policy.Stripped)...)
+		p.Capabilities = append(p.Capabilities, prefixed(where, im.Policy.Capabilities)...)
+		p.WorldWritable = append(p.WorldWritable, prefixed(where, im.Policy.WorldWritable)...)
 	}
 }
 
@@ -867,6 +893,9 @@ func reproducibility(r *Report, rel *auditedRelease, o Options, fail func(string
 		cmp("installer", a.Installer, b.Installer)
 		for _, k := range slices.Sorted(maps.Keys(a.Extensions)) {
 			cmp("extension "+k, a.Extensions[k], b.Extensions[k])
+		}
+		for _, k := range slices.Sorted(maps.Keys(a.Images)) {
+			cmp("image "+k, a.Images[k], b.Images[k])
 		}
 		ev.OK = len(ev.Different) == 0
 		ev.likeWithLike(a, b)

@@ -40,6 +40,9 @@ type Diff struct {
 	Artifacts  []ArtifactChange  `json:"artifacts"`
 	Kernel     []KernelChange    `json:"kernel"`
 	Extensions []ExtensionChange `json:"extensions"`
+	// Images are the container images (the spec's images section) added,
+	// removed, or changed in their packages or files.
+	Images []ImageChange `json:"images"`
 }
 
 // PackageRef is a package added or removed.
@@ -114,6 +117,10 @@ type ExtensionChange struct {
 	PackagesRemoved []string `json:"packagesRemoved"`
 }
 
+// ImageChange is a container image of an architecture added, removed, or
+// changed in what it holds, as an extension is.
+type ImageChange = ExtensionChange
+
 // ChangelogFunc reads the changelog of a package of a side (its header, from
 // the package cache or the repository the lock names).
 type ChangelogFunc func(ctx context.Context, side *Side, p *lock.Package) ([]rpmfile.Change, error)
@@ -123,7 +130,7 @@ type ChangelogFunc func(ctx context.Context, side *Side, p *lock.Package) ([]rpm
 // with why, when each is not nil.
 func Compare(ctx context.Context, old, new *Side, changelog ChangelogFunc, why WhyFunc) *Diff {
 	d := &Diff{Old: old.Ref, New: new.Ref, Identity: []IdentityChange{}, Added: []PackageRef{}, Removed: []PackageRef{}, Updated: []PackageChange{},
-		Components: []ComponentChange{}, Fixes: []Fix{}, Artifacts: []ArtifactChange{}, Kernel: []KernelChange{}, Extensions: []ExtensionChange{}}
+		Components: []ComponentChange{}, Fixes: []Fix{}, Artifacts: []ArtifactChange{}, Kernel: []KernelChange{}, Extensions: []ExtensionChange{}, Images: []ImageChange{}}
 	compareIdentity(d, old, new)
 	comparePackages(ctx, d, old, new, changelog)
 	compareComponents(ctx, d, old, new, why)
@@ -131,6 +138,7 @@ func Compare(ctx context.Context, old, new *Side, changelog ChangelogFunc, why W
 		compareArtifacts(d, old.Report, new.Report)
 		compareKernels(d, old.Report, new.Report)
 		compareExtensions(d, old.Report, new.Report)
+		compareImages(d, old.Report, new.Report)
 		packageSizes(d, old.Report, new.Report)
 	}
 	return d
@@ -174,6 +182,9 @@ func sidePackages(s *Side) map[pkgKey][]*lock.Package {
 		names := slices.Clone(a.Packages)
 		for _, e := range a.Extensions {
 			names = append(names, e.Packages...)
+		}
+		for _, im := range a.Images {
+			names = append(names, im.Packages...)
 		}
 		slices.Sort(names)
 		for _, n := range names {
@@ -301,7 +312,8 @@ func update(ctx context.Context, new *Side, was, is *lock.Package, changelog Cha
 }
 
 // releaseArtifacts are a report's artifacts by name ("<arch>/<file>",
-// and "<arch>/extensions/<name>" for an extension's tree), each with its
+// "<arch>/extensions/<name>" for an extension's tree and
+// "<arch>/images/<name>" for a container image's), each with its
 // digest, size and files (those the report lists for it).
 func releaseArtifacts(rep *report.Report) map[string]*artifactView {
 	out := map[string]*artifactView{}
@@ -322,6 +334,11 @@ func releaseArtifacts(rep *report.Report) map[string]*artifactView {
 		if ext, ok := strings.CutPrefix(f.Artifact, "extension/"); ok {
 			name, _, _ := strings.Cut(ext, "/")
 			v.sha256 = rep.Extensions[name]
+			v.size += f.Size
+		}
+		if im, ok := strings.CutPrefix(f.Artifact, "image/"); ok {
+			name, _, _ := strings.Cut(im, "/")
+			v.sha256 = rep.Images[name]
 			v.size += f.Size
 		}
 	}
@@ -345,6 +362,9 @@ func groupArtifact(group string) string {
 	case "extension":
 		name, arch, _ := strings.Cut(rest, "/")
 		return arch + "/extensions/" + name
+	case "image":
+		name, arch, _ := strings.Cut(rest, "/")
+		return arch + "/images/" + name
 	}
 	return group
 }
@@ -459,38 +479,84 @@ func compareKernels(d *Diff, old, new *report.Report) {
 	}
 }
 
+// held is what an extension or a container image of an architecture
+// holds: its packages and files.
+type held struct {
+	packages []string
+	files    []report.FileEntry
+}
+
+// heldKind reads one kind of held thing (extensions, container images)
+// from a build report: the index digest of each, and what each holds per
+// architecture.
+type heldKind struct {
+	digests func(*report.Report) map[string]string
+	of      func(*report.ArchReport) map[string]held
+}
+
+var extensionKind = heldKind{
+	digests: func(r *report.Report) map[string]string { return r.Extensions },
+	of: func(a *report.ArchReport) map[string]held {
+		return heldMap(a.Extensions, func(e *report.ExtensionReport) held { return held{e.Packages, e.Files} })
+	},
+}
+
+var imageKind = heldKind{
+	digests: func(r *report.Report) map[string]string { return r.Images },
+	of: func(a *report.ArchReport) map[string]held {
+		return heldMap(a.Images, func(im *report.ImageReport) held { return held{im.Packages, im.Files} })
+	},
+}
+
+// heldMap is what each of m holds.
+func heldMap[T any](m map[string]T, of func(T) held) map[string]held {
+	out := map[string]held{}
+	for n, x := range m {
+		out[n] = of(x)
+	}
+	return out
+}
+
 func compareExtensions(d *Diff, old, new *report.Report) {
+	d.Extensions = append(d.Extensions, compareHeld(old, new, extensionKind)...)
+}
+
+// compareImages lists the container images added, removed, or changed in
+// their packages or files, per architecture.
+func compareImages(d *Diff, old, new *report.Report) {
+	d.Images = append(d.Images, compareHeld(old, new, imageKind)...)
+}
+
+// compareHeld compares one kind of held thing of two reports.
+func compareHeld(old, new *report.Report, k heldKind) []ExtensionChange {
+	var out []ExtensionChange
 	for _, arch := range slices.Sorted(maps.Keys(new.Architectures)) {
 		a, b := old.Architectures[arch], new.Architectures[arch]
 		if a == nil {
 			a = &report.ArchReport{}
 		}
-		names := slices.Sorted(maps.Keys(a.Extensions))
-		for n := range b.Extensions {
-			if a.Extensions[n] == nil {
-				names = append(names, n)
-			}
-		}
-		slices.Sort(names)
-		for _, n := range names {
-			was, is := a.Extensions[n], b.Extensions[n]
-			c := ExtensionChange{Name: n, Arch: arch, OldDigest: old.Extensions[n], NewDigest: new.Extensions[n]}
+		ha, hb := k.of(a), k.of(b)
+		for _, n := range unionKeys(ha, hb) {
+			was, okA := ha[n]
+			is, okB := hb[n]
+			c := ExtensionChange{Name: n, Arch: arch, OldDigest: k.digests(old)[n], NewDigest: k.digests(new)[n]}
 			switch {
-			case was == nil:
-				c.Change, was = "added", &report.ExtensionReport{}
-			case is == nil:
-				c.Change, is = "removed", &report.ExtensionReport{}
+			case !okA:
+				c.Change = "added"
+			case !okB:
+				c.Change = "removed"
 			}
-			c.PackagesAdded, c.PackagesRemoved = setDiff(was.Packages, is.Packages)
+			c.PackagesAdded, c.PackagesRemoved = setDiff(was.packages, is.packages)
 			if c.Change == "" {
-				if len(c.PackagesAdded)+len(c.PackagesRemoved) == 0 && sameFiles(was.Files, is.Files) {
+				if len(c.PackagesAdded)+len(c.PackagesRemoved) == 0 && sameFiles(was.files, is.files) {
 					continue // what it holds is the same
 				}
 				c.Change = "changed"
 			}
-			d.Extensions = append(d.Extensions, c)
+			out = append(out, c)
 		}
 	}
+	return out
 }
 
 // sameFiles says whether two file lists hold the same paths and contents.

@@ -23,7 +23,7 @@ func indentedJSON(w io.Writer, v any) error {
 
 // Empty says nothing changed.
 func (d *Diff) Empty() bool {
-	return len(d.Identity)+len(d.Added)+len(d.Removed)+len(d.Updated)+len(d.Components)+len(d.Artifacts)+len(d.Kernel)+len(d.Extensions) == 0
+	return len(d.Identity)+len(d.Added)+len(d.Removed)+len(d.Updated)+len(d.Components)+len(d.Artifacts)+len(d.Kernel)+len(d.Extensions)+len(d.Images) == 0
 }
 
 // Text writes the diff for a terminal; with md, as Markdown release notes.
@@ -79,17 +79,8 @@ func (d *Diff) Text(w io.Writer, md bool) error {
 		}
 		fmt.Fprintln(w)
 	}
-	if len(d.Extensions) > 0 {
-		h(2, "Extensions")
-		for _, e := range d.Extensions {
-			fmt.Fprintf(w, "- %s (%s): %s", e.Name, e.Arch, e.Change)
-			if len(e.PackagesAdded)+len(e.PackagesRemoved) > 0 && e.Change == "changed" {
-				fmt.Fprintf(w, ", packages %s", plusMinus(e.PackagesAdded, e.PackagesRemoved, code))
-			}
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintln(w)
-	}
+	heldText(w, h, "Extensions", d.Extensions, false, code)
+	heldText(w, h, "Container images", d.Images, true, code)
 	if len(d.Artifacts) > 0 {
 		h(2, "Artifacts")
 		if md {
@@ -211,4 +202,22 @@ func textWhy(w io.Writer, m Member, there, why string, code func(string) string)
 	if m.Because != "" {
 		fmt.Fprintf(w, "  - %s: %s\n", why, m.Because)
 	}
+}
+
+// heldText writes the extensions or container images that changed, each
+// with the packages that joined or left it (for an image also when it was
+// added or removed as a whole).
+func heldText(w io.Writer, h func(int, string), title string, list []ExtensionChange, always bool, code func(string) string) {
+	if len(list) == 0 {
+		return
+	}
+	h(2, title)
+	for _, e := range list {
+		fmt.Fprintf(w, "- %s (%s): %s", e.Name, e.Arch, e.Change)
+		if len(e.PackagesAdded)+len(e.PackagesRemoved) > 0 && (always || e.Change == "changed") {
+			fmt.Fprintf(w, ", packages %s", plusMinus(e.PackagesAdded, e.PackagesRemoved, code))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
 }

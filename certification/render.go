@@ -84,12 +84,13 @@ func (r *Report) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s | %s |\n", mdEscape(a.Repository), a.Kind, mdEscape(strings.TrimSpace(a.Platform+" "+a.Name)), a.Digest, a.Size,
 			shortKeys(a.SignedBy), attSummary(a.Attestations), yesNo(a.Verified))
 	}
+	imagesMarkdown(&b, r.Images)
 	fmt.Fprintf(&b, "\n## Packages (%d)\n\n| NEVRA | disttag | source RPM | repository | sha256 | signed by | license | in |\n|---|---|---|---|---|---|---|---|\n", s.Packages)
 	for _, p := range r.Packages {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(p.NEVRA), mdEscape(p.Disttag), mdEscape(p.SourceRPM), mdEscape(p.Repository),
 			p.SHA256, p.SignedBy, mdEscape(p.License), mdEscape(strings.Join(p.In, ", ")))
 	}
-	fmt.Fprintf(&b, "\n## File traceability\n\n%d files in all: %d from packages, %d from builder generators, **%d unowned**. %d paths of the published root filesystem images were unpacked and compared with the build report.\n\n", s.Files, s.FromPackages, s.FromGenerators, s.Unowned, s.Unpacked)
+	fmt.Fprintf(&b, "\n## File traceability\n\n%d files in all: %d from packages, %d from builder generators, **%d unowned**. %d paths of the published root filesystem images and container image layers were unpacked and compared with the build report.\n\n", s.Files, s.FromPackages, s.FromGenerators, s.Unowned, s.Unpacked)
 	b.WriteString("| generator | what it writes |\n|---|---|\n")
 	if len(r.Files.Generators) == 0 {
 		b.WriteString("| none | |\n")
@@ -123,7 +124,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	} else {
 		b.WriteString("\n| arch | package | scriptlet | handled | how / not handled |\n|---|---|---|---|---|\n")
 		for _, sc := range p.Scriptlets {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", sc.Arch, mdEscape(sc.Package), sc.Kind, yesNo(sc.Handled), mdEscape(strings.Join(append(sc.How, sc.Pending...), "; ")))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", sc.where(), mdEscape(sc.Package), sc.Kind, yesNo(sc.Handled), mdEscape(strings.Join(append(sc.How, sc.Pending...), "; ")))
 		}
 	}
 	fmt.Fprintf(&b, "\n## Licenses (%d)\n\n| license | packages |\n|---|---|\n", s.Licenses)
@@ -473,14 +474,19 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 <table><tr><th>repository</th><th>kind</th><th>platform</th><th>digest</th><th>size</th><th>signed by</th><th>attestations</th><th>verified</th></tr>
 {{range .R.Artifacts}}<tr><td>{{.Repository}}</td><td>{{.Kind}}</td><td>{{.Platform}} {{.Name}}</td><td>{{.Digest}}</td><td>{{bytes .Size}}</td><td>{{keys .SignedBy}}</td><td>{{atts .Attestations}}</td><td{{if not .Verified}} class="bad"{{end}}>{{yes .Verified}}</td></tr>{{else}}<tr><td colspan="8" class="none">none</td></tr>{{end}}
 </table>
-
+{{if .R.Images}}
+<h2>Container images</h2>
+<table id="images"><tr><th>image</th><th>index</th><th>arch</th><th>image manifest</th><th>layer</th><th>packages</th><th>files</th><th>unpacked and compared</th><th>verified</th></tr>
+{{range .R.Images}}{{$im := .}}{{range .Architectures}}<tr><td>{{$im.Ref}}</td><td>{{$im.Digest}}</td><td>{{.Arch}}</td><td>{{.Digest}}</td><td>{{.Layer}}</td><td>{{.Packages}}</td><td>{{.Files}}</td><td>{{.Unpacked}}</td><td{{if not $im.Verified}} class="bad"{{end}}>{{yes $im.Verified}}</td></tr>{{end}}{{end}}
+</table>
+{{end}}
 <h2>Packages</h2>
 <table><tr><th>NEVRA</th><th>disttag</th><th>source RPM</th><th>repository</th><th>sha256</th><th>signed by</th><th>license</th><th>in</th></tr>
 {{range .R.Packages}}<tr><td>{{.NEVRA}}</td><td>{{.Disttag}}</td><td>{{.SourceRPM}}</td><td>{{.Repository}}</td><td>{{.SHA256}}</td><td>{{.SignedBy}}</td><td>{{.License}}</td><td>{{join .In ", "}}</td></tr>{{else}}<tr><td colspan="8" class="none">none</td></tr>{{end}}
 </table>
 
 <h2>File traceability</h2>
-<p>{{.S.Files}} files in all: {{.S.FromPackages}} from packages, {{.S.FromGenerators}} from builder generators, <b{{if .S.Unowned}} class="bad"{{end}}>{{.S.Unowned}} unowned</b>. {{.S.Unpacked}} paths of the published root filesystem images were unpacked and compared with the build report.</p>
+<p>{{.S.Files}} files in all: {{.S.FromPackages}} from packages, {{.S.FromGenerators}} from builder generators, <b{{if .S.Unowned}} class="bad"{{end}}>{{.S.Unowned}} unowned</b>. {{.S.Unpacked}} paths of the published root filesystem images and container image layers were unpacked and compared with the build report.</p>
 <table><tr><th>generator</th><th>what it writes</th></tr>
 {{range .Generators}}<tr><td>{{.}}</td><td>{{index $.R.Files.Generators .}}</td></tr>{{else}}<tr><td colspan="2" class="none">none</td></tr>{{end}}
 </table>
@@ -500,7 +506,7 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 <tr><th>reproducibility</th><td>{{if eq .R.Policy.Reproducibility.Evidence "none"}}no second build given{{else}}{{.R.Policy.Reproducibility.Summary}}{{end}}</td></tr>
 </table>
 <table><tr><th>arch</th><th>package</th><th>scriptlet</th><th>handled</th><th>how</th><th>not handled</th></tr>
-{{range .R.Policy.Scriptlets}}<tr><td>{{.Arch}}</td><td>{{.Package}}</td><td>{{.Kind}}</td><td>{{yes .Handled}}</td><td>{{join .How "; "}}</td><td>{{join .Pending "; "}}</td></tr>{{else}}<tr><td colspan="6" class="none">none</td></tr>{{end}}
+{{range .R.Policy.Scriptlets}}<tr><td>{{.Arch}}{{with .Image}} (image {{.}}){{end}}</td><td>{{.Package}}</td><td>{{.Kind}}</td><td>{{yes .Handled}}</td><td>{{join .How "; "}}</td><td>{{join .Pending "; "}}</td></tr>{{else}}<tr><td colspan="6" class="none">none</td></tr>{{end}}
 </table>
 
 <h2>Licenses</h2>
@@ -527,3 +533,24 @@ svg text{font:12px system-ui,sans-serif;fill:#1d2330}
 </table>
 </body></html>
 `))
+
+// imagesMarkdown writes the container images section of audit.md.
+func imagesMarkdown(b *bytes.Buffer, images []ContainerImage) {
+	if len(images) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Container images (%d)\n\n| image | index | arch | image manifest | layer | packages | files | unpacked and compared | verified |\n|---|---|---|---|---|---|---|---|---|\n", len(images))
+	for _, im := range images {
+		for _, a := range im.Architectures {
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %d | %d | %d | %s |\n", mdEscape(im.Ref), im.Digest, a.Arch, a.Digest, a.Layer, a.Packages, a.Files, a.Unpacked, yesNo(im.Verified))
+		}
+	}
+}
+
+// where is the scriptlet's architecture, and its image when an image's.
+func (s Scriptlet) where() string {
+	if s.Image != "" {
+		return s.Arch + " (image " + s.Image + ")"
+	}
+	return s.Arch
+}

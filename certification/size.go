@@ -22,9 +22,9 @@ import (
 )
 
 // SizeReport says where a release's bytes go: each artifact that holds
-// files (the root filesystem, the initramfs, each extension's tree) by
-// package and by directory, installed and, for a squashfs image, as
-// stored in it.
+// files (the root filesystem, the initramfs, each extension's tree, each
+// container image) by package and by directory, installed and, for a
+// squashfs image, as stored in it.
 type SizeReport struct {
 	Source    string         `json:"source"`
 	Artifacts []SizeArtifact `json:"artifacts"`
@@ -32,7 +32,7 @@ type SizeReport struct {
 
 // SizeArtifact is one artifact's size picture.
 type SizeArtifact struct {
-	Name      string `json:"name"` // "<arch>/rootfs.sqsh", "<arch>/extensions/<name>"
+	Name      string `json:"name"` // "<arch>/rootfs.sqsh", "<arch>/extensions/<name>", "<arch>/images/<name>"
 	Files     int    `json:"files"`
 	Installed int64  `json:"installed"` // the bytes of its regular files
 	// Squashfs is the size of the image's data (file blocks and

@@ -33,7 +33,8 @@ const (
 	RepoInstaller = "installer" // OUT/installer
 	RepoLock      = "lock"      // the lock file as an artifact
 	RepoExtension = "extensions/"
-	RepoBase      = "base" // the package base subset a mirror may carry
+	RepoImage     = "images/" // a container image of the spec's images section
+	RepoBase      = "base"    // the package base subset a mirror may carry
 	// LockArtifactType is the artifactType of the lock artifact.
 	LockArtifactType = "application/vnd.nodeforge.lock.v1+json"
 	// BaseArtifactType is the artifactType of a package base subset (one
@@ -52,11 +53,12 @@ type Release struct {
 	Report    *report.Report
 	// ReportJSON is the report as the build wrote it: attested as it is.
 	ReportJSON []byte
-	// Boot, Installer and Extensions are the build's images: the boot
-	// assets, the installer and each extension by name.
-	Boot, Installer v1.ImageIndex
-	Extensions      map[string]v1.ImageIndex
-	Channel         string
+	// Boot, Installer, Extensions and Images are the build's images: the
+	// boot assets, the installer, each extension and each container image
+	// (the spec's images section) by name.
+	Boot, Installer    v1.ImageIndex
+	Extensions, Images map[string]v1.ImageIndex
+	Channel            string
 	// BuilderID names the builder in the provenance (one per channel).
 	BuilderID, BuilderVersion, BuilderSHA256 string
 	Log                                      func(format string, args ...any) // Progress hears how far the push and the signing are.
@@ -354,14 +356,33 @@ func releaseUnits(r Release) ([]unit, error) {
 	}); err != nil {
 		return nil, err
 	}
-	for _, name := range slices.Sorted(maps.Keys(rep.Extensions)) {
-		if err := add(RepoExtension+name, r.Extensions[name], base+"-"+name, func(arch string) []string {
-			if e := rep.Architectures[arch].Extensions[name]; e != nil {
+	// Each extension and each container image: its packages per
+	// architecture, as the report lists them.
+	named := []struct {
+		repo, doc string
+		digests   map[string]string
+		indexes   map[string]v1.ImageIndex
+		packages  func(a *report.ArchReport, name string) []string
+	}{
+		{RepoExtension, "-", rep.Extensions, r.Extensions, func(a *report.ArchReport, name string) []string {
+			if e := a.Extensions[name]; e != nil {
 				return e.Packages
 			}
 			return nil
-		}); err != nil {
-			return nil, err
+		}},
+		{RepoImage, "-image-", rep.Images, r.Images, func(a *report.ArchReport, name string) []string {
+			if im := a.Images[name]; im != nil {
+				return im.Packages
+			}
+			return nil
+		}},
+	}
+	for _, n := range named {
+		for _, name := range slices.Sorted(maps.Keys(n.digests)) {
+			pk := func(arch string) []string { return n.packages(rep.Architectures[arch], name) }
+			if err := add(n.repo+name, n.indexes[name], base+n.doc+name, pk); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var repos []string

@@ -24,6 +24,9 @@ import (
 func TestDiffDemo(t *testing.T) {
 	testutil.Slow(t)
 	d := newDemoRelease(t)
+	// A container image holding containerd, which the update changes.
+	const ctrImage = "images:\n  ctr:\n    packages: [containerd, bash]\n    entrypoint: [/bin/bash]\n"
+	appendFile(t, d.spec, ctrImage)
 	if _, err := d.publish(t); err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +48,8 @@ func TestDiffDemo(t *testing.T) {
 	if s == string(spec) || strings.Contains(s, "nvidia:") {
 		t.Fatalf("the spec was not edited:\n%s", s)
 	}
+	// WriteUpdated wrote the spec anew: the image again, and a new one.
+	s += ctrImage + "  shell:\n    packages: [bash]\n    entrypoint: [/bin/bash]\n"
 	if err := os.WriteFile(d.spec, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +121,14 @@ func TestDiffDemo(t *testing.T) {
 		got.Extensions[1].Name != "nvidia" || got.Extensions[1].Change != "removed" {
 		t.Errorf("extensions: %+v", got.Extensions)
 	}
+	// The image holding containerd changed by its update; the new one was
+	// added with its packages.
+	if len(got.Images) != 2 || got.Images[0].Name != "ctr" || got.Images[0].Change != "changed" ||
+		!slices.Equal(got.Images[0].PackagesAdded, []string{"containerd-1.7.28-alt1.x86_64"}) ||
+		!slices.Equal(got.Images[0].PackagesRemoved, []string{"containerd-1.7.27-alt1.x86_64"}) ||
+		got.Images[1].Name != "shell" || got.Images[1].Change != "added" || len(got.Images[1].PackagesAdded) == 0 {
+		t.Errorf("images: %+v", got.Images)
+	}
 	// The version, and the nvidia component gone as a whole.
 	if len(got.Identity) != 1 || got.Identity[0] != (certification.IdentityChange{Field: "version", Old: "1.11.0-demo", New: "1.12.0-demo"}) {
 		t.Errorf("identity: %+v", got.Identity)
@@ -142,7 +155,8 @@ func TestDiffDemo(t *testing.T) {
 	if ee := (*exitError)(nil); !errors.As(err, &ee) || ee.code != 1 {
 		t.Errorf("--exit-code on different releases: %v", err)
 	}
-	for _, want := range []string{"## Fixes in this update", "- " + cve + ": containerd 1.7.28-alt1", "containerd (x86_64): 1.7.27-alt1 -> 1.7.28-alt1", "+`talos.platform=metal`", "- nvidia (x86_64): removed"} {
+	for _, want := range []string{"## Fixes in this update", "- " + cve + ": containerd 1.7.28-alt1", "containerd (x86_64): 1.7.27-alt1 -> 1.7.28-alt1", "+`talos.platform=metal`", "- nvidia (x86_64): removed",
+		"## Container images", "- ctr (x86_64): changed, packages ", "- shell (x86_64): added, packages "} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the release notes lack %q:\n%s", want, md)
 		}
@@ -158,10 +172,17 @@ func TestDiffDemo(t *testing.T) {
 	if err := json.Unmarshal([]byte(sz), &sr); err != nil {
 		t.Fatal(err)
 	}
+	images := 0
 	for _, a := range sr.Artifacts {
 		if a.Name == "x86_64/rootfs.sqsh" && (a.Squashfs == 0 || a.Image == 0 || a.Installed == 0) {
 			t.Errorf("the release's root filesystem was not read: %+v", a)
 		}
+		if strings.HasPrefix(a.Name, "x86_64/images/") && a.Installed > 0 && len(a.ByPackage) > 0 {
+			images++
+		}
+	}
+	if images != 2 {
+		t.Errorf("size lists %d container images, want 2 (ctr, shell)", images)
 	}
 	// Two locks compare too (no artifacts then); a release is the same as itself.
 	same, err := runBuilder(t, "diff", "--exit-code", "--cache", d.cache, oldLock, oldLock)

@@ -16,11 +16,14 @@ import (
 // the boot, installer and extension indexes, stock cosign verifies each
 // index and each child; builder audit passes, every file of both
 // architectures traced to a signed package or a generator; builder repro
-// finds two builds of the two-architecture spec identical.
+// finds two builds of the two-architecture spec identical. The spec holds
+// two container images (testImages), judged, audited, carried and
+// tampered with by the helpers of images_release_test.go.
 func TestReleaseTwoArches(t *testing.T) {
 	testutil.Slow(t)
 	t.Parallel() // see TestMain
 	specPath := testbase.ForTest(t, testbase.Options{Arches: []string{"x86_64", "aarch64"}})
+	appendFile(t, specPath, testImages)
 	keys := filepath.Join(t.TempDir(), "keys")
 	if out, err := runBuilder(t, "keys", "generate", "--out", keys); err != nil {
 		t.Fatalf("keys generate: %v\n%s", err, out)
@@ -33,7 +36,7 @@ func TestReleaseTwoArches(t *testing.T) {
 		"--key", filepath.Join(keys, "cosign.key"), "--registry", prefix); err != nil {
 		t.Fatalf("release: %v\n%s", err, out)
 	}
-	for _, repo := range []string{"boot", "installer", "extensions/testext"} {
+	for _, repo := range []string{"boot", "installer", "extensions/testext", "images/init"} {
 		ref := prefix + "/" + repo + ":0.1.0"
 		var idx struct {
 			Manifests []struct {
@@ -56,11 +59,13 @@ func TestReleaseTwoArches(t *testing.T) {
 		}
 		judge(t, "cosign", "verify", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry", ref)
 	}
+	judgeReleasedImages(t, prefix, pub)
 
-	rep, _, stdout, err := auditChild(t, "--key", pub, "--version", "0.1.0", "docker://"+prefix)
+	rep, auditDir, stdout, err := auditChild(t, "--key", pub, "--version", "0.1.0", "docker://"+prefix)
 	if err != nil || rep.Verdict != "pass" {
 		t.Errorf("audit of the two-architecture release: %v, %s %v\n%s", err, rep.Verdict, rep.Reasons, stdout)
 	}
+	checkAuditedImages(t, rep, auditDir)
 	perArch := map[string]int{}
 	for _, f := range rep.Files.List {
 		for _, a := range []string{"x86_64", "aarch64"} {
@@ -78,4 +83,5 @@ func TestReleaseTwoArches(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"reproducible": true`) {
 		t.Errorf("repro of the two-architecture spec: %v\n%s", err, out)
 	}
+	carryReleasedImages(t, specPath, reg.Host, prefix, keys)
 }
