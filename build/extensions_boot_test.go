@@ -36,6 +36,25 @@ func TestBootExtensions(t *testing.T) {
 	for name, e := range rep.Architectures["x86_64"].Extensions {
 		t.Logf("extension %s %s: packages %v, %d files", name, e.Version, e.Packages, len(e.Files))
 	}
+	// Debian's layout, placed by the definitions' rules: each relocated
+	// file keeps its package and the path it had there; links are the
+	// builder's.
+	for ext, want := range map[string]map[string]string{
+		"cri":   {"/usr/local/bin/containerd": "/usr/bin/containerd", "/usr/local/lib/cni/bin/loopback": "/usr/lib/cni/loopback"},
+		"btrfs": {"/usr/local/sbin/mkfs.btrfs": "/sbin/mkfs.btrfs", "/usr/local/sbin/btrfs": "generator extension-link"},
+	} {
+		for _, f := range rep.Architectures["x86_64"].Extensions[ext].Files {
+			if w, ok := want[f.Path]; ok {
+				if got := f.Origin.Path; got != w && f.Origin.String() != "builder "+w || got != "" && f.Origin.Package == "" {
+					t.Errorf("extension %s: %s has origin %+v, want %s", ext, f.Path, f.Origin, w)
+				}
+				delete(want, f.Path)
+			}
+		}
+		if len(want) > 0 {
+			t.Errorf("extension %s lacks %v", ext, want)
+		}
+	}
 
 	iso := filepath.Join(media, "metal-x86_64.iso")
 	want := "NODEFORGE-BOOT-OK PRETTY_NAME=" + s.Image.OS.PrettyName

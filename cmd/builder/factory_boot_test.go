@@ -20,6 +20,7 @@ import (
 
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/certification"
 	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/testbase"
@@ -64,7 +65,7 @@ func TestFactoryBoot(t *testing.T) {
 	}
 	releaseTime := time.Since(t1)
 	layout := filepath.Join(filepath.Dir(specPath), "release", "dev")
-	auditSecureBoot(t, layout, filepath.Join(keys, "cosign.pub"), sbKeys)
+	checkRelocatedTraced(t, auditSecureBoot(t, layout, filepath.Join(keys, "cosign.pub"), sbKeys))
 	url := startBootFactory(t, layout, filepath.Join(keys, "cosign.pub"), sbKeys)
 	id := postSchematic(t, url, "customization:\n  systemExtensions:\n    officialExtensions: [testext]\n")
 	versions := getBody(t, url+"/versions")
@@ -312,7 +313,7 @@ func tarFiles(t *testing.T, path string) map[string][]byte {
 // certificate (the set's db certificate), every check holding (its
 // signature verified, stripped it is the unsigned UKI, its kernel and
 // initramfs the release's, its PCR 11 value what its sections measure).
-func auditSecureBoot(t *testing.T, layout, pub, sbKeys string) {
+func auditSecureBoot(t *testing.T, layout, pub, sbKeys string) *certification.Report {
 	t.Helper()
 	// The test base is signed: the release passes, UKI and all.
 	rep, out, stdout, _ := auditChild(t, "--key", pub, layout)
@@ -336,4 +337,33 @@ func auditSecureBoot(t *testing.T, layout, pub, sbKeys string) {
 		t.Errorf("audit.md has no Secure Boot section")
 	}
 	t.Logf("audit: UKI %s, stub %s, kernel %s, signed by %s; %s", u.Digest, u.Stub, u.Kernel, u.SigningCert, strings.Join(u.Checks, "; "))
+	return rep
+}
+
+// checkRelocatedTraced: the audit passed (0 unowned files) with the cri
+// and btrfs extensions made from Debian's layout: their programs,
+// relocated into /usr/local by the definitions' rules, are each traced to
+// the package that put them in /usr/bin, /sbin, /usr/lib/cni.
+func checkRelocatedTraced(t *testing.T, rep *certification.Report) {
+	t.Helper()
+	want := map[string][2]string{
+		"/usr/local/bin/containerd":       {"/usr/bin/containerd", "containerd-"},
+		"/usr/local/sbin/runc":            {"/usr/sbin/runc", "runc-"},
+		"/usr/local/lib/cni/bin/loopback": {"/usr/lib/cni/loopback", "containernetworking-plugins-"},
+		"/usr/local/sbin/mkfs.btrfs":      {"/sbin/mkfs.btrfs", "btrfs-progs-"},
+	}
+	for _, f := range rep.Files.List {
+		w, ok := want[f.Path]
+		if !ok || !strings.HasPrefix(f.Artifact, "extension/") {
+			continue
+		}
+		if f.RelocatedFrom != w[0] || !strings.HasPrefix(f.Package, w[1]) || f.Problem != "" {
+			t.Errorf("the audit's %s: %+v, want relocated from %s, package %s*", f.Path, f, w[0], w[1])
+		}
+		delete(want, f.Path)
+	}
+	if len(want) > 0 || rep.Files.Relocated == 0 || rep.Files.Unowned != 0 {
+		t.Errorf("the audit: %d relocated, %d unowned files; not listed: %v", rep.Files.Relocated, rep.Files.Unowned, want)
+	}
+	t.Logf("audit: %d files, %d relocated by the extensions' definitions, each traced to its package", rep.Files.Total, rep.Files.Relocated)
 }
