@@ -79,7 +79,7 @@ func TestBootAarch64(t *testing.T) {
 			t.Fatal(err)
 		}
 		firmware := []string{"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + code, "-drive", "if=pflash,format=raw,unit=1,file=" + vars}
-		res := bootAndCheck(t, qemu, c.what, want, bootTimeout, append(append(machine, firmware...), c.media...), lines...)
+		res := testutil.BootCheck(t, qemu, c.what, want, testutil.BootTimeout(t, testutil.BootTimeoutDefault), append(append(machine, firmware...), c.media...), lines...)
 		t.Logf("%s: base %s, build of both architectures %s, boot to marker %s (qemu ran %s)", c.what,
 			baseTime.Round(time.Millisecond), buildTime.Round(time.Millisecond), res.ToMarker.Round(time.Millisecond), res.Total.Round(time.Millisecond))
 	}

@@ -1,7 +1,6 @@
 package build
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,17 +9,9 @@ import (
 	"time"
 
 	"github.com/nodeforge/builder/api/schematic"
-	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
-	"github.com/nodeforge/builder/pkgbase/cache"
-	"github.com/nodeforge/builder/pkgbase/locker"
 )
-
-// bootTimeout bounds one qemu run. A boot under TCG takes seconds to tens
-// of seconds (longer on a loaded machine); NODEFORGE_BOOT_TIMEOUT (a Go
-// duration) overrides it.
-const bootTimeout = 180 * time.Second
 
 // TestBootDebianKernel is the end-to-end test: a package base made from
 // Debian's real kernel (wrapped into RPMs with Debian's rpmbuild) and a
@@ -43,30 +34,16 @@ func TestBootDebianKernel(t *testing.T) {
 	}
 
 	t1 := time.Now()
-	s, err := specs.Load(specPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cache.Cache{Dir: t.TempDir()}
-	l, err := locker.Create(context.Background(), s, locker.Options{Cache: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lockBytes, err := l.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := lockSpec(t, specPath)
+	s, l, lockBytes, c := d.spec, d.lock, d.lockBytes, d.cache
 	lockTime := time.Since(t1)
 	t2 := time.Now()
-	out := filepath.Join(t.TempDir(), "out")
 	// The schematic adds boot media with the base's extension appended, and
 	// a META value (the upstream factory's test value), which the command
 	// line of the PXE and ISO media carries as Talos's does.
-	sch, err := schematic.Parse([]byte("customization:\n  systemExtensions:\n    officialExtensions: [testext]\n  meta:\n    - key: 0xa\n      value: '{\"externalIPs\":[\"1.2.3.4\"]}'\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Build(context.Background(), Options{Spec: s, Lock: l, LockBytes: lockBytes, Out: out, Cache: c, Version: "test", Schematic: sch})
+	schYAML := "customization:\n  systemExtensions:\n    officialExtensions: [testext]\n  meta:\n    - key: 0xa\n      value: '{\"externalIPs\":[\"1.2.3.4\"]}'\n"
+	out, rep, media := d.buildSchematic(t, schYAML)
+	sch, err := schematic.Parse([]byte(schYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,23 +59,16 @@ func TestBootDebianKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "NODEFORGE-BOOT-OK PRETTY_NAME=" + s.Image.OS.PrettyName
-	timeout := bootTimeout
-	if v := os.Getenv("NODEFORGE_BOOT_TIMEOUT"); v != "" {
-		if timeout, err = time.ParseDuration(v); err != nil {
-			t.Fatalf("NODEFORGE_BOOT_TIMEOUT: %v", err)
-		}
-	}
+	timeout := testutil.BootTimeout(t, testutil.BootTimeoutDefault)
 	direct := func(initrd, cmdline string) []string {
 		return []string{"-kernel", filepath.Join(dir, "vmlinuz"), "-initrd", initrd, "-append", cmdline}
 	}
 	boot := func(what string, media []string, lines ...string) *testutil.BootResult {
 		t.Helper()
-		res := bootAndCheck(t, qemu, what, want, timeout, append([]string{"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1"}, media...), lines...)
+		res := testutil.BootCheck(t, qemu, what, want, timeout, append(append([]string{}, testutil.TCG...), media...), lines...)
 		// Without the cri and btrfs extensions the init starts neither
 		// (TestBootExtensions boots with them).
-		if l := res.Find("nodeforge-init: switched into the stacked root"); l != "" {
-			t.Errorf("%s: the init handed over without the cri or btrfs extension: %s", what, l)
-		}
+		testbase.NoHandover(t, what, res)
 		t.Logf("%s: timings: base %s, lock %s, build %s, boot to marker %s (qemu ran %s)", what,
 			baseTime.Round(time.Millisecond), lockTime.Round(time.Millisecond), buildTime.Round(time.Millisecond),
 			res.ToMarker.Round(time.Millisecond), res.Total.Round(time.Millisecond))
@@ -108,8 +78,6 @@ func TestBootDebianKernel(t *testing.T) {
 
 	// The same kernel with the schematic's initramfs: the extension layer is
 	// stacked on the root and its file is visible there.
-	id, _ := sch.ID()
-	media := filepath.Join(out, "media", id)
 	mcmd, err := os.ReadFile(filepath.Join(media, "cmdline-metal-x86_64"))
 	if err != nil {
 		t.Fatal(err)
@@ -138,30 +106,10 @@ func TestBootDebianKernel(t *testing.T) {
 
 	// The ISO under UEFI firmware (Debian's OVMF): systemd-boot from the
 	// base loads the same kernel and initramfs from the El Torito image.
-	code := testutil.NeedFile(t, "/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf")
-	vars := filepath.Join(t.TempDir(), "vars.fd")
-	vb, err := os.ReadFile(testutil.NeedFile(t, "/usr/share/OVMF/OVMF_VARS_4M.fd", "ovmf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(vars, vb, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	talosArgs("ISO under OVMF", boot("ISO under OVMF", []string{
-		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + code,
-		"-drive", "if=pflash,format=raw,unit=1,file=" + vars,
-		"-cdrom", filepath.Join(media, "metal-x86_64.iso"),
-	}, extLines...))
+	talosArgs("ISO under OVMF", boot("ISO under OVMF", append(testutil.OVMF(t), "-cdrom", filepath.Join(media, "metal-x86_64.iso")), extLines...))
 	// The same ISO as a disk (written to a USB stick with dd): the
 	// firmware finds the EFI system partition in its GPT.
-	if err := os.WriteFile(vars, vb, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	boot("ISO as a disk under OVMF", []string{
-		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + code,
-		"-drive", "if=pflash,format=raw,unit=1,file=" + vars,
-		"-drive", "if=virtio,format=raw,readonly=on,file=" + filepath.Join(media, "metal-x86_64.iso"),
-	}, extLines...)
+	boot("ISO as a disk under OVMF", append(testutil.OVMF(t), "-drive", "if=virtio,format=raw,readonly=on,file="+filepath.Join(media, "metal-x86_64.iso")), extLines...)
 	// Secure Boot: the same kernel, initramfs and command line as a UKI,
 	// signed, under firmware that enforces it (issue 21).
 	bootUKISecure(t, qemu, filepath.Join(dir, "vmlinuz"), filepath.Join(media, "initramfs-x86_64.xz"), strings.TrimSpace(string(mcmd)), want, timeout)
@@ -177,41 +125,4 @@ func TestBootDebianKernel(t *testing.T) {
 	if err != nil || !strings.Contains(string(fd), "Disklabel type: gpt") || !strings.Contains(string(fd), "EFI System") {
 		t.Errorf("fdisk -l finds no EFI system partition on the ISO: %v\n%s", err, fd)
 	}
-}
-
-// bootAndCheck runs qemu (args: the machine and its media) with the
-// console on stdio until the init's marker or the timeout, and fails the
-// test unless the console shows want, no failure from the init, every
-// one of lines, and a clean power-off.
-func bootAndCheck(t *testing.T, qemu, what, want string, timeout time.Duration, args []string, lines ...string) *testutil.BootResult {
-	t.Helper()
-	args = append(append([]string{}, args...), "-nographic", "-serial", "stdio", "-monitor", "none", "-no-reboot", "-nic", "none")
-	res := testutil.BootQEMU(t, qemu, timeout, args...)
-	failed := false
-	switch {
-	case res.Marker == "":
-		t.Errorf("%s: no %q on the console (qemu: %v)", what, want, res.Err)
-		failed = true
-	case res.Marker != want:
-		t.Errorf("%s: console says %q, want %q", what, res.Marker, want)
-		failed = true
-	}
-	if fail := res.Find("NODEFORGE-BOOT-FAIL"); fail != "" {
-		t.Errorf("%s: init reported: %s", what, fail)
-		failed = true
-	}
-	for _, l := range lines {
-		if res.Find(l) == "" {
-			t.Errorf("%s: no %q on the console", what, l)
-			failed = true
-		}
-	}
-	if res.Marker != "" && res.Err != nil {
-		t.Errorf("%s: qemu did not power off cleanly: %v", what, res.Err)
-		failed = true
-	}
-	if failed || testing.Verbose() {
-		t.Logf("%s: console (last 60 lines):\n%s", what, res.Tail(60))
-	}
-	return res
 }

@@ -78,6 +78,23 @@ func (d *demoRelease) build(t *testing.T, out string, shuffle int64) *report.Rep
 	return rep
 }
 
+// buildSchematic builds into a new directory with the schematic (YAML)
+// and returns the output directory, the report and the schematic's media
+// directory.
+func (d *demoRelease) buildSchematic(t *testing.T, schematicYAML string) (out string, rep *report.Report, media string) {
+	t.Helper()
+	sch, err := schematic.Parse([]byte(schematicYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = filepath.Join(t.TempDir(), "out")
+	if rep, err = Build(context.Background(), Options{Spec: d.spec, Lock: d.lock, LockBytes: d.lockBytes, Out: out, Cache: d.cache, Version: "test", Schematic: sch}); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := sch.ID()
+	return out, rep, filepath.Join(out, "media", id)
+}
+
 // assembled fetches and assembles the demo's x86_64 root filesystem.
 func (d *demoRelease) assembled(t *testing.T) *archBuild {
 	t.Helper()

@@ -3,7 +3,10 @@ package build
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -136,7 +139,11 @@ func (b *archBuild) layExtension(eb *extensionBuild, def *extensions.Definition,
 }
 
 // relocate moves the laid files by the definition's relocation rules,
-// leaves out what its drop rules name, and adds its own files.
+// leaves out what its drop rules name, adds its links and files, and
+// refuses what cannot move safely: a file that stays outside the
+// contract's paths, a link to a dropped file, a text file naming a path
+// the relocation moved. Every moved node keeps its package and records
+// the path it had there (report.Origin.Path).
 func relocate(def *extensions.Definition, laid *rootfs.Tree) (*rootfs.Tree, error) {
 	drops, err := dropRules([]specs.DropRule{{Name: "extension", Paths: def.Drop}})
 	if err != nil {
@@ -154,22 +161,37 @@ func relocate(def *extensions.Definition, laid *rootfs.Tree) (*rootfs.Tree, erro
 	// only where something kept lies below them.
 	keepDir := map[string]bool{}
 	var keep []*rootfs.Node
+	var refused []string
 	for _, n := range laid.Nodes() {
 		if n.Kind == rootfs.KindDir || dropped(n.Path) {
 			continue
 		}
 		cp := *n
 		cp.Path = def.Relocated(n.Path)
+		if cp.Path != n.Path && n.Origin.Package != "" {
+			cp.Origin.Path = n.Path
+		}
 		if cp.LinkGroup != "" {
 			cp.LinkGroup = def.Relocated(cp.LinkGroup)
 		}
-		if cp.Kind == rootfs.KindSymlink && path.IsAbs(cp.Target) {
-			cp.Target = def.Relocated(cp.Target)
+		if cp.Kind == rootfs.KindSymlink {
+			if err := relink(def, laid, dropped, n, &cp); err != nil {
+				refused = append(refused, err.Error())
+				continue
+			}
+		}
+		if !extensions.Allowed(cp.Path) {
+			refused = append(refused, fmt.Sprintf("%s (%s): outside the extension contract's paths and no relocate rule moves it: add a relocate rule, or a drop rule", n.Path, n.Origin))
+			continue
 		}
 		keep = append(keep, &cp)
 		for d := path.Dir(cp.Path); d != "/"; d = path.Dir(d) {
 			keepDir[d] = true
 		}
+	}
+	refused = append(refused, staleReferences(def, laid, keep)...)
+	if len(refused) > 0 {
+		return nil, fmt.Errorf("cannot be relocated safely:\n  %s", strings.Join(refused, "\n  "))
 	}
 	tree := rootfs.New()
 	for _, n := range laid.Nodes() {
@@ -179,6 +201,9 @@ func relocate(def *extensions.Definition, laid *rootfs.Tree) (*rootfs.Tree, erro
 		if p := def.Relocated(n.Path); keepDir[p] {
 			cp := *n
 			cp.Path = p
+			if p != n.Path && n.Origin.Package != "" {
+				cp.Origin.Path = n.Path
+			}
 			if err := tree.Add(&cp); err != nil {
 				return nil, err
 			}
@@ -189,14 +214,116 @@ func relocate(def *extensions.Definition, laid *rootfs.Tree) (*rootfs.Tree, erro
 			return nil, err
 		}
 	}
+	return tree, addDefined(def, tree)
+}
+
+// addDefined adds the definition's links and files to the extension.
+func addDefined(def *extensions.Definition, tree *rootfs.Tree) error {
+	for _, l := range def.Links {
+		if tree.Get(l.Path) != nil {
+			return fmt.Errorf("link %s: the extension already has that path (from %s)", l.Path, tree.Get(l.Path).Origin)
+		}
+		if err := tree.Add(&rootfs.Node{Path: l.Path, Kind: rootfs.KindSymlink, Mode: 0o777, User: "root", Group: "root",
+			Target: l.Target, Origin: generated("extension-link")}); err != nil {
+			return err
+		}
+	}
 	for _, f := range def.Files {
 		data := []byte(f.Content)
 		if err := tree.Replace(&rootfs.Node{Path: f.Path, Kind: rootfs.KindFile, Mode: f.FileMode(), User: "root", Group: "root",
 			Data: data, Digest: digest.SHA256Hex(data), Origin: generated("extension-file")}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return tree, nil
+	return nil
+}
+
+// relink gives a moved symbolic link (cp, laid as n) the place of what it
+// named: a target the extension ships goes where the rules move it, one
+// it does not (the root's) stays; a relative target stays relative, from
+// the link's new directory. A link to a file the drop rules remove would
+// dangle: refused.
+func relink(def *extensions.Definition, laid *rootfs.Tree, dropped func(string) bool, n, cp *rootfs.Node) error {
+	abs := n.Target
+	if !path.IsAbs(abs) {
+		abs = path.Join(path.Dir(n.Path), abs)
+	}
+	dest := abs
+	if t := laid.Get(abs); t != nil {
+		if dropped(abs) {
+			return fmt.Errorf("%s (%s): a link to %s, which a drop rule removes: drop the link too", n.Path, n.Origin, abs)
+		}
+		dest = def.Relocated(abs)
+	}
+	switch {
+	case path.IsAbs(n.Target):
+		cp.Target = dest
+	case path.Join(path.Dir(cp.Path), n.Target) != dest:
+		rel, err := filepath.Rel(path.Dir(cp.Path), dest)
+		if err != nil {
+			return fmt.Errorf("%s (%s): %w", n.Path, n.Origin, err)
+		}
+		cp.Target = filepath.ToSlash(rel)
+	}
+	return nil
+}
+
+// staleReferences lists the extension's text files (no NUL byte) that
+// name, as an absolute path, something the relocation moved: a file, or a
+// directory one of its packages owns. After the move the path names
+// nothing; the file is the package's to mend, or the definition's to drop.
+// Programs (ELF, NUL bytes) are not read: a path compiled in is a default
+// the caller overrides (the node init gives containerd its configuration).
+func staleReferences(def *extensions.Definition, laid *rootfs.Tree, keep []*rootfs.Node) []string {
+	moved := map[string]string{}
+	for _, n := range laid.Nodes() {
+		if to := def.Relocated(n.Path); to != n.Path && (n.Kind != rootfs.KindDir || n.Origin.Package != "") {
+			moved[n.Path] = to
+		}
+	}
+	olds := slices.Sorted(maps.Keys(moved))
+	var out []string
+	for _, n := range keep {
+		if n.Kind != rootfs.KindFile || bytes.IndexByte(n.Data, 0) >= 0 {
+			continue
+		}
+		for _, old := range olds {
+			// A file naming where it was itself (a usage line) names
+			// nothing another program follows.
+			if old != n.Origin.Path && namesPath(n.Data, old) {
+				where := n.Path
+				if n.Origin.Path != "" {
+					where = n.Origin.Path + ", relocated to " + n.Path
+				}
+				out = append(out, fmt.Sprintf("%s (%s): names %s, which the relocation moves to %s: a path inside a file is the package's to change; drop the file, or mend the package", where, n.Origin, old, moved[old]))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// namesPath reports whether data holds p as a whole path: not inside a
+// longer one, and followed by its end or a path below it.
+func namesPath(data []byte, p string) bool {
+	for i := 0; ; {
+		j := bytes.Index(data[i:], []byte(p))
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(p)
+		before := start == 0 || !pathByte(data[start-1]) && data[start-1] != '/'
+		after := end == len(data) || !pathByte(data[end])
+		if before && after {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+// pathByte reports whether c continues a file name.
+func pathByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._+-", c) >= 0
 }
 
 // setVersion gives the extension the version of the package its

@@ -11,5 +11,6 @@ var generatorDocs = map[string]string{
 	"rootfs.sqsh":        "the root filesystem image inside the initramfs",
 	"initramfs":          "initramfs directories and /dev/console (5,1), and the boot modules' indexes",
 	"extension-file":     "a file an extension definition declares (extensions/<name>.yaml, files:)",
+	"extension-link":     "a symbolic link an extension definition declares (extensions/<name>.yaml, links:)",
 	"extension-manifest": "an extension's manifest.yaml, from its definition and its packages' versions",
 }

@@ -146,6 +146,9 @@ type Files struct {
 	// and container image layers that were unpacked and compared with the
 	// report's entries.
 	Unpacked int `json:"unpacked"`
+	// Relocated counts the extensions' files their definitions relocated,
+	// each still traced to its package (see relocated).
+	Relocated int `json:"relocated"`
 	// Generators are the builder generators declared by the build.
 	Generators map[string]string `json:"generators"`
 	// List is every file of every artifact with its origin.
@@ -163,6 +166,9 @@ type File struct {
 	RPMDigest string `json:"rpmDigest,omitempty"` // the digest the package header records
 	Generator string `json:"generator,omitempty"`
 	Problem   string `json:"problem,omitempty"`
+	// RelocatedFrom is where the package put an extension's file that
+	// the extension's definition relocated (the report's origin path).
+	RelocatedFrom string `json:"relocatedFrom,omitempty"`
 	// rpmSHA256 is the sha256 of the .rpm the file was laid from.
 	rpmSHA256 string
 }
@@ -363,6 +369,7 @@ func Audit(ctx context.Context, o Options) (*Report, error) {
 	identity(r, o, rel)
 	packages(r, rel, o.Policy, fail)
 	files(r, rel, fail)
+	relocated(r, fail)
 	r.Files.Unpacked = unpacked(ctx, o.Store, r, rel, fail) + containerImages(ctx, o.Store, r, rel, fail)
 	ukis(ctx, o.Store, r, rel, fail)
 	policy(r, rel, fail)
@@ -734,7 +741,8 @@ func reportFiles(rep *report.Report) []File {
 	add := func(artifact string, list []report.FileEntry) {
 		for _, e := range list {
 			out = append(out, File{Artifact: artifact, Path: e.Path, Type: e.Type, Size: e.Size, SHA256: e.SHA256,
-				Package: e.Origin.Package, RPMDigest: e.RPMDigest, Generator: e.Origin.Generator, rpmSHA256: e.Origin.RPMSHA256})
+				Package: e.Origin.Package, RPMDigest: e.RPMDigest, Generator: e.Origin.Generator, rpmSHA256: e.Origin.RPMSHA256,
+				RelocatedFrom: e.Origin.Path})
 		}
 	}
 	for _, arch := range slices.Sorted(maps.Keys(rep.Architectures)) {

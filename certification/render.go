@@ -91,6 +91,9 @@ func (r *Report) Markdown(w io.Writer) error {
 			p.SHA256, p.SignedBy, mdEscape(p.License), mdEscape(strings.Join(p.In, ", ")))
 	}
 	fmt.Fprintf(&b, "\n## File traceability\n\n%d files in all: %d from packages, %d from builder generators, **%d unowned**. %d paths of the published root filesystem images and container image layers were unpacked and compared with the build report.\n\n", s.Files, s.FromPackages, s.FromGenerators, s.Unowned, s.Unpacked)
+	if r.Files.Relocated > 0 {
+		fmt.Fprintf(&b, "%d files of extensions were relocated by their definitions; each is counted with its package and lists where the package put it (relocatedFrom).\n\n", r.Files.Relocated)
+	}
 	b.WriteString("| generator | what it writes |\n|---|---|\n")
 	if len(r.Files.Generators) == 0 {
 		b.WriteString("| none | |\n")

@@ -45,8 +45,16 @@ type Definition struct {
 	// kernel's version ("2.2.7-6.12.40").
 	VersionFrom string `yaml:"version-from"`
 	// Relocate moves files into the allowed prefixes: the first rule whose
-	// From is a prefix of a path applies.
+	// From is a prefix of a path applies. Every rule's To lies inside the
+	// contract's paths (AllowedPrefixes). Symbolic links follow: a link's
+	// target, absolute or relative, is the relocated place of what it
+	// named. The build refuses what cannot move safely (see "Extensions
+	// from packages as distributions ship them" in docs/architecture.md).
 	Relocate []Relocation `yaml:"relocate"`
+	// Links are symbolic links the builder writes into the extension
+	// (another name for a relocated program, say), inside the contract's
+	// paths.
+	Links []Link `yaml:"links"`
 	// Drop removes paths by glob ("**" spans directories).
 	Drop []string `yaml:"drop"`
 	// Files are written by the builder (configuration, say).
@@ -57,6 +65,13 @@ type Definition struct {
 type Relocation struct {
 	From string `yaml:"from"`
 	To   string `yaml:"to"`
+}
+
+// Link is a symbolic link the builder writes: Path, inside the contract's
+// paths, names Target (relative to Path's directory, or absolute).
+type Link struct {
+	Path   string `yaml:"path"`
+	Target string `yaml:"target"`
 }
 
 // File is a file the builder writes into the extension.
@@ -136,11 +151,7 @@ func (d *Definition) validate() error {
 	if err := CheckConstraint(d.Compatibility); err != nil {
 		bad("compatibility: %v", err)
 	}
-	for _, r := range d.Relocate {
-		if !strings.HasPrefix(r.From, "/") || !strings.HasSuffix(r.From, "/") || !strings.HasPrefix(r.To, "/") || !strings.HasSuffix(r.To, "/") {
-			bad("relocate %s -> %s: both must be absolute directories ending in /", r.From, r.To)
-		}
-	}
+	errs = append(errs, d.checkRelocations()...)
 	for _, f := range d.Files {
 		if !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path {
 			bad("file %q: want an absolute, clean path", f.Path)
@@ -155,6 +166,50 @@ func (d *Definition) validate() error {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// checkRelocations checks the relocate and links rules: absolute
+// directories, targets inside the contract's paths, no rule shadowed by an
+// earlier one (the first whose From matches applies, so it would never
+// apply), links with clean paths inside the contract and a target.
+func (d *Definition) checkRelocations() []string {
+	var errs []string
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
+	for i, r := range d.Relocate {
+		if !dirRule(r.From) || !dirRule(r.To) {
+			bad("relocate %s -> %s: both must be absolute, clean directories ending in /", r.From, r.To)
+			continue
+		}
+		if !Allowed(r.To) {
+			bad("relocate %s -> %s: the target is outside the extension contract's paths (%s)", r.From, r.To, strings.Join(AllowedPrefixes, ", "))
+		}
+		for _, e := range d.Relocate[:i] {
+			if strings.HasPrefix(r.From, e.From) {
+				bad("relocate %s -> %s: never applies, the earlier rule from %s takes its paths", r.From, r.To, e.From)
+				break
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, l := range d.Links {
+		switch {
+		case !path.IsAbs(l.Path) || path.Clean(l.Path) != l.Path:
+			bad("link %q: want an absolute, clean path", l.Path)
+		case !Allowed(l.Path):
+			bad("link %s: outside the extension contract's paths (%s)", l.Path, strings.Join(AllowedPrefixes, ", "))
+		case l.Target == "" || path.Clean(l.Target) != l.Target || strings.ContainsRune(l.Target, 0):
+			bad("link %s: target %q: want a clean path", l.Path, l.Target)
+		case seen[l.Path]:
+			bad("link %s: given twice", l.Path)
+		}
+		seen[l.Path] = true
+	}
+	return errs
+}
+
+// dirRule reports whether p is an absolute, clean directory ending in /.
+func dirRule(p string) bool {
+	return strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/") && (p == "/" || path.Clean(p)+"/" == p)
 }
 
 // Set is the definitions known to a build, by name.

@@ -61,6 +61,35 @@ func TestDefinitionErrors(t *testing.T) {
 	}
 }
 
+// TestRelocationRules: relocate and links rules are refused, with the
+// reason, where they would put a file outside the contract, never apply,
+// or name no clean path.
+func TestRelocationRules(t *testing.T) {
+	const head = "name: x\npackages: [a]\ncompatibility: '>= v1.8.0'\n"
+	for doc, want := range map[string]string{
+		"relocate: [{from: /usr/bin/, to: /opt/bin/}]":                                       "relocate /usr/bin/ -> /opt/bin/: the target is outside the extension contract's paths",
+		"relocate: [{from: /usr/bin/, to: /usr/local/../bin/}]":                              "both must be absolute, clean directories",
+		"relocate: [{from: /usr/, to: /usr/local/}, {from: /usr/bin/, to: /usr/local/bin/}]": "relocate /usr/bin/ -> /usr/local/bin/: never applies, the earlier rule from /usr/ takes its paths",
+		"links: [{path: /usr/bin/x, target: /usr/local/bin/x}]":                              "link /usr/bin/x: outside the extension contract's paths",
+		"links: [{path: usr/local/bin/x, target: x}]":                                        `link "usr/local/bin/x": want an absolute, clean path`,
+		"links: [{path: /usr/local/bin/x, target: ''}]":                                      `link /usr/local/bin/x: target "": want a clean path`,
+		"links: [{path: /usr/local/bin/x, target: a}, {path: /usr/local/bin/x, target: b}]":  "link /usr/local/bin/x: given twice",
+		"links: [{path: /usr/local/bin/x, to: a}]":                                           "field to not found",
+	} {
+		_, err := Parse([]byte(head+doc+"\n"), "test")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", doc, err, want)
+		}
+	}
+	d, err := Parse([]byte(head+"relocate: [{from: /usr/bin/, to: /usr/local/bin/}, {from: /usr/lib/cni/, to: /usr/local/lib/cni/bin/}]\nlinks: [{path: /usr/local/sbin/btrfs, target: ../bin/btrfs}]\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Links) != 1 || d.Links[0].Target != "../bin/btrfs" || d.Relocated("/usr/lib/cni/bridge") != "/usr/local/lib/cni/bin/bridge" {
+		t.Errorf("parsed %+v", d)
+	}
+}
+
 const goodManifest = `version: v1alpha1
 metadata:
   name: example

@@ -190,6 +190,9 @@ type Origin struct {
 	Package   string `json:"package,omitempty"`   // NEVRA
 	RPMSHA256 string `json:"rpmSha256,omitempty"` // sha256 of the .rpm
 	Generator string `json:"generator,omitempty"` // e.g. "passwd", "os-release", "implicit-directory"
+	// Path is where the package put the file when an extension's
+	// definition relocated it (relocate:): still traced to the package.
+	Path string `json:"path,omitempty"`
 }
 
 func (o Origin) String() string {

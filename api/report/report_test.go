@@ -19,7 +19,7 @@ func oci(c string) string { return "sha256:" + hex64(c) }
 func full() *Report {
 	fe := func(p string) []FileEntry {
 		return []FileEntry{{Path: p, Type: "file", Mode: "0644", UID: 1, GID: 1, Size: 3, SHA256: hex64("a"), Target: "/t",
-			Link: "/l", Xattrs: []string{"user.x"}, Origin: Origin{Package: "p-1-alt1.x86_64", RPMSHA256: hex64("b")},
+			Link: "/l", Xattrs: []string{"user.x"}, Origin: Origin{Package: "p-1-alt1.x86_64", RPMSHA256: hex64("b"), Path: "/usr/bin/l"},
 			RPMDigest: "abcdef"}, {Path: p + "/g", Type: "dir", Mode: "0755", Origin: Origin{Generator: "implicit-directory"}}}
 	}
 	so := ScriptletOutcome{Package: "p", Kind: "post", Handled: true, How: []string{"ldconfig"}, Pending: []string{"echo"}}

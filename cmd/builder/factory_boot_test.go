@@ -11,13 +11,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/certification"
 	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/testbase"
@@ -25,19 +28,26 @@ import (
 	"github.com/nodeforge/builder/oci"
 )
 
-// TestFactoryBoot releases the boot test's base (Debian's kernel, a static
-// init, an extension) into a layout, asks a factory for a schematic's ISO
-// and boots what it served under OVMF, as a CD and as a disk (written to
-// a stick with dd), to the marker, the extension's layer mounted.
+// TestFactoryBoot releases the extensions' boot test base (Debian's
+// kernel, the node init, the testext extension, and the cri and btrfs
+// extensions made from Debian's containerd, runc, CNI plugins and
+// btrfs-progs) into a layout, asks a factory for the media of a schematic
+// with cri and btrfs and boots what it served under OVMF, the ISO as a CD
+// and the raw disk image, to the markers of TestBootExtensions (build's
+// ISO of the same schematic): a container's output and a btrfs file
+// system. (Boots without the extensions, which must not start them, are
+// TestBootDebianKernel's; the factory's ISO is the one code path of
+// build/compose, whose hybrid ISO boots as a disk there.)
 func TestFactoryBoot(t *testing.T) {
 	testutil.Slow(t)
-	specPath := testbase.ForTest(t, testbase.Options{})
+	t0 := time.Now()
+	specPath := testbase.ForTest(t, testbase.Options{Extensions: true})
 	qemu := testutil.NeedTool(t, "qemu-system-x86_64")
-	code := testutil.NeedFile(t, "/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf")
-	varsTemplate, err := os.ReadFile(testutil.NeedFile(t, "/usr/share/OVMF/OVMF_VARS_4M.fd", "ovmf"))
+	s, err := specs.Load(specPath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	baseTime := time.Since(t0)
 	keys := filepath.Join(t.TempDir(), "keys")
 	if out, err := runBuilder(t, "keys", "generate", "--out", keys); err != nil {
 		t.Fatalf("keys generate: %v\n%s", err, out)
@@ -48,12 +58,50 @@ func TestFactoryBoot(t *testing.T) {
 	if out, err := runBuilder(t, "keys", "generate", "--secureboot", "--out", sbKeys); err != nil {
 		t.Fatalf("keys generate --secureboot: %v\n%s", err, out)
 	}
+	t1 := time.Now()
 	if out, err := runBuilder(t, "release", "-q", "--branch", "boottest", "--spec", specPath, "--cache", t.TempDir(), "--key", filepath.Join(keys, "cosign.key"),
 		"--secureboot", sbKeys); err != nil {
 		t.Fatalf("release: %v\n%s", err, out)
 	}
-	auditSecureBoot(t, filepath.Join(filepath.Dir(specPath), "release", "dev"), filepath.Join(keys, "cosign.pub"), sbKeys)
-	st, err := oci.OpenLayout(filepath.Join(filepath.Dir(specPath), "release", "dev"))
+	releaseTime := time.Since(t1)
+	layout := filepath.Join(filepath.Dir(specPath), "release", "dev")
+	checkRelocatedTraced(t, auditSecureBoot(t, layout, filepath.Join(keys, "cosign.pub"), sbKeys))
+	url := startBootFactory(t, layout, filepath.Join(keys, "cosign.pub"), sbKeys)
+	id := postSchematic(t, url, "customization:\n  systemExtensions:\n    officialExtensions: [testext]\n")
+	versions := getBody(t, url+"/versions")
+	version := strings.Trim(strings.TrimSpace(versions), `[]"`)
+	checkFactorySecureBoot(t, url, id, version, sbKeys, layout, filepath.Join(keys, "cosign.pub"))
+	// The node of TestBootExtensions, from the factory.
+	extID := postSchematic(t, url, "customization:\n  systemExtensions:\n    officialExtensions: [cri, btrfs]\n")
+	t2 := time.Now()
+	extISO := download(t, url+"/image/"+extID+"/"+version+"/metal-amd64.iso")
+	isoTime := time.Since(t2)
+	extRaw := download(t, url+"/image/"+extID+"/"+version+"/metal-amd64.raw")
+	t.Logf("timings: base %s, release %s, the factory's ISO %s, raw disk %s", baseTime.Round(time.Millisecond), releaseTime.Round(time.Millisecond),
+		isoTime.Round(time.Millisecond), (time.Since(t2) - isoTime).Round(time.Millisecond))
+
+	want := "NODEFORGE-BOOT-OK PRETTY_NAME=" + s.Image.OS.PrettyName
+	for _, c := range []struct{ what, drive string }{
+		{"the factory's cri and btrfs ISO as a CD", "-cdrom"},
+		{"the factory's cri and btrfs raw disk", "-drive"},
+	} {
+		media := []string{"-cdrom", extISO}
+		if c.drive == "-drive" {
+			media = []string{"-drive", "if=virtio,format=raw,file=" + extRaw}
+		}
+		args := append(append(append(append([]string{}, testutil.TCG...), testutil.OVMF(t)...), media...), testbase.ExtensionDisks(t, specPath)...)
+		res := testutil.BootCheck(t, qemu, c.what, want, testutil.BootTimeout(t, 2*testutil.BootTimeoutDefault), args, testbase.ExtensionBootLines...)
+		testbase.LogExtensionSteps(t, c.what, res)
+		t.Logf("%s: marker after %s (qemu ran %s)", c.what, res.ToMarker.Round(time.Millisecond), res.Total.Round(time.Millisecond))
+	}
+}
+
+// startBootFactory serves the release layout with a factory (verified
+// with pub, Secure Boot media signed with the set in sbKeys) and returns
+// its URL.
+func startBootFactory(t *testing.T, layout, pub, sbKeys string) string {
+	t.Helper()
+	st, err := oci.OpenLayout(layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +109,7 @@ func TestFactoryBoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, err := loadVerifiers([]string{filepath.Join(keys, "cosign.pub")})
+	vs, err := loadVerifiers([]string{pub})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +123,14 @@ func TestFactoryBoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
-	resp, err := http.Post(hs.URL+"/schematics", "application/yaml", strings.NewReader("customization:\n  systemExtensions:\n    officialExtensions: [testext]\n"))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// postSchematic POSTs a schematic to the factory at url and returns its ID.
+func postSchematic(t *testing.T, url, yaml string) string {
+	t.Helper()
+	resp, err := http.Post(url+"/schematics", "application/yaml", strings.NewReader(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,43 +140,33 @@ func TestFactoryBoot(t *testing.T) {
 	if resp.StatusCode != 201 || len(id) != 64 {
 		t.Fatalf("POST /schematics: %d %s", resp.StatusCode, b)
 	}
-	versions := getBody(t, hs.URL+"/versions")
-	version := strings.Trim(strings.TrimSpace(versions), `[]"`)
-	iso := filepath.Join(t.TempDir(), "metal-amd64.iso")
-	if err := os.WriteFile(iso, []byte(getBody(t, hs.URL+"/image/"+id+"/"+version+"/metal-amd64.iso")), 0o644); err != nil {
+	return id
+}
+
+// download GETs url (200) into a new file named as its last element.
+func download(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
 		t.Fatal(err)
 	}
-	checkFactorySecureBoot(t, hs.URL, id, version, sbKeys, filepath.Join(filepath.Dir(specPath), "release", "dev"), filepath.Join(keys, "cosign.pub"))
-	spec, _ := os.ReadFile(specPath)
-	pretty := ""
-	for _, l := range strings.Split(string(spec), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "pretty-name:"); ok {
-			pretty = strings.Trim(strings.TrimSpace(v), `"'`)
-		}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
 	}
-	want := "NODEFORGE-BOOT-OK PRETTY_NAME=" + pretty
-	for _, c := range []struct{ what, drive string }{
-		{"the factory's ISO as a CD", "-cdrom"},
-		{"the factory's ISO as a disk", "-drive"},
-	} {
-		vars := filepath.Join(t.TempDir(), "vars.fd")
-		if err := os.WriteFile(vars, varsTemplate, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		media := []string{c.drive, iso}
-		if c.drive == "-drive" {
-			media = []string{"-drive", "if=virtio,format=raw,readonly=on,file=" + iso}
-		}
-		args := append([]string{"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1", "-nographic", "-serial", "stdio",
-			"-monitor", "none", "-no-reboot", "-nic", "none",
-			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + code, "-drive", "if=pflash,format=raw,unit=1,file=" + vars}, media...)
-		res := testutil.BootQEMU(t, qemu, 180*time.Second, args...)
-		if res.Marker != want || res.Find("nodeforge-init: check testext: "+testbase.ExtCheckContent) == "" {
-			t.Errorf("%s: marker %q, want %q (qemu: %v)\n%s", c.what, res.Marker, want, res.Err, res.Tail(60))
-			continue
-		}
-		t.Logf("%s: marker after %s", c.what, res.ToMarker.Round(time.Millisecond))
+	p := filepath.Join(t.TempDir(), path.Base(url))
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // getBody GETs url and wants 200.
@@ -269,7 +313,7 @@ func tarFiles(t *testing.T, path string) map[string][]byte {
 // certificate (the set's db certificate), every check holding (its
 // signature verified, stripped it is the unsigned UKI, its kernel and
 // initramfs the release's, its PCR 11 value what its sections measure).
-func auditSecureBoot(t *testing.T, layout, pub, sbKeys string) {
+func auditSecureBoot(t *testing.T, layout, pub, sbKeys string) *certification.Report {
 	t.Helper()
 	// The test base is signed: the release passes, UKI and all.
 	rep, out, stdout, _ := auditChild(t, "--key", pub, layout)
@@ -293,4 +337,33 @@ func auditSecureBoot(t *testing.T, layout, pub, sbKeys string) {
 		t.Errorf("audit.md has no Secure Boot section")
 	}
 	t.Logf("audit: UKI %s, stub %s, kernel %s, signed by %s; %s", u.Digest, u.Stub, u.Kernel, u.SigningCert, strings.Join(u.Checks, "; "))
+	return rep
+}
+
+// checkRelocatedTraced: the audit passed (0 unowned files) with the cri
+// and btrfs extensions made from Debian's layout: their programs,
+// relocated into /usr/local by the definitions' rules, are each traced to
+// the package that put them in /usr/bin, /sbin, /usr/lib/cni.
+func checkRelocatedTraced(t *testing.T, rep *certification.Report) {
+	t.Helper()
+	want := map[string][2]string{
+		"/usr/local/bin/containerd":       {"/usr/bin/containerd", "containerd-"},
+		"/usr/local/sbin/runc":            {"/usr/sbin/runc", "runc-"},
+		"/usr/local/lib/cni/bin/loopback": {"/usr/lib/cni/loopback", "containernetworking-plugins-"},
+		"/usr/local/sbin/mkfs.btrfs":      {"/sbin/mkfs.btrfs", "btrfs-progs-"},
+	}
+	for _, f := range rep.Files.List {
+		w, ok := want[f.Path]
+		if !ok || !strings.HasPrefix(f.Artifact, "extension/") {
+			continue
+		}
+		if f.RelocatedFrom != w[0] || !strings.HasPrefix(f.Package, w[1]) || f.Problem != "" {
+			t.Errorf("the audit's %s: %+v, want relocated from %s, package %s*", f.Path, f, w[0], w[1])
+		}
+		delete(want, f.Path)
+	}
+	if len(want) > 0 || rep.Files.Relocated == 0 || rep.Files.Unowned != 0 {
+		t.Errorf("the audit: %d relocated, %d unowned files; not listed: %v", rep.Files.Relocated, rep.Files.Unowned, want)
+	}
+	t.Logf("audit: %d files, %d relocated by the extensions' definitions, each traced to its package", rep.Files.Total, rep.Files.Relocated)
 }

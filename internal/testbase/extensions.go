@@ -150,8 +150,11 @@ func extComponents() (rootfs []string, components string) {
 }
 
 // criDef and btrfsDef place Debian's layout where the extension contract
-// allows files (Talos's: /usr/local, the CRI's conf.d): relocation rules
-// in the definition, the rest dropped.
+// allows files (Talos's: /usr/local, the CRI's conf.d): relocation and
+// link rules in the definition, the rest dropped. Debian's
+// /etc/containerd/config.toml names /usr/lib/cni, which the relocation
+// moves: the build refuses it, so it is dropped (the node init writes
+// containerd's configuration).
 const criDef = `# Debian's containerd, runc and CNI plugins as the cri extension.
 name: cri
 description: containerd, runc and CNI plugins (Debian's packages)
@@ -163,16 +166,20 @@ relocate:
   - {from: /usr/bin/, to: /usr/local/bin/}
   - {from: /usr/sbin/, to: /usr/local/sbin/}
   - {from: /usr/lib/cni/, to: /usr/local/lib/cni/bin/}
-  - {from: /etc/containerd/, to: /usr/local/etc/containerd/}
 drop:
   - /lib/systemd/**
   - /usr/share/**
+  # It names /usr/lib/cni, where the plugins no longer are.
+  - /etc/containerd/config.toml
   # Deprecated shims and plugins the node does not use.
   - /usr/bin/containerd-shim
   - /usr/bin/containerd-shim-runc-v1
   - /usr/lib/cni/dhcp
 `
 
+// btrfsDef: Debian ships btrfs in /bin and mkfs.btrfs in /sbin; the
+// links give the tools the other's name too, as usr-merged distributions
+// find them in either.
 const btrfsDef = `# Debian's btrfs-progs as the btrfs extension.
 name: btrfs
 description: Btrfs tools (Debian's btrfs-progs)
@@ -183,6 +190,9 @@ relocate:
   - {from: /bin/, to: /usr/local/bin/}
   - {from: /sbin/, to: /usr/local/sbin/}
   - {from: /lib/udev/rules.d/, to: /usr/lib/udev/rules.d/}
+links:
+  - {path: /usr/local/sbin/btrfs, target: ../bin/btrfs}
+  - {path: /usr/local/bin/mkfs.btrfs, target: ../sbin/mkfs.btrfs}
 drop:
   - /usr/share/**
 `

@@ -26,6 +26,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nodeforge/builder/api/target"
@@ -251,6 +252,15 @@ func Build(dir string, opts Options) (string, error) {
 			return finish(entry, dir, opts)
 		}
 		os.MkdirAll(opts.CacheDir, 0o755)
+		// One build of a base at a time: tests in several packages (make
+		// test runs cmd/builder beside the rest) wait for the first
+		// instead of building the same base again.
+		unlock := lockKey(opts.CacheDir, key)
+		defer unlock()
+		if _, err := os.Stat(filepath.Join(entry, InfoFile)); err == nil {
+			opts.Log("testbase: using the base %s another run built meanwhile", entry)
+			return finish(entry, dir, opts)
+		}
 		work, err := os.MkdirTemp(opts.CacheDir, ".testbase-"+key+".tmp-")
 		if err == nil {
 			err = write(work, key, opts)
@@ -278,6 +288,21 @@ func Build(dir string, opts Options) (string, error) {
 		return "", err
 	}
 	return finish(dir, dir, opts)
+}
+
+// lockKey takes an exclusive lock on the base of key in the cache
+// directory and returns its release; where the lock cannot be taken it
+// goes without (the rename keeps the cache whole either way).
+func lockKey(cacheDir, key string) func() {
+	f, err := os.OpenFile(filepath.Join(cacheDir, ".testbase-"+key+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return func() {}
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() { f.Close() }
 }
 
 // finish copies a built base from src into dir (unless they are the same)
@@ -493,7 +518,8 @@ func cacheKey(opts Options) string {
 // prune removes cached bases not used for two weeks.
 func prune(cacheDir, keep string, logf func(string, ...any)) {
 	old, _ := filepath.Glob(filepath.Join(cacheDir, "testbase-*"))
-	for _, p := range old {
+	locks, _ := filepath.Glob(filepath.Join(cacheDir, ".testbase-*.lock"))
+	for _, p := range append(old, locks...) {
 		st, err := os.Stat(p)
 		if err != nil || p == keep || time.Since(st.ModTime()) < 14*24*time.Hour {
 			continue

@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -76,6 +78,82 @@ func BootQEMU(t testing.TB, qemu string, timeout time.Duration, args ...string) 
 	wg.Wait()
 	if ctx.Err() != nil {
 		res.Err = fmt.Errorf("timed out after %s", timeout)
+	}
+	return res
+}
+
+// BootTimeoutDefault bounds one qemu run of the boot tests. A boot under
+// TCG takes seconds to tens of seconds (longer on a loaded machine).
+const BootTimeoutDefault = 180 * time.Second
+
+// BootTimeout is d, or NODEFORGE_BOOT_TIMEOUT (a Go duration) when set.
+func BootTimeout(t testing.TB, d time.Duration) time.Duration {
+	t.Helper()
+	if v := os.Getenv("NODEFORGE_BOOT_TIMEOUT"); v != "" {
+		o, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("NODEFORGE_BOOT_TIMEOUT: %v", err)
+		}
+		return o
+	}
+	return d
+}
+
+// TCG is the machine of the x86_64 boot tests: qemu's TCG, one CPU, 1 GB.
+var TCG = []string{"-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1"}
+
+// OVMF returns qemu's arguments for Debian's OVMF (no Secure Boot): the
+// firmware read-only and a fresh copy of its variables for this boot.
+// Where OVMF is missing the test is skipped on a workstation and fails
+// under CI=true.
+func OVMF(t testing.TB) []string {
+	t.Helper()
+	code := NeedFile(t, "/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf")
+	vb, err := os.ReadFile(NeedFile(t, "/usr/share/OVMF/OVMF_VARS_4M.fd", "ovmf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := filepath.Join(t.TempDir(), "vars.fd")
+	if err := os.WriteFile(vars, vb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + code,
+		"-drive", "if=pflash,format=raw,unit=1,file=" + vars}
+}
+
+// BootCheck runs qemu (args: the machine and its media) with the console
+// on stdio until the init's marker or the timeout, and fails the test
+// unless the console shows want, no failure from the init, every one of
+// lines, and a clean power-off.
+func BootCheck(t testing.TB, qemu, what, want string, timeout time.Duration, args []string, lines ...string) *BootResult {
+	t.Helper()
+	args = append(append([]string{}, args...), "-nographic", "-serial", "stdio", "-monitor", "none", "-no-reboot", "-nic", "none")
+	res := BootQEMU(t, qemu, timeout, args...)
+	failed := false
+	switch {
+	case res.Marker == "":
+		t.Errorf("%s: no %q on the console (qemu: %v)", what, want, res.Err)
+		failed = true
+	case res.Marker != want:
+		t.Errorf("%s: console says %q, want %q", what, res.Marker, want)
+		failed = true
+	}
+	if fail := res.Find("NODEFORGE-BOOT-FAIL"); fail != "" {
+		t.Errorf("%s: init reported: %s", what, fail)
+		failed = true
+	}
+	for _, l := range lines {
+		if res.Find(l) == "" {
+			t.Errorf("%s: no %q on the console", what, l)
+			failed = true
+		}
+	}
+	if res.Marker != "" && res.Err != nil {
+		t.Errorf("%s: qemu did not power off cleanly: %v", what, res.Err)
+		failed = true
+	}
+	if failed || testing.Verbose() {
+		t.Logf("%s: console (last 60 lines):\n%s", what, res.Tail(60))
 	}
 	return res
 }
