@@ -48,6 +48,9 @@ func checkContainer(t *rootfs.Tree, acc *rootfs.Accounts, im specs.ContainerImag
 		what, argv = "cmd", im.Cmd
 	}
 	c.program(what, argv[0], 0)
+	if im.Healthcheck != nil {
+		c.program("healthcheck", im.Healthcheck.Command[0], 0)
+	}
 	c.user(acc, im.User)
 	for _, p := range slices.Sorted(maps.Keys(im.Links)) {
 		target := im.Links[p]
