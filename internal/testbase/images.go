@@ -2,6 +2,7 @@ package testbase
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,6 +62,12 @@ func imageSpecs(debs []string, stage string) ([]rpmSpec, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := mergeUsr(s.Root); err != nil {
+			return nil, err
+		}
+		if s.Files, err = treeFiles(s.Root); err != nil {
+			return nil, err
+		}
 		if arch, _ := debpkg.Field(deb, "Architecture"); arch == "all" {
 			s.Arch = "noarch"
 		}
@@ -71,6 +78,37 @@ func imageSpecs(debs []string, stage string) ([]rpmSpec, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// mergeUsr moves a package's /bin and /sbin into /usr, as Debian's
+// usrmerge lays them: the base's filesystem links /bin and /sbin there,
+// and a path through a link is refused.
+func mergeUsr(root string) error {
+	for _, d := range []string{"bin", "sbin"} {
+		from, to := filepath.Join(root, d), filepath.Join(root, "usr", d)
+		entries, err := os.ReadDir(from)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(to, 0o755); err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if _, err := os.Lstat(filepath.Join(to, e.Name())); err == nil {
+				return fmt.Errorf("testbase: %s: /%s/%s is in /usr/%s too", filepath.Base(root), d, e.Name(), d)
+			}
+			if err := os.Rename(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+				return err
+			}
+		}
+		if err := os.Remove(from); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // elfDeps reads a tree's ELF files as rpm's elfdeps does: a shared
