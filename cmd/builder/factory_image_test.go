@@ -84,6 +84,13 @@ func TestFactoryImage(t *testing.T) {
 	t.Logf("lock and build: %s", time.Since(start).Round(time.Millisecond))
 	images := filepath.Join(out, "images")
 	checkFactoryConfig(t, filepath.Join(images, "factory"))
+	// builder image validate, on the layouts as on any: the build's checks
+	// pass again.
+	for name, path := range map[string]string{"factory": "/usr/local/bin/builder", "etcd": "/usr/local/bin/etcd", "busybox": "/usr/bin/busybox"} {
+		if o, err := runBuilder(t, "image", "validate", "--path", path, filepath.Join(images, name)); err != nil || !strings.Contains(o, "  linux/amd64  sha256:") {
+			t.Errorf("image validate %s: %v\n%s", name, err, o)
+		}
+	}
 
 	bb := testutil.NewRunc(t, filepath.Join(images, "busybox"))
 	bb.Process([]string{"/usr/bin/busybox", "echo", "hello from busybox"}, 65534, 65534)
@@ -123,6 +130,9 @@ func TestFactoryImageSpec(t *testing.T) {
 	if !slices.Equal(im.Entrypoint[:3], []string{"/usr/bin/builder", "factory", "serve"}) || strings.HasPrefix(im.User, "0") || im.User == "root" ||
 		im.Healthcheck == nil || !slices.Equal(im.Healthcheck.Command, []string{"/usr/bin/builder", "factory", "health"}) {
 		t.Errorf("the factory image: %+v", im)
+	}
+	if _, err := runBuilder(t, "image", "validate", t.TempDir()); err == nil || !strings.Contains(err.Error(), "not an OCI layout (no index.json)") {
+		t.Errorf("image validate of a directory without a layout: %v", err)
 	}
 	for _, p := range []string{"nodeforge-builder", "xorriso", "ca-certificates"} {
 		if !slices.Contains(im.Packages, p) {
