@@ -98,7 +98,7 @@ func TestFactoryImage(t *testing.T) {
 	}
 	etcd := testutil.NewRunc(t, filepath.Join(images, "etcd"))
 	etcd.Process([]string{"/usr/local/bin/etcd", "--version"}, 0, 0)
-	if got := etcd.Run(t); !strings.HasPrefix(got, "etcd Version: 3.4.23\n") || !strings.Contains(got, "Go Version: go") {
+	if got := etcd.Run(t); !strings.HasPrefix(got, "etcd Version: 3.") || !strings.Contains(got, "Go Version: go") {
 		t.Errorf("etcd --version printed %q", got)
 	}
 	runFactoryImage(t, filepath.Join(images, "factory"))
