@@ -48,7 +48,12 @@ func checkContainer(t *rootfs.Tree, acc *rootfs.Accounts, im specs.ContainerImag
 		what, argv = "cmd", im.Cmd
 	}
 	c.program(what, argv[0], 0)
-	c.user(acc, im.User)
+	if im.Healthcheck != nil {
+		c.program("healthcheck", im.Healthcheck.Command[0], 0)
+	}
+	if im.User != "" { // a layout's config without one: the runtime's root
+		c.user(acc, im.User)
+	}
 	for _, p := range slices.Sorted(maps.Keys(im.Links)) {
 		target := im.Links[p]
 		if !path.IsAbs(target) {

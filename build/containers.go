@@ -221,9 +221,20 @@ func containerConfig(im specs.ContainerImage) v1.Config {
 	if _, ok := env["PATH"]; !ok {
 		env["PATH"] = specs.DefaultContainerPath
 	}
-	c := v1.Config{Entrypoint: im.Entrypoint, Cmd: im.Cmd, WorkingDir: im.Workdir, User: im.User, Labels: im.Labels}
+	c := v1.Config{Entrypoint: im.Entrypoint, Cmd: im.Cmd, WorkingDir: im.Workdir, User: im.User, Labels: im.Labels, StopSignal: im.StopSignal}
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		c.Env = append(c.Env, k+"="+env[k])
+	}
+	for _, p := range im.Ports {
+		if c.ExposedPorts == nil {
+			c.ExposedPorts = map[string]struct{}{}
+		}
+		c.ExposedPorts[p] = struct{}{}
+	}
+	if h := im.Healthcheck; h != nil {
+		d := func(s string) time.Duration { v, _ := time.ParseDuration(s); return v } // checked by the spec's reader
+		c.Healthcheck = &v1.HealthConfig{Test: append([]string{"CMD"}, h.Command...), Interval: d(h.Interval),
+			Timeout: d(h.Timeout), StartPeriod: d(h.StartPeriod), Retries: h.Retries}
 	}
 	return c
 }

@@ -230,16 +230,7 @@ func TestContainerImages(t *testing.T) {
 func zstdLayer(t *testing.T, dir string) {
 	t.Helper()
 	zstdTool := testutil.NeedTool(t, "zstd")
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, _ := p.ImageIndex()
-	m, _ := idx.IndexManifest()
-	img, err := idx.Image(m.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := testutil.FirstImage(t, dir)
 	mf, _ := img.Manifest()
 	cf, _ := img.ConfigFile()
 	if mt := mf.Layers[0].MediaType; mt != "application/vnd.oci.image.layer.v1.tar+zstd" {
@@ -289,54 +280,10 @@ func judgeImage(t *testing.T, dir, name string) {
 // as uid, checking what it prints.
 func runImage(t *testing.T, dir string, args []string, uid int, want string) {
 	t.Helper()
-	testutil.NeedRoot(t)
-	runc := testutil.NeedTool(t, "runc")
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, _ := p.ImageIndex()
-	m, _ := idx.IndexManifest()
-	img, err := idx.Image(m.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	layers, _ := img.Layers()
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	bundle := t.TempDir()
-	rootfsDir := filepath.Join(bundle, "rootfs")
-	os.MkdirAll(rootfsDir, 0o755)
-	tarCmd := exec.Command("tar", "-x", "-C", rootfsDir)
-	tarCmd.Stdin = rc
-	if out, err := tarCmd.CombinedOutput(); err != nil {
-		t.Fatalf("tar: %v\n%s", err, out)
-	}
-	if out, err := exec.Command(runc, "spec", "--bundle", bundle).CombinedOutput(); err != nil {
-		t.Fatalf("runc spec: %v\n%s", err, out)
-	}
-	cfgFile := filepath.Join(bundle, "config.json")
-	var cfg map[string]any
-	b, _ := os.ReadFile(cfgFile)
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	proc := cfg["process"].(map[string]any)
-	proc["args"], proc["terminal"] = args, false
-	proc["user"] = map[string]any{"uid": uid, "gid": uid}
-	b, _ = json.Marshal(cfg)
-	os.WriteFile(cfgFile, b, 0o644)
-	cmd := exec.Command(runc, "--root", filepath.Join(bundle, "state"), "run", "--bundle", bundle, "nodeforge-test-"+filepath.Base(bundle))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("runc run: %v\n%s", err, stderr.String())
-	}
-	if stdout.String() != want {
-		t.Errorf("runc run printed %q, want %q", stdout.String(), want)
+	r := testutil.NewRunc(t, dir)
+	r.Process(args, uid, uid)
+	if got := r.Run(t); got != want {
+		t.Errorf("runc run printed %q, want %q", got, want)
 	}
 }
 

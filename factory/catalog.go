@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os/exec"
 	"path"
 	"slices"
 	"strings"
@@ -156,7 +157,9 @@ func (s *Service) RetryFailed(ctx context.Context, interval time.Duration) {
 // A tool a request can need that is not on PATH (compose.Tools) makes the
 // factory not ready, a line naming it and what needs it: a replica that
 // would fail every ISO is taken out of the balancer rather than answering
-// 500. PATH is looked at on every call, so installing the tool is enough.
+// 500; a tool that is there is named too ("on PATH": no local directory
+// is shown). PATH is looked at on every call, so installing the tool is
+// enough.
 func (s *Server) readiness() (ready bool, body string) {
 	c := s.served()
 	missing := compose.MissingTools()
@@ -168,6 +171,11 @@ func (s *Server) readiness() (ready bool, body string) {
 		fmt.Fprintf(&b, "not ready: a tool is missing (serving %s)\n", strings.Join(c.talosVersions(), ", "))
 	default:
 		fmt.Fprintf(&b, "ready: %s\n", strings.Join(c.talosVersions(), ", "))
+	}
+	for _, t := range compose.Tools {
+		if _, err := exec.LookPath(t.Name); err == nil {
+			fmt.Fprintf(&b, "tool %s: on PATH\n", t.Name)
+		}
 	}
 	for _, t := range missing {
 		fmt.Fprintf(&b, "tool %s: not on PATH\n", t)

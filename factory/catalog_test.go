@@ -65,7 +65,7 @@ func TestCatalogSpellings(t *testing.T) {
 
 // TestReadyNeedsTools: without xorriso on PATH the factory is not ready,
 // /readyz naming the tool, its package and the media that need it; with
-// it (any executable of that name), ready.
+// it (any executable of that name), ready, saying it is there.
 func TestReadyNeedsTools(t *testing.T) {
 	f := newAccessFactory(t, ServerOptions{})
 	t.Setenv("PATH", t.TempDir())
@@ -85,7 +85,7 @@ func TestReadyNeedsTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir)
-	if resp, body := f.do(t, "GET", "/readyz", ""); resp.StatusCode != 200 || body != "ready: v1.0\n" {
+	if resp, body := f.do(t, "GET", "/readyz", ""); resp.StatusCode != 200 || body != "ready: v1.0\ntool xorriso: on PATH\n" {
 		t.Errorf("with xorriso: %d %q", resp.StatusCode, body)
 	}
 }

@@ -96,27 +96,40 @@ else
   echo "arm64 judges downloaded: ${tool_pkgs[*]}"
 fi
 
+# fetch_debs NAME WHAT PACKAGE...: Debian's amd64 packages into $dir/NAME
+# (downloaded, never installed), unless as many .debs are there already.
+fetch_debs() {
+  local name=$1 what=$2 dl
+  shift 2
+  if [ -d "$dir/$name" ] && [ "$(ls "$dir/$name"/*.deb 2>/dev/null | wc -l)" -ge $# ]; then
+    echo "$what packages cached"
+    return 0
+  fi
+  dl="$tmp/$name"
+  mkdir -p "$dl" && chmod 755 "$dl"
+  if ! (cd "$dl" && apt-get download -q "${@/%/:amd64}") >&2; then
+    apt-get update -qq
+    (cd "$dl" && apt-get download -q "${@/%/:amd64}") >&2
+  fi
+  rm -rf "${dir:?}/$name" && mv "$dl" "$dir/$name"
+  echo "$what packages downloaded: $*"
+}
+
 # The extensions' boot test (build/extensions_boot_test.go via
 # internal/testbase): Debian's containerd, runc and CNI plugins (the cri
 # extension), btrfs-progs (btrfs) and the libraries they load, which the
-# test base's root carries. Downloaded, never installed.
-ext="$dir/extension-debs"
+# test base's root carries.
 ext_pkgs=(containerd runc containernetworking-plugins btrfs-progs
   libc6 libgcc-s1 libseccomp2 libblkid1 libcom-err2 libext2fs2 liblzo2-2 libudev1 libuuid1 libzstd1 zlib1g)
-if [ -n "$demo" ]; then
-  :
-elif [ -d "$ext" ] && [ "$(ls "$ext"/*_amd64.deb 2>/dev/null | wc -l)" -ge ${#ext_pkgs[@]} ]; then
-  echo "extension packages cached"
-else
-  dl="$tmp/extension-debs"
-  mkdir -p "$dl" && chmod 755 "$dl"
-  if ! (cd "$dl" && apt-get download -q "${ext_pkgs[@]/%/:amd64}") >&2; then
-    apt-get update -qq
-    (cd "$dl" && apt-get download -q "${ext_pkgs[@]/%/:amd64}") >&2
-  fi
-  rm -rf "$ext" && mv "$dl" "$ext"
-  echo "extension packages downloaded: ${ext_pkgs[*]}"
-fi
+[ -n "$demo" ] || fetch_debs extension-debs extension "${ext_pkgs[@]}"
+
+# The container images' test (cmd/builder/factory_image_test.go via
+# internal/testbase, Options.Images): xorriso and its libraries and the CA
+# certificates of the factory's image, libc-bin for /etc/ld.so.conf,
+# busybox-static and etcd-server for images of their own.
+img_pkgs=(xorriso libisoburn1 libburn4 libisofs6 libjte2 libreadline8 libtinfo6 libacl1 libbz2-1.0 zlib1g
+  libc6 libc-bin ca-certificates busybox-static etcd-server)
+[ -n "$demo" ] || fetch_debs image-debs image "${img_pkgs[@]}"
 
 if f=$(cached); then
   echo "kernel package cached: $f"

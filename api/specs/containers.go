@@ -5,7 +5,9 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // ContainerImage is one container image of the spec's images section:
@@ -48,7 +50,31 @@ type ContainerImage struct {
 	Setuid []string `yaml:"setuid,omitempty" json:"setuid,omitempty"`
 	// Compression of the layer: gzip (default) or zstd.
 	Compression string `yaml:"compression,omitempty" json:"compression,omitempty"`
+	// Healthcheck is the config's Healthcheck (Docker's HEALTHCHECK CMD):
+	// a command run inside the container, checked as the entrypoint is.
+	Healthcheck *Healthcheck `yaml:"healthcheck,omitempty" json:"healthcheck,omitempty"`
+	// Ports are the config's ExposedPorts: PORT or PORT/PROTO (tcp when
+	// none is named; written with it).
+	Ports []string `yaml:"ports,omitempty" json:"ports,omitempty"`
+	// StopSignal is the config's StopSignal (SIGTERM, or a number).
+	StopSignal string `yaml:"stop-signal,omitempty" json:"stop-signal,omitempty"`
 }
+
+// Healthcheck is an image's health check: the command (exec form) and
+// Go durations; a zero field leaves the runtime's default.
+type Healthcheck struct {
+	Command     []string `yaml:"command" json:"command"`
+	Interval    string   `yaml:"interval,omitempty" json:"interval,omitempty"`
+	Timeout     string   `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	StartPeriod string   `yaml:"start-period,omitempty" json:"start-period,omitempty"`
+	Retries     int      `yaml:"retries,omitempty" json:"retries,omitempty"`
+}
+
+// portRe is an exposed port: PORT or PORT/PROTO.
+var portRe = regexp.MustCompile(`^([0-9]{1,5})(/(tcp|udp|sctp))?$`)
+
+// signalRe is a stop signal: a name or a number.
+var signalRe = regexp.MustCompile(`^(SIG[A-Z0-9]+|[0-9]+)$`)
 
 // DefaultContainerPath is the PATH of an image whose env sets none.
 const DefaultContainerPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -129,6 +155,7 @@ func (im *ContainerImage) normalizeConfig(where string, bad func(string, ...any)
 			bad("%s.groups: bad group %q (gid %d)", where, g.Name, g.GID)
 		}
 	}
+	im.normalizeRuntime(where, bad)
 	switch im.Compression {
 	case "":
 		im.Compression = "gzip"
@@ -163,4 +190,41 @@ func (im *ContainerImage) normalizePaths(where string, bad func(string, ...any))
 			bad("%s.setuid %q must be absolute", where, p)
 		}
 	}
+}
+
+// normalizeRuntime checks the health check, the ports (tcp added where no
+// protocol is named) and the stop signal.
+func (im *ContainerImage) normalizeRuntime(where string, bad func(string, ...any)) {
+	if h := im.Healthcheck; h != nil {
+		if len(h.Command) == 0 || !path.IsAbs(h.Command[0]) {
+			bad("%s.healthcheck.command %q must start with an absolute path", where, h.Command)
+		}
+		for field, v := range map[string]string{"interval": h.Interval, "timeout": h.Timeout, "start-period": h.StartPeriod} {
+			if d, err := time.ParseDuration(v); v != "" && (err != nil || d < 0) {
+				bad("%s.healthcheck.%s %q: want a duration such as 30s", where, field, v)
+			}
+		}
+		if h.Retries < 0 {
+			bad("%s.healthcheck.retries %d: want 0 or more", where, h.Retries)
+		}
+	}
+	for i, p := range im.Ports {
+		m := portRe.FindStringSubmatch(p)
+		if m == nil || !validPort(m[1]) {
+			bad("%s.ports %q: want PORT (1-65535) or PORT/tcp, /udp, /sctp", where, p)
+			continue
+		}
+		if m[2] == "" {
+			im.Ports[i] = p + "/tcp"
+		}
+	}
+	if im.StopSignal != "" && !signalRe.MatchString(im.StopSignal) {
+		bad("%s.stop-signal %q: want a signal name (SIGTERM) or number", where, im.StopSignal)
+	}
+}
+
+// validPort says whether s is a port number, 1-65535.
+func validPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 1 && n <= 65535
 }

@@ -102,6 +102,9 @@ images:
     drop: [{name: docs, paths: ['/usr/share/doc/**']}]
     setuid: [/usr/bin/su]
     compression: zstd
+    healthcheck: {command: [/usr/bin/etcdctl, endpoint, health], interval: 30s, timeout: 5s, start-period: 1m, retries: 3}
+    ports: [2379, 2380/tcp]
+    stop-signal: SIGTERM
   pause: {packages: [bash], cmd: [/bin/sh], user: "65535:65535"}
 `
 	full = strings.Replace(full, "channels:\n", "channels:\n  staging:\n    registry: registry.example.org:5000/nodeforge\n    ca-file: ca.pem\n    allow-http: true\n    builder-id: https://example.org/builder\n    public-key: keys/staging.pub\n", 1)
@@ -113,33 +116,36 @@ images:
 	}
 
 	for name, body := range map[string]string{
-		"unknown top-level field":   string(base) + "bogus: 1\n",
-		"unknown repository field":  edit("    format: alt\n", "    format: alt\n    mirror: x\n"),
-		"unknown channel field":     edit("    key: keys/dev/cosign.key\n", "    key: keys/dev/cosign.key\n    password: x\n"),
-		"architectures not a list":  edit("architectures: [x86_64]", "architectures: x86_64"),
-		"version a list":            edit("version: 1.11.0-demo", "version: [1, 11]"),
-		"compression-level no int":  string(base) + "image:\n  compression-level: high\n",
-		"unknown compression":       string(base) + "image:\n  compression: brotli\n",
-		"lz4 with the go writer":    string(base) + "image:\n  compression: lz4\n  squashfs-writer: go\n",
-		"unknown component kind":    edit("    kind: rootfs\n", "    kind: initrd\n"),
-		"kernel without packages":   edit("    packages: [kernel-image-std-def]\n", ""),
-		"unknown repository format": edit("    format: alt\n", "    format: deb\n"),
-		"no name":                   edit("\nname: demo\n", "\n"),
-		"relative init path":        string(base) + "image:\n  init: {package: x, path: init}\n",
-		"talosctl without a path":   string(base) + "image:\n  talosctl: {package: talosctl}\n",
-		"platform name with a dash": string(base) + "image:\n  platforms: [{name: my-cloud, formats: [raw]}]\n",
-		"unknown platform format":   string(base) + "image:\n  platforms: [{name: metal, formats: [vmdk]}]\n",
-		"bad parameter prefix":      string(base) + "image:\n  kernel-param-prefix: Talos.\n",
-		"an alias listed twice":     edit("extension-aliases: [siderolabs]", "extension-aliases: [siderolabs, siderolabs]"),
-		"image without packages":    string(base) + "images:\n  x: {entrypoint: [/bin/sh]}\n",
-		"image with an upper case":  string(base) + "images:\n  X: {packages: [bash], entrypoint: [/bin/sh]}\n",
-		"image without entrypoint":  string(base) + "images:\n  x: {packages: [bash]}\n",
-		"image user with a colon":   string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], user: 'a:b'}\n",
-		"image relative workdir":    string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], workdir: var}\n",
-		"image relative link":       string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], links: {usr/x: /bin/sh}}\n",
-		"image layer compression":   string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], compression: xz}\n",
-		"image unknown field":       string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], ports: [80]}\n",
-		"registry and layout":       edit("    key: keys/dev/cosign.key\n", "    key: keys/dev/cosign.key\n    registry: r.example.org\n    layout: out\n"),
+		"unknown top-level field":             string(base) + "bogus: 1\n",
+		"unknown repository field":            edit("    format: alt\n", "    format: alt\n    mirror: x\n"),
+		"unknown channel field":               edit("    key: keys/dev/cosign.key\n", "    key: keys/dev/cosign.key\n    password: x\n"),
+		"architectures not a list":            edit("architectures: [x86_64]", "architectures: x86_64"),
+		"version a list":                      edit("version: 1.11.0-demo", "version: [1, 11]"),
+		"compression-level no int":            string(base) + "image:\n  compression-level: high\n",
+		"unknown compression":                 string(base) + "image:\n  compression: brotli\n",
+		"lz4 with the go writer":              string(base) + "image:\n  compression: lz4\n  squashfs-writer: go\n",
+		"unknown component kind":              edit("    kind: rootfs\n", "    kind: initrd\n"),
+		"kernel without packages":             edit("    packages: [kernel-image-std-def]\n", ""),
+		"unknown repository format":           edit("    format: alt\n", "    format: deb\n"),
+		"no name":                             edit("\nname: demo\n", "\n"),
+		"relative init path":                  string(base) + "image:\n  init: {package: x, path: init}\n",
+		"talosctl without a path":             string(base) + "image:\n  talosctl: {package: talosctl}\n",
+		"platform name with a dash":           string(base) + "image:\n  platforms: [{name: my-cloud, formats: [raw]}]\n",
+		"unknown platform format":             string(base) + "image:\n  platforms: [{name: metal, formats: [vmdk]}]\n",
+		"bad parameter prefix":                string(base) + "image:\n  kernel-param-prefix: Talos.\n",
+		"an alias listed twice":               edit("extension-aliases: [siderolabs]", "extension-aliases: [siderolabs, siderolabs]"),
+		"image without packages":              string(base) + "images:\n  x: {entrypoint: [/bin/sh]}\n",
+		"image with an upper case":            string(base) + "images:\n  X: {packages: [bash], entrypoint: [/bin/sh]}\n",
+		"image without entrypoint":            string(base) + "images:\n  x: {packages: [bash]}\n",
+		"image user with a colon":             string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], user: 'a:b'}\n",
+		"image relative workdir":              string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], workdir: var}\n",
+		"image relative link":                 string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], links: {usr/x: /bin/sh}}\n",
+		"image layer compression":             string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], compression: xz}\n",
+		"image unknown field":                 string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], volumes: [/x]}\n",
+		"image healthcheck without a command": string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], healthcheck: {interval: 1s}}\n",
+		"image healthcheck interval":          string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], healthcheck: {command: [/bin/true], interval: soon}}\n",
+		"image port with a protocol":          string(base) + "images:\n  x: {packages: [bash], entrypoint: [/bin/sh], ports: [80/http]}\n",
+		"registry and layout":                 edit("    key: keys/dev/cosign.key\n", "    key: keys/dev/cosign.key\n    registry: r.example.org\n    layout: out\n"),
 	} {
 		if _, err := specs.Parse([]byte(body), demo, nil); err == nil {
 			t.Errorf("%s: the reader accepts it", name)

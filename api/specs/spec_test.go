@@ -123,16 +123,23 @@ func TestImages(t *testing.T) {
 	if !slices.Equal(im.Architectures, []string{"x86_64", "aarch64"}) || im.User != "root" || im.Compression != "gzip" || len(im.Drop) != len(DefaultDrop) {
 		t.Errorf("defaults: %+v", im)
 	}
+	if s, err = Parse([]byte(head+"images:\n  etcd: {packages: [etcd], entrypoint: [/usr/bin/etcd], ports: [2379, 53/udp]}\n"), "", nil); err != nil || !slices.Equal(s.Images["etcd"].Ports, []string{"2379/tcp", "53/udp"}) {
+		t.Errorf("ports: %v %v", err, s)
+	}
 	for body, want := range map[string]string{
-		"images:\n  etcd: {packages: [etcd], entrypoint: [/usr/bin/etcd], architectures: [ppc64le]}\n": `images.etcd: architecture "ppc64le" is not one of the spec's (x86_64, aarch64)`,
-		"images:\n  etcd: {packages: [etcd], entrypoint: [etcd]}\n":                                    `images.etcd.entrypoint "etcd" must be an absolute path`,
-		"images:\n  etcd: {packages: [etcd]}\n":                                                        `images.etcd: an entrypoint or a cmd is required`,
-		"images:\n  Etcd: {packages: [etcd], cmd: [/bin/sh]}\n":                                        `images.Etcd: the name must be lower-case`,
-		"images:\n  etcd: {entrypoint: [/bin/sh]}\n":                                                   `images.etcd lists no packages`,
-		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], env: {1X: y}}\n":                          `images.etcd.env: "1X" is not a variable name`,
-		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], user: 'a:b'}\n":                           `images.etcd.user "a:b": want a user name, a UID or UID:GID`,
-		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], links: {/usr/../x: /bin/sh}}\n":           `images.etcd.links: "/usr/../x" must be an absolute, clean path`,
-		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], compression: xz}\n":                       `images.etcd.compression "xz": want gzip or zstd`,
+		"images:\n  etcd: {packages: [etcd], entrypoint: [/usr/bin/etcd], architectures: [ppc64le]}\n":             `images.etcd: architecture "ppc64le" is not one of the spec's (x86_64, aarch64)`,
+		"images:\n  etcd: {packages: [etcd], entrypoint: [etcd]}\n":                                                `images.etcd.entrypoint "etcd" must be an absolute path`,
+		"images:\n  etcd: {packages: [etcd]}\n":                                                                    `images.etcd: an entrypoint or a cmd is required`,
+		"images:\n  Etcd: {packages: [etcd], cmd: [/bin/sh]}\n":                                                    `images.Etcd: the name must be lower-case`,
+		"images:\n  etcd: {entrypoint: [/bin/sh]}\n":                                                               `images.etcd lists no packages`,
+		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], env: {1X: y}}\n":                                      `images.etcd.env: "1X" is not a variable name`,
+		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], user: 'a:b'}\n":                                       `images.etcd.user "a:b": want a user name, a UID or UID:GID`,
+		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], links: {/usr/../x: /bin/sh}}\n":                       `images.etcd.links: "/usr/../x" must be an absolute, clean path`,
+		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], compression: xz}\n":                                   `images.etcd.compression "xz": want gzip or zstd`,
+		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], healthcheck: {command: [etcdctl]}}\n":                 `images.etcd.healthcheck.command ["etcdctl"] must start with an absolute path`,
+		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], healthcheck: {command: [/bin/true], timeout: -1s}}\n": `images.etcd.healthcheck.timeout "-1s": want a duration`,
+		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], ports: [70000]}\n":                                    `images.etcd.ports "70000": want PORT (1-65535)`,
+		"images:\n  etcd: {packages: [etcd], cmd: [/bin/sh], stop-signal: TERM}\n":                                 `images.etcd.stop-signal "TERM": want a signal name`,
 	} {
 		_, err := Parse([]byte(head+body), "", nil)
 		if err == nil || !strings.Contains(err.Error(), want) {

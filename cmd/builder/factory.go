@@ -33,6 +33,7 @@ func newFactoryCmd() *cobra.Command {
 	cmd.AddCommand(newFactoryTransferCmd())
 	cmd.AddCommand(newFactoryWarmCmd())
 	cmd.AddCommand(newFactoryGCCmd())
+	cmd.AddCommand(newFactoryHealthCmd())
 	return cmd
 }
 

@@ -223,6 +223,7 @@ func newImageCmd() *cobra.Command {
 	cmd.Flags().StringVar(&imageName, "name", "", "with --kind container: the container image of the spec's images section")
 	cmd.Flags().StringVar(&platformName, "platform", platform.Default, "where the node runs: "+strings.Join(platform.Names(), ", "))
 	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the ISO, raw and VHD images: zst, xz, gz (none: --compress '')")
+	cmd.AddCommand(newImageValidateCmd())
 	return cmd
 }
 

@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -101,8 +102,9 @@ var ErrNoKernel = errors.New("no Debian kernel package")
 
 // Options of Build. The zero value is the boot test's base.
 type Options struct {
-	inputs  []archInput // per architecture, what Build found
-	extDebs []string    // with Extensions: the packages Build found
+	inputs    []archInput // per architecture, what Build found
+	extDebs   []string    // with Extensions: the packages Build found
+	imageDebs []string    // with Images: the packages Build found
 	// Arches are the architectures of the base (default x86_64 alone):
 	// a kernel, an init and systemd-boot for each, from Debian's
 	// packages of that architecture (scripts/fetch-test-kernel.sh caches
@@ -134,6 +136,10 @@ type Options struct {
 	// (CacheDir/ExtDebDir; x86_64 only), the libraries they load in the
 	// root, and the container image HelloImage beside the spec.
 	Extensions bool
+	// Images adds Debian's XorrisoDebs and ImageDebs (CacheDir/ImageDebDir;
+	// x86_64 only), wrapped with the shared-library provides and requires
+	// rpm's elfdeps writes: the packages of the container images' test.
+	Images bool
 	// Log receives progress lines.
 	Log func(format string, args ...any)
 }
@@ -238,6 +244,14 @@ func Build(dir string, opts Options) (string, error) {
 			return "", fmt.Errorf("testbase: the extensions' base is x86_64 alone, not %v", opts.Arches)
 		}
 		if opts.extDebs, err = findExtDebs(opts); err != nil {
+			return "", err
+		}
+	}
+	if opts.Images {
+		if len(opts.Arches) != 1 || opts.Arches[0] != "x86_64" {
+			return "", fmt.Errorf("testbase: the images' packages are x86_64 alone, not %v", opts.Arches)
+		}
+		if opts.imageDebs, err = findImageDebs(opts); err != nil {
 			return "", err
 		}
 	}
@@ -493,7 +507,7 @@ func cacheKey(opts Options) string {
 		fmt.Fprintf(h, "arch %s\ndeb %s %s\ninit %s\nboot %s\n", in.arch.RPM, filepath.Base(in.kernelDeb), in.kernelSize, in.initSum, filepath.Base(in.bootDeb))
 	}
 	fmt.Fprintf(h, "trees %q\npayload %s\n", opts.ModuleTrees, opts.Payload)
-	for _, d := range opts.extDebs {
+	for _, d := range append(slices.Clone(opts.extDebs), opts.imageDebs...) {
 		st, _ := os.Stat(d)
 		var size int64
 		if st != nil {

@@ -94,6 +94,13 @@ func write(dir, key string, opts Options) error {
 			return err
 		}
 	}
+	if opts.Images {
+		is, err := imageSpecs(opts.imageDebs, stage)
+		if err != nil {
+			return err
+		}
+		specs = append(specs, is...)
+	}
 	if err := buildRPMs(stage, rpms, specs, sde, info, opts); err != nil {
 		return err
 	}
@@ -346,6 +353,7 @@ type rpmSpec struct {
 	Summary, Description                  string
 	Root                                  string
 	Provides                              []string
+	Requires                              []string // written as they are (AutoReqProv stays off)
 	Files                                 []string // %files lines
 	Payload                               string   // rpmbuild's _binary_payload, when not the base's
 }
@@ -386,6 +394,9 @@ func rpmbuild(stage string, s rpmSpec, sde int64, payload string) (string, error
 	var prov strings.Builder
 	for _, p := range s.Provides {
 		fmt.Fprintf(&prov, "Provides: %s\n", p)
+	}
+	for _, r := range s.Requires {
+		fmt.Fprintf(&prov, "Requires: %s\n", r)
 	}
 	// %install runs under sh: quote the tree's path.
 	root := "'" + strings.ReplaceAll(s.Root, "'", `'\''`) + "'"
