@@ -91,9 +91,7 @@ func (r *Report) Markdown(w io.Writer) error {
 			p.SHA256, p.SignedBy, mdEscape(p.License), mdEscape(strings.Join(p.In, ", ")))
 	}
 	fmt.Fprintf(&b, "\n## File traceability\n\n%d files in all: %d from packages, %d from builder generators, **%d unowned**. %d paths of the published root filesystem images and container image layers were unpacked and compared with the build report.\n\n", s.Files, s.FromPackages, s.FromGenerators, s.Unowned, s.Unpacked)
-	if r.Files.Relocated > 0 {
-		fmt.Fprintf(&b, "%d files of extensions were relocated by their definitions; each is counted with its package and lists where the package put it (relocatedFrom).\n\n", r.Files.Relocated)
-	}
+	b.WriteString(relocatedLine(r.Files.Relocated))
 	b.WriteString("| generator | what it writes |\n|---|---|\n")
 	if len(r.Files.Generators) == 0 {
 		b.WriteString("| none | |\n")
@@ -556,4 +554,13 @@ func (s Scriptlet) where() string {
 		return s.Arch + " (image " + s.Image + ")"
 	}
 	return s.Arch
+}
+
+// relocatedLine says how many extension files their definitions relocated
+// (nothing when none were).
+func relocatedLine(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d files of extensions were relocated by their definitions; each is counted with its package and lists where the package put it (relocatedFrom).\n\n", n)
 }
