@@ -191,8 +191,8 @@ func newAccessFactory(t *testing.T, o ServerOptions) *accessFactory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.serve(&Release{Version: "1.0", Params: compose.Params{Architectures: []string{"x86_64"}}, digests: map[string]string{}})
-	s.buildFn = func(_ context.Context, _ *Release, _ *schematic.Schematic, a artifact, arch string) ([]byte, error) {
+	s.serve(&Release{Version: "1.0", Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
+	s.buildFn = func(_ context.Context, _ *Release, _ *schematic.Schematic, a Artifact, arch string) ([]byte, error) {
 		return []byte(a.composedName(arch)), nil
 	}
 	sch, _ := schematic.Parse([]byte("{}"))
@@ -408,7 +408,7 @@ func TestLimitersBounded(t *testing.T) {
 // announcing itself on started.
 func blockingBuilds(f *accessFactory) (started chan string, release chan struct{}) {
 	started, release = make(chan string, 10), make(chan struct{})
-	f.buildFn = func(_ context.Context, _ *Release, _ *schematic.Schematic, a artifact, arch string) ([]byte, error) {
+	f.buildFn = func(_ context.Context, _ *Release, _ *schematic.Schematic, a Artifact, arch string) ([]byte, error) {
 		started <- a.name
 		<-release
 		return []byte(a.composedName(arch)), nil
@@ -499,10 +499,10 @@ func TestBuildDetached(t *testing.T) {
 func TestRefusalIsPerClient(t *testing.T) {
 	f := newAccessFactory(t, ServerOptions{Access: Access{Login: []string{"build"}, Credentials: testCredentials(t)}})
 	rel, sch := f.served().releases["1.0"], schematicOf(t, f)
-	a, _ := parseArtifact("kernel-amd64")
+	a, _ := ParseArtifact("kernel-amd64")
 	anonymous := context.WithValue(context.Background(), principalKey{}, principal{addr: "192.0.2.1"})
 	alice := context.WithValue(context.Background(), principalKey{}, principal{user: "alice"})
-	if _, err := f.compose(anonymous, rel, sch, a, "x86_64"); err == nil || !strings.Contains(err.Error(), "needs a login") {
+	if _, err := f.Compose(anonymous, rel, sch, a, "x86_64"); err == nil || !strings.Contains(err.Error(), "needs a login") {
 		t.Errorf("anonymous: %v", err)
 	}
 	var wg sync.WaitGroup
@@ -514,10 +514,10 @@ func TestRefusalIsPerClient(t *testing.T) {
 			if i%2 == 1 {
 				ctx = alice
 			}
-			art, err := f.compose(ctx, rel, sch, a, "x86_64")
+			art, err := f.Compose(ctx, rel, sch, a, "x86_64")
 			var data []byte
 			if err == nil {
-				data, _ = art.bytes(context.Background())
+				data, _ = art.Bytes(context.Background())
 			}
 			if ctx == alice && (err != nil || string(data) != "kernel-x86_64") {
 				t.Errorf("alice: %q %v", data, err)

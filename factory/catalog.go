@@ -149,7 +149,7 @@ func (s *Service) RetryFailed(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// readiness is /readyz's body: the versions served, then one short line
+// Readiness is /readyz's body: the versions served, then one short line
 // per failure (its store as the operator named it, without credentials or
 // local directories, and the first line of its cause).
 //
@@ -157,7 +157,7 @@ func (s *Service) RetryFailed(ctx context.Context, interval time.Duration) {
 // factory not ready, a line naming it and what needs it: a replica that
 // would fail every ISO is taken out of the balancer rather than answering
 // 500. PATH is looked at on every call, so installing the tool is enough.
-func (s *Server) readiness() (ready bool, body string) {
+func (s *Server) Readiness() (ready bool, body string) {
 	c := s.served()
 	missing := compose.MissingTools()
 	var b strings.Builder

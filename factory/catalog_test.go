@@ -43,7 +43,7 @@ func TestCatalogSpellings(t *testing.T) {
 	}
 	rel := &Release{Version: "v1.0"}
 	s.serve(rel, &Release{Version: "1.0"})
-	if c := s.served(); len(c.versions) != 1 || len(s.listed()) != 1 {
+	if c := s.served(); len(c.versions) != 1 || len(s.Listed()) != 1 {
 		t.Fatalf("serve of 1.0 and v1.0: %v", c.versions)
 	}
 	s.serve(rel)
@@ -74,7 +74,7 @@ func TestReadyNeedsTools(t *testing.T) {
 		t.Errorf("without xorriso: %d %q", resp.StatusCode, body)
 	}
 	// A request that needs it is told so (503), not a 500.
-	f.buildFn = func(context.Context, *Release, *schematic.Schematic, artifact, string) ([]byte, error) {
+	f.buildFn = func(context.Context, *Release, *schematic.Schematic, Artifact, string) ([]byte, error) {
 		return nil, fmt.Errorf("the ISO needs xorriso: %w", &exec.Error{Name: "xorriso", Err: exec.ErrNotFound})
 	}
 	if resp, body := f.do(t, "GET", "/image/"+f.id+"/1.0/metal-amd64.iso", ""); resp.StatusCode != 503 || !strings.Contains(body, "metal-amd64.iso: a tool it needs is not installed") {

@@ -66,7 +66,7 @@ func compatFactory(t *testing.T, o ServerOptions) *accessFactory {
 	f := newAccessFactory(t, o)
 	var rels []*Release
 	for _, v := range []string{"1.0", "1.2.0", "1.9.0-demo", "1.10.0", "1.11.0-rc.1"} {
-		rels = append(rels, &Release{Version: v, Params: compose.Params{Architectures: []string{"x86_64"}}, digests: map[string]string{}})
+		rels = append(rels, &Release{Version: v, Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
 	}
 	f.serve(rels...)
 	for _, rel := range []*Release{rels[0], rels[3]} {
@@ -75,7 +75,7 @@ func compatFactory(t *testing.T, o ServerOptions) *accessFactory {
 			t.Fatal(err)
 		}
 		idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{Add: img})
-		if err := f.putInstaller(context.Background(), f.installerKey(rel, f.id, installerKind{}), f.pullRef("", installerKind{}, f.id, rel.Version), idx); err != nil {
+		if err := f.putInstaller(context.Background(), f.installerKey(rel, f.id, InstallerKind{}), f.PullRef("", InstallerKind{}, f.id, rel.Version), idx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -125,7 +125,7 @@ func TestCompatVersions(t *testing.T) {
 	t.Run("latest", func(t *testing.T) {
 		// 1.11.0-rc.1 is newer but a pre-release; 1.9.0-demo is a build of
 		// 1.9.0, not a pre-release; 1.2.0 is broken.
-		if rel := f.latest(); rel == nil || rel.Version != "1.10.0" {
+		if rel := f.Latest(); rel == nil || rel.Version != "1.10.0" {
 			t.Fatalf("latest: %+v", rel)
 		}
 		latest, _ := compatDo(t, f, "GET", "/v2/installer/"+id+"/manifests/latest")
@@ -134,8 +134,8 @@ func TestCompatVersions(t *testing.T) {
 			t.Errorf("latest: %d %s, v1.10.0: %s", latest.StatusCode, latest.Header.Get("Docker-Content-Digest"), named.Header.Get("Docker-Content-Digest"))
 		}
 		only := newAccessFactory(t, ServerOptions{})
-		only.serve(&Release{Version: "1.12.0-beta.0", digests: map[string]string{}})
-		if rel := only.latest(); rel != nil {
+		only.serve(&Release{Version: "1.12.0-beta.0", Digests: map[string]string{}})
+		if rel := only.Latest(); rel != nil {
 			t.Errorf("latest of a pre-release only: %s", rel.Version)
 		}
 	})
@@ -480,7 +480,7 @@ func TestCompatRegistry(t *testing.T) {
 		}
 	})
 	t.Run("identity", func(t *testing.T) {
-		if got := f.pullRef("factory.example", installerKind{}, f.id, "1.0"); got != "factory.example/installer/"+f.id+":v1.0" {
+		if got := f.PullRef("factory.example", InstallerKind{}, f.id, "1.0"); got != "factory.example/installer/"+f.id+":v1.0" {
 			t.Errorf("the signature claims %s", got)
 		}
 	})

@@ -102,7 +102,7 @@ func compatRelease(t *testing.T, legacy bool, stub []byte, talosctl bool) *Relea
 		}
 		inst[arch] = []v1.Layer{layer(bin...), layer(append(files, [2]string{d + "vmlinuz", kernel})...)}
 	}
-	r := &Release{Store: st, Version: "1.11.0", Platforms: platform.Talos, SourceDate: 1700000000, digests: map[string]string{},
+	r := &Release{Store: st, Version: "1.11.0", Platforms: platform.Talos, SourceDate: 1700000000, Digests: map[string]string{},
 		Params: compose.Params{Architectures: arches, PrettyName: "Nodeforge compat", Cmdline: []string{"init_on_alloc=1", "slab_nomerge"},
 			InitramfsCompression: "zstd", Kernel: map[string]compose.KernelParams{"x86_64": {Version: "6.1"}, "aarch64": {Version: "6.1"}}}}
 	for repo, layers := range map[string]map[string][]v1.Layer{release.RepoBoot: boot, release.RepoInstaller: inst} {
@@ -114,7 +114,7 @@ func compatRelease(t *testing.T, legacy bool, stub []byte, talosctl bool) *Relea
 			t.Fatal(err)
 		}
 		d, _ := idx.Digest()
-		r.digests[repo] = d.String()
+		r.Digests[repo] = d.String()
 	}
 	return r
 }

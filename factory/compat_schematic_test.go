@@ -107,7 +107,7 @@ func addCompatRelease(t *testing.T, f *accessFactory) {
 	t.Helper()
 	r := &Release{Version: "2.0", Params: compose.Params{Architectures: []string{"x86_64"}}, Extensions: []string{"cri", "zfs"},
 		Namespace: schematic.Namespace{Name: "altlinux", Aliases: []string{"siderolabs"}},
-		digests:   map[string]string{"extensions/cri": "sha256:" + strings.Repeat("c", 64), "extensions/zfs": "sha256:" + strings.Repeat("f", 64)},
+		Digests:   map[string]string{"extensions/cri": "sha256:" + strings.Repeat("c", 64), "extensions/zfs": "sha256:" + strings.Repeat("f", 64)},
 		meta: map[string]extensions.Metadata{"cri": {Name: "cri", Author: "Nodeforge", Description: "containerd and runc"},
 			"zfs": {Name: "zfs", Author: "ALT Linux", Description: "ZFS kernel modules and tools"}}}
 	f.serve(f.served().releases["1.0"], r)
@@ -242,7 +242,7 @@ func TestCompatSchematicOptions(t *testing.T) {
 	// embeddedMachineConfiguration: honoured from Talos 1.12 on (a
 	// pre-release too), refused before in every output that would carry it
 	// (the installer too), with upstream's text and the version as named.
-	f.serve(f.served().releases["1.0"], &Release{Version: "1.12.0-alpha", Params: compose.Params{Architectures: []string{"x86_64"}}, digests: map[string]string{}})
+	f.serve(f.served().releases["1.0"], &Release{Version: "1.12.0-alpha", Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
 	id := compatCreate(t, f, "customization: {embeddedMachineConfiguration: \"machine: {}\\n\"}")
 	compatRefusals(t, f, map[string]string{
 		"/image/" + id + "/v1.12.0-alpha/metal-amd64.iso":   "",

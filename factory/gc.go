@@ -290,7 +290,7 @@ func readEntry(ctx context.Context, st oci.Store, repo, ref string) (*CollectedE
 	if repo == RepoInstallers {
 		// An index carries the release's annotations: its version (as
 		// its tag says it), and the platform.
-		e.Artifact, e.Version = installerKind{platform: ann[AnnotationPlatform], secureBoot: ann[compose.AnnotationSecureBoot] != ""}.repo(), ""
+		e.Artifact, e.Version = InstallerKind{Platform: ann[AnnotationPlatform], SecureBoot: ann[compose.AnnotationSecureBoot] != ""}.Repo(), ""
 		if v, err := oci.ValidTag(ann[annImageVersion]); err == nil {
 			e.Version = v
 		}

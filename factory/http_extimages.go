@@ -30,18 +30,18 @@ var extensionName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 // extensionImages remembers the extension entries read by this process.
 type extensionImages struct {
 	mu sync.Mutex
-	by map[string]*frontEntry // version \x00 name -> entry
+	by map[string]*ImageEntry // version \x00 name -> entry
 }
 
 // extensionRef is the reference a client pulls a release's extension by,
 // pinned to its digest.
 func (s *Server) extensionRef(requestHost string, rel *Release, name string) string {
-	return s.publicHost(requestHost) + "/" + repoExtensions + "/" + name + ":" + rel.Version + "@" + rel.digests[release.RepoExtension+name]
+	return s.PublicHost(requestHost) + "/" + repoExtensions + "/" + name + ":" + rel.Version + "@" + rel.Digests[release.RepoExtension+name]
 }
 
 // extensionEntry reads a release's extension image for the front: its
 // index, children and the release's signature of it.
-func (s *Server) extensionEntry(ctx context.Context, rel *Release, name string) (*frontEntry, error) {
+func (s *Server) extensionEntry(ctx context.Context, rel *Release, name string) (*ImageEntry, error) {
 	key := rel.Version + "\x00" + name
 	s.exts.mu.Lock()
 	e := s.exts.by[key]
@@ -50,7 +50,7 @@ func (s *Server) extensionEntry(ctx context.Context, rel *Release, name string) 
 		return e, nil
 	}
 	repo := release.RepoExtension + name
-	d, err := v1.NewHash(rel.digests[repo])
+	d, err := v1.NewHash(rel.Digests[repo])
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (s *Server) extensionEntry(ctx context.Context, rel *Release, name string) 
 	if err != nil {
 		return nil, err
 	}
-	e = &frontEntry{repo: repo, key: key, digest: d.String(), manifests: map[string]rawManifest{}, blobs: map[v1.Hash]blobSource{}, st: rel.Store}
+	e = &ImageEntry{Repo: repo, Key: key, Digest: d.String(), Manifests: map[string]RawManifest{}, Blobs: map[v1.Hash]BlobSource{}, st: rel.Store}
 	if err := e.addIndex(idx, d); err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (s *Server) extensionEntry(ctx context.Context, rel *Release, name string) 
 	}
 	s.exts.mu.Lock()
 	if s.exts.by == nil {
-		s.exts.by = map[string]*frontEntry{}
+		s.exts.by = map[string]*ImageEntry{}
 	}
 	s.exts.by[key] = e
 	s.exts.mu.Unlock()
@@ -85,7 +85,7 @@ func (s *Server) extensionEntry(ctx context.Context, rel *Release, name string) 
 // spelling), digest or signature tag, blobs of its images.
 func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request, rr registryRequest) {
 	var rels []*Release // listed (served, not broken), as the installers' tags
-	for _, rel := range s.listed() {
+	for _, rel := range s.Listed() {
 		if slices.Contains(rel.Extensions, rr.extension) {
 			rels = append(rels, rel)
 		}
@@ -109,7 +109,7 @@ func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request, rr regis
 	}
 	h, _ := v1.NewHash(rr.ref)
 	for _, rel := range rels {
-		byVersion := sameVersion(rr.ref, rel.Version) // either spelling
+		byVersion := SameVersion(rr.ref, rel.Version) // either spelling
 		if rr.op == "manifests" && !byVersion && !strings.HasPrefix(rr.ref, "sha256") {
 			continue
 		}
@@ -121,15 +121,15 @@ func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request, rr regis
 		}
 		switch {
 		case rr.op == "manifests" && byVersion:
-			s.writeManifest(w, r, e.manifests[e.digest])
+			s.writeManifest(w, r, e.Manifests[e.Digest])
 			return
 		case rr.op == "manifests":
-			if m, ok := e.manifests[rr.ref]; ok {
+			if m, ok := e.Manifests[rr.ref]; ok {
 				s.writeManifest(w, r, m)
 				return
 			}
 		case rr.op == "blobs":
-			if _, ok := e.blobs[h]; ok {
+			if _, ok := e.Blobs[h]; ok {
 				s.sendBlob(w, r, e, h, func() {})
 				return
 			}

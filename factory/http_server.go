@@ -36,7 +36,7 @@ import (
 	"github.com/nodeforge/builder/release"
 )
 
-func (e *requestError) Error() string { return e.msg }
+func (e *RequestError) Error() string { return e.msg }
 
 // maxSchematicBody bounds a POSTed schematic.
 const maxSchematicBody = 64 << 10
@@ -359,7 +359,7 @@ func (s *Server) schematic(w http.ResponseWriter, r *http.Request, id string) (*
 	}
 	sch, err := s.schematics.get(r.Context(), id)
 	switch {
-	case errors.Is(err, errUnknownSchematic):
+	case errors.Is(err, ErrUnknownSchematic):
 		fail(w, http.StatusNotFound, "schematic ID %q not found", id)
 		return nil, false
 	case err != nil:
@@ -382,7 +382,7 @@ func (s *Server) getVersions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	branch := r.URL.Query().Get("branch")
-	for _, rel := range s.listed() {
+	for _, rel := range s.Listed() {
 		if branch == "" || rel.Branch == branch {
 			out = append(out, TalosVersion(rel.Version))
 		}
@@ -398,7 +398,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 // release finds a version served and not broken, either spelling, or
 // answers 404 in upstream's words.
 func (s *Server) release(w http.ResponseWriter, v string) (*Release, bool) {
-	rel := s.available(v)
+	rel := s.Available(v)
 	if rel == nil {
 		fail(w, http.StatusNotFound, "version %s is not available", strings.TrimPrefix(v, "v"))
 		return nil, false
@@ -426,20 +426,20 @@ func (s *Server) getExtensions(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []officialExtension{}
 	for _, name := range rel.Extensions {
-		meta, err := rel.extensionMetadata(r.Context(), name)
+		meta, err := rel.ExtensionMetadata(r.Context(), name)
 		if err != nil {
 			s.o.Log.Error("reading an extension", "name", name, "err", err)
 			fail(w, http.StatusInternalServerError, "reading extension %s failed", name)
 			return
 		}
-		out = append(out, officialExtension{Name: rel.Namespace.Qualified(name), Ref: s.extensionRef(r.Host, rel, name), Digest: rel.digests[release.RepoExtension+name],
+		out = append(out, officialExtension{Name: rel.Namespace.Qualified(name), Ref: s.extensionRef(r.Host, rel, name), Digest: rel.Digests[release.RepoExtension+name],
 			Author: meta.Author, Description: meta.Description})
 	}
 	writeJSON(w, out)
 }
 
 func (s *Server) getReady(w http.ResponseWriter, _ *http.Request) {
-	ready, body := s.readiness()
+	ready, body := s.Readiness()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if !ready {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -474,11 +474,11 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rel, arch, ok := s.target(w, r, sch, a.output(), goArch)
+	rel, arch, ok := s.target(w, r, sch, a.Output(), goArch)
 	if !ok {
 		return
 	}
-	data, err := s.compose(r.Context(), rel, sch, a, arch)
+	data, err := s.Compose(r.Context(), rel, sch, a, arch)
 	if s.refused(w, r, err) {
 		return
 	}
@@ -500,10 +500,10 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", contentType(name))
 	w.Header().Set("Content-Disposition", contentDisposition(cmp.Or(r.URL.Query().Get("filename"), name)))
 	if rng := r.Header.Get("Range"); rng != "" {
-		fixed, ok := normalizeRange(rng, data.size())
+		fixed, ok := normalizeRange(rng, data.Size())
 		if !ok {
-			w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", data.size()))
-			fail(w, http.StatusRequestedRangeNotSatisfiable, "range %q: not satisfiable for %d bytes", rng, data.size())
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", data.Size()))
+			fail(w, http.StatusRequestedRangeNotSatisfiable, "range %q: not satisfiable for %d bytes", rng, data.Size())
 			return
 		}
 		if fixed == "" {
@@ -512,13 +512,13 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 			r.Header.Set("Range", fixed)
 		}
 	}
-	if !data.seekable() && r.Header.Get("Range") == "" {
+	if !data.Seekable() && r.Header.Get("Range") == "" {
 		s.streamArtifact(w, r, data, name)
 		return
 	}
 	var rc io.ReadCloser
-	if data.seekable() {
-		rc, err = data.open(r.Context())
+	if data.Seekable() {
+		rc, err = data.Open(r.Context())
 	} else {
 		// A range of a registry's entry: the whole blob is verified into
 		// a scratch file first.
@@ -539,7 +539,7 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) failBuild(w http.ResponseWriter, r *http.Request, name, version string, err error) {
 	id := w.Header().Get("X-Request-Id")
 	s.o.Log.Error("composing", "id", id, "artifact", name, "version", version, "err", err)
-	if re := (*requestError)(nil); errors.As(err, &re) {
+	if re := (*RequestError)(nil); errors.As(err, &re) {
 		fail(w, http.StatusBadRequest, "%s: %s", name, re.msg)
 		return
 	}
@@ -552,9 +552,9 @@ func (s *Server) failBuild(w http.ResponseWriter, r *http.Request, name, version
 
 // failRead answers a cached artifact that could not be read; a damaged
 // one is refused from now on and built again.
-func (s *Server) failRead(w http.ResponseWriter, name string, data *cachedArtifact, err error) {
+func (s *Server) failRead(w http.ResponseWriter, name string, data *CachedArtifact, err error) {
 	s.o.Log.Error("reading a cached artifact", "id", w.Header().Get("X-Request-Id"), "artifact", name, "err", err)
-	if errors.Is(err, errDamaged) {
+	if errors.Is(err, ErrDamaged) {
 		s.cache.distrust(data.desc.Digest)
 	}
 	fail(w, http.StatusInternalServerError, "reading %s failed (request %s: the factory's log says why); ask again to have it built anew", name, w.Header().Get("X-Request-Id"))
@@ -562,8 +562,8 @@ func (s *Server) failRead(w http.ResponseWriter, name string, data *cachedArtifa
 
 // spool copies a registry's artifact into a scratch file, verified
 // whole, for a range of it; the file is gone when closed.
-func (s *Server) spool(ctx context.Context, data *cachedArtifact) (io.ReadCloser, error) {
-	rc, err := data.open(ctx)
+func (s *Server) spool(ctx context.Context, data *CachedArtifact) (io.ReadCloser, error) {
+	rc, err := data.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -585,17 +585,17 @@ func (s *Server) spool(ctx context.Context, data *cachedArtifact) (io.ReadCloser
 // mismatch cuts the connection (the client sees a short transfer, never
 // a complete wrong file). No Range (a range is spooled and verified
 // first); ETag and If-None-Match as ServeContent answers them.
-func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, data *cachedArtifact, name string) {
+func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, data *CachedArtifact, name string) {
 	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, w.Header().Get("ETag")) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	w.Header().Set("Content-Length", strconv.FormatInt(data.size(), 10))
+	w.Header().Set("Content-Length", strconv.FormatInt(data.Size(), 10))
 	w.Header().Set("Accept-Ranges", "bytes")
 	if r.Method == http.MethodHead {
 		return
 	}
-	rc, err := data.open(r.Context())
+	rc, err := data.Open(r.Context())
 	if err != nil {
 		s.failRead(w, name, data, err)
 		return
@@ -603,7 +603,7 @@ func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, data *ca
 	defer rc.Close()
 	if _, err := io.Copy(w, rc); err != nil {
 		s.o.Log.Warn("streaming a cached artifact failed: the transfer is cut", "id", w.Header().Get("X-Request-Id"), "artifact", name, "err", err)
-		if errors.Is(err, errDamaged) {
+		if errors.Is(err, ErrDamaged) {
 			s.cache.distrust(data.desc.Digest) // the entry is rebuilt next time
 		}
 		panic(http.ErrAbortHandler)
@@ -612,8 +612,8 @@ func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, data *ca
 
 // serveSide answers an artifact's .sha512 or .sig, reading it through
 // (verified, from a registry).
-func (s *Server) serveSide(w http.ResponseWriter, r *http.Request, data *cachedArtifact, name, side string) {
-	rc, err := data.open(r.Context())
+func (s *Server) serveSide(w http.ResponseWriter, r *http.Request, data *CachedArtifact, name, side string) {
+	rc, err := data.Open(r.Context())
 	if err != nil {
 		s.failRead(w, name, data, err)
 		return
@@ -640,18 +640,18 @@ func (s *Server) serveSide(w http.ResponseWriter, r *http.Request, data *cachedA
 // (amd64 or arm64, as upstream reads it), or answers 400 in upstream's
 // words; a -secureboot one without the factory's Secure Boot key is 400
 // as upstream's.
-func (s *Server) artifactAsked(w http.ResponseWriter, name string) (artifact, string, bool) {
-	a, err := parseArtifact(name)
+func (s *Server) artifactAsked(w http.ResponseWriter, name string) (Artifact, string, bool) {
+	a, err := ParseArtifact(name)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "error parsing profile from path: %v", err)
 		return a, "", false
 	}
-	goArch, ok := archAsked(a.arch)
+	goArch, ok := archAsked(a.Arch)
 	if !ok {
-		fail(w, http.StatusBadRequest, "error parsing profile from path: invalid architecture: %q", a.arch)
+		fail(w, http.StatusBadRequest, "error parsing profile from path: invalid architecture: %q", a.Arch)
 		return a, "", false
 	}
-	if a.secureBoot && s.o.SecureBoot == nil {
+	if a.SecureBoot && s.o.SecureBoot == nil {
 		fail(w, http.StatusBadRequest, "error enhancing profile from schematic: secure boot is disabled (this factory has no Secure Boot key: no -secureboot media)")
 		return a, "", false
 	}
@@ -666,11 +666,11 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request, sch *schematic.S
 	if !ok {
 		return nil, "", false
 	}
-	if err := unhonoured(rel, sch, out, r.PathValue("version")); err != nil {
+	if err := Unhonoured(rel, sch, out, r.PathValue("version")); err != nil {
 		fail(w, http.StatusBadRequest, "%v", err)
 		return nil, "", false
 	}
-	rarch := releaseArch(rel.Params.Architectures, goArch)
+	rarch := ReleaseArch(rel.Params.Architectures, goArch)
 	if rarch == "" {
 		fail(w, http.StatusNotFound, "release %s has no architecture %s (it has %s)", TalosVersion(rel.Version), goArch, strings.Join(rel.Params.Architectures, ", "))
 		return nil, "", false
@@ -702,14 +702,14 @@ func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "error enhancing profile from schematic: secure boot is disabled (this factory has no Secure Boot key)")
 		return
 	}
-	rel, rarch, ok := s.target(w, r, sch, a.output(), goArch)
+	rel, rarch, ok := s.target(w, r, sch, a.Output(), goArch)
 	if !ok {
 		return
 	}
-	art, err := s.compose(r.Context(), rel, sch, a, rarch)
+	art, err := s.Compose(r.Context(), rel, sch, a, rarch)
 	var cmdline []byte
 	if err == nil {
-		cmdline, err = art.bytes(r.Context())
+		cmdline, err = art.Bytes(r.Context())
 	}
 	if s.refused(w, r, err) {
 		return
@@ -794,30 +794,30 @@ func (s *Server) getTalosctl(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := TalosVersion(rel.Version)
-	arches, err := rel.talosctlArches(r.Context())
+	arches, err := rel.TalosctlArches(r.Context())
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "talosctl of version %s: %v", v, err)
 		return
 	}
 	if len(arches) == 0 {
-		fail(w, http.StatusNotFound, "talosctl is not available for version %s: %v", v, errNoTalosctl)
+		fail(w, http.StatusNotFound, "talosctl is not available for version %s: %v", v, ErrNoTalosctl)
 		return
 	}
 	file := r.PathValue("file")
 	if file == "" {
 		var urls []string
 		for _, a := range arches {
-			urls = append(urls, s.pxeBase(r).JoinPath("talosctl", v, talosctlPrefix+a).String())
+			urls = append(urls, s.pxeBase(r).JoinPath("talosctl", v, TalosctlPrefix+a).String())
 		}
 		writeJSON(w, urls)
 		return
 	}
-	goArch, ok := strings.CutPrefix(file, talosctlPrefix)
+	goArch, ok := strings.CutPrefix(file, TalosctlPrefix)
 	if !ok || !slices.Contains(arches, goArch) {
-		fail(w, http.StatusNotFound, "%q is not a talosctl binary of version %s (have %s%s)", file, v, talosctlPrefix, strings.Join(arches, ", "+talosctlPrefix))
+		fail(w, http.StatusNotFound, "%q is not a talosctl binary of version %s (have %s%s)", file, v, TalosctlPrefix, strings.Join(arches, ", "+TalosctlPrefix))
 		return
 	}
-	b, err := rel.Talosctl(r.Context(), releaseArch(rel.Params.Architectures, goArch))
+	b, err := rel.Talosctl(r.Context(), ReleaseArch(rel.Params.Architectures, goArch))
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "talosctl of version %s: %v", v, err)
 		return

@@ -429,7 +429,7 @@ func (s *Server) uiWizard(r *http.Request, p *uiPage) {
 	if st.SchematicID != "" && !s.uiLoadSchematic(r, p) {
 		return
 	}
-	if listed := s.listed(); len(listed) == 1 {
+	if listed := s.Listed(); len(listed) == 1 {
 		p.single["version"] = true
 		if st.Version == "" && !at("version") {
 			st.Version = TalosVersion(listed[0].Version)
@@ -477,7 +477,7 @@ func (s *Server) uiWizard(r *http.Request, p *uiPage) {
 // (ok false).
 func (s *Server) uiTarget(p *uiPage, want int) (*Release, string, platform.Platform, bool) {
 	st := &p.State
-	rel := s.available(st.Version)
+	rel := s.Available(st.Version)
 	if rel == nil {
 		p.fail(http.StatusNotFound, uiM("err.version", st.Version))
 		return nil, "", platform.Platform{}, false
@@ -493,18 +493,18 @@ func (s *Server) uiTarget(p *uiPage, want int) (*Release, string, platform.Platf
 		uiArchStep(p, rel)
 		return rel, "", platform.Platform{}, true
 	}
-	rarch := releaseArch(rel.Params.Architectures, st.Arch)
+	rarch := ReleaseArch(rel.Params.Architectures, st.Arch)
 	if rarch == "" {
 		p.fail(http.StatusNotFound, uiM("err.arch", TalosVersion(rel.Version), st.Arch, strings.Join(rel.Params.Architectures, ", ")))
 		return nil, "", platform.Platform{}, false
 	}
 	if st.Platform == "" || want == slices.Index(uiSteps, "platform") {
-		uiPlatformStep(p, rel.platforms())
+		uiPlatformStep(p, rel.PlatformTable())
 		return rel, rarch, platform.Platform{}, true
 	}
-	plat, err := rel.platforms().Lookup(st.Platform)
+	plat, err := rel.PlatformTable().Lookup(st.Platform)
 	if err != nil {
-		p.fail(http.StatusNotFound, uiM("err.platform", st.Platform, strings.Join(rel.platforms().Names(), ", ")))
+		p.fail(http.StatusNotFound, uiM("err.platform", st.Platform, strings.Join(rel.PlatformTable().Names(), ", ")))
 		return nil, "", platform.Platform{}, false
 	}
 	return rel, rarch, plat, true
@@ -519,7 +519,7 @@ func (s *Server) uiLoadSchematic(r *http.Request, p *uiPage) bool {
 	}
 	sch, err := s.schematics.get(r.Context(), id)
 	switch {
-	case errors.Is(err, errUnknownSchematic):
+	case errors.Is(err, ErrUnknownSchematic):
 		p.fail(http.StatusNotFound, uiM("err.schematic.unknown", id))
 		return false
 	case err != nil:
@@ -533,10 +533,10 @@ func (s *Server) uiLoadSchematic(r *http.Request, p *uiPage) bool {
 
 func (s *Server) uiVersionStep(p *uiPage) {
 	p.Step = "version"
-	listed := s.listed()
-	chosen := s.available(p.State.Version)
+	listed := s.Listed()
+	chosen := s.Available(p.State.Version)
 	if chosen == nil {
-		chosen = latestOf(listed) // the newest stable by default
+		chosen = LatestOf(listed) // the newest stable by default
 	}
 	if chosen == nil && len(listed) > 0 {
 		chosen = listed[len(listed)-1]
@@ -553,7 +553,7 @@ func (s *Server) uiVersionStep(p *uiPage) {
 
 func uiArchStep(p *uiPage, rel *Release) {
 	p.Step = "arch"
-	chosen := releaseArch(rel.Params.Architectures, p.State.Arch)
+	chosen := ReleaseArch(rel.Params.Architectures, p.State.Arch)
 	for i, a := range rel.Params.Architectures {
 		label := specs.GoArch(a)
 		if label != a {
@@ -590,14 +590,14 @@ func (s *Server) uiExtensionStep(r *http.Request, p *uiPage, rel *Release) {
 	p.Step = "extensions"
 	filter := strings.ToLower(strings.TrimSpace(p.State.Filter))
 	for _, name := range rel.Extensions {
-		meta, err := rel.extensionMetadata(r.Context(), name)
+		meta, err := rel.ExtensionMetadata(r.Context(), name)
 		if err != nil {
 			s.o.Log.Error("reading an extension", "name", name, "err", err)
 			p.fail(http.StatusInternalServerError, uiM("err.internal"))
 			return
 		}
 		chosen := slices.Contains(p.State.Exts, name)
-		desc := rel.extensionDescription(meta, p.Lang)
+		desc := rel.ExtensionDescription(meta, p.Lang)
 		if filter != "" && !strings.Contains(strings.ToLower(name+"\n"+desc+"\n"+meta.Description), filter) {
 			if chosen {
 				p.HiddenExts = append(p.HiddenExts, name)
@@ -668,8 +668,8 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 	pxe := path.Join("/pxe", st.SchematicID, version, plat.Name+"-"+arch)
 	f.PXE, f.PXEText = base+pxe, abs+pxe
 	// The references the installers' signatures name.
-	f.Installer = s.pullRef(r.Host, installerKind{}, st.SchematicID, rel.Version)
-	f.PlatformInstaller = s.pullRef(r.Host, installerKind{platform: plat.Name}, st.SchematicID, rel.Version)
+	f.Installer = s.PullRef(r.Host, InstallerKind{}, st.SchematicID, rel.Version)
+	f.PlatformInstaller = s.PullRef(r.Host, InstallerKind{Platform: plat.Name}, st.SchematicID, rel.Version)
 	edit := uiState{Lang: st.Lang, Version: st.Version, Arch: st.Arch, Platform: st.Platform, Exts: sch.Extensions(),
 		Args: strings.Join(sch.Customization.ExtraKernelArgs, " ")}
 	f.Edit = p.link(edit, "extensions")
@@ -682,7 +682,7 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 	}
 	f.Verify.Href = abs + img + f.Verify.Name
 	if s.o.SecureBoot != nil {
-		sb := &uiSecureBoot{Installer: s.pullRef(r.Host, installerKind{secureBoot: true}, st.SchematicID, rel.Version),
+		sb := &uiSecureBoot{Installer: s.PullRef(r.Host, InstallerKind{SecureBoot: true}, st.SchematicID, rel.Version),
 			Cert: base + "/secureboot/signing-cert.pem"}
 		for _, d := range uiDownloads(plat) {
 			sb.Files = append(sb.Files, file(plat.Name+"-"+arch+compose.SecureBootSuffix+"."+d, "format."+d))

@@ -22,12 +22,12 @@ func TestParseRegistryPath(t *testing.T) {
 	id := strings.Repeat("ab", 32)
 	for p, want := range map[string]registryRequest{
 		"/v2/installer/" + id + "/manifests/1.0":             {id: id, op: "manifests", ref: "1.0"},
-		"/v2/aws-installer/" + id + "/blobs/sha256:00":       {kind: installerKind{platform: "aws"}, id: id, op: "blobs", ref: "sha256:00"},
+		"/v2/aws-installer/" + id + "/blobs/sha256:00":       {kind: InstallerKind{Platform: "aws"}, id: id, op: "blobs", ref: "sha256:00"},
 		"/v2/installer/" + id + "/tags/list":                 {id: id, op: "tags", ref: "list"},
-		"/v2/metal-installer/" + id + "/referrers/sha256:aa": {kind: installerKind{platform: "metal"}, id: id, op: "referrers", ref: "sha256:aa"},
-		"/v2/installer-secureboot/" + id + "/manifests/1.0":  {kind: installerKind{secureBoot: true}, id: id, op: "manifests", ref: "1.0"},
-		"/v2/aws-installer-secureboot/" + id + "/tags/list":  {kind: installerKind{platform: "aws", secureBoot: true}, id: id, op: "tags", ref: "list"},
-		"/v2/mycloud2-installer/" + id + "/manifests/1.0":    {kind: installerKind{platform: "mycloud2"}, id: id, op: "manifests", ref: "1.0"},
+		"/v2/metal-installer/" + id + "/referrers/sha256:aa": {kind: InstallerKind{Platform: "metal"}, id: id, op: "referrers", ref: "sha256:aa"},
+		"/v2/installer-secureboot/" + id + "/manifests/1.0":  {kind: InstallerKind{SecureBoot: true}, id: id, op: "manifests", ref: "1.0"},
+		"/v2/aws-installer-secureboot/" + id + "/tags/list":  {kind: InstallerKind{Platform: "aws", SecureBoot: true}, id: id, op: "tags", ref: "list"},
+		"/v2/mycloud2-installer/" + id + "/manifests/1.0":    {kind: InstallerKind{Platform: "mycloud2"}, id: id, op: "manifests", ref: "1.0"},
 		"/v2/extensions/zfs/manifests/1.0":                   {extension: "zfs", op: "manifests", ref: "1.0"},
 		"/v2/extensions/nvidia-open/blobs/sha256:00":         {extension: "nvidia-open", op: "blobs", ref: "sha256:00"},
 	} {
@@ -88,15 +88,15 @@ func TestRegistryReleasePlatforms(t *testing.T) {
 		t.Fatal(err)
 	}
 	arches := compose.Params{Architectures: []string{"x86_64"}}
-	spec := &Release{Version: "1.0", Params: arches, Platforms: table, digests: map[string]string{}}
-	f.serve(spec, &Release{Version: "2.0", Params: arches, digests: map[string]string{}})
+	spec := &Release{Version: "1.0", Params: arches, Platforms: table, Digests: map[string]string{}}
+	f.serve(spec, &Release{Version: "2.0", Params: arches, Digests: map[string]string{}})
 	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: static.NewLayer([]byte("mycloud installer"), types.OCILayer)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{Add: img})
-	k := installerKind{platform: "mycloud"}
-	if err := f.putInstaller(ctx, f.installerKey(spec, f.id, k), f.pullRef("", k, f.id, spec.Version), idx); err != nil {
+	k := InstallerKind{Platform: "mycloud"}
+	if err := f.putInstaller(ctx, f.installerKey(spec, f.id, k), f.PullRef("", k, f.id, spec.Version), idx); err != nil {
 		t.Fatal(err)
 	}
 	repo := "/v2/mycloud-installer/" + f.id

@@ -92,7 +92,7 @@ func TestServeDrains(t *testing.T) {
 	}
 	// The entry was cached: another factory on the cache serves it.
 	g := newAccessFactory(t, ServerOptions{Signer: signer, Cache: cache})
-	g.buildFn = func(context.Context, *Release, *schematic.Schematic, artifact, string) ([]byte, error) {
+	g.buildFn = func(context.Context, *Release, *schematic.Schematic, Artifact, string) ([]byte, error) {
 		return nil, errors.New("built again")
 	}
 	if resp, body := g.do(t, "GET", kernel, ""); resp.StatusCode != 200 || body != "kernel-x86_64" || g.Stats().Hits != 1 {

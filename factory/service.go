@@ -40,7 +40,7 @@ type Service struct {
 	built      atomic.Int64
 	slots      chan struct{} // builds running
 	queue      chan struct{} // builds waiting for a slot
-	buildFn    func(context.Context, *Release, *schematic.Schematic, artifact, string) ([]byte, error)
+	buildFn    func(context.Context, *Release, *schematic.Schematic, Artifact, string) ([]byte, error)
 	running    running    // builds in flight
 	inst       installers // the checked installer entries
 	// buildAllowed says whether the request in ctx may start a build (its
@@ -133,10 +133,10 @@ type ServerOptions struct {
 	Log            *slog.Logger
 }
 
-// requestError is a build refused for what the request asks (a
+// RequestError is a build refused for what the request asks (a
 // schematic the release cannot honour): 400 with its message, which names
 // no file of the factory's.
-type requestError struct{ msg string }
+type RequestError struct{ msg string }
 
 // Stats says how many artifacts were built and served from the cache, and
 // how many cache entries were refused.
@@ -165,14 +165,14 @@ func (s *Service) serve(rels ...*Release) {
 	s.cat.Store(c)
 }
 
-// unhonoured says why a release cannot make out of a schematic (a 400,
+// Unhonoured says why a release cannot make out of a schematic (a 400,
 // with upstream's text where it has one): an embedded configuration the
 // release's version does not read, an extension the release lacks (not
 // for the kernel and the command line, which neither changes: upstream
 // does not look there either), an option these media do not support yet
 // (a board overlay among them: no release ships one). version is the
 // version as the client named it.
-func unhonoured(rel *Release, sch *schematic.Schematic, out compose.Output, version string) error {
+func Unhonoured(rel *Release, sch *schematic.Schematic, out compose.Output, version string) error {
 	if err := compose.EmbeddedConfigRefusal(sch, out, version); err != nil {
 		return err
 	}
@@ -184,12 +184,12 @@ func unhonoured(rel *Release, sch *schematic.Schematic, out compose.Output, vers
 	return compose.Refusal(sch, out)
 }
 
-// output is what compose.Refusal judges of an artifact.
-func (a artifact) output() compose.Output {
+// Output is what compose.Refusal judges of an artifact.
+func (a Artifact) Output() compose.Output {
 	if a.kind == "disk" {
-		return compose.Output{Kind: compose.DiskKind(a.format), SecureBoot: a.secureBoot}
+		return compose.Output{Kind: compose.DiskKind(a.format), SecureBoot: a.SecureBoot}
 	}
-	return compose.Output{Kind: a.kind, SecureBoot: a.secureBoot}
+	return compose.Output{Kind: a.kind, SecureBoot: a.SecureBoot}
 }
 
 // bootOnly is the part of a schematic the kernel and the command line
@@ -201,22 +201,22 @@ func bootOnly(sch *schematic.Schematic) *schematic.Schematic {
 		ExtraKernelArgs: sch.Customization.ExtraKernelArgs, Meta: sch.Customization.Meta}}
 }
 
-// compose makes one artifact (see flight).
-func (s *Service) compose(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) (*cachedArtifact, error) {
+// Compose makes one artifact (see flight).
+func (s *Service) Compose(ctx context.Context, rel *Release, sch *schematic.Schematic, a Artifact, arch string) (*CachedArtifact, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
 	}
 	if a.platform != "" {
 		// The release's platforms: its spec may add some.
-		if _, err := rel.platforms().Lookup(a.platform); err != nil {
-			return nil, &requestError{msg: err.Error()}
+		if _, err := rel.PlatformTable().Lookup(a.platform); err != nil {
+			return nil, &RequestError{msg: err.Error()}
 		}
 	}
 	name := a.composedName(arch)
 	e := entryInfo{Schematic: id, Version: rel.Version, Name: name, Arch: arch, Platform: a.platform, Builder: s.o.BuilderVersion}
 	keyName := name
-	if a.secureBoot {
+	if a.SecureBoot {
 		// Signed with this factory's key: another key, another entry.
 		e.SecureBoot = s.o.SecureBoot.CertSHA256()
 		keyName += "\x00" + e.SecureBoot
@@ -240,7 +240,7 @@ func (s *Service) compose(ctx context.Context, rel *Release, sch *schematic.Sche
 	if err != nil {
 		return nil, err
 	}
-	return v.(*cachedArtifact), nil
+	return v.(*CachedArtifact), nil
 }
 
 // flightJob is one thing the factory builds on a cache miss.
@@ -300,7 +300,7 @@ func (s *Service) flight(ctx context.Context, j flightJob) (any, error) {
 }
 
 // build composes the media the artifact belongs to and returns its bytes.
-func (s *Service) build(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
+func (s *Service) build(ctx context.Context, rel *Release, sch *schematic.Schematic, a Artifact, arch string) ([]byte, error) {
 	if a.kind == "kernel" || a.kind == "cmdline" {
 		sch = bootOnly(sch)
 	}
@@ -311,7 +311,7 @@ func (s *Service) build(ctx context.Context, rel *Release, sch *schematic.Schema
 	defer os.RemoveAll(work)
 	if a.kind == "installer" {
 		inst := InstallerOptions{Schematic: sch, Platform: a.platform, Work: work}
-		if a.secureBoot {
+		if a.SecureBoot {
 			inst.SecureBoot = s.o.SecureBoot
 		}
 		return rel.InstallerTarball(ctx, inst, arch)
@@ -321,11 +321,11 @@ func (s *Service) build(ctx context.Context, rel *Release, sch *schematic.Schema
 		return nil, err
 	}
 	if a.kind == "uki" && boot.Stub == nil {
-		return nil, &requestError{msg: "release " + rel.Version + " has no systemd-stub (image.stub): no UKI"}
+		return nil, &RequestError{msg: "release " + rel.Version + " has no systemd-stub (image.stub): no UKI"}
 	}
 	o.Schematic, o.Platform, o.Work = sch, a.platform, work
 	o.DiskFormats, o.Compressions, o.UKI = []string{}, nil, a.kind == "uki"
-	if a.secureBoot {
+	if a.SecureBoot {
 		o.SecureBoot = &compose.SecureBoot{Signing: s.o.SecureBoot}
 	}
 	if a.kind == "disk" {
@@ -347,9 +347,9 @@ func (s *Service) build(ctx context.Context, rel *Release, sch *schematic.Schema
 	return nil, fmt.Errorf("%s was not made (the release has no EFI boot manager for disk images?)", want)
 }
 
-// publicHost is the host (and path) clients reach the factory at:
+// PublicHost is the host (and path) clients reach the factory at:
 // --external-url's, else the request's.
-func (s *Service) publicHost(requestHost string) string {
+func (s *Service) PublicHost(requestHost string) string {
 	if u, err := url.Parse(s.o.ExternalURL); err == nil && u.Host != "" {
 		return u.Host + strings.TrimSuffix(u.Path, "/")
 	}

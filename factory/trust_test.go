@@ -45,7 +45,7 @@ func trustFactory(t *testing.T, o ServerOptions, size int) *accessFactory {
 	t.Helper()
 	o.Signer = signingtest.Signer(t)
 	f := newAccessFactory(t, o)
-	f.buildFn = func(_ context.Context, _ *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
+	f.buildFn = func(_ context.Context, _ *Release, sch *schematic.Schematic, a Artifact, arch string) ([]byte, error) {
 		id, _ := sch.ID()
 		return artifactBytes(a.composedName(arch), id, size), nil
 	}
@@ -102,7 +102,7 @@ func TestCacheEntryOfAnotherRequest(t *testing.T) {
 				t.Fatalf("%s of %s: %d", name, id, code)
 			}
 		}
-		a, _ := parseArtifact(name)
+		a, _ := ParseArtifact(name)
 		composed := a.composedName("x86_64")
 		keyA, keyB := cacheKey(rel, idA, composed, "test"), cacheKey(rel, idB, composed, "test")
 		imgB, err := f.o.Cache.Image(ctx, RepoArtifacts, keyB)
@@ -141,7 +141,7 @@ func TestCacheEntryOfAnotherRequest(t *testing.T) {
 		idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{Add: img})
 		return mutate.Annotations(idx, map[string]string{AnnotationSchematic: id}).(v1.ImageIndex)
 	}
-	k := installerKind{}
+	k := InstallerKind{}
 	keyA, keyB := f.installerKey(rel, idA, k), f.installerKey(rel, idB, k)
 	for key, id := range map[string]string{keyA: idA, keyB: idB} {
 		if err := f.putInstaller(ctx, key, "factory.example/installer/"+id+":1.0", index(id)); err != nil {
@@ -316,7 +316,7 @@ func TestVerifiedReader(t *testing.T) {
 				continue
 			}
 			got, err := io.ReadAll(newVerifiedReader(bytes.NewReader(bad), desc))
-			if !errors.Is(err, errDamaged) || len(got) > max(size-holdBack, 0) {
+			if !errors.Is(err, ErrDamaged) || len(got) > max(size-holdBack, 0) {
 				t.Errorf("%d bytes, %s: %v after %d bytes", size, name, err, len(got))
 			}
 		}
@@ -438,7 +438,7 @@ func TestSlowBodies(t *testing.T) {
 		}
 	}
 	// A long answer is not bound by the body timeout.
-	f.buildFn = func(ctx context.Context, _ *Release, _ *schematic.Schematic, a artifact, arch string) ([]byte, error) {
+	f.buildFn = func(ctx context.Context, _ *Release, _ *schematic.Schematic, a Artifact, arch string) ([]byte, error) {
 		time.Sleep(1500 * time.Millisecond)
 		return []byte(a.composedName(arch)), nil
 	}

@@ -15,9 +15,9 @@ import (
 // whole blob has matched its digest.
 const holdBack = 64 << 10
 
-// errDamaged is wrapped by a verifiedReader's error when a blob's bytes
+// ErrDamaged is wrapped by a verifiedReader's error when a blob's bytes
 // do not match its descriptor.
-var errDamaged = errors.New("damaged or tampered")
+var ErrDamaged = errors.New("damaged or tampered")
 
 // verifiedReader passes a blob's bytes on as they are read, but holds
 // back its last bytes until all of it has been read and matched its size
@@ -88,7 +88,7 @@ func (v *verifiedReader) finish() error {
 		return v.wrongSize(fmt.Sprint("more than ", v.read))
 	}
 	if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want.Digest.Hex {
-		return fmt.Errorf("blob %s: its bytes hash to sha256:%s: %w", v.want.Digest, got, errDamaged)
+		return fmt.Errorf("blob %s: its bytes hash to sha256:%s: %w", v.want.Digest, got, ErrDamaged)
 	}
 	v.tail = tail
 	if len(tail) == 0 {
@@ -98,7 +98,7 @@ func (v *verifiedReader) finish() error {
 }
 
 func (v *verifiedReader) wrongSize(got string) error {
-	return fmt.Errorf("blob %s: %s bytes where %d were expected: %w", v.want.Digest, got, v.want.Size, errDamaged)
+	return fmt.Errorf("blob %s: %s bytes where %d were expected: %w", v.want.Digest, got, v.want.Size, ErrDamaged)
 }
 
 // verifiedReadCloser is a verifiedReader that closes what it reads.
@@ -107,7 +107,7 @@ type verifiedReadCloser struct {
 	io.Closer
 }
 
-// verified wraps an opened blob in a verifiedReader.
-func verified(rc io.ReadCloser, want v1.Descriptor) io.ReadCloser {
+// Verified wraps an opened blob in a verifiedReader.
+func Verified(rc io.ReadCloser, want v1.Descriptor) io.ReadCloser {
 	return verifiedReadCloser{newVerifiedReader(rc, want), rc}
 }
