@@ -75,9 +75,12 @@ func ReleaseArch(arches []string, asked string) string {
 	return ""
 }
 
-// composedName is the file compose writes for a, with the release's
+// Name is the artifact's name as requested.
+func (a Artifact) Name() string { return a.name }
+
+// FileName is the file compose writes for a, with the release's
 // architecture name.
-func (a Artifact) composedName(arch string) string {
+func (a Artifact) FileName(arch string) string {
 	sb := ""
 	if a.SecureBoot {
 		sb = compose.SecureBootSuffix

@@ -62,7 +62,7 @@ func FuzzParseArtifact(f *testing.F) {
 		if err != nil {
 			return
 		}
-		n := a.composedName("x86_64")
+		n := a.FileName("x86_64")
 		if !safeName.MatchString(n) || !safeName.MatchString(name) {
 			t.Fatalf("%q accepted, composes %q", name, n)
 		}

@@ -164,6 +164,9 @@ type CachedArtifact struct {
 
 func (a *CachedArtifact) Size() int64 { return a.desc.Size }
 
+// Digest is the artifact's sha256.
+func (a *CachedArtifact) Digest() v1.Hash { return a.desc.Digest }
+
 // Open reads the artifact from its start.
 func (a *CachedArtifact) Open(ctx context.Context) (io.ReadCloser, error) {
 	switch {

@@ -157,7 +157,7 @@ func (s *Service) RetryFailed(ctx context.Context, interval time.Duration) {
 // factory not ready, a line naming it and what needs it: a replica that
 // would fail every ISO is taken out of the balancer rather than answering
 // 500. PATH is looked at on every call, so installing the tool is enough.
-func (s *Server) Readiness() (ready bool, body string) {
+func (s *Service) Readiness() (ready bool, body string) {
 	c := s.served()
 	missing := compose.MissingTools()
 	var b strings.Builder
@@ -187,7 +187,7 @@ func (s *Server) Readiness() (ready bool, body string) {
 
 // storeName is how a release store is named to clients: as the operator
 // gave it, without credentials, a local directory by its last element.
-func (s *Server) storeName(i int) string {
+func (s *Service) storeName(i int) string {
 	rs := s.o.Releases[i]
 	return PublicStoreName(cmp.Or(rs.Name, rs.Store.String()))
 }

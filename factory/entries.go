@@ -17,6 +17,7 @@ import (
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/release"
 )
 
 // RepoInstallers is the cache store's repository of built installer
@@ -354,4 +355,51 @@ func checkBlob(open func() (io.ReadCloser, error), d v1.Descriptor) error {
 		return fmt.Errorf("blob %s: read %d bytes hashing to sha256:%s (damaged or tampered)", d.Digest, n, got)
 	}
 	return nil
+}
+
+// extensionImages remembers the extension entries read by this process.
+type extensionImages struct {
+	mu sync.Mutex
+	by map[string]*ImageEntry // version \x00 name -> entry
+}
+
+// ExtensionImage reads a release's extension image for the registry front: its
+// index, children and the release's signature of it.
+func (s *Service) ExtensionImage(ctx context.Context, rel *Release, name string) (*ImageEntry, error) {
+	key := rel.Version + "\x00" + name
+	s.exts.mu.Lock()
+	e := s.exts.by[key]
+	s.exts.mu.Unlock()
+	if e != nil {
+		return e, nil
+	}
+	repo := release.RepoExtension + name
+	d, err := v1.NewHash(rel.Digests[repo])
+	if err != nil {
+		return nil, err
+	}
+	idx, err := rel.Store.Index(ctx, repo, d.String())
+	if err != nil {
+		return nil, err
+	}
+	e = &ImageEntry{Repo: repo, Key: key, Digest: d.String(), Manifests: map[string]RawManifest{}, Blobs: map[v1.Hash]BlobSource{}, st: rel.Store}
+	if err := e.addIndex(idx, d); err != nil {
+		return nil, err
+	}
+	sig, layers, err := signing.ReadSigs(ctx, rel.Store, repo, oci.SigTag(d))
+	if err != nil {
+		return nil, err
+	}
+	if len(layers) > 0 {
+		if err := e.addImage(sig, oci.SigTag(d)); err != nil {
+			return nil, err
+		}
+	}
+	s.exts.mu.Lock()
+	if s.exts.by == nil {
+		s.exts.by = map[string]*ImageEntry{}
+	}
+	s.exts.by[key] = e
+	s.exts.mu.Unlock()
+	return e, nil
 }

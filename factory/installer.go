@@ -221,7 +221,7 @@ func (r *Release) installerLayers(ctx context.Context, arch string, o InstallerO
 			return nil, err
 		}
 	}
-	img, err := r.child(ctx, release.RepoInstaller, arch)
+	img, err := r.Image(ctx, release.RepoInstaller, arch)
 	if err != nil {
 		return nil, err
 	}

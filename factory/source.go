@@ -145,8 +145,8 @@ func (r *Release) index(ctx context.Context, repo string) (v1.ImageIndex, error)
 	return r.Store.Index(ctx, repo, d)
 }
 
-// child is the manifest of arch in repo's index.
-func (r *Release) child(ctx context.Context, repo, arch string) (v1.Image, error) {
+// Image is the manifest of arch in repo's index.
+func (r *Release) Image(ctx context.Context, repo, arch string) (v1.Image, error) {
 	idx, err := r.index(ctx, repo)
 	if err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func (r *Release) Inputs(ctx context.Context, arch string, names []string) (comp
 	if !slices.Contains(r.Params.Architectures, arch) {
 		return fail(fmt.Errorf("not an architecture of the release (it has %s)", strings.Join(r.Params.Architectures, ", ")))
 	}
-	img, err := r.child(ctx, release.RepoBoot, arch)
+	img, err := r.Image(ctx, release.RepoBoot, arch)
 	if err != nil {
 		return fail(err)
 	}
@@ -259,7 +259,7 @@ func (r *Release) bootFiles(ctx context.Context, arch string) (installerBoot, er
 	if ok {
 		return b, nil
 	}
-	img, err := r.child(ctx, release.RepoInstaller, arch)
+	img, err := r.Image(ctx, release.RepoInstaller, arch)
 	if err != nil {
 		return b, err
 	}
@@ -309,7 +309,7 @@ func (r *Release) bootFiles(ctx context.Context, arch string) (installerBoot, er
 // extension reads an extension's layer for arch; nil when the extension
 // is not built for it.
 func (r *Release) extension(ctx context.Context, name, arch string) (*compose.Extension, error) {
-	img, err := r.child(ctx, release.RepoExtension+name, arch)
+	img, err := r.Image(ctx, release.RepoExtension+name, arch)
 	if errors.Is(err, errNoArch) {
 		return nil, nil
 	}

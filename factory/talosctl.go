@@ -67,7 +67,7 @@ func (r *Release) Talosctl(ctx context.Context, arch string) ([]byte, error) {
 // readTalosctl finds talosctl in arch's installer image's first layer;
 // with data, it reads the file and checks the layer's digest.
 func (r *Release) readTalosctl(ctx context.Context, arch string, data bool) ([]byte, error) {
-	img, err := r.child(ctx, release.RepoInstaller, arch)
+	img, err := r.Image(ctx, release.RepoInstaller, arch)
 	if err != nil {
 		return nil, err
 	}

@@ -11,9 +11,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-// holdBack is how much of a blob's end a verifiedReader keeps until the
+// HoldBack is how much of a blob's end a verifiedReader keeps until the
 // whole blob has matched its digest.
-const holdBack = 64 << 10
+const HoldBack = 64 << 10
 
 // ErrDamaged is wrapped by a verifiedReader's error when a blob's bytes
 // do not match its descriptor.
@@ -40,7 +40,7 @@ func (v *verifiedReader) Read(p []byte) (int, error) {
 	if v.err != nil {
 		return 0, v.err
 	}
-	if len(v.tail) > 0 || v.read >= v.want.Size-min(v.want.Size, holdBack) {
+	if len(v.tail) > 0 || v.read >= v.want.Size-min(v.want.Size, HoldBack) {
 		if v.tail == nil {
 			if v.err = v.finish(); v.err != nil {
 				return 0, v.err
@@ -54,7 +54,7 @@ func (v *verifiedReader) Read(p []byte) (int, error) {
 		v.tail = v.tail[n:]
 		return n, nil
 	}
-	if rest := v.want.Size - holdBack - v.read; int64(len(p)) > rest {
+	if rest := v.want.Size - HoldBack - v.read; int64(len(p)) > rest {
 		p = p[:rest]
 	}
 	n, err := v.r.Read(p)

@@ -116,7 +116,7 @@ func (s *Service) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) 
 
 // warmOne makes one artifact, as a request for it would.
 func (s *Service) warmOne(ctx context.Context, rel *Release, sch *schematic.Schematic, id string, t warmTarget) (WarmItem, error) {
-	it := WarmItem{Schematic: id, Artifact: t.a.composedName(t.arch)}
+	it := WarmItem{Schematic: id, Artifact: t.a.FileName(t.arch)}
 	before, start := s.built.Load(), time.Now()
 	installer := t.a.kind == "installer"
 	if installer {
@@ -149,7 +149,7 @@ func warmPlan(table platform.Table, arches, platforms, names []string) ([]warmTa
 	var plan []warmTarget
 	seen := map[string]bool{}
 	add := func(t warmTarget) {
-		n := t.a.composedName(t.arch)
+		n := t.a.FileName(t.arch)
 		if t.a.kind == "installer" {
 			n = InstallerRepo(t.a.platform)
 		}
