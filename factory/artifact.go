@@ -9,16 +9,16 @@ import (
 	"github.com/nodeforge/builder/build/compose"
 )
 
-// artifact is one downloadable file of a schematic's media, as its URL
+// Artifact is one downloadable file of a schematic's media, as its URL
 // names it (the upstream Image Factory's names).
-type artifact struct {
+type Artifact struct {
 	name        string // as requested
 	kind        string // kernel, initramfs, cmdline, disk, uki or installer (a tarball)
 	platform    string // cmdline, disk, uki; installer: "" for installer-ARCH.tar
-	arch        string // as requested: amd64 or x86_64
+	Arch        string // as requested: amd64 or x86_64
 	format      string // disk: iso, raw, qcow2, vhd, raw.tar.gz, ova
 	compression string // disk: "", xz, zst or gz
-	secureBoot  bool   // disk, uki and installer: the Secure Boot ones
+	SecureBoot  bool   // disk, uki and installer: the Secure Boot ones
 }
 
 var (
@@ -33,40 +33,40 @@ var (
 	installerTarRE = regexp.MustCompile(`^(?:(` + installerPlatform + `)-)?installer-([a-z0-9_]+)(-secureboot)?\.tar$`)
 )
 
-// parseArtifact reads an artifact name strictly: nothing else reaches the
+// ParseArtifact reads an artifact name strictly: nothing else reaches the
 // composer (and no name ever reaches the file system). Whether the
 // platform is one of the release's is the composer's to say.
-func parseArtifact(name string) (artifact, error) {
-	a := artifact{name: name}
+func ParseArtifact(name string) (Artifact, error) {
+	a := Artifact{name: name}
 	switch {
 	case kernelRE.MatchString(name):
-		a.kind, a.arch = "kernel", kernelRE.FindStringSubmatch(name)[1]
+		a.kind, a.Arch = "kernel", kernelRE.FindStringSubmatch(name)[1]
 	case initramfsRE.MatchString(name):
-		a.kind, a.arch = "initramfs", initramfsRE.FindStringSubmatch(name)[1]
+		a.kind, a.Arch = "initramfs", initramfsRE.FindStringSubmatch(name)[1]
 	case cmdlineRE.MatchString(name):
 		m := cmdlineRE.FindStringSubmatch(name)
-		a.kind, a.platform, a.arch = "cmdline", m[1], m[2]
+		a.kind, a.platform, a.Arch = "cmdline", m[1], m[2]
 	case installerTarRE.MatchString(name):
 		m := installerTarRE.FindStringSubmatch(name)
-		a.kind, a.platform, a.arch, a.secureBoot = "installer", m[1], m[2], m[3] != ""
+		a.kind, a.platform, a.Arch, a.SecureBoot = "installer", m[1], m[2], m[3] != ""
 	case diskRE.MatchString(name):
 		m := diskRE.FindStringSubmatch(name)
-		a.kind, a.platform, a.arch, a.secureBoot, a.format, a.compression = "disk", m[1], m[2], m[3] != "", m[4], m[5]
+		a.kind, a.platform, a.Arch, a.SecureBoot, a.format, a.compression = "disk", m[1], m[2], m[3] != "", m[4], m[5]
 		if a.compression != "" && a.format == "raw.tar.gz" {
 			return a, fmt.Errorf("%s: %s images are not compressed further", name, a.format)
 		}
 	case ukiRE.MatchString(name):
 		m := ukiRE.FindStringSubmatch(name)
-		a.kind, a.platform, a.arch, a.secureBoot = "uki", m[1], m[2], m[3] != ""
+		a.kind, a.platform, a.Arch, a.SecureBoot = "uki", m[1], m[2], m[3] != ""
 	default:
 		return a, fmt.Errorf("%q is not an artifact: kernel-ARCH, initramfs-ARCH.xz, cmdline-PLATFORM-ARCH, PLATFORM-ARCH[-secureboot].{iso,raw,qcow2,vhd,ova,raw.tar.gz}[.xz|.zst|.gz], PLATFORM-ARCH[-secureboot]-uki.efi, [PLATFORM-]installer-ARCH[-secureboot].tar", name)
 	}
 	return a, nil
 }
 
-// releaseArch is the release's name (x86_64) of an architecture a URL
+// ReleaseArch is the release's name (x86_64) of an architecture a URL
 // names either way (amd64 or x86_64), or "".
-func releaseArch(arches []string, asked string) string {
+func ReleaseArch(arches []string, asked string) string {
 	for _, a := range arches {
 		if a == asked || specs.GoArch(a) == asked {
 			return a
@@ -75,11 +75,14 @@ func releaseArch(arches []string, asked string) string {
 	return ""
 }
 
-// composedName is the file compose writes for a, with the release's
+// Name is the artifact's name as requested.
+func (a Artifact) Name() string { return a.name }
+
+// FileName is the file compose writes for a, with the release's
 // architecture name.
-func (a artifact) composedName(arch string) string {
+func (a Artifact) FileName(arch string) string {
 	sb := ""
-	if a.secureBoot {
+	if a.SecureBoot {
 		sb = compose.SecureBootSuffix
 	}
 	switch a.kind {

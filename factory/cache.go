@@ -150,9 +150,9 @@ type fileCheck struct {
 	at    time.Time
 }
 
-// cachedArtifact is an artifact to serve: from a cache entry that passed
+// CachedArtifact is an artifact to serve: from a cache entry that passed
 // its checks, or just built.
-type cachedArtifact struct {
+type CachedArtifact struct {
 	desc v1.Descriptor // the artifact's size and sha256
 	path string        // a layout's blob file, checked, served in place (Range, sendfile)
 	// remote opens a registry's entry, streamed within the reader's
@@ -162,10 +162,13 @@ type cachedArtifact struct {
 	data   []byte // otherwise, the bytes
 }
 
-func (a *cachedArtifact) size() int64 { return a.desc.Size }
+func (a *CachedArtifact) Size() int64 { return a.desc.Size }
 
-// open reads the artifact from its start.
-func (a *cachedArtifact) open(ctx context.Context) (io.ReadCloser, error) {
+// Digest is the artifact's sha256.
+func (a *CachedArtifact) Digest() v1.Hash { return a.desc.Digest }
+
+// Open reads the artifact from its start.
+func (a *CachedArtifact) Open(ctx context.Context) (io.ReadCloser, error) {
 	switch {
 	case a.path != "":
 		return os.Open(a.path)
@@ -174,23 +177,23 @@ func (a *cachedArtifact) open(ctx context.Context) (io.ReadCloser, error) {
 		if err != nil {
 			return nil, err
 		}
-		return verified(rc, a.desc), nil
+		return Verified(rc, a.desc), nil
 	}
 	return nopSeekCloser{bytes.NewReader(a.data)}, nil
 }
 
-// seekable says whether open gives a seeker (http.ServeContent's Range).
-func (a *cachedArtifact) seekable() bool { return a.remote == nil }
+// Seekable says whether open gives a seeker (http.ServeContent's Range).
+func (a *CachedArtifact) Seekable() bool { return a.remote == nil }
 
-// bytes reads a small artifact (a command line) whole.
-func (a *cachedArtifact) bytes(ctx context.Context) ([]byte, error) {
+// Bytes reads a small artifact (a command line) whole.
+func (a *CachedArtifact) Bytes(ctx context.Context) ([]byte, error) {
 	if a.data != nil {
 		return a.data, nil
 	}
 	if a.desc.Size > 1<<20 {
 		return nil, fmt.Errorf("%d bytes: too large to read whole", a.desc.Size)
 	}
-	rc, err := a.open(ctx)
+	rc, err := a.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -203,8 +206,8 @@ type nopSeekCloser struct{ *bytes.Reader }
 func (nopSeekCloser) Close() error { return nil }
 
 // builtArtifact is an artifact just composed, served from memory.
-func builtArtifact(data []byte) *cachedArtifact {
-	return &cachedArtifact{desc: v1.Descriptor{Digest: digest.OCI(data), Size: int64(len(data))}, data: data}
+func builtArtifact(data []byte) *CachedArtifact {
+	return &CachedArtifact{desc: v1.Descriptor{Digest: digest.OCI(data), Size: int64(len(data))}, data: data}
 }
 
 // composeWith names the compressors this factory composes with (module
@@ -219,8 +222,8 @@ var composeWith = compressors.Key(compressors.This())
 func cacheKey(rel *Release, schematicID, name, builder string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00", cacheFormat, schematicID, name, builder, composeWith)
-	for _, repo := range slices.Sorted(maps.Keys(rel.digests)) {
-		fmt.Fprintf(h, "%s=%s\x00", repo, rel.digests[repo])
+	for _, repo := range slices.Sorted(maps.Keys(rel.Digests)) {
+		fmt.Fprintf(h, "%s=%s\x00", repo, rel.Digests[repo])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -230,7 +233,7 @@ func cacheKey(rel *Release, schematicID, name, builder string) string {
 // what it is for). An entry in a local layout is served from its blob
 // file, hashed again when the file changed or was last hashed longer than
 // the interval ago; any other is streamed through a verifiedReader.
-func (c *artifactCache) get(ctx context.Context, want entryInfo) (a *cachedArtifact, ok, refused bool) {
+func (c *artifactCache) get(ctx context.Context, want entryInfo) (a *CachedArtifact, ok, refused bool) {
 	if c.signer == nil {
 		return nil, false, false
 	}
@@ -255,7 +258,7 @@ func (c *artifactCache) get(ctx context.Context, want entryInfo) (a *cachedArtif
 	return a, true, false
 }
 
-func (c *artifactCache) read(ctx context.Context, img v1.Image, want entryInfo) (*cachedArtifact, error) {
+func (c *artifactCache) read(ctx context.Context, img v1.Image, want entryInfo) (*CachedArtifact, error) {
 	d, err := img.Digest()
 	if err != nil {
 		return nil, err
@@ -294,7 +297,7 @@ func (c *artifactCache) read(ctx context.Context, img v1.Image, want entryInfo) 
 		if err := c.checkFile(path, ld); err != nil {
 			return nil, err
 		}
-		return &cachedArtifact{desc: ld, path: path}, nil
+		return &CachedArtifact{desc: ld, path: path}, nil
 	}
 	c.mu.Lock()
 	damaged := c.damaged[ld.Digest]
@@ -305,7 +308,7 @@ func (c *artifactCache) read(ctx context.Context, img v1.Image, want entryInfo) 
 	// Opened anew by each reader: what read it here ends with the build's
 	// context.
 	remote := func(ctx context.Context) (io.ReadCloser, error) { return c.openLayer(ctx, d, ld.Digest) }
-	return &cachedArtifact{desc: ld, remote: remote}, nil
+	return &CachedArtifact{desc: ld, remote: remote}, nil
 }
 
 // openLayer opens a layer of an entry (by the entry's digest) as stored.

@@ -150,7 +150,7 @@ func (s *Service) RetryFailed(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// readiness is /readyz's body: the versions served, then one short line
+// Readiness is /readyz's body: the versions served, then one short line
 // per failure (its store as the operator named it, without credentials or
 // local directories, and the first line of its cause).
 //
@@ -160,7 +160,7 @@ func (s *Service) RetryFailed(ctx context.Context, interval time.Duration) {
 // 500; a tool that is there is named too ("on PATH": no local directory
 // is shown). PATH is looked at on every call, so installing the tool is
 // enough.
-func (s *Server) readiness() (ready bool, body string) {
+func (s *Service) Readiness() (ready bool, body string) {
 	c := s.served()
 	missing := compose.MissingTools()
 	var b strings.Builder
@@ -195,7 +195,7 @@ func (s *Server) readiness() (ready bool, body string) {
 
 // storeName is how a release store is named to clients: as the operator
 // gave it, without credentials, a local directory by its last element.
-func (s *Server) storeName(i int) string {
+func (s *Service) storeName(i int) string {
 	rs := s.o.Releases[i]
 	return PublicStoreName(cmp.Or(rs.Name, rs.Store.String()))
 }

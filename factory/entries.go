@@ -17,6 +17,7 @@ import (
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/release"
 )
 
 // RepoInstallers is the cache store's repository of built installer
@@ -31,28 +32,28 @@ const RepoInstallers = "installers"
 // for; each cached index is checked (its signature, every blob's digest)
 // before it is first served.
 
-// rawManifest is a manifest as served.
-type rawManifest struct {
-	raw       []byte
-	mediaType types.MediaType
-	digest    v1.Hash
+// RawManifest is a manifest as served.
+type RawManifest struct {
+	Raw       []byte
+	MediaType types.MediaType
+	Digest    v1.Hash
 }
 
-// blobSource opens one blob of a cached installer.
-type blobSource struct {
-	size int64
-	open func(context.Context) (io.ReadCloser, error) // within the reader's context
+// BlobSource opens one blob of a cached installer.
+type BlobSource struct {
+	Size int64
+	Open func(context.Context) (io.ReadCloser, error) // within the reader's context
 }
 
-// frontEntry is an image the front serves, checked: its manifests by
+// ImageEntry is an image the front serves, checked: its manifests by
 // digest (and its signature's by cosign's tag) and its blobs; a cached
 // installer, or a release's extension.
-type frontEntry struct {
-	repo      string // where in st: RepoInstallers, or the release's extension repository
-	key       string
-	digest    string // the index's
-	manifests map[string]rawManifest
-	blobs     map[v1.Hash]blobSource
+type ImageEntry struct {
+	Repo      string // where in st: RepoInstallers, or the release's extension repository
+	Key       string
+	Digest    string // the index's
+	Manifests map[string]RawManifest
+	Blobs     map[v1.Hash]BlobSource
 	st        oci.Store // the cache, where blobs are read anew by each reader
 	check     bool      // its blobs are read through when it is made
 }
@@ -60,26 +61,26 @@ type frontEntry struct {
 // installers remembers the entries checked by this process.
 type installers struct {
 	mu      sync.Mutex
-	checked map[string]*frontEntry // cache key -> entry
+	checked map[string]*ImageEntry // cache key -> entry
 }
 
-func (s *Service) forgetInstaller(key string) {
+func (s *Service) ForgetInstaller(key string) {
 	s.inst.mu.Lock()
 	delete(s.inst.checked, key)
 	s.inst.mu.Unlock()
 }
 
-func (s *Service) rememberedInstaller(key string) *frontEntry {
+func (s *Service) rememberedInstaller(key string) *ImageEntry {
 	s.inst.mu.Lock()
 	defer s.inst.mu.Unlock()
 	return s.inst.checked[key]
 }
 
-// cachedEntry finds the installer of a repository that has what has
+// CachedEntry finds the installer of a repository that has what has
 // looks for: first among the entries this process has checked, then
 // (after a restart, say) among the others, checked one at a time until one
 // has it; nothing is built.
-func (s *Service) cachedEntry(ctx context.Context, sch *schematic.Schematic, k installerKind, has func(*frontEntry) bool) *frontEntry {
+func (s *Service) CachedEntry(ctx context.Context, sch *schematic.Schematic, k InstallerKind, has func(*ImageEntry) bool) *ImageEntry {
 	id, err := sch.ID()
 	if err != nil {
 		return nil
@@ -101,9 +102,9 @@ func (s *Service) cachedEntry(ctx context.Context, sch *schematic.Schematic, k i
 	return nil
 }
 
-// installer returns the checked entry of a schematic's installer for a
+// Installer returns the checked entry of a schematic's Installer for a
 // release, building it on a miss (see flight).
-func (s *Service) installer(ctx context.Context, rel *Release, sch *schematic.Schematic, k installerKind, host string) (*frontEntry, error) {
+func (s *Service) Installer(ctx context.Context, rel *Release, sch *schematic.Schematic, k InstallerKind, host string) (*ImageEntry, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
@@ -129,15 +130,15 @@ func (s *Service) installer(ctx context.Context, rel *Release, sch *schematic.Sc
 			return nil, false, true
 		},
 		build: func(bctx context.Context) (any, error) {
-			o := InstallerOptions{Schematic: sch, Platform: k.platform, Work: s.o.Work}
-			if k.secureBoot {
+			o := InstallerOptions{Schematic: sch, Platform: k.Platform, Work: s.o.Work}
+			if k.SecureBoot {
 				o.SecureBoot = s.o.SecureBoot
 			}
 			idx, err := rel.Installer(bctx, o)
 			if err != nil {
 				return nil, err
 			}
-			if err := s.putInstaller(bctx, key, s.pullRef(host, k, id, rel.Version), idx); err != nil {
+			if err := s.putInstaller(bctx, key, s.PullRef(host, k, id, rel.Version), idx); err != nil {
 				return nil, err
 			}
 			// Just written and signed here: its blobs are not read back.
@@ -147,25 +148,25 @@ func (s *Service) installer(ctx context.Context, rel *Release, sch *schematic.Sc
 	if err != nil {
 		return nil, err
 	}
-	return v.(*frontEntry), nil
+	return v.(*ImageEntry), nil
 }
 
 // installerKey is the cache key of an installer image; a Secure Boot
 // installer's names the certificate that signs it: another key set,
 // another entry.
-func (s *Service) installerKey(rel *Release, id string, k installerKind) string {
-	name := k.repo()
-	if k.secureBoot {
+func (s *Service) installerKey(rel *Release, id string, k InstallerKind) string {
+	name := k.Repo()
+	if k.SecureBoot {
 		name += "\x00" + s.o.SecureBoot.CertSHA256()
 	}
 	return cacheKey(rel, id, name, s.o.BuilderVersion)
 }
 
-// pullRef is the reference users pull an installer by, HOST/REPO/ID:vV
+// PullRef is the reference users pull an installer by, HOST/REPO/ID:vV
 // (Talos's tag), the identity its signature claims: HOST is
 // --external-url's, else the request's.
-func (s *Service) pullRef(host string, k installerKind, id, version string) string {
-	if host = s.publicHost(host); host != "" {
+func (s *Service) PullRef(host string, k InstallerKind, id, version string) string {
+	if host = s.PublicHost(host); host != "" {
 		return host + "/" + k.ref(id, version)
 	}
 	return k.ref(id, version)
@@ -201,7 +202,7 @@ func (s *Service) putInstaller(ctx context.Context, key, identity string, idx v1
 // manifest and blob against its digest. Without, only the manifests are
 // read (an entry this process has just written). A key with no entry is
 // an oci.ErrNotFound.
-func (s *Service) loadInstaller(ctx context.Context, key string, check bool) (*frontEntry, error) {
+func (s *Service) loadInstaller(ctx context.Context, key string, check bool) (*ImageEntry, error) {
 	st := s.o.Cache
 	desc, err := st.Head(ctx, RepoInstallers, key)
 	if err != nil {
@@ -211,7 +212,7 @@ func (s *Service) loadInstaller(ctx context.Context, key string, check bool) (*f
 	if err != nil {
 		return nil, err
 	}
-	e := &frontEntry{repo: RepoInstallers, key: key, digest: desc.Digest.String(), manifests: map[string]rawManifest{}, blobs: map[v1.Hash]blobSource{}, st: st, check: check}
+	e := &ImageEntry{Repo: RepoInstallers, Key: key, Digest: desc.Digest.String(), Manifests: map[string]RawManifest{}, Blobs: map[v1.Hash]BlobSource{}, st: st, check: check}
 	if err := e.addIndex(idx, desc.Digest); err != nil {
 		return nil, err
 	}
@@ -245,7 +246,7 @@ func (s *Service) loadInstaller(ctx context.Context, key string, check bool) (*f
 	}
 	s.inst.mu.Lock()
 	if s.inst.checked == nil {
-		s.inst.checked = map[string]*frontEntry{}
+		s.inst.checked = map[string]*ImageEntry{}
 	}
 	s.inst.checked[key] = e
 	s.inst.mu.Unlock()
@@ -253,7 +254,7 @@ func (s *Service) loadInstaller(ctx context.Context, key string, check bool) (*f
 }
 
 // addIndex adds an index and its images, checking the index's digest.
-func (e *frontEntry) addIndex(idx v1.ImageIndex, d v1.Hash) error {
+func (e *ImageEntry) addIndex(idx v1.ImageIndex, d v1.Hash) error {
 	raw, err := idx.RawManifest()
 	if err != nil {
 		return err
@@ -261,7 +262,7 @@ func (e *frontEntry) addIndex(idx v1.ImageIndex, d v1.Hash) error {
 	if got := digest.OCI(raw); got != d {
 		return fmt.Errorf("index %s hashes to %s", d, got)
 	}
-	e.manifests[d.String()] = rawManifest{raw: raw, mediaType: types.OCIImageIndex, digest: d}
+	e.Manifests[d.String()] = RawManifest{Raw: raw, MediaType: types.OCIImageIndex, Digest: d}
 	m, err := idx.IndexManifest()
 	if err != nil {
 		return err
@@ -274,7 +275,7 @@ func (e *frontEntry) addIndex(idx v1.ImageIndex, d v1.Hash) error {
 		if err := e.addImage(img, ""); err != nil {
 			return fmt.Errorf("image %s: %w", c.Digest, err)
 		}
-		if _, ok := e.manifests[c.Digest.String()]; !ok {
+		if _, ok := e.Manifests[c.Digest.String()]; !ok {
 			return fmt.Errorf("image %s: its manifest does not hash to its digest", c.Digest)
 		}
 	}
@@ -283,7 +284,7 @@ func (e *frontEntry) addIndex(idx v1.ImageIndex, d v1.Hash) error {
 
 // addImage adds an image's manifest (under its digest, and tag when not
 // empty), its config and its layers, each read once to check its digest.
-func (e *frontEntry) addImage(img v1.Image, tag string) error {
+func (e *ImageEntry) addImage(img v1.Image, tag string) error {
 	raw, err := img.RawManifest()
 	if err != nil {
 		return err
@@ -292,10 +293,10 @@ func (e *frontEntry) addImage(img v1.Image, tag string) error {
 	if err != nil {
 		return err
 	}
-	rm := rawManifest{raw: raw, mediaType: mt, digest: digest.OCI(raw)}
-	e.manifests[rm.digest.String()] = rm
+	rm := RawManifest{Raw: raw, MediaType: mt, Digest: digest.OCI(raw)}
+	e.Manifests[rm.Digest.String()] = rm
 	if tag != "" {
-		e.manifests[tag] = rm
+		e.Manifests[tag] = rm
 	}
 	m, err := img.Manifest()
 	if err != nil {
@@ -308,7 +309,7 @@ func (e *frontEntry) addImage(img v1.Image, tag string) error {
 	if got := digest.OCI(cfg); got != m.Config.Digest {
 		return fmt.Errorf("config %s hashes to %s", m.Config.Digest, got)
 	}
-	e.blobs[m.Config.Digest] = blobSource{size: int64(len(cfg)), open: func(context.Context) (io.ReadCloser, error) {
+	e.Blobs[m.Config.Digest] = BlobSource{Size: int64(len(cfg)), Open: func(context.Context) (io.ReadCloser, error) {
 		return io.NopCloser(strings.NewReader(string(cfg))), nil
 	}}
 	for _, ld := range m.Layers {
@@ -322,8 +323,8 @@ func (e *frontEntry) addImage(img v1.Image, tag string) error {
 			}
 		}
 		// Read anew when served: what read it here ends with its context.
-		st, repo, md, ldd := e.st, e.repo, rm.digest.String(), ld.Digest
-		e.blobs[ld.Digest] = blobSource{size: ld.Size, open: func(ctx context.Context) (io.ReadCloser, error) {
+		st, repo, md, ldd := e.st, e.Repo, rm.Digest.String(), ld.Digest
+		e.Blobs[ld.Digest] = BlobSource{Size: ld.Size, Open: func(ctx context.Context) (io.ReadCloser, error) {
 			img, err := st.Image(ctx, repo, md)
 			if err != nil {
 				return nil, err
@@ -354,4 +355,51 @@ func checkBlob(open func() (io.ReadCloser, error), d v1.Descriptor) error {
 		return fmt.Errorf("blob %s: read %d bytes hashing to sha256:%s (damaged or tampered)", d.Digest, n, got)
 	}
 	return nil
+}
+
+// extensionImages remembers the extension entries read by this process.
+type extensionImages struct {
+	mu sync.Mutex
+	by map[string]*ImageEntry // version \x00 name -> entry
+}
+
+// ExtensionImage reads a release's extension image for the registry front: its
+// index, children and the release's signature of it.
+func (s *Service) ExtensionImage(ctx context.Context, rel *Release, name string) (*ImageEntry, error) {
+	key := rel.Version + "\x00" + name
+	s.exts.mu.Lock()
+	e := s.exts.by[key]
+	s.exts.mu.Unlock()
+	if e != nil {
+		return e, nil
+	}
+	repo := release.RepoExtension + name
+	d, err := v1.NewHash(rel.Digests[repo])
+	if err != nil {
+		return nil, err
+	}
+	idx, err := rel.Store.Index(ctx, repo, d.String())
+	if err != nil {
+		return nil, err
+	}
+	e = &ImageEntry{Repo: repo, Key: key, Digest: d.String(), Manifests: map[string]RawManifest{}, Blobs: map[v1.Hash]BlobSource{}, st: rel.Store}
+	if err := e.addIndex(idx, d); err != nil {
+		return nil, err
+	}
+	sig, layers, err := signing.ReadSigs(ctx, rel.Store, repo, oci.SigTag(d))
+	if err != nil {
+		return nil, err
+	}
+	if len(layers) > 0 {
+		if err := e.addImage(sig, oci.SigTag(d)); err != nil {
+			return nil, err
+		}
+	}
+	s.exts.mu.Lock()
+	if s.exts.by == nil {
+		s.exts.by = map[string]*ImageEntry{}
+	}
+	s.exts.by[key] = e
+	s.exts.mu.Unlock()
+	return e, nil
 }

@@ -197,7 +197,7 @@ func listDropped(ctx context.Context, st oci.Store, repo string, keep []string, 
 		}
 	}
 	for _, t := range tags {
-		if !isSigTag(t) {
+		if !IsSigTag(t) {
 			continue
 		}
 		subject := "sha256:" + strings.TrimSuffix(strings.TrimPrefix(t, "sha256-"), ".sig")
@@ -290,7 +290,7 @@ func readEntry(ctx context.Context, st oci.Store, repo, ref string) (*CollectedE
 	if repo == RepoInstallers {
 		// An index carries the release's annotations: its version (as
 		// its tag says it), and the platform.
-		e.Artifact, e.Version = installerKind{platform: ann[AnnotationPlatform], secureBoot: ann[compose.AnnotationSecureBoot] != ""}.repo(), ""
+		e.Artifact, e.Version = InstallerKind{Platform: ann[AnnotationPlatform], SecureBoot: ann[compose.AnnotationSecureBoot] != ""}.Repo(), ""
 		if v, err := oci.ValidTag(ann[annImageVersion]); err == nil {
 			e.Version = v
 		}
@@ -333,4 +333,10 @@ func removeEntry(ctx context.Context, st oci.Store, del oci.Deleter, e Collected
 		return err
 	}
 	return gone(del.Delete(ctx, e.Repo, sig.Digest.String()))
+}
+
+// IsSigTag says whether ref is cosign's tag of a signature.
+func IsSigTag(ref string) bool {
+	hexPart, ok := strings.CutSuffix(strings.TrimPrefix(ref, "sha256-"), ".sig")
+	return ok && strings.HasPrefix(ref, "sha256-") && len(hexPart) == 64 && strings.Trim(hexPart, "0123456789abcdef") == ""
 }

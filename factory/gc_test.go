@@ -291,7 +291,7 @@ func TestCollectKeeps(t *testing.T) {
 	for v, date := range map[string]int64{"1.9.0": 100, "1.10.0": 100, "1.8.0": 200, "1.0.0": 50} {
 		rels = append(rels, &Release{Version: v, SourceDate: date})
 	}
-	s.serve(rels...)
+	s.ServeUnverified(rels...)
 	s.served().failures = []failure{{store: 0, version: "0.9.0", cause: errors.New("does not verify")}}
 	rep, err := s.Collect(context.Background(), CollectOptions{KeepVersions: 3, DryRun: true})
 	if err != nil || !slices.Equal(rep.Kept, []string{"1.8.0", "1.10.0", "1.9.0"}) || !slices.Equal(rep.Unverified, []string{"0.9.0"}) || rep.Broken != nil {

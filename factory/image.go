@@ -53,7 +53,7 @@ func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]r
 			return nil, err
 		}
 		for _, k := range kinds {
-			if err := replaceableLayout(ctx, filepath.Join(dir, k.repo())); err != nil {
+			if err := replaceableLayout(ctx, filepath.Join(dir, k.Repo())); err != nil {
 				return nil, err
 			}
 		}
@@ -106,11 +106,11 @@ func writeInstallers(ctx context.Context, rel *Release, o ImageOptions, work, di
 		return err
 	}
 	for _, k := range kinds {
-		idx, err := rel.Installer(ctx, InstallerOptions{Schematic: o.Schematic, Platform: k.platform, Work: work, SecureBoot: o.SecureBoot})
+		idx, err := rel.Installer(ctx, InstallerOptions{Schematic: o.Schematic, Platform: k.Platform, Work: work, SecureBoot: o.SecureBoot})
 		if err != nil {
 			return err
 		}
-		name := k.repo()
+		name := k.Repo()
 		tmp := filepath.Join(work, name)
 		if err := ocilayout.WriteRoot(ctx, tmp, idx); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -141,13 +141,13 @@ func writeInstallers(ctx context.Context, rel *Release, o ImageOptions, work, di
 
 // installerKinds are the installers writeInstallers writes: the
 // schematic's and its platform's.
-func installerKinds(rel *Release, o ImageOptions) ([]installerKind, error) {
-	p, err := rel.platforms().Lookup(o.Platform)
+func installerKinds(rel *Release, o ImageOptions) ([]InstallerKind, error) {
+	p, err := rel.PlatformTable().Lookup(o.Platform)
 	if err != nil {
 		return nil, err
 	}
 	sb := o.SecureBoot != nil
-	return []installerKind{{secureBoot: sb}, {platform: p.Name, secureBoot: sb}}, nil
+	return []InstallerKind{{SecureBoot: sb}, {Platform: p.Name, SecureBoot: sb}}, nil
 }
 
 // replaceableLayout refuses to replace the directory p unless it is

@@ -37,26 +37,26 @@ func InstallerRepo(platform string) string {
 	return platform + "-installer"
 }
 
-// installerKind names one of a schematic's installer images: the plain
+// InstallerKind names one of a schematic's installer images: the plain
 // or a platform's, and whether it is the Secure Boot one.
-type installerKind struct {
-	platform   string
-	secureBoot bool
+type InstallerKind struct {
+	Platform   string
+	SecureBoot bool
 }
 
-// repo is the kind's repository name: [PLATFORM-]installer[-secureboot]
+// Repo is the kind's repository name: [PLATFORM-]installer[-secureboot]
 // (the upstream factory's names).
-func (k installerKind) repo() string {
-	if k.secureBoot {
-		return InstallerRepo(k.platform) + compose.SecureBootSuffix
+func (k InstallerKind) Repo() string {
+	if k.SecureBoot {
+		return InstallerRepo(k.Platform) + compose.SecureBootSuffix
 	}
-	return InstallerRepo(k.platform)
+	return InstallerRepo(k.Platform)
 }
 
 // ref is the reference of a schematic's installer of the kind for a
 // version, REPO/ID:vVERSION (Talos's tag), without a host.
-func (k installerKind) ref(id, version string) string {
-	return k.repo() + "/" + id + ":" + TalosVersion(version)
+func (k InstallerKind) ref(id, version string) string {
+	return k.Repo() + "/" + id + ":" + TalosVersion(version)
 }
 
 // platformWord is a platform's name as a repository carries it (lower
@@ -66,18 +66,18 @@ var platformWord = regexp.MustCompile(`^(` + installerPlatform + `)$`)
 
 const installerPlatform = `digital-ocean|[a-z][a-z0-9]*`
 
-// parseInstallerRepo is the kind a repository name names (repo's
+// ParseInstallerRepo is the kind a repository name names (repo's
 // inverse); false for a name that is no installer's.
-func parseInstallerRepo(name string) (installerKind, bool) {
+func ParseInstallerRepo(name string) (InstallerKind, bool) {
 	name, sb := strings.CutSuffix(name, compose.SecureBootSuffix)
 	if name == "installer" {
-		return installerKind{secureBoot: sb}, true
+		return InstallerKind{SecureBoot: sb}, true
 	}
 	pl, ok := strings.CutSuffix(name, "-installer")
 	if !ok || !platformWord.MatchString(pl) {
-		return installerKind{}, false
+		return InstallerKind{}, false
 	}
-	return installerKind{platform: pl, secureBoot: sb}, true
+	return InstallerKind{Platform: pl, SecureBoot: sb}, true
 }
 
 // InstallerOptions say which installer image to make.
@@ -141,7 +141,7 @@ func (r *Release) InstallerTarball(ctx context.Context, o InstallerOptions, arch
 	if err != nil {
 		return nil, err
 	}
-	k := installerKind{platform: o.Platform, secureBoot: o.SecureBoot != nil}
+	k := InstallerKind{Platform: o.Platform, SecureBoot: o.SecureBoot != nil}
 	tag, err := name.NewTag(k.ref(id, r.Version))
 	if err != nil {
 		return nil, err
@@ -161,7 +161,7 @@ func (r *Release) installerAnnotations(ctx context.Context, o InstallerOptions) 
 		return nil, err
 	}
 	if o.Platform != "" {
-		if _, err := r.platforms().Lookup(o.Platform); err != nil {
+		if _, err := r.PlatformTable().Lookup(o.Platform); err != nil {
 			return nil, err
 		}
 	}
@@ -221,7 +221,7 @@ func (r *Release) installerLayers(ctx context.Context, arch string, o InstallerO
 			return nil, err
 		}
 	}
-	img, err := r.child(ctx, release.RepoInstaller, arch)
+	img, err := r.Image(ctx, release.RepoInstaller, arch)
 	if err != nil {
 		return nil, err
 	}

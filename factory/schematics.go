@@ -32,8 +32,8 @@ const (
 	maxSchematic = 64 << 10
 )
 
-// errUnknownSchematic: no schematic has that ID.
-var errUnknownSchematic = errors.New("no such schematic")
+// ErrUnknownSchematic: no schematic has that ID.
+var ErrUnknownSchematic = errors.New("no such schematic")
 
 // schematics keeps schematics in the cache store, with the ones used
 // last in memory.
@@ -104,7 +104,7 @@ func (c *schematics) get(ctx context.Context, id string) (*schematic.Schematic, 
 	}
 	img, err := c.st.Image(ctx, RepoSchematics, id)
 	if errors.Is(err, oci.ErrNotFound) {
-		return nil, errUnknownSchematic
+		return nil, ErrUnknownSchematic
 	}
 	if err != nil {
 		return nil, err

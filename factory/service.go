@@ -5,22 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/compressors"
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/oci"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sigstore/sigstore/pkg/signature"
 )
 
@@ -40,9 +40,10 @@ type Service struct {
 	built      atomic.Int64
 	slots      chan struct{} // builds running
 	queue      chan struct{} // builds waiting for a slot
-	buildFn    func(context.Context, *Release, *schematic.Schematic, artifact, string) ([]byte, error)
-	running    running    // builds in flight
-	inst       installers // the checked installer entries
+	buildFn    BuildFunc
+	running    running         // builds in flight
+	inst       installers      // the checked installer entries
+	exts       extensionImages // the releases' extension images read
 	// buildAllowed says whether the request in ctx may start a build (its
 	// login, its rate: the front's check), asked on a cache miss so that
 	// cached artifacts need no leave; nil: any may. An error it returns
@@ -133,10 +134,12 @@ type ServerOptions struct {
 	Log            *slog.Logger
 }
 
-// requestError is a build refused for what the request asks (a
+// RequestError is a build refused for what the request asks (a
 // schematic the release cannot honour): 400 with its message, which names
 // no file of the factory's.
-type requestError struct{ msg string }
+type RequestError struct{ msg string }
+
+func (e *RequestError) Error() string { return e.msg }
 
 // Stats says how many artifacts were built and served from the cache, and
 // how many cache entries were refused.
@@ -155,24 +158,14 @@ func logCompressors(log *slog.Logger, list []compressors.Implementation) {
 	}
 }
 
-// serve replaces what the factory serves with rels (tests).
-func (s *Service) serve(rels ...*Release) {
-	c := &catalog{releases: map[string]*Release{}}
-	for _, r := range rels {
-		c.releases[versionKey(r.Version)] = r
-	}
-	c.versions = slices.Sorted(maps.Keys(c.releases))
-	s.cat.Store(c)
-}
-
-// unhonoured says why a release cannot make out of a schematic (a 400,
+// Unhonoured says why a release cannot make out of a schematic (a 400,
 // with upstream's text where it has one): an embedded configuration the
 // release's version does not read, an extension the release lacks (not
 // for the kernel and the command line, which neither changes: upstream
 // does not look there either), an option these media do not support yet
 // (a board overlay among them: no release ships one). version is the
 // version as the client named it.
-func unhonoured(rel *Release, sch *schematic.Schematic, out compose.Output, version string) error {
+func Unhonoured(rel *Release, sch *schematic.Schematic, out compose.Output, version string) error {
 	if err := compose.EmbeddedConfigRefusal(sch, out, version); err != nil {
 		return err
 	}
@@ -184,12 +177,12 @@ func unhonoured(rel *Release, sch *schematic.Schematic, out compose.Output, vers
 	return compose.Refusal(sch, out)
 }
 
-// output is what compose.Refusal judges of an artifact.
-func (a artifact) output() compose.Output {
+// Output is what compose.Refusal judges of an artifact.
+func (a Artifact) Output() compose.Output {
 	if a.kind == "disk" {
-		return compose.Output{Kind: compose.DiskKind(a.format), SecureBoot: a.secureBoot}
+		return compose.Output{Kind: compose.DiskKind(a.format), SecureBoot: a.SecureBoot}
 	}
-	return compose.Output{Kind: a.kind, SecureBoot: a.secureBoot}
+	return compose.Output{Kind: a.kind, SecureBoot: a.SecureBoot}
 }
 
 // bootOnly is the part of a schematic the kernel and the command line
@@ -201,22 +194,22 @@ func bootOnly(sch *schematic.Schematic) *schematic.Schematic {
 		ExtraKernelArgs: sch.Customization.ExtraKernelArgs, Meta: sch.Customization.Meta}}
 }
 
-// compose makes one artifact (see flight).
-func (s *Service) compose(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) (*cachedArtifact, error) {
+// Compose makes one artifact (see flight).
+func (s *Service) Compose(ctx context.Context, rel *Release, sch *schematic.Schematic, a Artifact, arch string) (*CachedArtifact, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
 	}
 	if a.platform != "" {
 		// The release's platforms: its spec may add some.
-		if _, err := rel.platforms().Lookup(a.platform); err != nil {
-			return nil, &requestError{msg: err.Error()}
+		if _, err := rel.PlatformTable().Lookup(a.platform); err != nil {
+			return nil, &RequestError{msg: err.Error()}
 		}
 	}
-	name := a.composedName(arch)
+	name := a.FileName(arch)
 	e := entryInfo{Schematic: id, Version: rel.Version, Name: name, Arch: arch, Platform: a.platform, Builder: s.o.BuilderVersion}
 	keyName := name
-	if a.secureBoot {
+	if a.SecureBoot {
 		// Signed with this factory's key: another key, another entry.
 		e.SecureBoot = s.o.SecureBoot.CertSHA256()
 		keyName += "\x00" + e.SecureBoot
@@ -240,7 +233,7 @@ func (s *Service) compose(ctx context.Context, rel *Release, sch *schematic.Sche
 	if err != nil {
 		return nil, err
 	}
-	return v.(*cachedArtifact), nil
+	return v.(*CachedArtifact), nil
 }
 
 // flightJob is one thing the factory builds on a cache miss.
@@ -300,7 +293,7 @@ func (s *Service) flight(ctx context.Context, j flightJob) (any, error) {
 }
 
 // build composes the media the artifact belongs to and returns its bytes.
-func (s *Service) build(ctx context.Context, rel *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
+func (s *Service) build(ctx context.Context, rel *Release, sch *schematic.Schematic, a Artifact, arch string) ([]byte, error) {
 	if a.kind == "kernel" || a.kind == "cmdline" {
 		sch = bootOnly(sch)
 	}
@@ -311,7 +304,7 @@ func (s *Service) build(ctx context.Context, rel *Release, sch *schematic.Schema
 	defer os.RemoveAll(work)
 	if a.kind == "installer" {
 		inst := InstallerOptions{Schematic: sch, Platform: a.platform, Work: work}
-		if a.secureBoot {
+		if a.SecureBoot {
 			inst.SecureBoot = s.o.SecureBoot
 		}
 		return rel.InstallerTarball(ctx, inst, arch)
@@ -321,11 +314,11 @@ func (s *Service) build(ctx context.Context, rel *Release, sch *schematic.Schema
 		return nil, err
 	}
 	if a.kind == "uki" && boot.Stub == nil {
-		return nil, &requestError{msg: "release " + rel.Version + " has no systemd-stub (image.stub): no UKI"}
+		return nil, &RequestError{msg: "release " + rel.Version + " has no systemd-stub (image.stub): no UKI"}
 	}
 	o.Schematic, o.Platform, o.Work = sch, a.platform, work
 	o.DiskFormats, o.Compressions, o.UKI = []string{}, nil, a.kind == "uki"
-	if a.secureBoot {
+	if a.SecureBoot {
 		o.SecureBoot = &compose.SecureBoot{Signing: s.o.SecureBoot}
 	}
 	if a.kind == "disk" {
@@ -338,7 +331,7 @@ func (s *Service) build(ctx context.Context, rel *Release, sch *schematic.Schema
 	if err != nil {
 		return nil, err
 	}
-	want := a.composedName(arch)
+	want := a.FileName(arch)
 	for _, f := range res.Files {
 		if f.Name == want {
 			return f.Data, nil
@@ -347,11 +340,136 @@ func (s *Service) build(ctx context.Context, rel *Release, sch *schematic.Schema
 	return nil, fmt.Errorf("%s was not made (the release has no EFI boot manager for disk images?)", want)
 }
 
-// publicHost is the host (and path) clients reach the factory at:
+// PublicHost is the host (and path) clients reach the factory at:
 // --external-url's, else the request's.
-func (s *Service) publicHost(requestHost string) string {
+func (s *Service) PublicHost(requestHost string) string {
 	if u, err := url.Parse(s.o.ExternalURL); err == nil && u.Host != "" {
 		return u.Host + strings.TrimSuffix(u.Path, "/")
 	}
 	return requestHost
 }
+
+// NewService verifies every version of every release store: a version
+// that does not verify, or a store that cannot be listed, is not served,
+// and Readiness names it (RetryFailed tries them again). When nothing
+// verifies it fails, its error's first line the first cause. A tool a
+// request can need that is not on PATH is logged (and Readiness is not
+// ready, naming it).
+func NewService(ctx context.Context, o ServerOptions) (*Service, error) {
+	s, err := newService(o)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range compose.MissingTools() { // and Readiness says so
+		s.o.Log.Error("not ready: a tool a request can need is missing", "tool", t.Name, "package", t.Package, "formats", strings.Join(t.Formats, ","))
+	}
+	c := s.load(ctx, nil)
+	if len(c.versions) == 0 {
+		return nil, s.startError(c)
+	}
+	s.cat.Store(c)
+	logCompressors(s.o.Log, compressors.This())
+	if err := s.schematics.count(ctx); err != nil {
+		s.o.Log.Warn("the schematics stored are not counted: --max-schematics counts from 0", "err", err)
+	}
+	return s, nil
+}
+
+// newService is a factory serving nothing yet, its options completed
+// with their defaults.
+func newService(o ServerOptions) (*Service, error) {
+	if o.Cache == nil || len(o.Releases) == 0 {
+		return nil, errors.New("factory: a cache store and at least one release store are needed")
+	}
+	if o.MaxBuilds <= 0 {
+		o.MaxBuilds = 2
+	}
+	if o.BuildTimeout <= 0 {
+		o.BuildTimeout = 10 * time.Minute
+	}
+	if o.MaxQueue == 0 {
+		o.MaxQueue = 4 * o.MaxBuilds
+	}
+	if err := checkBrokenVersions(o.BrokenVersions); err != nil {
+		return nil, err
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.VerifyInterval == 0 {
+		o.VerifyInterval = defaultVerifyInterval
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = 30 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 2 * time.Minute
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = 1024
+	}
+	m := newMetrics()
+	s := &Service{o: o, schematics: &schematics{st: o.Cache, mismatches: m.mismatches}, metrics: m,
+		slots: make(chan struct{}, o.MaxBuilds), queue: make(chan struct{}, max(o.MaxQueue, 0)),
+		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}}
+	s.buildFn = s.build
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nodeforge_factory_builds_in_flight",
+		Help: "Builds running or waiting for a slot, with their cache lookups (a stop waits for them)."}, func() float64 { return float64(s.running.count()) }))
+	s.cat.Store(&catalog{releases: map[string]*Release{}})
+	return s, nil
+}
+
+// Options are the options the service runs with, defaults filled in.
+func (s *Service) Options() ServerOptions { return s.o }
+
+// Metrics is the registry of the factory's Prometheus series, where its
+// front adds its own.
+func (s *Service) Metrics() *prometheus.Registry { return s.metrics.reg }
+
+// SetBuildAllowed sets the check a cache miss asks before it builds (the
+// front's logins and rates; see buildAllowed). Set it before serving.
+func (s *Service) SetBuildAllowed(allowed func(ctx context.Context) error) { s.buildAllowed = allowed }
+
+// BuildsInFlight counts the builds running or waiting for a slot, with
+// their cache lookups.
+func (s *Service) BuildsInFlight() int { return s.running.count() }
+
+// Waiting counts the builds waiting for a slot.
+func (s *Service) Waiting() int { return len(s.queue) }
+
+// WaitBuilds waits until no build is in flight, or ctx ends.
+func (s *Service) WaitBuilds(ctx context.Context) error { return s.running.wait(ctx) }
+
+// Release is the served release of a version (either spelling), broken
+// or not; nil when none.
+func (s *Service) Release(version string) *Release { return s.served().find(version) }
+
+// Schematic reads a stored schematic (ErrUnknownSchematic when there is
+// none of that ID).
+func (s *Service) Schematic(ctx context.Context, id string) (*schematic.Schematic, error) {
+	return s.schematics.get(ctx, id)
+}
+
+// SchematicsFull says whether MaxSchematics are stored: a new one is to
+// be refused.
+func (s *Service) SchematicsFull() bool {
+	return s.o.MaxSchematics > 0 && s.schematics.stored.Load() >= int64(s.o.MaxSchematics)
+}
+
+// AddSchematic stores a schematic (posted as the document doc, or nil
+// from the UI) and returns its ID.
+func (s *Service) AddSchematic(ctx context.Context, sch *schematic.Schematic, doc []byte) (string, error) {
+	id, err := s.schematics.put(ctx, sch, doc)
+	if err == nil {
+		s.metrics.schematicsCreated.Inc()
+	}
+	return id, err
+}
+
+// Distrust makes the cache refuse the entry whose blob h failed its
+// digest as it was served, so that it is built anew.
+func (s *Service) Distrust(h v1.Hash) { s.cache.distrust(h) }
+
+// CountDamaged counts a cached blob that failed its digest as it was
+// served (the transfer was cut).
+func (s *Service) CountDamaged() { s.cache.countDamaged() }

@@ -47,7 +47,7 @@ type Release struct {
 	Extensions []string
 	// Namespace is how clients name them (siderolabs/zfs, or the spec's).
 	Namespace schematic.Namespace
-	digests   map[string]string // repository -> verified digest
+	Digests   map[string]string // repository -> verified digest
 
 	mu   sync.Mutex
 	meta map[string]extensions.Metadata // extension -> its manifest's
@@ -83,7 +83,7 @@ func open(ctx context.Context, st oci.Store, version string, keys []signature.Ve
 	if err != nil {
 		return nil, err
 	}
-	r := &Release{Store: st, Version: version, digests: map[string]string{}}
+	r := &Release{Store: st, Version: version, Digests: map[string]string{}}
 	var vs []*release.Verification
 	var problems []string
 	for _, repo := range repos {
@@ -93,7 +93,7 @@ func open(ctx context.Context, st oci.Store, version string, keys []signature.Ve
 			problems = append(problems, v.Problems...)
 			continue
 		}
-		r.digests[repo] = v.Digest
+		r.Digests[repo] = v.Digest
 		if name, ok := strings.CutPrefix(repo, release.RepoExtension); ok {
 			r.Extensions = append(r.Extensions, name)
 		}
@@ -128,8 +128,8 @@ func open(ctx context.Context, st oci.Store, version string, keys []signature.Ve
 	return r, nil
 }
 
-// platforms is the release's platform table (Talos's when not set).
-func (r *Release) platforms() platform.Table {
+// PlatformTable is the release's platform table (Talos's when not set).
+func (r *Release) PlatformTable() platform.Table {
 	if r.Platforms.Prefix == "" {
 		return platform.Talos
 	}
@@ -138,15 +138,15 @@ func (r *Release) platforms() platform.Table {
 
 // index reads a repository's verified index.
 func (r *Release) index(ctx context.Context, repo string) (v1.ImageIndex, error) {
-	d, ok := r.digests[repo]
+	d, ok := r.Digests[repo]
 	if !ok {
 		return nil, fmt.Errorf("release %s has no %s", r.Version, repo)
 	}
 	return r.Store.Index(ctx, repo, d)
 }
 
-// child is the manifest of arch in repo's index.
-func (r *Release) child(ctx context.Context, repo, arch string) (v1.Image, error) {
+// Image is the manifest of arch in repo's index.
+func (r *Release) Image(ctx context.Context, repo, arch string) (v1.Image, error) {
 	idx, err := r.index(ctx, repo)
 	if err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func (r *Release) Inputs(ctx context.Context, arch string, names []string) (comp
 	if !slices.Contains(r.Params.Architectures, arch) {
 		return fail(fmt.Errorf("not an architecture of the release (it has %s)", strings.Join(r.Params.Architectures, ", ")))
 	}
-	img, err := r.child(ctx, release.RepoBoot, arch)
+	img, err := r.Image(ctx, release.RepoBoot, arch)
 	if err != nil {
 		return fail(err)
 	}
@@ -259,7 +259,7 @@ func (r *Release) bootFiles(ctx context.Context, arch string) (installerBoot, er
 	if ok {
 		return b, nil
 	}
-	img, err := r.child(ctx, release.RepoInstaller, arch)
+	img, err := r.Image(ctx, release.RepoInstaller, arch)
 	if err != nil {
 		return b, err
 	}
@@ -309,7 +309,7 @@ func (r *Release) bootFiles(ctx context.Context, arch string) (installerBoot, er
 // extension reads an extension's layer for arch; nil when the extension
 // is not built for it.
 func (r *Release) extension(ctx context.Context, name, arch string) (*compose.Extension, error) {
-	img, err := r.child(ctx, release.RepoExtension+name, arch)
+	img, err := r.Image(ctx, release.RepoExtension+name, arch)
 	if errors.Is(err, errNoArch) {
 		return nil, nil
 	}
@@ -396,9 +396,9 @@ func moduleFiles(sqsh []byte, dir string) (map[string][]byte, error) {
 	return out, nil
 }
 
-// extensionMetadata is what an extension's manifest says of it (read once,
+// ExtensionMetadata is what an extension's manifest says of it (read once,
 // from its first architecture's layer).
-func (r *Release) extensionMetadata(ctx context.Context, name string) (extensions.Metadata, error) {
+func (r *Release) ExtensionMetadata(ctx context.Context, name string) (extensions.Metadata, error) {
 	r.mu.Lock()
 	m, ok := r.meta[name]
 	r.mu.Unlock()
@@ -451,10 +451,10 @@ func (r *Release) extensionDescriptions(ctx context.Context, name string) (map[s
 	return out, nil
 }
 
-// extensionDescription is the extension's description in lang, or its
+// ExtensionDescription is the extension's description in lang, or its
 // manifest's (English) when it has none in lang; read after
 // extensionMetadata.
-func (r *Release) extensionDescription(meta extensions.Metadata, lang string) string {
+func (r *Release) ExtensionDescription(meta extensions.Metadata, lang string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if d := r.descs[meta.Name][lang]; d != "" {

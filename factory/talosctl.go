@@ -21,13 +21,13 @@ import (
 // beside usr/bin/installer, so the installer's signature covers it.
 const TalosctlPath = "usr/bin/talosctl"
 
-// talosctlPrefix starts a talosctl download's name, upstream's:
+// TalosctlPrefix starts a talosctl download's name, upstream's:
 // talosctl-linux-amd64 (the release's talosctl runs where its packages
 // run: Linux, on the release's architectures).
-const talosctlPrefix = "talosctl-linux-"
+const TalosctlPrefix = "talosctl-linux-"
 
-// errNoTalosctl: the release's installer carries no talosctl.
-var errNoTalosctl = errors.New("the release ships no talosctl binaries (image.talosctl)")
+// ErrNoTalosctl: the release's installer carries no talosctl.
+var ErrNoTalosctl = errors.New("the release ships no talosctl binaries (image.talosctl)")
 
 // maxTalosctl bounds the binary read into memory before it is served.
 const maxTalosctl = 1 << 30
@@ -41,11 +41,11 @@ func (r *Release) hasTalosctl(ctx context.Context, arch string) (bool, error) {
 	if ok {
 		return known, nil
 	}
-	var err error = errNoTalosctl // a release without an installer has none
-	if _, ok := r.digests[release.RepoInstaller]; ok {
+	var err error = ErrNoTalosctl // a release without an installer has none
+	if _, ok := r.Digests[release.RepoInstaller]; ok {
 		_, err = r.readTalosctl(ctx, arch, false)
 	}
-	if err != nil && !errors.Is(err, errNoTalosctl) && !errors.Is(err, errNoArch) {
+	if err != nil && !errors.Is(err, ErrNoTalosctl) && !errors.Is(err, errNoArch) {
 		return false, err
 	}
 	r.mu.Lock()
@@ -67,7 +67,7 @@ func (r *Release) Talosctl(ctx context.Context, arch string) ([]byte, error) {
 // readTalosctl finds talosctl in arch's installer image's first layer;
 // with data, it reads the file and checks the layer's digest.
 func (r *Release) readTalosctl(ctx context.Context, arch string, data bool) ([]byte, error) {
-	img, err := r.child(ctx, release.RepoInstaller, arch)
+	img, err := r.Image(ctx, release.RepoInstaller, arch)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (r *Release) readTalosctl(ctx context.Context, arch string, data bool) ([]b
 		return nil, err
 	}
 	if len(layers) == 0 || len(m.Layers) == 0 {
-		return nil, errNoTalosctl
+		return nil, ErrNoTalosctl
 	}
 	rc, err := layers[0].Compressed()
 	if err != nil {
@@ -95,7 +95,7 @@ func (r *Release) readTalosctl(ctx context.Context, arch string, data bool) ([]b
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return nil, errNoTalosctl
+			return nil, ErrNoTalosctl
 		}
 		if err != nil {
 			return nil, fmt.Errorf("installer layer %s: %w", m.Layers[0].Digest, err)
@@ -139,9 +139,9 @@ func layerTar(r io.Reader) (*tar.Reader, error) {
 	return tar.NewReader(br), nil
 }
 
-// talosctlArches are the architectures (Go's names) whose installer
+// TalosctlArches are the architectures (Go's names) whose installer
 // carries talosctl, in the release's order.
-func (r *Release) talosctlArches(ctx context.Context) ([]string, error) {
+func (r *Release) TalosctlArches(ctx context.Context) ([]string, error) {
 	var out []string
 	for _, arch := range r.Params.Architectures {
 		ok, err := r.hasTalosctl(ctx, arch)

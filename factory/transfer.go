@@ -214,7 +214,7 @@ func SignEntry(ctx context.Context, signer *signing.Signer, st oci.Store, it rel
 		if err != nil {
 			return err
 		}
-		k, ok := parseInstallerRepo(e.Artifact)
+		k, ok := ParseInstallerRepo(e.Artifact)
 		if !ok {
 			return fmt.Errorf("installer entry %s: %q names no installer repository", it.Digest, e.Artifact)
 		}

@@ -1,21 +1,15 @@
 package factory
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -27,62 +21,54 @@ import (
 
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/attest/signing/signingtest"
+	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/internal/digest"
-	nftest "github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
 
-// artifactBytes is what the trust tests' build hook makes: n bytes that
-// name the artifact and its schematic throughout.
+// artifactBytes is what the trust tests' builds make: n bytes that name
+// the artifact and its schematic throughout.
 func artifactBytes(name, id string, n int) []byte {
 	unit := []byte(name + " of " + id + "\n")
 	return bytes.Repeat(unit, n/len(unit)+1)[:n]
 }
 
-// trustFactory is an access factory whose builds depend on the schematic
-// (so one schematic's bytes are not another's), size bytes each.
-func trustFactory(t *testing.T, o ServerOptions, size int) *accessFactory {
+// trustService is a service serving one release ("1.0", x86_64) from a
+// signed layout cache, whose builds make size bytes naming the artifact
+// and its schematic, and its log.
+func trustService(t *testing.T, size int) (*Service, *testutil.Log) {
 	t.Helper()
-	o.Signer = signingtest.Signer(t)
-	f := newAccessFactory(t, o)
-	f.buildFn = func(_ context.Context, _ *Release, sch *schematic.Schematic, a artifact, arch string) ([]byte, error) {
-		id, _ := sch.ID()
-		return artifactBytes(a.composedName(arch), id, size), nil
+	cache, err := oci.CreateLayout(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return f
+	log := &testutil.Log{}
+	s, err := newService(ServerOptions{Cache: cache, Releases: []ReleaseStore{{Store: cache}}, Signer: signingtest.Signer(t),
+		BuilderVersion: "test", Log: slog.New(slog.NewTextHandler(log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ServeUnverified(&Release{Version: "1.0", Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
+	s.BuildWith(func(_ context.Context, _ *Release, sch *schematic.Schematic, a Artifact, arch string) ([]byte, error) {
+		id, _ := sch.ID()
+		return artifactBytes(a.FileName(arch), id, size), nil
+	})
+	return s, log
 }
 
-// postSchematic stores a schematic and returns its ID.
-func (f *accessFactory) postSchematic(t *testing.T, yaml string) string {
+// addSchematic stores a schematic and returns it with its ID.
+func addSchematic(t *testing.T, s *Service, yaml string) (*schematic.Schematic, string) {
 	t.Helper()
 	sch, err := schematic.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := f.schematics.put(context.Background(), sch, nil)
+	id, err := s.AddSchematic(context.Background(), sch, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return id
-}
-
-// get fetches a path and returns its status and body.
-func (f *accessFactory) get(t *testing.T, path string, hdr ...string) (int, []byte) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", f.url+path, nil)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v after %d bytes", path, err, len(b))
-	}
-	return resp.StatusCode, b
+	return sch, id
 }
 
 // TestCacheEntryOfAnotherRequest: a cache tag pointed at another
@@ -92,43 +78,52 @@ func (f *accessFactory) get(t *testing.T, path string, hdr ...string) (int, []by
 // for an installer index and a schematic.
 func TestCacheEntryOfAnotherRequest(t *testing.T) {
 	ctx := context.Background()
-	f := trustFactory(t, ServerOptions{}, 4096)
-	idA := f.id
-	idB := f.postSchematic(t, "customization:\n  extraKernelArgs: [init=/bin/sh]\n")
-	rel := f.served().releases["1.0"]
-	for _, name := range []string{"metal-amd64.iso", "metal-amd64.raw", "kernel-amd64"} {
-		for _, id := range []string{idA, idB} {
-			if code, _ := f.get(t, "/image/"+id+"/1.0/"+name); code != 200 {
-				t.Fatalf("%s of %s: %d", name, id, code)
-			}
-		}
-		a, _ := parseArtifact(name)
-		composed := a.composedName("x86_64")
-		keyA, keyB := cacheKey(rel, idA, composed, "test"), cacheKey(rel, idB, composed, "test")
-		imgB, err := f.o.Cache.Image(ctx, RepoArtifacts, keyB)
+	s, log := trustService(t, 4096)
+	schA, idA := addSchematic(t, s, "{}")
+	schB, idB := addSchematic(t, s, "customization:\n  extraKernelArgs: [init=/bin/sh]\n")
+	rel := s.Release("1.0")
+	get := func(sch *schematic.Schematic, a Artifact) (*CachedArtifact, []byte) {
+		t.Helper()
+		art, err := s.Compose(ctx, rel, sch, a, "x86_64")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.o.Cache.WriteImage(ctx, RepoArtifacts, keyA, imgB); err != nil {
+		b, err := art.Bytes(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-		before := f.Stats()
-		code, b := f.get(t, "/image/"+idA+"/1.0/"+name)
-		if code != 200 || !bytes.Equal(b, artifactBytes(composed, idA, 4096)) {
-			t.Errorf("%s of A after the swap: %d, %.40q", name, code, b)
+		return art, b
+	}
+	for _, name := range []string{"metal-amd64.iso", "metal-amd64.raw", "kernel-amd64"} {
+		a, _ := ParseArtifact(name)
+		get(schA, a)
+		get(schB, a)
+		composed := a.FileName("x86_64")
+		keyA, keyB := cacheKey(rel, idA, composed, "test"), cacheKey(rel, idB, composed, "test")
+		imgB, err := s.o.Cache.Image(ctx, RepoArtifacts, keyB)
+		if err != nil {
+			t.Fatal(err)
 		}
-		_, sum := f.get(t, "/image/"+idA+"/1.0/"+name+".sha256")
-		if want := fmt.Sprintf("%x  %s\n", sha256.Sum256(artifactBytes(composed, idA, 4096)), name); string(sum) != want {
-			t.Errorf("%s.sha256 after the swap: %q, want %q", name, sum, want)
+		if err := s.o.Cache.WriteImage(ctx, RepoArtifacts, keyA, imgB); err != nil {
+			t.Fatal(err)
 		}
-		if st := f.Stats(); st.CacheErrors != before.CacheErrors+1 || st.Builds != before.Builds+1 {
+		before := s.Stats()
+		want := artifactBytes(composed, idA, 4096)
+		art, b := get(schA, a)
+		if !bytes.Equal(b, want) {
+			t.Errorf("%s of A after the swap: %.40q", name, b)
+		}
+		if sum := sha256.Sum256(want); art.Digest().Hex != fmt.Sprintf("%x", sum) {
+			t.Errorf("%s's digest after the swap: %s", name, art.Digest())
+		}
+		if st := s.Stats(); st.CacheErrors != before.CacheErrors+1 || st.Builds != before.Builds+1 {
 			t.Errorf("%s: %+v, then %+v", name, before, st)
 		}
-		if !strings.Contains(f.log.String(), "another request's") || !strings.Contains(f.log.String(), keyB) {
-			t.Errorf("%s: no log line names both keys:\n%s", name, f.log.String())
+		if !strings.Contains(log.String(), "another request's") || !strings.Contains(log.String(), keyB) {
+			t.Errorf("%s: no log line names both keys:\n%s", name, log.String())
 		}
 	}
-	if got := counterValue(f.metrics.mismatches); got != 3 {
+	if got := counterValue(s.metrics.mismatches); got != 3 {
 		t.Errorf("mismatches metric: %v, want 3", got)
 	}
 
@@ -141,166 +136,58 @@ func TestCacheEntryOfAnotherRequest(t *testing.T) {
 		idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{Add: img})
 		return mutate.Annotations(idx, map[string]string{AnnotationSchematic: id}).(v1.ImageIndex)
 	}
-	k := installerKind{}
-	keyA, keyB := f.installerKey(rel, idA, k), f.installerKey(rel, idB, k)
+	k := InstallerKind{}
+	keyA, keyB := s.installerKey(rel, idA, k), s.installerKey(rel, idB, k)
 	for key, id := range map[string]string{keyA: idA, keyB: idB} {
-		if err := f.putInstaller(ctx, key, "factory.example/installer/"+id+":1.0", index(id)); err != nil {
+		if err := s.putInstaller(ctx, key, "factory.example/installer/"+id+":1.0", index(id)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.loadInstaller(ctx, key, true); err != nil {
+		if _, err := s.loadInstaller(ctx, key, true); err != nil {
 			t.Fatalf("installer %s: %v", id, err)
 		}
 	}
-	if err := f.o.Cache.WriteIndex(ctx, RepoInstallers, keyA, index(idB)); err != nil {
+	if err := s.o.Cache.WriteIndex(ctx, RepoInstallers, keyA, index(idB)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.loadInstaller(ctx, keyA, true); err == nil || !strings.Contains(err.Error(), "another request's") {
+	if _, err := s.loadInstaller(ctx, keyA, true); err == nil || !strings.Contains(err.Error(), "another request's") {
 		t.Errorf("the installer tagged for A but signed for B: %v", err)
 	}
-	if got := counterValue(f.metrics.mismatches); got != 4 {
+	if got := counterValue(s.metrics.mismatches); got != 4 {
 		t.Errorf("mismatches metric after the installer: %v, want 4", got)
 	}
 
 	// Schematics: the tag of A names B's; a factory that has not seen A
-	// refuses it and serves nothing of B's.
-	schB, err := f.o.Cache.Image(ctx, RepoSchematics, idB)
+	// refuses it (whatever is asked of it: its document, its media), and
+	// gives nothing of B's.
+	schBImg, err := s.o.Cache.Image(ctx, RepoSchematics, idB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.o.Cache.WriteImage(ctx, RepoSchematics, idA, schB); err != nil {
+	if err := s.o.Cache.WriteImage(ctx, RepoSchematics, idA, schBImg); err != nil {
 		t.Fatal(err)
 	}
-	f.schematics = &schematics{st: f.o.Cache, mismatches: f.metrics.mismatches}
-	code, b := f.get(t, "/schematics/"+idA)
-	if code == 200 || strings.Contains(string(b), "init=/bin/sh") {
-		t.Errorf("schematic A with B's content: %d %s", code, b)
+	s.schematics = &schematics{st: s.o.Cache, mismatches: s.metrics.mismatches}
+	for range 2 {
+		if sch, err := s.Schematic(ctx, idA); err == nil || !strings.Contains(err.Error(), "has the ID "+idB) {
+			t.Errorf("schematic A with B's content: %+v, %v (want an error naming its other ID)", sch, err)
+		}
 	}
-	if code, b := f.get(t, "/image/"+idA+"/1.0/kernel-amd64"); code == 200 {
-		t.Errorf("an artifact of schematic A with B's content: %d %.40q", code, b)
-	}
-	if got := counterValue(f.metrics.mismatches); got != 6 {
+	if got := counterValue(s.metrics.mismatches); got != 6 {
 		t.Errorf("mismatches metric after the schematic: %v, want 6", got)
 	}
-	if !strings.Contains(f.log.String(), "has the ID "+idB) {
-		t.Errorf("no log line names the schematic's other ID:\n%s", f.log.String())
-	}
 }
 
-// registryBlob is the file docker-registry keeps a blob's bytes in.
-func registryBlob(r *nftest.Registry, d v1.Hash) string {
-	return filepath.Join(r.Dir, "data", "docker", "registry", "v2", "blobs", "sha256", d.Hex[:2], d.Hex, "data")
-}
-
-// TestRegistryCacheDamagedBlob: a byte flipped in a cached artifact's
-// blob in the registry's storage: the transfer is cut before its end (curl
-// exits non-zero), counted, and the next request builds it again. A
-// range of it is verified whole first and refused.
-func TestRegistryCacheDamagedBlob(t *testing.T) {
-	reg := nftest.StartRegistry(t, nftest.RegistryOptions{})
-	curl := nftest.NeedTool(t, "curl")
-	cache, err := oci.NewRemote(reg.Host+"/cache", oci.RemoteOptions{AllowHTTP: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const size = 300 << 10
-	f := trustFactory(t, ServerOptions{Cache: cache}, size)
-	path := "/image/" + f.id + "/1.0/metal-amd64.iso"
-	want := artifactBytes("metal-x86_64.iso", f.id, size)
-	for i := range 2 { // built, then streamed from the registry
-		if code, b := f.get(t, path); code != 200 || !bytes.Equal(b, want) {
-			t.Fatalf("GET %d: %d, %d bytes", i, code, len(b))
-		}
-	}
-	blob := registryBlob(reg, digest.OCI(want))
-	flip := func() {
-		b, err := os.ReadFile(blob)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b[len(b)/3] ^= 1
-		os.WriteFile(blob, b, 0o644)
-	}
-	flip()
-	out := filepath.Join(t.TempDir(), "iso")
-	err = exec.Command(curl, "-sS", "-o", out, f.url+path).Run()
-	got, _ := os.ReadFile(out)
-	if err == nil || len(got) > size-holdBack {
-		t.Errorf("the damaged blob: curl %v, %d bytes of %d received", err, len(got), size)
-	}
-	if counterValue(f.metrics.damaged) != 1 {
-		t.Errorf("damaged metric: %v", counterValue(f.metrics.damaged))
-	}
-	// The registry keeps the damaged blob (it never stores a blob it has
-	// again): the artifact is built, and served whole, at each request.
-	for range 2 {
-		before := f.Stats()
-		if code, b := f.get(t, path); code != 200 || !bytes.Equal(b, want) {
-			t.Errorf("after the damage: %d, %d bytes", code, len(b))
-		}
-		if st := f.Stats(); st.Builds != before.Builds+1 {
-			t.Errorf("the damaged entry was not built again: %+v, then %+v", before, st)
-		}
-	}
-	// Repaired in the store: served from it again, with no build.
-	flip()
-	f.get(t, path)
-	before := f.Stats()
-	if code, b := f.get(t, path); code != 200 || !bytes.Equal(b, want) || f.Stats().Builds != before.Builds {
-		t.Errorf("the repaired entry: %d, %d bytes, %+v then %+v", code, len(b), before, f.Stats())
-	}
-
-	// A range: the blob is verified whole before any byte of it is sent.
-	path = "/image/" + f.id + "/1.0/metal-amd64.raw"
-	want = artifactBytes("metal-x86_64.raw", f.id, size)
-	f.get(t, path)
-	blob = registryBlob(reg, digest.OCI(want))
-	flip()
-	code, b := f.get(t, path, "Range", "bytes=0-99")
-	if code != 500 || bytes.Contains(b, want[:100]) {
-		t.Errorf("a range of the damaged blob: %d %.80q", code, b)
-	}
-	if code, b := f.get(t, path, "Range", "bytes=0-99"); code != 206 || !bytes.Equal(b, want[:100]) {
-		t.Errorf("a range after the rebuild: %d %.80q", code, b)
-	}
-}
-
-// TestLayoutCacheReverified: a cached file changed without changing its
-// size or time (bit rot, touch -r) is hashed again once the verification
-// interval has passed, refused and built again.
-func TestLayoutCacheReverified(t *testing.T) {
-	f := trustFactory(t, ServerOptions{VerifyInterval: time.Minute}, 8192)
-	clock := time.Now()
-	f.cache.now = func() time.Time { return clock }
-	path := "/image/" + f.id + "/1.0/metal-amd64.raw"
-	want := artifactBytes("metal-x86_64.raw", f.id, 8192)
-	for range 2 {
-		if code, b := f.get(t, path); code != 200 || !bytes.Equal(b, want) {
-			t.Fatalf("GET: %d, %d bytes", code, len(b))
-		}
-	}
-	file, err := f.o.Cache.(*oci.Layout).BlobFile(digest.OCI(want))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, _ := os.Stat(file)
-	b, _ := os.ReadFile(file)
-	b[100] ^= 1
-	os.WriteFile(file, b, 0o644)
-	os.Chtimes(file, fi.ModTime(), fi.ModTime())
-	clock = clock.Add(2 * time.Minute)
-	before := f.Stats()
-	if code, b := f.get(t, path); code != 200 || !bytes.Equal(b, want) {
-		t.Errorf("after the flip and the interval: %d, %d bytes", code, len(b))
-	}
-	if st := f.Stats(); st.CacheErrors != before.CacheErrors+1 || st.Builds != before.Builds+1 {
-		t.Errorf("%+v, then %+v", before, st)
-	}
+// counterValue reads a counter.
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	c.Write(&m)
+	return m.GetCounter().GetValue()
 }
 
 // TestVerifiedReader: the whole of a blob only when it matches; a damaged
 // one never yields its held-back end.
 func TestVerifiedReader(t *testing.T) {
-	for _, size := range []int{0, 1, 1000, holdBack, holdBack + 1, 3*holdBack + 17} {
+	for _, size := range []int{0, 1, 1000, HoldBack, HoldBack + 1, 3*HoldBack + 17} {
 		data := artifactBytes("blob", "x", size)
 		desc := v1.Descriptor{Digest: digest.OCI(data), Size: int64(size)}
 		got, err := io.ReadAll(newVerifiedReader(bytes.NewReader(data), desc))
@@ -316,7 +203,7 @@ func TestVerifiedReader(t *testing.T) {
 				continue
 			}
 			got, err := io.ReadAll(newVerifiedReader(bytes.NewReader(bad), desc))
-			if !errors.Is(err, errDamaged) || len(got) > max(size-holdBack, 0) {
+			if !errors.Is(err, ErrDamaged) || len(got) > max(size-HoldBack, 0) {
 				t.Errorf("%d bytes, %s: %v after %d bytes", size, name, err, len(got))
 			}
 		}
@@ -331,63 +218,9 @@ func flipped(b []byte) []byte {
 	return b
 }
 
-// counterValue reads a counter.
-func counterValue(c prometheus.Counter) float64 {
-	var m dto.Metric
-	c.Write(&m)
-	return m.GetCounter().GetValue()
-}
-
-// TestSchematicLimits: 1,000 new schematics from one client: past its
-// burst they get 429 with Retry-After, and neither the store nor the
-// memory grows past the limits; past the cap of stored schematics a new
-// one gets 507 while known ones are still accepted.
-func TestSchematicLimits(t *testing.T) {
-	f := trustFactory(t, ServerOptions{Access: Access{SchematicRate: 1, SchematicBurst: 20}}, 16)
-	post := func(f *accessFactory, i int) (*http.Response, string) {
-		body := fmt.Sprintf("customization:\n  extraKernelArgs: [nodeforge.n=%d, %s]\n", i, strings.Repeat("x", 200))
-		resp, err := http.Post(f.url+"/schematics", "application/yaml", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
-	}
-	codes := map[int]int{}
-	for i := range 1000 {
-		resp, body := post(f, i)
-		codes[resp.StatusCode]++
-		if resp.StatusCode == 429 && (resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "too many new schematics")) {
-			t.Fatalf("429 without Retry-After or its reason: %q", body)
-		}
-	}
-	if codes[201] < 20 || codes[201] > 22 || codes[429] != 1000-codes[201] {
-		t.Errorf("1,000 new schematics from one client: %v", codes)
-	}
-	if n := f.schematics.stored.Load(); n > 23 || f.schematics.seen.len() > 23 {
-		t.Errorf("stored %d, %d in memory", n, f.schematics.seen.len())
-	}
-	// A schematic the factory has is not a new one.
-	if resp, _ := post(f, 0); resp.StatusCode != 201 {
-		t.Errorf("posting a known schematic past the rate: %d", resp.StatusCode)
-	}
-
-	g := trustFactory(t, ServerOptions{MaxSchematics: 10}, 16)
-	for i := range 12 {
-		resp, body := post(g, i)
-		want := 201
-		if i >= 9 { // the empty schematic is the tenth
-			want = 507
-		}
-		if resp.StatusCode != want {
-			t.Errorf("schematic %d with a cap of 10: %d %q", i, resp.StatusCode, body)
-		}
-	}
-	if resp, _ := post(g, 3); resp.StatusCode != 201 {
-		t.Errorf("a known schematic at the cap: %d", resp.StatusCode)
-	}
-
+// TestLRU: the schematics' memory keeps the most recently used, no more
+// than its size.
+func TestLRU(t *testing.T) {
 	lru := newLRU[int](3)
 	for i := range 5 {
 		lru.put(fmt.Sprint(i), i)
@@ -399,137 +232,5 @@ func TestSchematicLimits(t *testing.T) {
 	}
 	if v, ok := lru.get("2"); !ok || v != 2 {
 		t.Errorf("the LRU lost a recent entry")
-	}
-}
-
-// TestSlowBodies: 500 connections that send a body a byte at a time are
-// answered 408 and closed once the body timeout has passed; a download
-// taking longer than it is not cut.
-func TestSlowBodies(t *testing.T) {
-	f := trustFactory(t, ServerOptions{BodyTimeout: time.Second}, 1<<20)
-	addr := strings.TrimPrefix(f.url, "http://")
-	const conns = 500
-	type result struct {
-		status string
-		took   time.Duration
-		err    error
-	}
-	results := make(chan result, conns)
-	start := time.Now()
-	for range conns {
-		go func() {
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				results <- result{err: err}
-				return
-			}
-			defer c.Close()
-			fmt.Fprintf(c, "POST /schematics HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nc")
-			c.SetReadDeadline(time.Now().Add(20 * time.Second))
-			line, err := bufio.NewReader(c).ReadString('\n')
-			results <- result{status: strings.TrimSpace(line), took: time.Since(start), err: err}
-		}()
-	}
-	for range conns {
-		r := <-results
-		if r.err != nil || !strings.Contains(r.status, "408") || r.took > 15*time.Second {
-			t.Errorf("a slow body: %q after %s: %v", r.status, r.took, r.err)
-			break
-		}
-	}
-	// A long answer is not bound by the body timeout.
-	f.buildFn = func(ctx context.Context, _ *Release, _ *schematic.Schematic, a artifact, arch string) ([]byte, error) {
-		time.Sleep(1500 * time.Millisecond)
-		return []byte(a.composedName(arch)), nil
-	}
-	if code, b := f.get(t, "/image/"+f.id+"/1.0/kernel-amd64"); code != 200 || string(b) != "kernel-x86_64" {
-		t.Errorf("a build longer than the body timeout: %d %q", code, b)
-	}
-}
-
-// TestRanges: Range requests are bounded: an empty suffix is 416, many
-// ranges give the whole artifact, overlapping ones are merged.
-func TestRanges(t *testing.T) {
-	for _, c := range []struct {
-		in, out string
-		ok      bool
-	}{
-		{"bytes=-0", "", false},
-		{"bytes=100-", "", false},
-		{"bytes=0-9", "bytes=0-9", true},
-		{"bytes=-10", "bytes=90-99", true},
-		{"bytes=-1000", "bytes=0-99", true},
-		{"bytes=0-9,5-20,21-30,50-60", "bytes=0-30,50-60", true},
-		{"bytes=50-60, 0-9", "bytes=0-9,50-60", true},
-		{"bytes=-0,0-4", "bytes=0-4", true},
-		{"bytes=9-2", "bytes=9-2", true}, // not a range: ServeContent answers it
-		{"items=0-1", "items=0-1", true},
-		{"bytes=" + strings.Repeat("0-0,", 16) + "2-2,4-4,6-6,8-8,10-10,12-12,14-14,16-16,18-18,20-20,22-22,24-24,26-26,28-28,30-30,32-32", "", true},
-	} {
-		out, ok := normalizeRange(c.in, 100)
-		if out != c.out || ok != c.ok {
-			t.Errorf("%q: %q %v, want %q %v", c.in, out, ok, c.out, c.ok)
-		}
-	}
-	f := trustFactory(t, ServerOptions{}, 108<<10)
-	path := "/image/" + f.id + "/1.0/metal-amd64.iso"
-	want := artifactBytes("metal-x86_64.iso", f.id, 108<<10)
-	f.get(t, path)
-	if code, _ := f.get(t, path, "Range", "bytes=-0"); code != 416 {
-		t.Errorf("bytes=-0: %d", code)
-	}
-	var many []string
-	for i := range 10000 {
-		many = append(many, fmt.Sprintf("%d-%d", i*10, i*10))
-	}
-	req, _ := http.NewRequest("GET", f.url+path, nil)
-	req.Header.Set("Range", "bytes="+strings.Join(many, ","))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || len(b) != len(want) {
-		t.Errorf("10,000 ranges: %d, %d bytes", resp.StatusCode, len(b))
-	}
-	if code, b := f.get(t, path, "Range", "bytes=0-99,50-149"); code != 206 || !bytes.Equal(b, want[:150]) {
-		t.Errorf("overlapping ranges: %d, %d bytes", code, len(b))
-	}
-}
-
-// TestOverlays: a schematic with an overlay is stored whatever its name
-// and image (as upstream), and a release that ships no overlays refuses
-// to make media for one (400), instead of ignoring it.
-func TestOverlays(t *testing.T) {
-	f := trustFactory(t, ServerOptions{}, 16)
-	// An overlay is stored as sent when its name and image are a name and
-	// a reference (upstream stores any string; a path in them can only be
-	// hostile): the release refuses it when media are asked for.
-	for body, want := range map[string]int{
-		"overlay:\n  name: rpi_generic\n  image: ../../../etc/passwd\n":        400,
-		"overlay:\n  name: ../x\n  image: siderolabs/sbc-raspberrypi\n":        400,
-		"overlay:\n  image: siderolabs/sbc-raspberrypi\n":                      201,
-		"overlay:\n  name: rpi_generic\n  image: siderolabs/sbc-raspberrypi\n": 201,
-	} {
-		resp, err := http.Post(f.url+"/schematics", "application/yaml", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("%q: %d %s", body, resp.StatusCode, b)
-		}
-	}
-	id := f.postSchematic(t, "overlay:\n  name: rpi_generic\n  image: siderolabs/sbc-raspberrypi\n")
-	for _, path := range []string{"/image/" + id + "/1.0/metal-arm64.raw", "/image/" + id + "/1.0/kernel-amd64", "/pxe/" + id + "/1.0/metal-amd64", "/v2/installer/" + id + "/manifests/1.0"} {
-		code, b := f.get(t, path)
-		if code != 400 || !strings.Contains(string(b), "ships no overlays") {
-			t.Errorf("%s: %d %s", path, code, b)
-		}
-	}
-	if f.Stats().Builds != 0 {
-		t.Errorf("%d builds for a schematic with an overlay", f.Stats().Builds)
 	}
 }

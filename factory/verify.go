@@ -11,13 +11,13 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-// holdBack is how much of a blob's end a verifiedReader keeps until the
+// HoldBack is how much of a blob's end a verifiedReader keeps until the
 // whole blob has matched its digest.
-const holdBack = 64 << 10
+const HoldBack = 64 << 10
 
-// errDamaged is wrapped by a verifiedReader's error when a blob's bytes
+// ErrDamaged is wrapped by a verifiedReader's error when a blob's bytes
 // do not match its descriptor.
-var errDamaged = errors.New("damaged or tampered")
+var ErrDamaged = errors.New("damaged or tampered")
 
 // verifiedReader passes a blob's bytes on as they are read, but holds
 // back its last bytes until all of it has been read and matched its size
@@ -40,7 +40,7 @@ func (v *verifiedReader) Read(p []byte) (int, error) {
 	if v.err != nil {
 		return 0, v.err
 	}
-	if len(v.tail) > 0 || v.read >= v.want.Size-min(v.want.Size, holdBack) {
+	if len(v.tail) > 0 || v.read >= v.want.Size-min(v.want.Size, HoldBack) {
 		if v.tail == nil {
 			if v.err = v.finish(); v.err != nil {
 				return 0, v.err
@@ -54,7 +54,7 @@ func (v *verifiedReader) Read(p []byte) (int, error) {
 		v.tail = v.tail[n:]
 		return n, nil
 	}
-	if rest := v.want.Size - holdBack - v.read; int64(len(p)) > rest {
+	if rest := v.want.Size - HoldBack - v.read; int64(len(p)) > rest {
 		p = p[:rest]
 	}
 	n, err := v.r.Read(p)
@@ -88,7 +88,7 @@ func (v *verifiedReader) finish() error {
 		return v.wrongSize(fmt.Sprint("more than ", v.read))
 	}
 	if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want.Digest.Hex {
-		return fmt.Errorf("blob %s: its bytes hash to sha256:%s: %w", v.want.Digest, got, errDamaged)
+		return fmt.Errorf("blob %s: its bytes hash to sha256:%s: %w", v.want.Digest, got, ErrDamaged)
 	}
 	v.tail = tail
 	if len(tail) == 0 {
@@ -98,7 +98,7 @@ func (v *verifiedReader) finish() error {
 }
 
 func (v *verifiedReader) wrongSize(got string) error {
-	return fmt.Errorf("blob %s: %s bytes where %d were expected: %w", v.want.Digest, got, v.want.Size, errDamaged)
+	return fmt.Errorf("blob %s: %s bytes where %d were expected: %w", v.want.Digest, got, v.want.Size, ErrDamaged)
 }
 
 // verifiedReadCloser is a verifiedReader that closes what it reads.
@@ -107,7 +107,7 @@ type verifiedReadCloser struct {
 	io.Closer
 }
 
-// verified wraps an opened blob in a verifiedReader.
-func verified(rc io.ReadCloser, want v1.Descriptor) io.ReadCloser {
+// Verified wraps an opened blob in a verifiedReader.
+func Verified(rc io.ReadCloser, want v1.Descriptor) io.ReadCloser {
 	return verifiedReadCloser{newVerifiedReader(rc, want), rc}
 }

@@ -21,8 +21,8 @@ func TalosVersion(v string) string { return "v" + strings.TrimPrefix(v, "v") }
 // release.
 func versionKey(v string) string { return strings.TrimPrefix(v, "v") }
 
-// sameVersion says whether two spellings name one version.
-func sameVersion(a, b string) bool { return versionKey(a) == versionKey(b) }
+// SameVersion says whether two spellings name one version.
+func SameVersion(a, b string) bool { return versionKey(a) == versionKey(b) }
 
 // matchVersion is the tag of tags that names v: v itself, else its other
 // spelling; false when none does.
@@ -30,7 +30,7 @@ func matchVersion(tags []string, v string) (string, bool) {
 	if slices.Contains(tags, v) {
 		return v, true
 	}
-	if i := slices.IndexFunc(tags, func(t string) bool { return sameVersion(t, v) }); i >= 0 {
+	if i := slices.IndexFunc(tags, func(t string) bool { return SameVersion(t, v) }); i >= 0 {
 		return tags[i], true
 	}
 	return "", false
@@ -57,9 +57,9 @@ func (s *Service) broken(v string) bool {
 	return ok
 }
 
-// available is the release a client's version names when it is served
+// Available is the release a client's version names when it is served
 // and not broken, or nil.
-func (s *Service) available(v string) *Release {
+func (s *Service) Available(v string) *Release {
 	rel := s.served().find(v)
 	if rel == nil || s.broken(rel.Version) {
 		return nil
@@ -67,8 +67,8 @@ func (s *Service) available(v string) *Release {
 	return rel
 }
 
-// listed are the releases /versions lists, oldest first.
-func (s *Service) listed() []*Release {
+// Listed are the releases /versions lists, oldest first.
+func (s *Service) Listed() []*Release {
 	c := s.served()
 	var out []*Release
 	for _, v := range c.versions {
@@ -80,12 +80,12 @@ func (s *Service) listed() []*Release {
 	return out
 }
 
-// latest is the release the "latest" tag names: the newest listed that
+// Latest is the release the "Latest" tag names: the newest listed that
 // is not a pre-release, as upstream picks it; nil when there is none.
-func (s *Service) latest() *Release { return latestOf(s.listed()) }
+func (s *Service) Latest() *Release { return LatestOf(s.Listed()) }
 
-// latestOf is latest among rels, as listed orders them.
-func latestOf(rels []*Release) *Release {
+// LatestOf is latest among rels, as listed orders them.
+func LatestOf(rels []*Release) *Release {
 	for i := len(rels) - 1; i >= 0; i-- {
 		if !prerelease(rels[i].Version) {
 			return rels[i]
@@ -94,15 +94,15 @@ func latestOf(rels []*Release) *Release {
 	return nil
 }
 
-// versionTags are the tags of a schematic's installer repositories: the
+// VersionTags are the tags of a schematic's installer repositories: the
 // listed versions, Talos's way, and latest when there is one.
-func (s *Service) versionTags() []string {
+func (s *Service) VersionTags() []string {
 	tags := []string{}
-	listed := s.listed()
+	listed := s.Listed()
 	for _, rel := range listed {
 		tags = append(tags, TalosVersion(rel.Version))
 	}
-	if latestOf(listed) != nil {
+	if LatestOf(listed) != nil {
 		tags = append(tags, "latest")
 	}
 	return tags

@@ -55,7 +55,7 @@ type WarmReport struct {
 // (kind installer) the installer image of a.platform, every architecture
 // in one index.
 type warmTarget struct {
-	a    artifact
+	a    Artifact
 	arch string // the release's name of the architecture; "" for an installer
 }
 
@@ -80,7 +80,7 @@ func (s *Service) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) 
 	var schs []*schematic.Schematic
 	for _, id := range o.Schematics {
 		sch, err := s.schematics.get(ctx, id)
-		if errors.Is(err, errUnknownSchematic) {
+		if errors.Is(err, ErrUnknownSchematic) {
 			return nil, fmt.Errorf("schematic %s is not in the cache store %s (create it first: POST /schematics)", id, s.o.Cache)
 		}
 		if err != nil {
@@ -88,7 +88,7 @@ func (s *Service) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) 
 		}
 		schs = append(schs, sch)
 	}
-	plan, err := warmPlan(rel.platforms(), rel.Params.Architectures, o.Platforms, o.Artifacts)
+	plan, err := warmPlan(rel.PlatformTable(), rel.Params.Architectures, o.Platforms, o.Artifacts)
 	if err != nil {
 		return nil, err
 	}
@@ -116,21 +116,21 @@ func (s *Service) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) 
 
 // warmOne makes one artifact, as a request for it would.
 func (s *Service) warmOne(ctx context.Context, rel *Release, sch *schematic.Schematic, id string, t warmTarget) (WarmItem, error) {
-	it := WarmItem{Schematic: id, Artifact: t.a.composedName(t.arch)}
+	it := WarmItem{Schematic: id, Artifact: t.a.FileName(t.arch)}
 	before, start := s.built.Load(), time.Now()
 	installer := t.a.kind == "installer"
 	if installer {
-		it.Artifact = installerKind{platform: t.a.platform}.ref(id, rel.Version)
+		it.Artifact = InstallerKind{Platform: t.a.platform}.ref(id, rel.Version)
 	}
 	// What a request would refuse (400), warming refuses by the same words.
-	err := unhonoured(rel, sch, t.a.output(), rel.Version)
+	err := Unhonoured(rel, sch, t.a.Output(), rel.Version)
 	if err != nil {
 		return it, fmt.Errorf("warming %s of schematic %s: %w", it.Artifact, id, err)
 	}
 	if installer {
-		_, err = s.installer(ctx, rel, sch, installerKind{platform: t.a.platform}, "")
+		_, err = s.Installer(ctx, rel, sch, InstallerKind{Platform: t.a.platform}, "")
 	} else {
-		_, err = s.compose(ctx, rel, sch, t.a, t.arch)
+		_, err = s.Compose(ctx, rel, sch, t.a, t.arch)
 	}
 	if err != nil {
 		return it, fmt.Errorf("warming %s of schematic %s: %w", it.Artifact, id, err)
@@ -149,7 +149,7 @@ func warmPlan(table platform.Table, arches, platforms, names []string) ([]warmTa
 	var plan []warmTarget
 	seen := map[string]bool{}
 	add := func(t warmTarget) {
-		n := t.a.composedName(t.arch)
+		n := t.a.FileName(t.arch)
 		if t.a.kind == "installer" {
 			n = InstallerRepo(t.a.platform)
 		}
@@ -173,7 +173,7 @@ func warmPlan(table platform.Table, arches, platforms, names []string) ([]warmTa
 				if pl == platform.Default {
 					pl = "" // installer/ID:V
 				}
-				add(warmTarget{a: artifact{kind: "installer", platform: pl}})
+				add(warmTarget{a: Artifact{kind: "installer", platform: pl}})
 				continue
 			}
 			for _, arch := range arches {
@@ -190,18 +190,18 @@ func warmPlan(table platform.Table, arches, platforms, names []string) ([]warmTa
 
 // warmArtifact is the artifact a warm name means on a platform and
 // architecture: parseArtifact's, of the file the name stands for.
-func warmArtifact(name, pl, arch string) (artifact, error) {
+func warmArtifact(name, pl, arch string) (Artifact, error) {
 	switch name {
 	case "kernel":
-		return parseArtifact("kernel-" + arch)
+		return ParseArtifact("kernel-" + arch)
 	case "initramfs":
-		return parseArtifact("initramfs-" + arch + ".xz")
+		return ParseArtifact("initramfs-" + arch + ".xz")
 	case "cmdline":
-		return parseArtifact("cmdline-" + pl + "-" + arch)
+		return ParseArtifact("cmdline-" + pl + "-" + arch)
 	}
-	a, err := parseArtifact(pl + "-" + arch + "." + name)
+	a, err := ParseArtifact(pl + "-" + arch + "." + name)
 	if a.kind != "disk" {
-		return artifact{}, fmt.Errorf("unknown artifact %q: kernel, initramfs, cmdline, installer, or a disk format (%s; also .xz, .zst or .gz)", name, strings.Join(platform.Formats, ", "))
+		return Artifact{}, fmt.Errorf("unknown artifact %q: kernel, initramfs, cmdline, installer, or a disk format (%s; also .xz, .zst or .gz)", name, strings.Join(platform.Formats, ", "))
 	}
 	return a, err
 }

@@ -24,7 +24,7 @@ func TestWarmPlan(t *testing.T) {
 				out = append(out, InstallerRepo(w.a.platform))
 				continue
 			}
-			out = append(out, w.a.composedName(w.arch))
+			out = append(out, w.a.FileName(w.arch))
 		}
 		return strings.Join(out, " ")
 	}

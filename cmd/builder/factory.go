@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/factory/server"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -293,7 +294,11 @@ func (f *serveFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	srv, err := f.server(ctx, work, log)
+	o, err := f.options(ctx, work, log)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -417,18 +422,19 @@ func listenURL(ln net.Listener, conf *tls.Config) string {
 	return "http://" + ln.Addr().String()
 }
 
-// server opens the stores, the keys and the logins, and makes the
-// factory.
-func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) (*factory.Server, error) {
+// options opens the stores, the keys and the logins: the factory's
+// options.
+func (f *serveFlags) options(ctx context.Context, work string, log *slog.Logger) (factory.ServerOptions, error) {
+	fail := func(err error) (factory.ServerOptions, error) { return factory.ServerOptions{}, err }
 	var rs []factory.ReleaseStore
 	for _, r := range f.releases {
 		vs, err := loadVerifiers(r.Key)
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		st, err := f.sf.openStore(ctx, r.Store, false)
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		// An unreachable store is not served (the others are, and
 		// /readyz names it) rather than stopping the factory.
@@ -436,7 +442,7 @@ func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) 
 	}
 	cache, err := openFactoryCache(ctx, f.cache, f.releases[0].Store, f.sf)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	o := factory.ServerOptions{Releases: rs, Cache: cache, ExternalURL: f.external, Work: work, Log: log, BuilderVersion: selfDigest(),
 		MaxBuilds: f.maxBuilds, MaxQueue: f.maxQueue, BuildTimeout: f.buildTimeout,
@@ -446,20 +452,20 @@ func (f *serveFlags) server(ctx context.Context, work string, log *slog.Logger) 
 			SchematicRate: f.schematicRate, SchematicBurst: f.schematicBurst}}
 	if f.htpasswd != "" || f.tokens != "" {
 		if o.Access.Credentials, err = factory.LoadCredentials(f.htpasswd, f.tokens); err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
 	if f.signingKey != "" {
 		if o.Signer, err = loadSigner(f.signingKey); err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
 	if f.secureBootKeys != "" {
 		if o.SecureBoot, err = loadSecureBoot(f.secureBootKeys); err != nil {
-			return nil, fmt.Errorf("--secureboot: %w", err)
+			return fail(fmt.Errorf("--secureboot: %w", err))
 		}
 	}
-	return factory.NewServer(ctx, o)
+	return o, nil
 }
 
 // openFactoryCache opens (creating a layout if needed) the cache store:

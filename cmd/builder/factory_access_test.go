@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -30,6 +29,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/factory/server"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
@@ -201,28 +201,10 @@ func privateCA(t *testing.T, dir string) (caFile, certFile, keyFile string) {
 	return caFile, certFile, keyFile
 }
 
-// lockedLog is a log written by the server's goroutines.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // factoryCLI is builder factory serve running in-process.
 type factoryCLI struct {
 	url, metrics string // https://127.0.0.1:PORT
-	log          *lockedLog
+	log          *testutil.Log
 	stop         func() error
 }
 
@@ -232,7 +214,7 @@ func startFactoryCLI(t *testing.T, args ...string) *factoryCLI {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	root := newRootCmd()
-	c := &factoryCLI{log: &lockedLog{}}
+	c := &factoryCLI{log: &testutil.Log{}}
 	root.SetOut(io.Discard)
 	root.SetErr(c.log)
 	root.SetArgs(append([]string{"factory", "serve"}, args...))
@@ -449,7 +431,7 @@ func checkHangUp(t *testing.T, d *demoRelease, layout string) {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	srv, err := factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
+	srv, err := server.New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
 		Cache: cache, Signer: signer, BuilderVersion: "test", Work: work})
 	if err != nil {
 		t.Fatal(err)

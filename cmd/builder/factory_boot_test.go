@@ -22,6 +22,7 @@ import (
 	"github.com/nodeforge/builder/build/media/secureboot"
 	"github.com/nodeforge/builder/certification"
 	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/factory/server"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
@@ -117,7 +118,7 @@ func startBootFactory(t *testing.T, layout, pub, sbKeys string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
+	srv, err := server.New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
 		Cache: cache, BuilderVersion: "test", Work: t.TempDir(), SecureBoot: sb})
 	if err != nil {
 		t.Fatal(err)

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nodeforge/builder/factory/server"
 	"github.com/spf13/cobra"
-
-	"github.com/nodeforge/builder/factory"
 )
 
 func newFactoryHealthCmd() *cobra.Command {
-	o := factory.ProbeOptions{URL: "http://127.0.0.1:8080/readyz"}
+	o := server.ProbeOptions{URL: "http://127.0.0.1:8080/readyz"}
 	timeout := 10 * time.Second
 	cmd := &cobra.Command{
 		Use:   "health [--url URL] [--insecure-skip-verify] [--timeout D]",
@@ -29,7 +28,7 @@ the service, not 127.0.0.1.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			body, err := factory.Probe(ctx, o)
+			body, err := server.Probe(ctx, o)
 			if err != nil {
 				return err
 			}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/factory/server"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/ocilayout"
 	"github.com/nodeforge/builder/internal/testutil"
@@ -31,7 +32,7 @@ import (
 type factoryFixture struct {
 	d      *demoRelease
 	layout string
-	srv    *factory.Server
+	srv    *server.Server
 	hs     *httptest.Server
 	host   string // 127.0.0.1:PORT
 }
@@ -52,7 +53,7 @@ func newFactoryFixture(t *testing.T) *factoryFixture {
 		t.Fatal(err)
 	}
 	vs, signer := devKeys(t, d)
-	f.srv, err = factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
+	f.srv, err = server.New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
 		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func newFactoryFixture(t *testing.T) *factoryFixture {
 
 // replica is another factory on the fixture's stores (what a restart, or
 // a second replica, reads), served on its own test server.
-func (f *factoryFixture) replica(t *testing.T) (*factory.Server, string) {
+func (f *factoryFixture) replica(t *testing.T) (*server.Server, string) {
 	t.Helper()
 	st, err := oci.OpenLayout(f.layout)
 	if err != nil {
@@ -76,7 +77,7 @@ func (f *factoryFixture) replica(t *testing.T) (*factory.Server, string) {
 		t.Fatal(err)
 	}
 	vs, signer := devKeys(t, f.d)
-	srv, err := factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
+	srv, err := server.New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
 		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

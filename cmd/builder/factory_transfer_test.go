@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/factory/server"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
@@ -20,7 +21,7 @@ import (
 // registryFactory is a factory serving the release in a registry, its
 // cache below the release's prefix, signing with the dev key.
 type registryFactory struct {
-	srv *factory.Server
+	srv *server.Server
 	url string
 }
 
@@ -35,7 +36,7 @@ func startRegistryFactory(t *testing.T, d *demoRelease, target string) *registry
 		t.Fatal(err)
 	}
 	vs, signer := devKeys(t, d)
-	srv, err := factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
+	srv, err := server.New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
 		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

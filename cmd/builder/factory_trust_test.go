@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/factory/server"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
@@ -176,7 +177,7 @@ func TestFactoryTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	vs, signer := devKeys(t, f.d)
-	both, err := factory.NewServer(context.Background(), factory.ServerOptions{
+	both, err := server.New(context.Background(), factory.ServerOptions{
 		Releases: []factory.ReleaseStore{{Store: unreachable, Keys: vs, Name: "docker://ci:s3cret@" + deadAddr + "/p11"}, {Store: st, Keys: vs, Name: "oci:" + f.layout}},
 		Cache:    cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
 	if err != nil {
@@ -188,7 +189,7 @@ func TestFactoryTrust(t *testing.T) {
 		t.Errorf("readyz with an unreachable store: %d\n%s", code, ready)
 	}
 	prodVs, _ := loadVerifiers([]string{f.d.prodPub})
-	_, err = factory.NewServer(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: prodVs}},
+	_, err = server.New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: prodVs}},
 		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
 	if first, _, _ := strings.Cut(errString(err), "\n"); !strings.Contains(first, "check --key") {
 		t.Errorf("a factory whose only release is signed with another key: %v", err)

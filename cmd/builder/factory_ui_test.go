@@ -96,7 +96,7 @@ type uiPageInfo struct {
 // uiCatalog reads a language's messages as the factory has them.
 func uiCatalog(t *testing.T, lang string) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "factory", "ui", "locales", lang+".json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "factory", "server", "ui", "locales", lang+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,17 +30,21 @@ func (f *serveFlags) addStoreFlags(fl *pflag.FlagSet) {
 // flags, without listening: warm and gc work on its releases and cache.
 // Its log (releases not served) goes to stderr; done removes its scratch
 // directory.
-func (f *serveFlags) offlineFactory(cmd *cobra.Command) (srv *factory.Server, done func(), err error) {
+func (f *serveFlags) offlineFactory(cmd *cobra.Command) (svc *factory.Service, done func(), err error) {
 	work, err := os.MkdirTemp("", "nodeforge-factory-")
 	if err != nil {
 		return nil, nil, err
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if srv, err = f.server(cmd.Context(), work, log); err != nil {
+	o, err := f.options(cmd.Context(), work, log)
+	if err == nil {
+		svc, err = factory.NewService(cmd.Context(), o)
+	}
+	if err != nil {
 		os.RemoveAll(work)
 		return nil, nil, err
 	}
-	return srv, func() { os.RemoveAll(work) }, nil
+	return svc, func() { os.RemoveAll(work) }, nil
 }
 
 func newFactoryWarmCmd() *cobra.Command {

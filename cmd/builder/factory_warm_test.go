@@ -12,12 +12,13 @@ import (
 	"testing"
 
 	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/factory/server"
 	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // servedFactory is the factory factory serve runs on args (the same flags,
 // the same builder digest in its keys), behind a test server.
-func servedFactory(t *testing.T, args ...string) (*factory.Server, *httptest.Server) {
+func servedFactory(t *testing.T, args ...string) (*server.Server, *httptest.Server) {
 	t.Helper()
 	cmd, f := factoryServeCommand()
 	if err := cmd.ParseFlags(args); err != nil {
@@ -26,7 +27,11 @@ func servedFactory(t *testing.T, args ...string) (*factory.Server, *httptest.Ser
 	if err := f.settle(cmd.Flags()); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := f.server(context.Background(), t.TempDir(), slog.New(slog.DiscardHandler))
+	o, err := f.options(context.Background(), t.TempDir(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,10 @@ type importList struct {
 // factory's service reads releases (oci, release's verification), composes
 // (build/compose and what it needs of the build's floor), and never
 // reaches a package base beyond version order, the build or the pipeline;
-// the commands call one library function each, of the floors listed.
+// its HTTP front reaches the service and reads what the routes name
+// (platforms, schematics, compose's names), nothing of the store or the
+// build; the commands call one library function each, of the floors
+// listed.
 var importLists = []importList{
 	{"factory", []string{
 		"api/extensions", "api/platform", "api/report", "api/schematic", "api/specs", "api/target",
@@ -32,6 +35,9 @@ var importLists = []importList{
 		"internal/atomicfile", "internal/digest", "internal/direntries", "internal/ocilayout",
 		"oci", "pkgbase/evr", "release",
 	}, "the factory's service reads verified releases and composes their media"},
+	{"factory/server", []string{
+		"api/platform", "api/schematic", "api/specs", "api/target", "build/compose", "factory", "release",
+	}, "the factory's HTTP front asks the service, through its seams"},
 	{"cmd/...", []string{
 		"api/...", "attest/pkcs11key", "attest/signing", "build", "build/media/secureboot", "certification",
 		"factory/...", "internal/atomicfile", "internal/httptimeout", "internal/progress", "oci", "pipeline",
@@ -96,17 +102,10 @@ var httpServerNames = map[string]bool{
 // proxies, registries).
 var httpServers = []string{"factory/server", "cmd/...", "internal/test..."}
 
-// httpFronts are the packages that hold their HTTP front in files of
-// their own, by the files' prefix, until it moves to a package of its
-// own (factory's http_*.go to factory/server, issue 39): the other files
-// of the package, its service, do not import net/http at all.
-var httpFronts = map[string]string{"factory": "http_"}
-
-// frontFile says whether a file of package p is its HTTP front's.
-func frontFile(p, file string) bool {
-	prefix, ok := httpFronts[p]
-	return ok && strings.HasPrefix(filepath.Base(file), prefix)
-}
+// httpFree are the packages that import net/http not at all, not even
+// its client: the factory's service, used through its Go API by its HTTP
+// front (factory/server) and by the commands (warm, gc, transfer).
+var httpFree = []string{"factory"}
 
 // importsHTTP is where a file imports net/http, or "".
 func importsHTTP(fset *token.FileSet, f *ast.File) string {
@@ -154,16 +153,12 @@ func httpServerUses(fset *token.FileSet, f *ast.File) []string {
 }
 
 // httpViolations are the places of a file of package p (which does not
-// serve HTTP) that break the rule: its HTTP front's files aside, no
-// net/http in a package with a front, no server names in any.
+// serve HTTP) that break the rule: no net/http at all in the packages
+// httpFree lists, no server names in any.
 func httpViolations(fset *token.FileSet, p string, f *ast.File) []string {
-	name := fset.Position(f.Package).Filename
-	if frontFile(p, name) {
-		return nil
-	}
-	if _, ok := httpFronts[p]; ok {
+	if slices.Contains(httpFree, p) {
 		if at := importsHTTP(fset, f); at != "" {
-			return []string{fmt.Sprintf("%s: %s imports net/http outside its HTTP front's files (%s*.go)", at, p, httpFronts[p])}
+			return []string{fmt.Sprintf("%s: %s imports net/http, which it may not (internal/layering httpFree): its HTTP front is factory/server", at, p)}
 		}
 	}
 	var out []string
@@ -173,11 +168,11 @@ func httpViolations(fset *token.FileSet, p string, f *ast.File) []string {
 	return out
 }
 
-// TestHTTPServersApart: only the factory's HTTP front (and the commands,
-// and test helpers) serve HTTP; the factory's service does not import
-// net/http, and no library uses a handler, mux, server or response
-// writer, so that the service is used through its Go API and the HTTP
-// front stays in one place.
+// TestHTTPServersApart: only the factory's HTTP front, factory/server
+// (and the commands, and test helpers), serves HTTP; the factory's
+// service does not import net/http, and no library uses a handler, mux,
+// server or response writer, so that the service is used through its Go
+// API and the HTTP front stays in one package.
 func TestHTTPServersApart(t *testing.T) {
 	fset := token.NewFileSet()
 	for _, p := range goList(t) {
@@ -232,17 +227,20 @@ func handle(w web.ResponseWriter, r *web.Request) { http.Error(w, "no", 500) }
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := httpViolations(fset, "factory", f); len(v) != 1 || !strings.Contains(v[0], "factory imports net/http outside its HTTP front's files (http_*.go)") {
+	if v := httpViolations(fset, "factory", f); len(v) != 1 || !strings.Contains(v[0], "factory imports net/http, which it may not") {
 		t.Errorf("the factory's service importing net/http: %q", v)
 	}
-	front, err := parser.ParseFile(fset, "http_front.go", src, 0)
+	client, err := parser.ParseFile(fset, "client.go", "package factory\n\nimport \"net/http\"\n\nfunc get(c *http.Client) { c.Get(\"x\") }\n", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := httpViolations(fset, "factory", front); len(v) != 0 {
-		t.Errorf("the factory's front: %q", v)
+	if v := httpViolations(fset, "factory", client); len(v) != 1 {
+		t.Errorf("the factory's service as an HTTP client: %q", v)
 	}
-	if v := httpViolations(fset, "oci", front); len(v) != 2 {
+	if v := httpViolations(fset, "oci", client); len(v) != 0 {
+		t.Errorf("a client package: %q", v)
+	}
+	if v := httpViolations(fset, "oci", f); len(v) != 2 {
 		t.Errorf("a client package serving: %q", v)
 	}
 	uses := httpServerUses(fset, f)

@@ -1,4 +1,4 @@
-package factory
+package server
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/attest/signing/signingtest"
+	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -57,7 +58,7 @@ func TestServeDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	signer := signingtest.Signer(t)
-	f := newAccessFactory(t, ServerOptions{Signer: signer, Cache: cache})
+	f := newAccessFactory(t, factory.ServerOptions{Signer: signer, Cache: cache})
 	started, release := blockingBuilds(f)
 	sv := serveFactory(t, f, time.Minute)
 	kernel := "/image/" + f.id + "/1.0/kernel-amd64"
@@ -91,19 +92,19 @@ func TestServeDrains(t *testing.T) {
 		t.Errorf("the log does not say it stopped:\n%s", f.log)
 	}
 	// The entry was cached: another factory on the cache serves it.
-	g := newAccessFactory(t, ServerOptions{Signer: signer, Cache: cache})
-	g.buildFn = func(context.Context, *Release, *schematic.Schematic, artifact, string) ([]byte, error) {
+	g := newAccessFactory(t, factory.ServerOptions{Signer: signer, Cache: cache})
+	g.svc.BuildWith(func(context.Context, *factory.Release, *schematic.Schematic, factory.Artifact, string) ([]byte, error) {
 		return nil, errors.New("built again")
-	}
-	if resp, body := g.do(t, "GET", kernel, ""); resp.StatusCode != 200 || body != "kernel-x86_64" || g.Stats().Hits != 1 {
-		t.Errorf("after the stop: %d %q %+v", resp.StatusCode, body, g.Stats())
+	})
+	if resp, body := g.do(t, "GET", kernel, ""); resp.StatusCode != 200 || body != "kernel-x86_64" || g.svc.Stats().Hits != 1 {
+		t.Errorf("after the stop: %d %q %+v", resp.StatusCode, body, g.svc.Stats())
 	}
 }
 
 // TestServeGraceRunsOut: a build that outlasts the grace is cut, and
 // Serve says so.
 func TestServeGraceRunsOut(t *testing.T) {
-	f := newAccessFactory(t, ServerOptions{})
+	f := newAccessFactory(t, factory.ServerOptions{})
 	started, release := blockingBuilds(f)
 	defer close(release)
 	sv := serveFactory(t, f, 100*time.Millisecond)

@@ -1,4 +1,4 @@
-package factory
+package server
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/nodeforge/builder/factory"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/nodeforge/builder/api/platform"
@@ -26,7 +28,7 @@ func registryError(w http.ResponseWriter, status int, code, format string, a ...
 
 // registryRequest is a parsed /v2/ path.
 type registryRequest struct {
-	kind      installerKind // the repository: [PLATFORM-]installer[-secureboot]/ID
+	kind      factory.InstallerKind // the repository: [PLATFORM-]installer[-secureboot]/ID
 	id        string
 	extension string // or extensions/NAME
 	op, ref   string // manifests, blobs, tags or referrers; the tag or digest
@@ -55,7 +57,7 @@ func parseRegistryPath(p string) (registryRequest, bool) {
 		return registryRequest{}, false
 	}
 	var ok bool
-	rr.kind, ok = parseInstallerRepo(parts[0])
+	rr.kind, ok = factory.ParseInstallerRepo(parts[0])
 	return rr, ok
 }
 
@@ -72,7 +74,7 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rr, ok := parseRegistryPath(r.URL.Path)
-	if !ok || rr.kind.platform != "" && !s.knownPlatform(rr.kind.platform) {
+	if !ok || rr.kind.Platform != "" && !s.knownPlatform(rr.kind.Platform) {
 		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "no such repository: this registry serves installer/SCHEMATIC_ID and PLATFORM-installer/SCHEMATIC_ID (-secureboot after either for the Secure Boot installers), and extensions/NAME")
 		return
 	}
@@ -80,13 +82,13 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 		s.serveExtension(w, r, rr)
 		return
 	}
-	if rr.kind.secureBoot && s.o.SecureBoot == nil {
-		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "this factory has no Secure Boot key: no %s", rr.kind.repo())
+	if rr.kind.SecureBoot && s.o.SecureBoot == nil {
+		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "this factory has no Secure Boot key: no %s", rr.kind.Repo())
 		return
 	}
-	sch, err := s.schematics.get(r.Context(), rr.id)
+	sch, err := s.schems.Schematic(r.Context(), rr.id)
 	switch {
-	case errors.Is(err, errUnknownSchematic):
+	case errors.Is(err, factory.ErrUnknownSchematic):
 		registryError(w, http.StatusNotFound, "NAME_UNKNOWN", "schematic %s not found", rr.id)
 		return
 	case err != nil:
@@ -96,7 +98,7 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	}
 	switch rr.op {
 	case "tags":
-		writeTags(w, r, rr.kind.repo()+"/"+rr.id, s.versionTags())
+		writeTags(w, r, rr.kind.Repo()+"/"+rr.id, s.rels.VersionTags())
 	case "referrers":
 		registryError(w, http.StatusNotFound, "UNSUPPORTED", "no referrers API: signatures are at the sha256-DIGEST.sig tags")
 	case "manifests":
@@ -112,8 +114,8 @@ func (s *Server) knownPlatform(pl string) bool {
 	if _, err := platform.Lookup(pl); err == nil {
 		return true
 	}
-	return slices.ContainsFunc(s.listed(), func(rel *Release) bool {
-		_, err := rel.platforms().Lookup(pl)
+	return slices.ContainsFunc(s.rels.Listed(), func(rel *factory.Release) bool {
+		_, err := rel.PlatformTable().Lookup(pl)
 		return err == nil
 	})
 }
@@ -144,60 +146,54 @@ func writeJSONAs(w http.ResponseWriter, mediaType string, v any) {
 // latest: built on demand), by digest, or by cosign's signature tag, of an
 // image of the repository.
 func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request, rr registryRequest, sch *schematic.Schematic) {
-	var e *frontEntry
-	rel := s.available(rr.ref)
+	var e *factory.ImageEntry
+	rel := s.rels.Available(rr.ref)
 	if rr.ref == "latest" {
-		if rel = s.latest(); rel == nil {
+		if rel = s.rels.Latest(); rel == nil {
 			registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "latest: no stable version is served (see tags/list)")
 			return
 		}
 	}
 	if rel != nil {
-		if _, err := rel.platforms().Lookup(rr.kind.platform); err != nil {
-			registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "release %s has no platform %s", TalosVersion(rel.Version), rr.kind.platform)
+		if _, err := rel.PlatformTable().Lookup(rr.kind.Platform); err != nil {
+			registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "release %s has no platform %s", factory.TalosVersion(rel.Version), rr.kind.Platform)
 			return
 		}
-		if err := unhonoured(rel, sch, compose.Output{Kind: "installer", SecureBoot: rr.kind.secureBoot}, rr.ref); err != nil {
+		if err := factory.Unhonoured(rel, sch, compose.Output{Kind: "installer", SecureBoot: rr.kind.SecureBoot}, rr.ref); err != nil {
 			registryError(w, http.StatusBadRequest, "MANIFEST_INVALID", "%v", err)
 			return
 		}
 		var err error
-		if e, err = s.installer(r.Context(), rel, sch, rr.kind, r.Host); s.refused(w, r, err) {
+		if e, err = s.imgs.Installer(r.Context(), rel, sch, rr.kind, r.Host); s.refused(w, r, err) {
 			return
 		} else if err != nil {
 			s.o.Log.Error("making an installer", "id", w.Header().Get("X-Request-Id"), "schematic", rr.id, "version", rel.Version, "err", err)
-			registryError(w, http.StatusInternalServerError, "UNKNOWN", "making %s/%s:%s failed (request %s: the factory's log says why)", rr.kind.repo(), rr.id, TalosVersion(rel.Version), w.Header().Get("X-Request-Id"))
+			registryError(w, http.StatusInternalServerError, "UNKNOWN", "making %s/%s:%s failed (request %s: the factory's log says why)", rr.kind.Repo(), rr.id, factory.TalosVersion(rel.Version), w.Header().Get("X-Request-Id"))
 			return
 		}
-		s.writeManifest(w, r, e.manifests[e.digest])
+		s.writeManifest(w, r, e.Manifests[e.Digest])
 		return
 	}
-	if _, err := v1.NewHash(rr.ref); err != nil && !isSigTag(rr.ref) {
+	if _, err := v1.NewHash(rr.ref); err != nil && !factory.IsSigTag(rr.ref) {
 		registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "%q is neither a served version (see tags/list) nor a digest", rr.ref)
 		return
 	}
-	if e := s.cachedEntry(r.Context(), sch, rr.kind, func(e *frontEntry) bool { _, ok := e.manifests[rr.ref]; return ok }); e != nil {
-		s.writeManifest(w, r, e.manifests[rr.ref])
+	if e := s.imgs.CachedEntry(r.Context(), sch, rr.kind, func(e *factory.ImageEntry) bool { _, ok := e.Manifests[rr.ref]; return ok }); e != nil {
+		s.writeManifest(w, r, e.Manifests[rr.ref])
 		return
 	}
-	registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found in %s", rr.ref, rr.kind.repo()+"/"+rr.id)
+	registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest %s not found in %s", rr.ref, rr.kind.Repo()+"/"+rr.id)
 }
 
-// isSigTag says whether ref is cosign's tag of a signature.
-func isSigTag(ref string) bool {
-	hexPart, ok := strings.CutSuffix(strings.TrimPrefix(ref, "sha256-"), ".sig")
-	return ok && strings.HasPrefix(ref, "sha256-") && len(hexPart) == 64 && strings.Trim(hexPart, "0123456789abcdef") == ""
-}
-
-func (s *Server) writeManifest(w http.ResponseWriter, r *http.Request, m rawManifest) {
-	w.Header().Set("Content-Type", string(m.mediaType))
-	w.Header().Set("Docker-Content-Digest", m.digest.String())
-	w.Header().Set("Content-Length", strconv.Itoa(len(m.raw)))
-	w.Header().Set("ETag", `"`+m.digest.String()+`"`)
+func (s *Server) writeManifest(w http.ResponseWriter, r *http.Request, m factory.RawManifest) {
+	w.Header().Set("Content-Type", string(m.MediaType))
+	w.Header().Set("Docker-Content-Digest", m.Digest.String())
+	w.Header().Set("Content-Length", strconv.Itoa(len(m.Raw)))
+	w.Header().Set("ETag", `"`+m.Digest.String()+`"`)
 	if r.Method == http.MethodHead {
 		return
 	}
-	w.Write(m.raw)
+	w.Write(m.Raw)
 }
 
 // serveBlob streams a blob of an image of the repository; a blob whose
@@ -209,37 +205,37 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, rr registryRe
 		registryError(w, http.StatusBadRequest, "DIGEST_INVALID", "%q is not a digest", rr.ref)
 		return
 	}
-	e := s.cachedEntry(r.Context(), sch, rr.kind, func(e *frontEntry) bool { _, ok := e.blobs[h]; return ok })
+	e := s.imgs.CachedEntry(r.Context(), sch, rr.kind, func(e *factory.ImageEntry) bool { _, ok := e.Blobs[h]; return ok })
 	if e == nil {
-		registryError(w, http.StatusNotFound, "BLOB_UNKNOWN", "blob %s not found in %s", h, rr.kind.repo()+"/"+rr.id)
+		registryError(w, http.StatusNotFound, "BLOB_UNKNOWN", "blob %s not found in %s", h, rr.kind.Repo()+"/"+rr.id)
 		return
 	}
-	s.sendBlob(w, r, e, h, func() { s.forgetInstaller(e.key) })
+	s.sendBlob(w, r, e, h, func() { s.imgs.ForgetInstaller(e.Key) })
 }
 
 // sendBlob streams a blob of e, verified as it streams: a damaged blob's
 // end never leaves, the transfer is cut after failed is called (to check
 // the entry again).
-func (s *Server) sendBlob(w http.ResponseWriter, r *http.Request, e *frontEntry, h v1.Hash, failed func()) {
+func (s *Server) sendBlob(w http.ResponseWriter, r *http.Request, e *factory.ImageEntry, h v1.Hash, failed func()) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Docker-Content-Digest", h.String())
-	b := e.blobs[h]
-	w.Header().Set("Content-Length", strconv.FormatInt(b.size, 10))
+	b := e.Blobs[h]
+	w.Header().Set("Content-Length", strconv.FormatInt(b.Size, 10))
 	w.Header().Set("ETag", `"`+h.String()+`"`)
 	if r.Method == http.MethodHead {
 		return
 	}
-	rc, err := b.open(r.Context())
+	rc, err := b.Open(r.Context())
 	if err == nil {
-		_, err = io.Copy(w, verified(rc, v1.Descriptor{Digest: h, Size: b.size}))
+		_, err = io.Copy(w, factory.Verified(rc, v1.Descriptor{Digest: h, Size: b.Size}))
 		rc.Close()
 	}
 	if err == nil {
 		return
 	}
-	s.o.Log.Warn("serving a blob failed: the transfer is cut", "id", w.Header().Get("X-Request-Id"), "repository", e.repo, "digest", h.String(), "err", err)
-	if errors.Is(err, errDamaged) {
-		s.cache.countDamaged()
+	s.o.Log.Warn("serving a blob failed: the transfer is cut", "id", w.Header().Get("X-Request-Id"), "repository", e.Repo, "digest", h.String(), "err", err)
+	if errors.Is(err, factory.ErrDamaged) {
+		s.arts.CountDamaged()
 	}
 	failed()
 	panic(http.ErrAbortHandler)

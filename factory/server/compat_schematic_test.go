@@ -1,4 +1,4 @@
-package factory
+package server
 
 import (
 	"crypto/x509"
@@ -13,6 +13,7 @@ import (
 	"github.com/nodeforge/builder/attest/authenticode"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/testschematic"
 )
 
@@ -49,8 +50,8 @@ func compatCreate(t *testing.T, f *accessFactory, doc string) string {
 // ({"id", "schematic"}, 201, JSON) and GET returns the schematic as sent
 // (YAML), at any repetition.
 func TestCompatSchematicIDs(t *testing.T) {
-	f := newAccessFactory(t, ServerOptions{})
-	for _, v := range testschematic.Vectors(t, "../api/schematic/testdata/vectors.json") {
+	f := newAccessFactory(t, factory.ServerOptions{})
+	for _, v := range testschematic.Vectors(t, "../../api/schematic/testdata/vectors.json") {
 		for range 2 {
 			code, ctype, b := compatPost(t, f, []byte(v.Doc))
 			var created struct{ ID, Schematic string }
@@ -71,7 +72,7 @@ func TestCompatSchematicIDs(t *testing.T) {
 // Row "refused at POST": upstream's decoder's and validator's texts, as
 // clients match on them (upstream's integration test pins the first).
 func TestCompatSchematicRefused(t *testing.T) {
-	f := newAccessFactory(t, ServerOptions{})
+	f := newAccessFactory(t, factory.ServerOptions{})
 	for doc, want := range map[string]string{
 		"something:":   "yaml: construct errors: line 1: field something not found in type schematic.Schematic\n",
 		"owner: alice": "owner field is only supported in Enterprise edition\n",
@@ -88,7 +89,7 @@ func TestCompatSchematicRefused(t *testing.T) {
 // refuse: kernel arguments with spaces or non-ASCII, any number of them,
 // extensions no release has, META keys twice, another namespace.
 func TestCompatSchematicAccepted(t *testing.T) {
-	f := newAccessFactory(t, ServerOptions{})
+	f := newAccessFactory(t, factory.ServerOptions{})
 	for _, doc := range []string{
 		`customization: {extraKernelArgs: ["a b", "ключ=значение", "x=\x01"]}`,
 		`customization: {extraKernelArgs: [` + strings.Repeat("a=b,", 100) + `c]}`,
@@ -105,12 +106,12 @@ func TestCompatSchematicAccepted(t *testing.T) {
 // and digests as a verified release has them.
 func addCompatRelease(t *testing.T, f *accessFactory) {
 	t.Helper()
-	r := &Release{Version: "2.0", Params: compose.Params{Architectures: []string{"x86_64"}}, Extensions: []string{"cri", "zfs"},
+	r := &factory.Release{Version: "2.0", Params: compose.Params{Architectures: []string{"x86_64"}}, Extensions: []string{"cri", "zfs"},
 		Namespace: schematic.Namespace{Name: "altlinux", Aliases: []string{"siderolabs"}},
-		digests:   map[string]string{"extensions/cri": "sha256:" + strings.Repeat("c", 64), "extensions/zfs": "sha256:" + strings.Repeat("f", 64)},
-		meta: map[string]extensions.Metadata{"cri": {Name: "cri", Author: "Nodeforge", Description: "containerd and runc"},
-			"zfs": {Name: "zfs", Author: "ALT Linux", Description: "ZFS kernel modules and tools"}}}
-	f.serve(f.served().releases["1.0"], r)
+		Digests:   map[string]string{"extensions/cri": "sha256:" + strings.Repeat("c", 64), "extensions/zfs": "sha256:" + strings.Repeat("f", 64)}}
+	r.SetExtensionMetadata(map[string]extensions.Metadata{"cri": {Name: "cri", Author: "Nodeforge", Description: "containerd and runc"},
+		"zfs": {Name: "zfs", Author: "ALT Linux", Description: "ZFS kernel modules and tools"}}, nil)
+	f.svc.ServeUnverified(f.svc.Release("1.0"), r)
 }
 
 // compatRefusals gets each path: 400 with the text want, or 200 for "".
@@ -129,7 +130,7 @@ func compatRefusals(t *testing.T, f *accessFactory, paths map[string]string) {
 // line, which no extension changes, are served (upstream does not look
 // there either); the installer is refused too.
 func TestCompatExtensionAtImageTime(t *testing.T) {
-	f := newAccessFactory(t, ServerOptions{})
+	f := newAccessFactory(t, factory.ServerOptions{})
 	addCompatRelease(t, f)
 	id := compatCreate(t, f, "customization:\n  systemExtensions:\n    officialExtensions: [siderolabs/zfs, gpu-magic]\n")
 	compatRefusals(t, f, map[string]string{
@@ -148,7 +149,7 @@ func TestCompatExtensionAtImageTime(t *testing.T) {
 // namespace is siderolabs (release 1.0 has no zfs, so only the texts
 // differ there).
 func TestCompatExtensionNames(t *testing.T) {
-	f := newAccessFactory(t, ServerOptions{})
+	f := newAccessFactory(t, factory.ServerOptions{})
 	addCompatRelease(t, f)
 	for names, want := range map[string]int{
 		"[altlinux/zfs, cri]":        200,
@@ -169,7 +170,7 @@ func TestCompatExtensionNames(t *testing.T) {
 // a pullable reference pinned to the digest (the factory's /v2/), the
 // digest, the manifest's author and description; [] for none.
 func TestCompatExtensionMetadata(t *testing.T) {
-	f := newAccessFactory(t, ServerOptions{ExternalURL: "https://factory.example.org"})
+	f := newAccessFactory(t, factory.ServerOptions{ExternalURL: "https://factory.example.org"})
 	addCompatRelease(t, f)
 	code, b := f.get(t, "/version/2.0/extensions/official")
 	var got []map[string]string
@@ -198,10 +199,9 @@ func TestCompatExtensionMetadata(t *testing.T) {
 // A kernel argument with a line break is refused where it would end the
 // command line (the cmdline file, the iPXE script, boot entries).
 func TestCompatSchematicOptions(t *testing.T) {
-	f := newAccessFactory(t, ServerOptions{})
 	// -secureboot names are served (refusals come first); the stand-in
 	// build signs nothing, the cache names the certificate.
-	f.o.SecureBoot = &secureboot.Signing{Signer: authenticode.Signer{Cert: &x509.Certificate{}}}
+	f := newAccessFactory(t, factory.ServerOptions{SecureBoot: &secureboot.Signing{Signer: authenticode.Signer{Cert: &x509.Certificate{}}}})
 	for _, c := range []struct {
 		doc, artifact string
 		code          int
@@ -242,7 +242,7 @@ func TestCompatSchematicOptions(t *testing.T) {
 	// embeddedMachineConfiguration: honoured from Talos 1.12 on (a
 	// pre-release too), refused before in every output that would carry it
 	// (the installer too), with upstream's text and the version as named.
-	f.serve(f.served().releases["1.0"], &Release{Version: "1.12.0-alpha", Params: compose.Params{Architectures: []string{"x86_64"}}, digests: map[string]string{}})
+	f.svc.ServeUnverified(f.svc.Release("1.0"), &factory.Release{Version: "1.12.0-alpha", Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
 	id := compatCreate(t, f, "customization: {embeddedMachineConfiguration: \"machine: {}\\n\"}")
 	compatRefusals(t, f, map[string]string{
 		"/image/" + id + "/v1.12.0-alpha/metal-amd64.iso":   "",

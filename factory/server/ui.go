@@ -1,4 +1,4 @@
-package factory
+package server
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/nodeforge/builder/factory"
 
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
@@ -429,10 +431,10 @@ func (s *Server) uiWizard(r *http.Request, p *uiPage) {
 	if st.SchematicID != "" && !s.uiLoadSchematic(r, p) {
 		return
 	}
-	if listed := s.listed(); len(listed) == 1 {
+	if listed := s.rels.Listed(); len(listed) == 1 {
 		p.single["version"] = true
 		if st.Version == "" && !at("version") {
-			st.Version = TalosVersion(listed[0].Version)
+			st.Version = factory.TalosVersion(listed[0].Version)
 			p.Notices = append(p.Notices, uiM("auto.version", st.Version))
 		}
 	}
@@ -463,7 +465,7 @@ func (s *Server) uiWizard(r *http.Request, p *uiPage) {
 		return gone
 	})
 	if len(dropped) > 0 {
-		p.Notices = append(p.Notices, uiM("ext.dropped", TalosVersion(rel.Version), strings.Join(dropped, ", ")))
+		p.Notices = append(p.Notices, uiM("ext.dropped", factory.TalosVersion(rel.Version), strings.Join(dropped, ", ")))
 	}
 	if at("args") || at("final") {
 		p.Step = "args"
@@ -475,9 +477,9 @@ func (s *Server) uiWizard(r *http.Request, p *uiPage) {
 // uiTarget checks the version, the architecture and the platform chosen,
 // or shows the step of the first one missing (p.Step set) or an error
 // (ok false).
-func (s *Server) uiTarget(p *uiPage, want int) (*Release, string, platform.Platform, bool) {
+func (s *Server) uiTarget(p *uiPage, want int) (*factory.Release, string, platform.Platform, bool) {
 	st := &p.State
-	rel := s.available(st.Version)
+	rel := s.rels.Available(st.Version)
 	if rel == nil {
 		p.fail(http.StatusNotFound, uiM("err.version", st.Version))
 		return nil, "", platform.Platform{}, false
@@ -486,25 +488,25 @@ func (s *Server) uiTarget(p *uiPage, want int) (*Release, string, platform.Platf
 		p.single["arch"] = true
 		if st.Arch == "" && want != slices.Index(uiSteps, "arch") {
 			st.Arch = specs.GoArch(archs[0])
-			p.Notices = append(p.Notices, uiM("auto.arch", TalosVersion(rel.Version), st.Arch))
+			p.Notices = append(p.Notices, uiM("auto.arch", factory.TalosVersion(rel.Version), st.Arch))
 		}
 	}
 	if st.Arch == "" || want == slices.Index(uiSteps, "arch") {
 		uiArchStep(p, rel)
 		return rel, "", platform.Platform{}, true
 	}
-	rarch := releaseArch(rel.Params.Architectures, st.Arch)
+	rarch := factory.ReleaseArch(rel.Params.Architectures, st.Arch)
 	if rarch == "" {
-		p.fail(http.StatusNotFound, uiM("err.arch", TalosVersion(rel.Version), st.Arch, strings.Join(rel.Params.Architectures, ", ")))
+		p.fail(http.StatusNotFound, uiM("err.arch", factory.TalosVersion(rel.Version), st.Arch, strings.Join(rel.Params.Architectures, ", ")))
 		return nil, "", platform.Platform{}, false
 	}
 	if st.Platform == "" || want == slices.Index(uiSteps, "platform") {
-		uiPlatformStep(p, rel.platforms())
+		uiPlatformStep(p, rel.PlatformTable())
 		return rel, rarch, platform.Platform{}, true
 	}
-	plat, err := rel.platforms().Lookup(st.Platform)
+	plat, err := rel.PlatformTable().Lookup(st.Platform)
 	if err != nil {
-		p.fail(http.StatusNotFound, uiM("err.platform", st.Platform, strings.Join(rel.platforms().Names(), ", ")))
+		p.fail(http.StatusNotFound, uiM("err.platform", st.Platform, strings.Join(rel.PlatformTable().Names(), ", ")))
 		return nil, "", platform.Platform{}, false
 	}
 	return rel, rarch, plat, true
@@ -517,9 +519,9 @@ func (s *Server) uiLoadSchematic(r *http.Request, p *uiPage) bool {
 		p.fail(http.StatusBadRequest, uiM("err.schematic.id", id))
 		return false
 	}
-	sch, err := s.schematics.get(r.Context(), id)
+	sch, err := s.schems.Schematic(r.Context(), id)
 	switch {
-	case errors.Is(err, errUnknownSchematic):
+	case errors.Is(err, factory.ErrUnknownSchematic):
 		p.fail(http.StatusNotFound, uiM("err.schematic.unknown", id))
 		return false
 	case err != nil:
@@ -533,10 +535,10 @@ func (s *Server) uiLoadSchematic(r *http.Request, p *uiPage) bool {
 
 func (s *Server) uiVersionStep(p *uiPage) {
 	p.Step = "version"
-	listed := s.listed()
-	chosen := s.available(p.State.Version)
+	listed := s.rels.Listed()
+	chosen := s.rels.Available(p.State.Version)
 	if chosen == nil {
-		chosen = latestOf(listed) // the newest stable by default
+		chosen = factory.LatestOf(listed) // the newest stable by default
 	}
 	if chosen == nil && len(listed) > 0 {
 		chosen = listed[len(listed)-1]
@@ -546,14 +548,14 @@ func (s *Server) uiVersionStep(p *uiPage) {
 		if i < 0 {
 			p.Branches, i = append(p.Branches, uiBranch{Name: rel.Branch}), len(p.Branches)
 		}
-		v := TalosVersion(rel.Version)
+		v := factory.TalosVersion(rel.Version)
 		p.Branches[i].Choices = append(p.Branches[i].Choices, uiChoice{Value: v, Label: v, Checked: rel == chosen})
 	}
 }
 
-func uiArchStep(p *uiPage, rel *Release) {
+func uiArchStep(p *uiPage, rel *factory.Release) {
 	p.Step = "arch"
-	chosen := releaseArch(rel.Params.Architectures, p.State.Arch)
+	chosen := factory.ReleaseArch(rel.Params.Architectures, p.State.Arch)
 	for i, a := range rel.Params.Architectures {
 		label := specs.GoArch(a)
 		if label != a {
@@ -586,18 +588,18 @@ func uiPlatformStep(p *uiPage, table platform.Table) {
 // uiExtensionStep lists the release's extensions that match the filter
 // (names and descriptions, case aside); chosen ones filtered out are kept
 // as hidden inputs.
-func (s *Server) uiExtensionStep(r *http.Request, p *uiPage, rel *Release) {
+func (s *Server) uiExtensionStep(r *http.Request, p *uiPage, rel *factory.Release) {
 	p.Step = "extensions"
 	filter := strings.ToLower(strings.TrimSpace(p.State.Filter))
 	for _, name := range rel.Extensions {
-		meta, err := rel.extensionMetadata(r.Context(), name)
+		meta, err := rel.ExtensionMetadata(r.Context(), name)
 		if err != nil {
 			s.o.Log.Error("reading an extension", "name", name, "err", err)
 			p.fail(http.StatusInternalServerError, uiM("err.internal"))
 			return
 		}
 		chosen := slices.Contains(p.State.Exts, name)
-		desc := rel.extensionDescription(meta, p.Lang)
+		desc := rel.ExtensionDescription(meta, p.Lang)
 		if filter != "" && !strings.Contains(strings.ToLower(name+"\n"+desc+"\n"+meta.Description), filter) {
 			if chosen {
 				p.HiddenExts = append(p.HiddenExts, name)
@@ -632,10 +634,10 @@ func uiDownloads(p platform.Platform) []string {
 
 // uiFinalStep shows a stored schematic and every download of it for the
 // version, architecture and platform chosen.
-func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch string, plat platform.Platform) {
+func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *factory.Release, rarch string, plat platform.Platform) {
 	sch, st := p.Schematic, p.State
 	if e, missing := rel.Missing(sch.Customization.SystemExtensions.OfficialExtensions); missing {
-		p.fail(http.StatusBadRequest, uiM("err.ext.unknown", TalosVersion(rel.Version), e))
+		p.fail(http.StatusBadRequest, uiM("err.ext.unknown", factory.TalosVersion(rel.Version), e))
 		return
 	}
 	canon, err := sch.Canonical()
@@ -654,7 +656,7 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 			abs = "https://" + r.Host
 		}
 	}
-	version := TalosVersion(rel.Version)
+	version := factory.TalosVersion(rel.Version)
 	img := "/image/" + st.SchematicID + "/" + version + "/"
 	file := func(name, key string) uiFile {
 		return uiFile{Name: name, Key: key, Href: base + img + name, Sig: s.o.Signer != nil}
@@ -668,8 +670,8 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 	pxe := path.Join("/pxe", st.SchematicID, version, plat.Name+"-"+arch)
 	f.PXE, f.PXEText = base+pxe, abs+pxe
 	// The references the installers' signatures name.
-	f.Installer = s.pullRef(r.Host, installerKind{}, st.SchematicID, rel.Version)
-	f.PlatformInstaller = s.pullRef(r.Host, installerKind{platform: plat.Name}, st.SchematicID, rel.Version)
+	f.Installer = s.imgs.PullRef(r.Host, factory.InstallerKind{}, st.SchematicID, rel.Version)
+	f.PlatformInstaller = s.imgs.PullRef(r.Host, factory.InstallerKind{Platform: plat.Name}, st.SchematicID, rel.Version)
 	edit := uiState{Lang: st.Lang, Version: st.Version, Arch: st.Arch, Platform: st.Platform, Exts: sch.Extensions(),
 		Args: strings.Join(sch.Customization.ExtraKernelArgs, " ")}
 	f.Edit = p.link(edit, "extensions")
@@ -682,7 +684,7 @@ func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *Release, rarch str
 	}
 	f.Verify.Href = abs + img + f.Verify.Name
 	if s.o.SecureBoot != nil {
-		sb := &uiSecureBoot{Installer: s.pullRef(r.Host, installerKind{secureBoot: true}, st.SchematicID, rel.Version),
+		sb := &uiSecureBoot{Installer: s.imgs.PullRef(r.Host, factory.InstallerKind{SecureBoot: true}, st.SchematicID, rel.Version),
 			Cert: base + "/secureboot/signing-cert.pem"}
 		for _, d := range uiDownloads(plat) {
 			sb.Files = append(sb.Files, file(plat.Name+"-"+arch+compose.SecureBootSuffix+"."+d, "format."+d))
@@ -728,7 +730,7 @@ func (s *Server) postUISchematic(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, e := range st.Exts {
 		if !slices.Contains(rel.Extensions, e) {
-			p.fail(http.StatusBadRequest, uiM("err.ext.unknown", TalosVersion(rel.Version), e))
+			p.fail(http.StatusBadRequest, uiM("err.ext.unknown", factory.TalosVersion(rel.Version), e))
 			s.uiRender(w, p)
 			return
 		}

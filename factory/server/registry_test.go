@@ -1,4 +1,4 @@
-package factory
+package server
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/attest/signing/signingtest"
 	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/factory"
 )
 
 // TestParseRegistryPath: only installer repositories of a schematic ID,
@@ -22,12 +23,12 @@ func TestParseRegistryPath(t *testing.T) {
 	id := strings.Repeat("ab", 32)
 	for p, want := range map[string]registryRequest{
 		"/v2/installer/" + id + "/manifests/1.0":             {id: id, op: "manifests", ref: "1.0"},
-		"/v2/aws-installer/" + id + "/blobs/sha256:00":       {kind: installerKind{platform: "aws"}, id: id, op: "blobs", ref: "sha256:00"},
+		"/v2/aws-installer/" + id + "/blobs/sha256:00":       {kind: factory.InstallerKind{Platform: "aws"}, id: id, op: "blobs", ref: "sha256:00"},
 		"/v2/installer/" + id + "/tags/list":                 {id: id, op: "tags", ref: "list"},
-		"/v2/metal-installer/" + id + "/referrers/sha256:aa": {kind: installerKind{platform: "metal"}, id: id, op: "referrers", ref: "sha256:aa"},
-		"/v2/installer-secureboot/" + id + "/manifests/1.0":  {kind: installerKind{secureBoot: true}, id: id, op: "manifests", ref: "1.0"},
-		"/v2/aws-installer-secureboot/" + id + "/tags/list":  {kind: installerKind{platform: "aws", secureBoot: true}, id: id, op: "tags", ref: "list"},
-		"/v2/mycloud2-installer/" + id + "/manifests/1.0":    {kind: installerKind{platform: "mycloud2"}, id: id, op: "manifests", ref: "1.0"},
+		"/v2/metal-installer/" + id + "/referrers/sha256:aa": {kind: factory.InstallerKind{Platform: "metal"}, id: id, op: "referrers", ref: "sha256:aa"},
+		"/v2/installer-secureboot/" + id + "/manifests/1.0":  {kind: factory.InstallerKind{SecureBoot: true}, id: id, op: "manifests", ref: "1.0"},
+		"/v2/aws-installer-secureboot/" + id + "/tags/list":  {kind: factory.InstallerKind{Platform: "aws", SecureBoot: true}, id: id, op: "tags", ref: "list"},
+		"/v2/mycloud2-installer/" + id + "/manifests/1.0":    {kind: factory.InstallerKind{Platform: "mycloud2"}, id: id, op: "manifests", ref: "1.0"},
 		"/v2/extensions/zfs/manifests/1.0":                   {extension: "zfs", op: "manifests", ref: "1.0"},
 		"/v2/extensions/nvidia-open/blobs/sha256:00":         {extension: "nvidia-open", op: "blobs", ref: "sha256:00"},
 	} {
@@ -82,21 +83,21 @@ func FuzzParseRegistryPath(f *testing.F) {
 // MANIFEST_UNKNOWN for it, and a platform no table has is no repository.
 func TestRegistryReleasePlatforms(t *testing.T) {
 	ctx := context.Background()
-	f := newAccessFactory(t, ServerOptions{Signer: signingtest.Signer(t)})
+	f := newAccessFactory(t, factory.ServerOptions{Signer: signingtest.Signer(t)})
 	table, err := platform.Talos.Override("", []platform.Platform{{Name: "mycloud", Formats: []string{"qcow2"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	arches := compose.Params{Architectures: []string{"x86_64"}}
-	spec := &Release{Version: "1.0", Params: arches, Platforms: table, digests: map[string]string{}}
-	f.serve(spec, &Release{Version: "2.0", Params: arches, digests: map[string]string{}})
+	spec := &factory.Release{Version: "1.0", Params: arches, Platforms: table, Digests: map[string]string{}}
+	f.svc.ServeUnverified(spec, &factory.Release{Version: "2.0", Params: arches, Digests: map[string]string{}})
 	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: static.NewLayer([]byte("mycloud installer"), types.OCILayer)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{Add: img})
-	k := installerKind{platform: "mycloud"}
-	if err := f.putInstaller(ctx, f.installerKey(spec, f.id, k), f.pullRef("", k, f.id, spec.Version), idx); err != nil {
+	k := factory.InstallerKind{Platform: "mycloud"}
+	if err := f.svc.CacheInstaller(ctx, spec, f.id, k, idx); err != nil {
 		t.Fatal(err)
 	}
 	repo := "/v2/mycloud-installer/" + f.id
@@ -114,12 +115,12 @@ func TestRegistryReleasePlatforms(t *testing.T) {
 		wantAnswer(t, p, resp, body, 404, "~NAME_UNKNOWN")
 	}
 
-	rep, err := f.Warm(ctx, WarmOptions{Version: "v1.0", Schematics: []string{f.id}, Platforms: []string{"mycloud"}, Artifacts: []string{"qcow2", "installer"}})
+	rep, err := f.svc.Warm(ctx, factory.WarmOptions{Version: "v1.0", Schematics: []string{f.id}, Platforms: []string{"mycloud"}, Artifacts: []string{"qcow2", "installer"}})
 	if err != nil || len(rep.Items) != 2 || rep.Items[0].Artifact != "mycloud-x86_64.qcow2" || !rep.Items[0].Built ||
 		rep.Items[1].Artifact != "mycloud-installer/"+f.id+":v1.0" || rep.Items[1].Built {
 		t.Errorf("warm of mycloud: %+v %v", rep, err)
 	}
-	if _, err := f.Warm(ctx, WarmOptions{Version: "2.0", Schematics: []string{f.id}, Platforms: []string{"mycloud"}}); err == nil || !strings.Contains(err.Error(), `"mycloud"`) {
+	if _, err := f.svc.Warm(ctx, factory.WarmOptions{Version: "2.0", Schematics: []string{f.id}, Platforms: []string{"mycloud"}}); err == nil || !strings.Contains(err.Error(), `"mycloud"`) {
 		t.Errorf("warm of a platform the release lacks: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package factory
+package server
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/nodeforge/builder/attest/signing/signingtest"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/release"
 )
@@ -57,25 +58,25 @@ func compatDo(t *testing.T, f *accessFactory, method, path string, hdr ...string
 // broken), 1.9.0-demo, 1.10.0 and the pre-release 1.11.0-rc.1, with a
 // signed installer index cached for 1.0 and 1.10.0 (so /v2/ serves them
 // without building).
-func compatFactory(t *testing.T, o ServerOptions) *accessFactory {
+func compatFactory(t *testing.T, o factory.ServerOptions) *accessFactory {
 	t.Helper()
 	o.Signer = signingtest.Signer(t)
 	if o.BrokenVersions == nil {
 		o.BrokenVersions = []string{"v1.2.0"}
 	}
 	f := newAccessFactory(t, o)
-	var rels []*Release
+	var rels []*factory.Release
 	for _, v := range []string{"1.0", "1.2.0", "1.9.0-demo", "1.10.0", "1.11.0-rc.1"} {
-		rels = append(rels, &Release{Version: v, Params: compose.Params{Architectures: []string{"x86_64"}}, digests: map[string]string{}})
+		rels = append(rels, &factory.Release{Version: v, Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
 	}
-	f.serve(rels...)
-	for _, rel := range []*Release{rels[0], rels[3]} {
+	f.svc.ServeUnverified(rels...)
+	for _, rel := range []*factory.Release{rels[0], rels[3]} {
 		img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: static.NewLayer([]byte("installer "+rel.Version), types.OCILayer)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{Add: img})
-		if err := f.putInstaller(context.Background(), f.installerKey(rel, f.id, installerKind{}), f.pullRef("", installerKind{}, f.id, rel.Version), idx); err != nil {
+		if err := f.svc.CacheInstaller(context.Background(), rel, f.id, factory.InstallerKind{}, idx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,7 +99,7 @@ func wantAnswer(t *testing.T, what string, resp *http.Response, body string, cod
 }
 
 func TestCompatVersions(t *testing.T) {
-	f := compatFactory(t, ServerOptions{})
+	f := compatFactory(t, factory.ServerOptions{})
 	id := f.id
 	t.Run("listed", func(t *testing.T) {
 		resp, body := compatDo(t, f, "GET", "/versions")
@@ -113,7 +114,7 @@ func TestCompatVersions(t *testing.T) {
 				}
 			}
 			resp, body := compatDo(t, f, "GET", "/talosctl/"+v)
-			wantAnswer(t, "/talosctl/"+v, resp, body, 404, "~talosctl is not available for version "+TalosVersion(v))
+			wantAnswer(t, "/talosctl/"+v, resp, body, 404, "~talosctl is not available for version "+factory.TalosVersion(v))
 		}
 		for _, v := range []string{"v1.0", "1.0"} {
 			resp, body := compatDo(t, f, "GET", "/v2/installer/"+id+"/manifests/"+v)
@@ -125,7 +126,7 @@ func TestCompatVersions(t *testing.T) {
 	t.Run("latest", func(t *testing.T) {
 		// 1.11.0-rc.1 is newer but a pre-release; 1.9.0-demo is a build of
 		// 1.9.0, not a pre-release; 1.2.0 is broken.
-		if rel := f.latest(); rel == nil || rel.Version != "1.10.0" {
+		if rel := f.svc.Latest(); rel == nil || rel.Version != "1.10.0" {
 			t.Fatalf("latest: %+v", rel)
 		}
 		latest, _ := compatDo(t, f, "GET", "/v2/installer/"+id+"/manifests/latest")
@@ -133,24 +134,10 @@ func TestCompatVersions(t *testing.T) {
 		if latest.StatusCode != 200 || latest.Header.Get("Docker-Content-Digest") != named.Header.Get("Docker-Content-Digest") {
 			t.Errorf("latest: %d %s, v1.10.0: %s", latest.StatusCode, latest.Header.Get("Docker-Content-Digest"), named.Header.Get("Docker-Content-Digest"))
 		}
-		only := newAccessFactory(t, ServerOptions{})
-		only.serve(&Release{Version: "1.12.0-beta.0", digests: map[string]string{}})
-		if rel := only.latest(); rel != nil {
+		only := newAccessFactory(t, factory.ServerOptions{})
+		only.svc.ServeUnverified(&factory.Release{Version: "1.12.0-beta.0", Digests: map[string]string{}})
+		if rel := only.svc.Latest(); rel != nil {
 			t.Errorf("latest of a pre-release only: %s", rel.Version)
-		}
-	})
-	t.Run("order", func(t *testing.T) {
-		for _, c := range []struct{ a, b string }{{"1.9.0", "1.10.0"}, {"v1.11.0-rc.1", "1.11.0"}, {"1.11.0-alpha.2", "1.11.0-beta.0"},
-			{"1.11.0", "1.11.0-demo"}, {"1.11.0-rc.9", "1.11.0-rc.10"}, {"1.11.0", "v1.11.0"}} {
-			if compareVersions(c.a, c.b) >= 0 || compareVersions(c.b, c.a) <= 0 {
-				t.Errorf("%s < %s does not hold", c.a, c.b)
-			}
-		}
-		for v, pre := range map[string]bool{"v1.12.0-alpha.1": true, "1.12.0-beta.0": true, "1.12.0-rc1": true, "1.12.0-rc": true,
-			"1.11.0-demo": false, "1.11.0": false, "1.11.0-rcx": false, "1.11.0-p11.alpha": false} {
-			if prerelease(v) != pre {
-				t.Errorf("prerelease(%s) = %v", v, !pre)
-			}
 		}
 	})
 	t.Run("broken", func(t *testing.T) {
@@ -164,10 +151,10 @@ func TestCompatVersions(t *testing.T) {
 		if !strings.Contains(body, `"tags":["latest","v1.0","v1.10.0","v1.11.0-rc.1","v1.9.0-demo"]`) {
 			t.Errorf("tags/list: %d %s", resp.StatusCode, body)
 		}
-		none := newAccessFactory(t, ServerOptions{})
+		none := newAccessFactory(t, factory.ServerOptions{})
 		resp, body = compatDo(t, none, "GET", "/versions?broken=true")
 		wantAnswer(t, "?broken=true by default", resp, body, 200, "[]\n")
-		if _, err := newServer(ServerOptions{Cache: f.o.Cache, Releases: f.o.Releases, BrokenVersions: []string{"v"}}); err == nil || !strings.Contains(err.Error(), `broken version "v"`) {
+		if _, err := newServer(factory.ServerOptions{Cache: f.o.Cache, Releases: f.o.Releases, BrokenVersions: []string{"v"}}); err == nil || !strings.Contains(err.Error(), `broken version "v"`) {
 			t.Errorf("a broken version naming nothing: %v", err)
 		}
 	})
@@ -178,18 +165,18 @@ func TestCompatVersions(t *testing.T) {
 		}
 	})
 	t.Run("warm either spelling", func(t *testing.T) {
-		rep, err := f.Warm(context.Background(), WarmOptions{Version: "v1.0", Schematics: []string{id}, Artifacts: []string{"kernel"}})
+		rep, err := f.svc.Warm(context.Background(), factory.WarmOptions{Version: "v1.0", Schematics: []string{id}, Artifacts: []string{"kernel"}})
 		if err != nil || rep.Version != "1.0" || len(rep.Items) != 1 {
 			t.Errorf("warm v1.0: %+v %v", rep, err)
 		}
-		if _, err := f.Warm(context.Background(), WarmOptions{Version: "1.2.0", Schematics: []string{id}}); err == nil || !strings.Contains(err.Error(), "marked broken") {
+		if _, err := f.svc.Warm(context.Background(), factory.WarmOptions{Version: "1.2.0", Schematics: []string{id}}); err == nil || !strings.Contains(err.Error(), "marked broken") {
 			t.Errorf("warm of a broken version: %v", err)
 		}
 	})
 }
 
 func TestCompatRoutes(t *testing.T) {
-	f := compatFactory(t, ServerOptions{Access: Access{Login: []string{"download", "pull"}, Credentials: testCredentials(t)}})
+	f := compatFactory(t, factory.ServerOptions{Access: factory.Access{Login: []string{"download", "pull"}, Credentials: testCredentials(t)}})
 	alice := "Basic " + b64("alice:"+alicePassword)
 	kernel := "/image/" + f.id + "/v1.0/kernel-amd64"
 	t.Run("server header", func(t *testing.T) {
@@ -231,7 +218,7 @@ func TestCompatRoutes(t *testing.T) {
 		}
 	})
 	t.Run("cors origins", func(t *testing.T) {
-		g := newAccessFactory(t, ServerOptions{AllowedOrigins: []string{"https://*.example.org", "http://localhost:3000"}})
+		g := newAccessFactory(t, factory.ServerOptions{AllowedOrigins: []string{"https://*.example.org", "http://localhost:3000"}})
 		for origin, want := range map[string]string{"https://ui.example.org": "https://ui.example.org", "http://LOCALHOST:3000": "http://LOCALHOST:3000", "https://evil.test": "", "https://example.org": ""} {
 			resp, _ := compatDo(t, g, "GET", "/versions", "Origin", origin)
 			if got := resp.Header.Get("Access-Control-Allow-Origin"); got != want {
@@ -239,7 +226,7 @@ func TestCompatRoutes(t *testing.T) {
 			}
 		}
 		for _, bad := range []string{"example.org", "https://a/b", "https://*.*.org", ""} {
-			if _, err := newServer(ServerOptions{Cache: g.o.Cache, Releases: g.o.Releases, AllowedOrigins: []string{bad}}); err == nil {
+			if _, err := newServer(factory.ServerOptions{Cache: g.o.Cache, Releases: g.o.Releases, AllowedOrigins: []string{bad}}); err == nil {
 				t.Errorf("allowed origin %q accepted", bad)
 			}
 		}
@@ -272,8 +259,8 @@ func TestCompatRoutes(t *testing.T) {
 // lists its binaries by URL, as upstream, and serves each (both version
 // spellings, HEAD too); other names are 404.
 func TestCompatTalosctl(t *testing.T) {
-	f := newAccessFactory(t, ServerOptions{})
-	f.serve(f.served().releases["1.0"], compatRelease(t, false, nil, true))
+	f := newAccessFactory(t, factory.ServerOptions{})
+	f.svc.ServeUnverified(f.svc.Release("1.0"), compatRelease(t, false, nil, true))
 	for _, v := range []string{"v1.11.0", "1.11.0"} {
 		resp, body := compatDo(t, f, "GET", "/talosctl/"+v)
 		wantAnswer(t, "list "+v, resp, body, 200, `["`+f.url+`/talosctl/v1.11.0/talosctl-linux-amd64","`+f.url+`/talosctl/v1.11.0/talosctl-linux-arm64"]`+"\n")
@@ -291,8 +278,8 @@ func TestCompatTalosctl(t *testing.T) {
 		}
 	}
 	// A damaged layer: nothing of it is served.
-	rel := f.served().releases["1.11.0"]
-	img, err := rel.child(context.Background(), release.RepoInstaller, "aarch64")
+	rel := f.svc.Release("1.11.0")
+	img, err := rel.Image(context.Background(), release.RepoInstaller, "aarch64")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +306,7 @@ func TestCompatTalosctl(t *testing.T) {
 }
 
 func TestCompatDownloads(t *testing.T) {
-	f := compatFactory(t, ServerOptions{})
+	f := compatFactory(t, factory.ServerOptions{})
 	img := "/image/" + f.id + "/v1.0/"
 	t.Run("content types", func(t *testing.T) {
 		for name, want := range map[string]string{
@@ -404,7 +391,7 @@ func TestCompatDownloads(t *testing.T) {
 }
 
 func TestCompatPXE(t *testing.T) {
-	f := compatFactory(t, ServerOptions{})
+	f := compatFactory(t, factory.ServerOptions{})
 	host := strings.TrimPrefix(f.url, "http://")
 	script := func(base, file string) string {
 		dir := base + "/image/" + f.id + "/v1.0/"
@@ -434,7 +421,7 @@ func TestCompatPXE(t *testing.T) {
 		wantAnswer(t, "secureboot", resp, body, 200, "#!ipxe\n\nimgfree\nkernel http://"+host+"/image/"+f.id+"/v1.0/metal-amd64-secureboot-uki.efi cmdline-metal-x86_64\nboot\n")
 	})
 	t.Run("credentials", func(t *testing.T) {
-		g := compatFactory(t, ServerOptions{Access: Access{Login: []string{"download"}, Credentials: testCredentials(t)}})
+		g := compatFactory(t, factory.ServerOptions{Access: factory.Access{Login: []string{"download"}, Credentials: testCredentials(t)}})
 		ghost := strings.TrimPrefix(g.url, "http://")
 		resp, body := compatDo(t, g, "GET", "/pxe/"+g.id+"/1.0/metal-amd64", "Authorization", "Basic "+b64("alice:"+alicePassword))
 		dir := "http://alice:" + alicePassword + "@" + ghost + "/image/" + g.id + "/v1.0/"
@@ -447,7 +434,7 @@ func TestCompatPXE(t *testing.T) {
 }
 
 func TestCompatRegistry(t *testing.T) {
-	f := compatFactory(t, ServerOptions{})
+	f := compatFactory(t, factory.ServerOptions{})
 	t.Run("ping", func(t *testing.T) {
 		for _, p := range []string{"/v2", "/v2/"} {
 			resp, body := compatDo(t, f, "GET", p)
@@ -480,7 +467,7 @@ func TestCompatRegistry(t *testing.T) {
 		}
 	})
 	t.Run("identity", func(t *testing.T) {
-		if got := f.pullRef("factory.example", installerKind{}, f.id, "1.0"); got != "factory.example/installer/"+f.id+":v1.0" {
+		if got := f.svc.PullRef("factory.example", factory.InstallerKind{}, f.id, "1.0"); got != "factory.example/installer/"+f.id+":v1.0" {
 			t.Errorf("the signature claims %s", got)
 		}
 	})

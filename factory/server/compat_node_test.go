@@ -1,4 +1,4 @@
-package factory
+package server
 
 import (
 	"archive/tar"
@@ -18,6 +18,7 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
@@ -64,7 +65,7 @@ func tarFiles(t *testing.T, l v1.Layer) map[string][]byte {
 // before, one layer under usr/install/<rpm arch>/ with bootloader.efi).
 // With stub, its installer carries systemd-stub.efi and a UKI; with
 // talosctl, usr/bin/talosctl ("talosctl for <arch>") beside the installer.
-func compatRelease(t *testing.T, legacy bool, stub []byte, talosctl bool) *Release {
+func compatRelease(t *testing.T, legacy bool, stub []byte, talosctl bool) *factory.Release {
 	t.Helper()
 	ctx := context.Background()
 	st, err := oci.CreateLayout(t.TempDir())
@@ -98,11 +99,11 @@ func compatRelease(t *testing.T, legacy bool, stub []byte, talosctl bool) *Relea
 		}
 		bin := [][2]string{{"usr/bin/installer", "installer"}}
 		if talosctl {
-			bin = append(bin, [2]string{"./" + TalosctlPath, "talosctl for " + arch})
+			bin = append(bin, [2]string{"./" + factory.TalosctlPath, "talosctl for " + arch})
 		}
 		inst[arch] = []v1.Layer{layer(bin...), layer(append(files, [2]string{d + "vmlinuz", kernel})...)}
 	}
-	r := &Release{Store: st, Version: "1.11.0", Platforms: platform.Talos, SourceDate: 1700000000, digests: map[string]string{},
+	r := &factory.Release{Store: st, Version: "1.11.0", Platforms: platform.Talos, SourceDate: 1700000000, Digests: map[string]string{},
 		Params: compose.Params{Architectures: arches, PrettyName: "Nodeforge compat", Cmdline: []string{"init_on_alloc=1", "slab_nomerge"},
 			InitramfsCompression: "zstd", Kernel: map[string]compose.KernelParams{"x86_64": {Version: "6.1"}, "aarch64": {Version: "6.1"}}}}
 	for repo, layers := range map[string]map[string][]v1.Layer{release.RepoBoot: boot, release.RepoInstaller: inst} {
@@ -114,7 +115,7 @@ func compatRelease(t *testing.T, legacy bool, stub []byte, talosctl bool) *Relea
 			t.Fatal(err)
 		}
 		d, _ := idx.Digest()
-		r.digests[repo] = d.String()
+		r.Digests[repo] = d.String()
 	}
 	return r
 }
@@ -142,9 +143,9 @@ func TestCompatInstaller(t *testing.T) {
 		t.Fatalf("no %s image", arch)
 		return nil
 	}
-	relInstaller, _ := rel.child(ctx, release.RepoInstaller, "x86_64")
+	relInstaller, _ := rel.Image(ctx, release.RepoInstaller, "x86_64")
 	relLayers, _ := relInstaller.Layers()
-	idx, err := rel.Installer(ctx, InstallerOptions{Schematic: sch, Work: t.TempDir()})
+	idx, err := rel.Installer(ctx, factory.InstallerOptions{Schematic: sch, Work: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestCompatInstaller(t *testing.T) {
 		for _, d := range m.Manifests {
 			got = append(got, d.Platform.OS+"/"+d.Platform.Architecture)
 		}
-		if m.MediaType != types.OCIImageIndex || !slices.Equal(got, []string{"linux/amd64", "linux/arm64"}) || m.Annotations[AnnotationSchematic] != id {
+		if m.MediaType != types.OCIImageIndex || !slices.Equal(got, []string{"linux/amd64", "linux/arm64"}) || m.Annotations[factory.AnnotationSchematic] != id {
 			t.Errorf("index: %s %v %v", m.MediaType, got, m.Annotations)
 		}
 	})
@@ -200,7 +201,7 @@ func TestCompatInstaller(t *testing.T) {
 		}
 	})
 	t.Run("a platform's installer: its command line, no META", func(t *testing.T) {
-		aws, err := rel.Installer(ctx, InstallerOptions{Schematic: sch, Platform: "aws", Work: t.TempDir()})
+		aws, err := rel.Installer(ctx, factory.InstallerOptions{Schematic: sch, Platform: "aws", Work: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +217,7 @@ func TestCompatInstaller(t *testing.T) {
 	})
 	t.Run("installer-ARCH.tar: a docker tarball of the image", func(t *testing.T) {
 		for _, c := range []struct{ platform, tag string }{{"", "installer/" + id + ":v1.11.0"}, {"metal", "metal-installer/" + id + ":v1.11.0"}} {
-			b, err := rel.InstallerTarball(ctx, InstallerOptions{Schematic: sch, Platform: c.platform, Work: t.TempDir()}, "x86_64")
+			b, err := rel.InstallerTarball(ctx, factory.InstallerOptions{Schematic: sch, Platform: c.platform, Work: t.TempDir()}, "x86_64")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +227,7 @@ func TestCompatInstaller(t *testing.T) {
 			}
 			want := child(t, idx, "amd64")
 			if c.platform != "" {
-				pi, _ := rel.Installer(ctx, InstallerOptions{Schematic: sch, Platform: c.platform, Work: t.TempDir()})
+				pi, _ := rel.Installer(ctx, factory.InstallerOptions{Schematic: sch, Platform: c.platform, Work: t.TempDir()})
 				want = child(t, pi, "amd64")
 			}
 			gc, _ := img.ConfigName()
@@ -257,15 +258,15 @@ func TestCompatInstaller(t *testing.T) {
 	})
 	t.Run("releases laid out before are read", func(t *testing.T) {
 		old := compatRelease(t, true, nil, false)
-		b, err := old.bootFiles(ctx, "x86_64")
-		if err != nil || string(b.bootloader) != "boot of x86_64" {
-			t.Errorf("the boot manager of an old release: %q %v", b.bootloader, err)
+		b, _, _, err := old.Inputs(ctx, "x86_64", nil)
+		if err != nil || string(b.Bootloader) != "boot of x86_64" {
+			t.Errorf("the boot manager of an old release: %q %v", b.Bootloader, err)
 		}
-		nb, err := rel.bootFiles(ctx, "aarch64")
-		if err != nil || string(nb.bootloader) != "boot of aarch64" {
-			t.Errorf("the boot manager: %q %v", nb.bootloader, err)
+		nb, _, _, err := rel.Inputs(ctx, "aarch64", nil)
+		if err != nil || string(nb.Bootloader) != "boot of aarch64" {
+			t.Errorf("the boot manager: %q %v", nb.Bootloader, err)
 		}
-		oi, err := old.Installer(ctx, InstallerOptions{Schematic: sch, Work: t.TempDir()})
+		oi, err := old.Installer(ctx, factory.InstallerOptions{Schematic: sch, Work: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}

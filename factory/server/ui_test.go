@@ -1,9 +1,8 @@
-package factory
+package server
 
 import (
 	"html"
 	"io/fs"
-	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +20,7 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
 	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
@@ -38,13 +38,21 @@ func uiTestServer(t *testing.T, externalURL string) (*Server, http.Handler) {
 		"nvidia": {Name: "nvidia", Version: "550.1", Author: "Nodeforge", Description: "NVIDIA GPU drivers"},
 		"zfs":    {Name: "zfs", Version: "2.2.4", Author: "Nodeforge", Description: "The ZFS file system"},
 	}
-	s := &Server{Service: &Service{o: ServerOptions{Cache: cache, ExternalURL: externalURL, Log: slog.New(slog.DiscardHandler)},
-		schematics: &schematics{st: cache}, metrics: newMetrics()}}
+	svc, err := factory.NewUnverified(factory.ServerOptions{Cache: cache, Releases: []factory.ReleaseStore{{Store: cache}}, ExternalURL: externalURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newFront(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	descs := map[string]map[string]string{"zfs": {"ru": "Файловая система ZFS"}}
-	s.serve(&Release{Version: "1.10.0", Branch: "p10", Params: compose.Params{Architectures: []string{"x86_64"}},
-		Extensions: []string{"cri"}, meta: meta, descs: descs},
-		&Release{Version: "1.11.0", Branch: "p11", Params: compose.Params{Architectures: []string{"x86_64", "aarch64"}},
-			Extensions: []string{"cri", "nvidia", "zfs"}, meta: meta, descs: descs})
+	rels := []*factory.Release{{Version: "1.10.0", Branch: "p10", Params: compose.Params{Architectures: []string{"x86_64"}}, Extensions: []string{"cri"}},
+		{Version: "1.11.0", Branch: "p11", Params: compose.Params{Architectures: []string{"x86_64", "aarch64"}}, Extensions: []string{"cri", "nvidia", "zfs"}}}
+	for _, r := range rels {
+		r.SetExtensionMetadata(meta, descs)
+	}
+	svc.ServeUnverified(rels...)
 	mux := http.NewServeMux()
 	s.uiRoutes(mux)
 	return s, testutil.NoLocalPaths(t, mux)
@@ -124,7 +132,7 @@ func TestUICatalogs(t *testing.T) {
 		ns, _, _ := strings.Cut(k, ".")
 		namespaces[ns] = true
 	}
-	src, err := os.ReadFile("http_ui.go")
+	src, err := os.ReadFile("ui.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +385,7 @@ func TestUIKernelArgs(t *testing.T) {
 			}
 		}
 	}
-	if n := s.schematics.stored.Load(); n != 0 {
+	if n, _ := s.svc.SchematicCounts(); n != 0 {
 		t.Errorf("bad arguments stored %d schematics", n)
 	}
 	if msgs := uiCheckArgs(strings.Fields("console=ttyS0,115200n8 ip=[fd00::2]::[fd00::1]:64:node:eth0:off nodeforge.config=https://x/c?a=b&c=d")); msgs != nil {
@@ -402,7 +410,7 @@ func TestUIRoundTrip(t *testing.T) {
 			ext == "" && loc != "/?arch=amd64&lang=ru&platform=metal&schematic-id="+id+"&version=1.11.0" {
 			t.Fatalf("POST: %d, Location %q, want the page of %s", resp.StatusCode, loc, id)
 		}
-		if _, err := s.schematics.get(t.Context(), id); err != nil {
+		if _, err := s.svc.Schematic(t.Context(), id); err != nil {
 			t.Fatalf("not stored: %v", err)
 		}
 		loc = strings.TrimPrefix(loc, "/f")
@@ -515,7 +523,7 @@ func TestUIReleasePlatforms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.served().find("1.11.0").Platforms = table
+	s.svc.Release("1.11.0").Platforms = table
 	_, body := uiDo(t, h, "GET", "/?lang=ru&version=1.11.0&arch=amd64&step=platform", nil)
 	for _, want := range []string{`value="mycloud"`, "My &lt;cloud&gt;: a qcow2 image", html.EscapeString(uiCatalogs["ru"]["platform.metal"])} {
 		if !strings.Contains(body, want) {
@@ -551,7 +559,7 @@ func TestUIReleasePlatforms(t *testing.T) {
 // filled in from the schematic.
 func TestUISingleChoices(t *testing.T) {
 	s, h := uiTestServer(t, "")
-	s.serve(s.served().find("1.10.0"))
+	s.svc.ServeUnverified(s.svc.Release("1.10.0"))
 	_, body := uiDo(t, h, "GET", "/?lang=en", nil)
 	if uiH1(body) != uiCatalogs["en"]["platform.heading"] || !strings.Contains(body, "This factory serves one release, v1.10.0") ||
 		!strings.Contains(body, "Release v1.10.0 is built for one architecture, amd64") {

@@ -1,4 +1,4 @@
-package factory
+package server
 
 import (
 	"context"
@@ -25,14 +25,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, errorLog *log.Logge
 		return err
 	case <-ctx.Done():
 	}
-	requests, builds := s.active.Load(), s.running.count()
+	requests, builds := s.active.Load(), s.svc.BuildsInFlight()
 	s.o.Log.Info("stopping: no new connections; the requests and builds in flight may finish", "requests", requests, "builds", builds, "grace", grace)
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	herr := hs.Shutdown(sctx)
-	berr := s.running.wait(sctx)
+	berr := s.svc.WaitBuilds(sctx)
 	if herr != nil || berr != nil {
-		requests, builds = s.active.Load(), s.running.count()
+		requests, builds = s.active.Load(), s.svc.BuildsInFlight()
 		hs.Close()
 		return fmt.Errorf("the shutdown grace of %v ran out: %d requests and %d builds in flight cut (a build cut leaves no cache entry)", grace, requests, builds)
 	}

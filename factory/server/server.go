@@ -1,4 +1,4 @@
-package factory
+package server
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,6 +23,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nodeforge/builder/factory"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -32,11 +34,8 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/build/compose"
-	"github.com/nodeforge/builder/build/compressors"
 	"github.com/nodeforge/builder/release"
 )
-
-func (e *requestError) Error() string { return e.msg }
 
 // maxSchematicBody bounds a POSTed schematic.
 const maxSchematicBody = 64 << 10
@@ -45,93 +44,145 @@ const maxSchematicBody = 64 << 10
 // factory's routes): schematics, versions, and artifacts composed on
 // demand from verified releases, by its Service.
 type Server struct {
-	*Service
-	gate     *gate // logins, build rates, the build queue
+	svc    *factory.Service // its builds in flight, its metrics
+	rels   releases
+	schems schematicStore
+	arts   artifacts
+	imgs   images
+	o      factory.ServerOptions // as the service completed them
+
+	gate     *gate // logins, build rates
 	requests atomic.Int64
-	active   atomic.Int64    // requests being answered
-	exts     extensionImages // the releases' extension images the registry front read
-	proxies  trustedProxies  // whose forwarding headers name the client
+	active   atomic.Int64   // requests being answered
+	proxies  trustedProxies // whose forwarding headers name the client
+	metrics  *frontMetrics
 }
 
-// NewServer verifies every version of every release store: a version that
-// does not verify, or a store that cannot be listed, is not served, and
-// /readyz names it (RetryFailed tries them again). When nothing verifies
-// it fails, its error's first line the first cause. A tool a request can
-// need that is not on PATH is logged (and /readyz is 503 naming it).
-func NewServer(ctx context.Context, o ServerOptions) (*Server, error) {
-	s, err := newServer(o)
+// releases is what the front reads of the service's catalog of verified
+// releases.
+type releases interface {
+	Listed() []*factory.Release
+	Available(version string) *factory.Release
+	Latest() *factory.Release
+	VersionTags() []string
+	Readiness() (ready bool, body string)
+}
+
+// schematicStore is where the front reads and adds schematics.
+type schematicStore interface {
+	Schematic(ctx context.Context, id string) (*schematic.Schematic, error)
+	AddSchematic(ctx context.Context, sch *schematic.Schematic, doc []byte) (string, error)
+	SchematicsFull() bool
+}
+
+// artifacts answers a media file from the signed cache or builds it.
+type artifacts interface {
+	Compose(ctx context.Context, rel *factory.Release, sch *schematic.Schematic, a factory.Artifact, arch string) (*factory.CachedArtifact, error)
+	Distrust(blob v1.Hash)
+	CountDamaged()
+}
+
+// images are the images of the registry front: a schematic's installers
+// (cached and signed, or built) and a release's extensions.
+type images interface {
+	Installer(ctx context.Context, rel *factory.Release, sch *schematic.Schematic, k factory.InstallerKind, host string) (*factory.ImageEntry, error)
+	CachedEntry(ctx context.Context, sch *schematic.Schematic, k factory.InstallerKind, has func(*factory.ImageEntry) bool) *factory.ImageEntry
+	ForgetInstaller(key string)
+	PullRef(host string, k factory.InstallerKind, id, version string) string
+	ExtensionImage(ctx context.Context, rel *factory.Release, name string) (*factory.ImageEntry, error)
+	PublicHost(requestHost string) string
+}
+
+// frontMetrics are the front's series, in the service's registry.
+type frontMetrics struct {
+	requests  *prometheus.CounterVec
+	bytesSent prometheus.Counter
+}
+
+func newFrontMetrics(reg *prometheus.Registry) (*frontMetrics, error) {
+	m := &frontMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nodeforge_factory_requests_total",
+			Help: "HTTP requests by route and status."}, []string{"route", "code"}),
+		bytesSent: prometheus.NewCounter(prometheus.CounterOpts{Name: "nodeforge_factory_bytes_sent_total",
+			Help: "Bytes of responses."}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.bytesSent} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("factory: the front's metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// New serves over HTTP the Service factory.NewService makes of o (see
+// there): its front's options are checked first.
+func New(ctx context.Context, o factory.ServerOptions) (*Server, error) {
+	if err := checkFront(o); err != nil {
+		return nil, err
+	}
+	svc, err := factory.NewService(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range compose.MissingTools() { // and /readyz says so
-		s.o.Log.Error("not ready: a tool a request can need is missing", "tool", t.Name, "package", t.Package, "formats", strings.Join(t.Formats, ","))
-	}
-	c := s.load(ctx, nil)
-	if len(c.versions) == 0 {
-		return nil, s.startError(c)
-	}
-	s.cat.Store(c)
-	logCompressors(s.o.Log, compressors.This())
-	if err := s.schematics.count(ctx); err != nil {
-		s.o.Log.Warn("the schematics stored are not counted: --max-schematics counts from 0", "err", err)
-	}
-	return s, nil
+	return newFront(svc)
 }
 
 // newServer is a factory serving nothing yet.
-func newServer(o ServerOptions) (*Server, error) {
-	if o.Cache == nil || len(o.Releases) == 0 {
-		return nil, errors.New("factory: a cache store and at least one release store are needed")
+func newServer(o factory.ServerOptions) (*Server, error) {
+	if err := checkFront(o); err != nil {
+		return nil, err
 	}
-	if o.MaxBuilds <= 0 {
-		o.MaxBuilds = 2
-	}
-	if o.BuildTimeout <= 0 {
-		o.BuildTimeout = 10 * time.Minute
-	}
-	if o.MaxQueue == 0 {
-		o.MaxQueue = 4 * o.MaxBuilds
-	}
-	g, err := newGate(o.Access, max(o.MaxQueue, 0))
+	svc, err := factory.NewUnverified(o)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkBrokenVersions(o.BrokenVersions); err != nil {
-		return nil, err
+	return newFront(svc)
+}
+
+// checkFront checks the front's options before the releases are
+// verified.
+func checkFront(o factory.ServerOptions) error {
+	if _, err := newGate(o.Access); err != nil {
+		return err
 	}
 	if err := checkOrigins(o.AllowedOrigins); err != nil {
+		return err
+	}
+	_, err := parseTrustedProxies(o.TrustedProxies)
+	return err
+}
+
+// newFront is the HTTP front of svc: it asks svc for releases,
+// schematics, artifacts and images through the seams, and svc asks it
+// whether a request may build.
+func newFront(svc *factory.Service) (*Server, error) {
+	o := svc.Options()
+	g, err := newGate(o.Access)
+	if err != nil {
 		return nil, err
 	}
 	proxies, err := parseTrustedProxies(o.TrustedProxies)
 	if err != nil {
 		return nil, err
 	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
+	m, err := newFrontMetrics(svc.Metrics())
+	if err != nil {
+		return nil, err
 	}
-	if o.VerifyInterval == 0 {
-		o.VerifyInterval = defaultVerifyInterval
-	}
-	if o.BodyTimeout <= 0 {
-		o.BodyTimeout = 30 * time.Second
-	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = 2 * time.Minute
-	}
-	if o.MaxConnections <= 0 {
-		o.MaxConnections = 1024
-	}
-	m := newMetrics()
-	svc := &Service{o: o, schematics: &schematics{st: o.Cache, mismatches: m.mismatches}, slots: make(chan struct{}, o.MaxBuilds), queue: g.queue,
-		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}, metrics: m}
-	svc.buildFn = svc.build
-	s := &Server{Service: svc, gate: g, proxies: proxies}
-	svc.buildAllowed = s.mayBuild
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nodeforge_factory_builds_in_flight",
-		Help: "Builds running or waiting for a slot, with their cache lookups (a stop waits for them)."}, func() float64 { return float64(s.running.count()) }))
-	s.cat.Store(&catalog{releases: map[string]*Release{}})
+	s := &Server{svc: svc, rels: svc, schems: svc, arts: svc, imgs: svc, o: o, gate: g, proxies: proxies, metrics: m}
+	svc.SetBuildAllowed(s.mayBuild)
 	return s, nil
 }
+
+// RetryFailed lists and verifies again what failed (see
+// factory.Service.RetryFailed).
+func (s *Server) RetryFailed(ctx context.Context, interval time.Duration) {
+	s.svc.RetryFailed(ctx, interval)
+}
+
+// Stats says how many artifacts were built and served from the cache
+// (see factory.Service.Stats).
+func (s *Server) Stats() factory.Stats { return s.svc.Stats() }
 
 // Handler routes the API.
 func (s *Server) Handler() http.Handler {
@@ -311,7 +362,7 @@ func (s *Server) createSchematic(ctx context.Context, sch *schematic.Schematic, 
 	if err != nil {
 		return "", err
 	}
-	if _, err := s.schematics.get(ctx, id); err == nil {
+	if _, err := s.schems.Schematic(ctx, id); err == nil {
 		return id, nil
 	}
 	if s.gate != nil {
@@ -319,15 +370,11 @@ func (s *Server) createSchematic(ctx context.Context, sch *schematic.Schematic, 
 			return "", err
 		}
 	}
-	if n := s.o.MaxSchematics; n > 0 && s.schematics.stored.Load() >= int64(n) {
+	if s.schems.SchematicsFull() {
 		return "", &refusal{status: http.StatusInsufficientStorage,
-			msg: fmt.Sprintf("the factory stores %d schematics, as many as it may: ask its operator (--max-schematics)", n)}
+			msg: fmt.Sprintf("the factory stores %d schematics, as many as it may: ask its operator (--max-schematics)", s.o.MaxSchematics)}
 	}
-	id, err = s.schematics.put(ctx, sch, doc)
-	if err == nil {
-		s.metrics.schematicsCreated.Inc()
-	}
-	return id, err
+	return s.schems.AddSchematic(ctx, sch, doc)
 }
 
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
@@ -357,9 +404,9 @@ func (s *Server) schematic(w http.ResponseWriter, r *http.Request, id string) (*
 		fail(w, http.StatusNotFound, "schematic ID %q not found", id)
 		return nil, false
 	}
-	sch, err := s.schematics.get(r.Context(), id)
+	sch, err := s.schems.Schematic(r.Context(), id)
 	switch {
-	case errors.Is(err, errUnknownSchematic):
+	case errors.Is(err, factory.ErrUnknownSchematic):
 		fail(w, http.StatusNotFound, "schematic ID %q not found", id)
 		return nil, false
 	case err != nil:
@@ -376,15 +423,15 @@ func (s *Server) getVersions(w http.ResponseWriter, r *http.Request) {
 	out := []string{}
 	if r.URL.Query().Get("broken") == "true" {
 		for _, v := range s.o.BrokenVersions {
-			out = append(out, TalosVersion(v))
+			out = append(out, factory.TalosVersion(v))
 		}
 		writeJSON(w, out)
 		return
 	}
 	branch := r.URL.Query().Get("branch")
-	for _, rel := range s.listed() {
+	for _, rel := range s.rels.Listed() {
 		if branch == "" || rel.Branch == branch {
-			out = append(out, TalosVersion(rel.Version))
+			out = append(out, factory.TalosVersion(rel.Version))
 		}
 	}
 	writeJSON(w, out)
@@ -397,8 +444,8 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 // release finds a version served and not broken, either spelling, or
 // answers 404 in upstream's words.
-func (s *Server) release(w http.ResponseWriter, v string) (*Release, bool) {
-	rel := s.available(v)
+func (s *Server) release(w http.ResponseWriter, v string) (*factory.Release, bool) {
+	rel := s.rels.Available(v)
 	if rel == nil {
 		fail(w, http.StatusNotFound, "version %s is not available", strings.TrimPrefix(v, "v"))
 		return nil, false
@@ -426,20 +473,20 @@ func (s *Server) getExtensions(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []officialExtension{}
 	for _, name := range rel.Extensions {
-		meta, err := rel.extensionMetadata(r.Context(), name)
+		meta, err := rel.ExtensionMetadata(r.Context(), name)
 		if err != nil {
 			s.o.Log.Error("reading an extension", "name", name, "err", err)
 			fail(w, http.StatusInternalServerError, "reading extension %s failed", name)
 			return
 		}
-		out = append(out, officialExtension{Name: rel.Namespace.Qualified(name), Ref: s.extensionRef(r.Host, rel, name), Digest: rel.digests[release.RepoExtension+name],
+		out = append(out, officialExtension{Name: rel.Namespace.Qualified(name), Ref: s.extensionRef(r.Host, rel, name), Digest: rel.Digests[release.RepoExtension+name],
 			Author: meta.Author, Description: meta.Description})
 	}
 	writeJSON(w, out)
 }
 
 func (s *Server) getReady(w http.ResponseWriter, _ *http.Request) {
-	ready, body := s.readiness()
+	ready, body := s.rels.Readiness()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if !ready {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -474,11 +521,11 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rel, arch, ok := s.target(w, r, sch, a.output(), goArch)
+	rel, arch, ok := s.target(w, r, sch, a.Output(), goArch)
 	if !ok {
 		return
 	}
-	data, err := s.compose(r.Context(), rel, sch, a, arch)
+	data, err := s.arts.Compose(r.Context(), rel, sch, a, arch)
 	if s.refused(w, r, err) {
 		return
 	}
@@ -486,7 +533,7 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 		s.failBuild(w, r, name, rel.Version, err)
 		return
 	}
-	hexsum := data.desc.Digest.Hex
+	hexsum := data.Digest().Hex
 	switch side {
 	case "sha256":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -500,10 +547,10 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", contentType(name))
 	w.Header().Set("Content-Disposition", contentDisposition(cmp.Or(r.URL.Query().Get("filename"), name)))
 	if rng := r.Header.Get("Range"); rng != "" {
-		fixed, ok := normalizeRange(rng, data.size())
+		fixed, ok := normalizeRange(rng, data.Size())
 		if !ok {
-			w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", data.size()))
-			fail(w, http.StatusRequestedRangeNotSatisfiable, "range %q: not satisfiable for %d bytes", rng, data.size())
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", data.Size()))
+			fail(w, http.StatusRequestedRangeNotSatisfiable, "range %q: not satisfiable for %d bytes", rng, data.Size())
 			return
 		}
 		if fixed == "" {
@@ -512,13 +559,13 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 			r.Header.Set("Range", fixed)
 		}
 	}
-	if !data.seekable() && r.Header.Get("Range") == "" {
+	if !data.Seekable() && r.Header.Get("Range") == "" {
 		s.streamArtifact(w, r, data, name)
 		return
 	}
 	var rc io.ReadCloser
-	if data.seekable() {
-		rc, err = data.open(r.Context())
+	if data.Seekable() {
+		rc, err = data.Open(r.Context())
 	} else {
 		// A range of a registry's entry: the whole blob is verified into
 		// a scratch file first.
@@ -539,8 +586,8 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) failBuild(w http.ResponseWriter, r *http.Request, name, version string, err error) {
 	id := w.Header().Get("X-Request-Id")
 	s.o.Log.Error("composing", "id", id, "artifact", name, "version", version, "err", err)
-	if re := (*requestError)(nil); errors.As(err, &re) {
-		fail(w, http.StatusBadRequest, "%s: %s", name, re.msg)
+	if re := (*factory.RequestError)(nil); errors.As(err, &re) {
+		fail(w, http.StatusBadRequest, "%s: %v", name, re)
 		return
 	}
 	if errors.Is(err, exec.ErrNotFound) { // compose.Tools: /readyz names it
@@ -552,18 +599,18 @@ func (s *Server) failBuild(w http.ResponseWriter, r *http.Request, name, version
 
 // failRead answers a cached artifact that could not be read; a damaged
 // one is refused from now on and built again.
-func (s *Server) failRead(w http.ResponseWriter, name string, data *cachedArtifact, err error) {
+func (s *Server) failRead(w http.ResponseWriter, name string, data *factory.CachedArtifact, err error) {
 	s.o.Log.Error("reading a cached artifact", "id", w.Header().Get("X-Request-Id"), "artifact", name, "err", err)
-	if errors.Is(err, errDamaged) {
-		s.cache.distrust(data.desc.Digest)
+	if errors.Is(err, factory.ErrDamaged) {
+		s.arts.Distrust(data.Digest())
 	}
 	fail(w, http.StatusInternalServerError, "reading %s failed (request %s: the factory's log says why); ask again to have it built anew", name, w.Header().Get("X-Request-Id"))
 }
 
 // spool copies a registry's artifact into a scratch file, verified
 // whole, for a range of it; the file is gone when closed.
-func (s *Server) spool(ctx context.Context, data *cachedArtifact) (io.ReadCloser, error) {
-	rc, err := data.open(ctx)
+func (s *Server) spool(ctx context.Context, data *factory.CachedArtifact) (io.ReadCloser, error) {
+	rc, err := data.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -585,17 +632,17 @@ func (s *Server) spool(ctx context.Context, data *cachedArtifact) (io.ReadCloser
 // mismatch cuts the connection (the client sees a short transfer, never
 // a complete wrong file). No Range (a range is spooled and verified
 // first); ETag and If-None-Match as ServeContent answers them.
-func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, data *cachedArtifact, name string) {
+func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, data *factory.CachedArtifact, name string) {
 	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, w.Header().Get("ETag")) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	w.Header().Set("Content-Length", strconv.FormatInt(data.size(), 10))
+	w.Header().Set("Content-Length", strconv.FormatInt(data.Size(), 10))
 	w.Header().Set("Accept-Ranges", "bytes")
 	if r.Method == http.MethodHead {
 		return
 	}
-	rc, err := data.open(r.Context())
+	rc, err := data.Open(r.Context())
 	if err != nil {
 		s.failRead(w, name, data, err)
 		return
@@ -603,8 +650,8 @@ func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, data *ca
 	defer rc.Close()
 	if _, err := io.Copy(w, rc); err != nil {
 		s.o.Log.Warn("streaming a cached artifact failed: the transfer is cut", "id", w.Header().Get("X-Request-Id"), "artifact", name, "err", err)
-		if errors.Is(err, errDamaged) {
-			s.cache.distrust(data.desc.Digest) // the entry is rebuilt next time
+		if errors.Is(err, factory.ErrDamaged) {
+			s.arts.Distrust(data.Digest()) // the entry is rebuilt next time
 		}
 		panic(http.ErrAbortHandler)
 	}
@@ -612,8 +659,8 @@ func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, data *ca
 
 // serveSide answers an artifact's .sha512 or .sig, reading it through
 // (verified, from a registry).
-func (s *Server) serveSide(w http.ResponseWriter, r *http.Request, data *cachedArtifact, name, side string) {
-	rc, err := data.open(r.Context())
+func (s *Server) serveSide(w http.ResponseWriter, r *http.Request, data *factory.CachedArtifact, name, side string) {
+	rc, err := data.Open(r.Context())
 	if err != nil {
 		s.failRead(w, name, data, err)
 		return
@@ -640,18 +687,18 @@ func (s *Server) serveSide(w http.ResponseWriter, r *http.Request, data *cachedA
 // (amd64 or arm64, as upstream reads it), or answers 400 in upstream's
 // words; a -secureboot one without the factory's Secure Boot key is 400
 // as upstream's.
-func (s *Server) artifactAsked(w http.ResponseWriter, name string) (artifact, string, bool) {
-	a, err := parseArtifact(name)
+func (s *Server) artifactAsked(w http.ResponseWriter, name string) (factory.Artifact, string, bool) {
+	a, err := factory.ParseArtifact(name)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "error parsing profile from path: %v", err)
 		return a, "", false
 	}
-	goArch, ok := archAsked(a.arch)
+	goArch, ok := archAsked(a.Arch)
 	if !ok {
-		fail(w, http.StatusBadRequest, "error parsing profile from path: invalid architecture: %q", a.arch)
+		fail(w, http.StatusBadRequest, "error parsing profile from path: invalid architecture: %q", a.Arch)
 		return a, "", false
 	}
-	if a.secureBoot && s.o.SecureBoot == nil {
+	if a.SecureBoot && s.o.SecureBoot == nil {
 		fail(w, http.StatusBadRequest, "error enhancing profile from schematic: secure boot is disabled (this factory has no Secure Boot key: no -secureboot media)")
 		return a, "", false
 	}
@@ -661,18 +708,18 @@ func (s *Server) artifactAsked(w http.ResponseWriter, name string) (artifact, st
 // target finds the release a media URL names and the release's name of
 // the architecture asked for, or answers 4xx (400 for what the release
 // cannot make of the schematic for out).
-func (s *Server) target(w http.ResponseWriter, r *http.Request, sch *schematic.Schematic, out compose.Output, goArch string) (*Release, string, bool) {
+func (s *Server) target(w http.ResponseWriter, r *http.Request, sch *schematic.Schematic, out compose.Output, goArch string) (*factory.Release, string, bool) {
 	rel, ok := s.release(w, r.PathValue("version"))
 	if !ok {
 		return nil, "", false
 	}
-	if err := unhonoured(rel, sch, out, r.PathValue("version")); err != nil {
+	if err := factory.Unhonoured(rel, sch, out, r.PathValue("version")); err != nil {
 		fail(w, http.StatusBadRequest, "%v", err)
 		return nil, "", false
 	}
-	rarch := releaseArch(rel.Params.Architectures, goArch)
+	rarch := factory.ReleaseArch(rel.Params.Architectures, goArch)
 	if rarch == "" {
-		fail(w, http.StatusNotFound, "release %s has no architecture %s (it has %s)", TalosVersion(rel.Version), goArch, strings.Join(rel.Params.Architectures, ", "))
+		fail(w, http.StatusNotFound, "release %s has no architecture %s (it has %s)", factory.TalosVersion(rel.Version), goArch, strings.Join(rel.Params.Architectures, ", "))
 		return nil, "", false
 	}
 	return rel, rarch, true
@@ -702,14 +749,14 @@ func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "error enhancing profile from schematic: secure boot is disabled (this factory has no Secure Boot key)")
 		return
 	}
-	rel, rarch, ok := s.target(w, r, sch, a.output(), goArch)
+	rel, rarch, ok := s.target(w, r, sch, a.Output(), goArch)
 	if !ok {
 		return
 	}
-	art, err := s.compose(r.Context(), rel, sch, a, rarch)
+	art, err := s.arts.Compose(r.Context(), rel, sch, a, rarch)
 	var cmdline []byte
 	if err == nil {
-		cmdline, err = art.bytes(r.Context())
+		cmdline, err = art.Bytes(r.Context())
 	}
 	if s.refused(w, r, err) {
 		return
@@ -718,7 +765,7 @@ func (s *Server) getPXE(w http.ResponseWriter, r *http.Request) {
 		s.failBuild(w, r, "cmdline-"+platformName+"-"+rarch, rel.Version, err)
 		return
 	}
-	dir := s.pxeBase(r).JoinPath("image", id, TalosVersion(rel.Version))
+	dir := s.pxeBase(r).JoinPath("image", id, factory.TalosVersion(rel.Version))
 	file := func(name string) string { return dir.JoinPath(name).String() }
 	args := strings.TrimSpace(string(cmdline))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -782,7 +829,7 @@ func (s *Server) getSigningKey(w http.ResponseWriter, _ *http.Request) {
 // MetricsHandler serves the factory's metrics in Prometheus's format
 // (behind a login when the metrics surface needs one).
 func (s *Server) MetricsHandler() http.Handler {
-	return s.identify(s.guard(surfaceMetrics, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
+	return s.identify(s.guard(surfaceMetrics, promhttp.HandlerFor(s.svc.Metrics(), promhttp.HandlerOpts{})))
 }
 
 // getTalosctl answers /talosctl/V with the URLs of the release's talosctl
@@ -793,31 +840,31 @@ func (s *Server) getTalosctl(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := TalosVersion(rel.Version)
-	arches, err := rel.talosctlArches(r.Context())
+	v := factory.TalosVersion(rel.Version)
+	arches, err := rel.TalosctlArches(r.Context())
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "talosctl of version %s: %v", v, err)
 		return
 	}
 	if len(arches) == 0 {
-		fail(w, http.StatusNotFound, "talosctl is not available for version %s: %v", v, errNoTalosctl)
+		fail(w, http.StatusNotFound, "talosctl is not available for version %s: %v", v, factory.ErrNoTalosctl)
 		return
 	}
 	file := r.PathValue("file")
 	if file == "" {
 		var urls []string
 		for _, a := range arches {
-			urls = append(urls, s.pxeBase(r).JoinPath("talosctl", v, talosctlPrefix+a).String())
+			urls = append(urls, s.pxeBase(r).JoinPath("talosctl", v, factory.TalosctlPrefix+a).String())
 		}
 		writeJSON(w, urls)
 		return
 	}
-	goArch, ok := strings.CutPrefix(file, talosctlPrefix)
+	goArch, ok := strings.CutPrefix(file, factory.TalosctlPrefix)
 	if !ok || !slices.Contains(arches, goArch) {
-		fail(w, http.StatusNotFound, "%q is not a talosctl binary of version %s (have %s%s)", file, v, talosctlPrefix, strings.Join(arches, ", "+talosctlPrefix))
+		fail(w, http.StatusNotFound, "%q is not a talosctl binary of version %s (have %s%s)", file, v, factory.TalosctlPrefix, strings.Join(arches, ", "+factory.TalosctlPrefix))
 		return
 	}
-	b, err := rel.Talosctl(r.Context(), releaseArch(rel.Params.Architectures, goArch))
+	b, err := rel.Talosctl(r.Context(), factory.ReleaseArch(rel.Params.Architectures, goArch))
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "talosctl of version %s: %v", v, err)
 		return

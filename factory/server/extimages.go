@@ -1,17 +1,15 @@
-package factory
+package server
 
 import (
-	"context"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
+
+	"github.com/nodeforge/builder/factory"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/nodeforge/builder/attest/signing"
-	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/release"
 )
 
@@ -27,65 +25,18 @@ const repoExtensions = "extensions"
 // extensionName is what an extension's name may be in a path.
 var extensionName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
-// extensionImages remembers the extension entries read by this process.
-type extensionImages struct {
-	mu sync.Mutex
-	by map[string]*frontEntry // version \x00 name -> entry
-}
-
 // extensionRef is the reference a client pulls a release's extension by,
 // pinned to its digest.
-func (s *Server) extensionRef(requestHost string, rel *Release, name string) string {
-	return s.publicHost(requestHost) + "/" + repoExtensions + "/" + name + ":" + rel.Version + "@" + rel.digests[release.RepoExtension+name]
-}
-
-// extensionEntry reads a release's extension image for the front: its
-// index, children and the release's signature of it.
-func (s *Server) extensionEntry(ctx context.Context, rel *Release, name string) (*frontEntry, error) {
-	key := rel.Version + "\x00" + name
-	s.exts.mu.Lock()
-	e := s.exts.by[key]
-	s.exts.mu.Unlock()
-	if e != nil {
-		return e, nil
-	}
-	repo := release.RepoExtension + name
-	d, err := v1.NewHash(rel.digests[repo])
-	if err != nil {
-		return nil, err
-	}
-	idx, err := rel.Store.Index(ctx, repo, d.String())
-	if err != nil {
-		return nil, err
-	}
-	e = &frontEntry{repo: repo, key: key, digest: d.String(), manifests: map[string]rawManifest{}, blobs: map[v1.Hash]blobSource{}, st: rel.Store}
-	if err := e.addIndex(idx, d); err != nil {
-		return nil, err
-	}
-	sig, layers, err := signing.ReadSigs(ctx, rel.Store, repo, oci.SigTag(d))
-	if err != nil {
-		return nil, err
-	}
-	if len(layers) > 0 {
-		if err := e.addImage(sig, oci.SigTag(d)); err != nil {
-			return nil, err
-		}
-	}
-	s.exts.mu.Lock()
-	if s.exts.by == nil {
-		s.exts.by = map[string]*frontEntry{}
-	}
-	s.exts.by[key] = e
-	s.exts.mu.Unlock()
-	return e, nil
+func (s *Server) extensionRef(requestHost string, rel *factory.Release, name string) string {
+	return s.imgs.PublicHost(requestHost) + "/" + repoExtensions + "/" + name + ":" + rel.Version + "@" + rel.Digests[release.RepoExtension+name]
 }
 
 // serveExtension answers /v2/extensions/NAME/...: tags (the listed
 // versions that have it, Talos's way), manifests by version (either
 // spelling), digest or signature tag, blobs of its images.
 func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request, rr registryRequest) {
-	var rels []*Release // listed (served, not broken), as the installers' tags
-	for _, rel := range s.listed() {
+	var rels []*factory.Release // listed (served, not broken), as the installers' tags
+	for _, rel := range s.rels.Listed() {
 		if slices.Contains(rel.Extensions, rr.extension) {
 			rels = append(rels, rel)
 		}
@@ -99,7 +50,7 @@ func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request, rr regis
 	case "tags":
 		tags := []string{}
 		for _, rel := range rels {
-			tags = append(tags, TalosVersion(rel.Version))
+			tags = append(tags, factory.TalosVersion(rel.Version))
 		}
 		writeJSONAs(w, "application/json", map[string]any{"name": name, "tags": tags})
 		return
@@ -109,11 +60,11 @@ func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request, rr regis
 	}
 	h, _ := v1.NewHash(rr.ref)
 	for _, rel := range rels {
-		byVersion := sameVersion(rr.ref, rel.Version) // either spelling
+		byVersion := factory.SameVersion(rr.ref, rel.Version) // either spelling
 		if rr.op == "manifests" && !byVersion && !strings.HasPrefix(rr.ref, "sha256") {
 			continue
 		}
-		e, err := s.extensionEntry(r.Context(), rel, rr.extension)
+		e, err := s.imgs.ExtensionImage(r.Context(), rel, rr.extension)
 		if err != nil {
 			s.o.Log.Error("reading an extension image", "id", w.Header().Get("X-Request-Id"), "extension", rr.extension, "version", rel.Version, "err", err)
 			registryError(w, http.StatusInternalServerError, "UNKNOWN", "reading %s:%s failed (request %s)", name, rel.Version, w.Header().Get("X-Request-Id"))
@@ -121,15 +72,15 @@ func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request, rr regis
 		}
 		switch {
 		case rr.op == "manifests" && byVersion:
-			s.writeManifest(w, r, e.manifests[e.digest])
+			s.writeManifest(w, r, e.Manifests[e.Digest])
 			return
 		case rr.op == "manifests":
-			if m, ok := e.manifests[rr.ref]; ok {
+			if m, ok := e.Manifests[rr.ref]; ok {
 				s.writeManifest(w, r, m)
 				return
 			}
 		case rr.op == "blobs":
-			if _, ok := e.blobs[h]; ok {
+			if _, ok := e.Blobs[h]; ok {
 				s.sendBlob(w, r, e, h, func() {})
 				return
 			}

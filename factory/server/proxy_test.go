@@ -1,4 +1,4 @@
-package factory
+package server
 
 import (
 	"net/http/httptest"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/nodeforge/builder/attest/signing/signingtest"
+	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/testutil"
 )
 
@@ -72,8 +73,8 @@ func TestTrustedProxiesParse(t *testing.T) {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
-	f := newAccessFactory(t, ServerOptions{})
-	if _, err := newServer(ServerOptions{Cache: f.o.Cache, Releases: f.o.Releases, TrustedProxies: []string{"10.0.0.0/8", "lb"}}); err == nil || !strings.Contains(err.Error(), `trusted proxy "lb"`) {
+	f := newAccessFactory(t, factory.ServerOptions{})
+	if _, err := newServer(factory.ServerOptions{Cache: f.o.Cache, Releases: f.o.Releases, TrustedProxies: []string{"10.0.0.0/8", "lb"}}); err == nil || !strings.Contains(err.Error(), `trusted proxy "lb"`) {
 		t.Errorf("newServer with a bad trusted proxy: %v", err)
 	}
 	tp, err := parseTrustedProxies([]string{"10.1.2.3/8", "::1", ""})
@@ -88,7 +89,7 @@ func TestTrustedProxiesParse(t *testing.T) {
 // a client reaching the factory directly with a forged header keeps its
 // own address; a chain through two trusted proxies names its client.
 func TestTrustedProxiesBuckets(t *testing.T) {
-	f := newAccessFactory(t, ServerOptions{Signer: signingtest.Signer(t), TrustedProxies: []string{"127.0.0.1"}, Access: Access{BuildRate: 1, BuildBurst: 1}})
+	f := newAccessFactory(t, factory.ServerOptions{Signer: signingtest.Signer(t), TrustedProxies: []string{"127.0.0.1"}, Access: factory.Access{BuildRate: 1, BuildBurst: 1}})
 	proxy := startProxy(t, f.url)
 	outer := startProxy(t, proxy)
 	base := "/image/" + f.id + "/1.0/"
