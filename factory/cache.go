@@ -219,7 +219,7 @@ var composeWith = compressors.Key(compressors.This())
 // key names an artifact: the schematic, every verified digest of the
 // release, the artifact's name and the builder that composes it, with
 // its compressors.
-func cacheKey(rel *Release, schematicID, name, builder string) string {
+func cacheKey(rel *VerifiedRelease, schematicID, name, builder string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00", cacheFormat, schematicID, name, builder, composeWith)
 	for _, repo := range slices.Sorted(maps.Keys(rel.Digests)) {

@@ -21,9 +21,9 @@ import (
 // serves more, so a reader holds one consistent view without locks; a
 // version once served stays.
 type catalog struct {
-	releases map[string]*Release // versionKey -> verified release
-	versions []string            // the keys, sorted
-	failures []failure           // what is not served, and why
+	releases map[string]*VerifiedRelease // versionKey -> verified release
+	versions []string                    // the keys, sorted
+	failures []failure                   // what is not served, and why
 }
 
 // failure is a store, or one version in it, that is not served.
@@ -39,7 +39,7 @@ func (s *Service) served() *catalog { return s.cat.Load() }
 // load lists and verifies the release stores, keeping what c serves
 // already (nil: nothing yet) and trying again only what failed there.
 func (s *Service) load(ctx context.Context, c *catalog) *catalog {
-	next := &catalog{releases: map[string]*Release{}}
+	next := &catalog{releases: map[string]*VerifiedRelease{}}
 	retry := map[int]bool{} // stores to list again
 	if c != nil {
 		maps.Copy(next.releases, c.releases)

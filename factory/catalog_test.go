@@ -35,8 +35,8 @@ func TestCatalogSpellings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := &Release{Version: "v1.0"}
-	s.ServeUnverified(rel, &Release{Version: "1.0"})
+	rel := &VerifiedRelease{Version: "v1.0"}
+	s.ServeUnverified(rel, &VerifiedRelease{Version: "1.0"})
 	if c := s.served(); len(c.versions) != 1 || len(s.Listed()) != 1 {
 		t.Fatalf("serve of 1.0 and v1.0: %v", c.versions)
 	}

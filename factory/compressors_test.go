@@ -14,7 +14,7 @@ import (
 // builder version they give; the one that is not the reference says so
 // when it starts.
 func TestCacheKeyNamesCompressors(t *testing.T) {
-	rel := &Release{Version: "1.0", Digests: map[string]string{"boot": "sha256:00"}}
+	rel := &VerifiedRelease{Version: "1.0", Digests: map[string]string{"boot": "sha256:00"}}
 	ref := cacheKey(rel, "id", "metal-amd64.iso", "test")
 	list := compressors.This()
 	list[0].Module = "github.com/klauspost/compress"

@@ -104,7 +104,7 @@ func (s *Service) CachedEntry(ctx context.Context, sch *schematic.Schematic, k I
 
 // Installer returns the checked entry of a schematic's Installer for a
 // release, building it on a miss (see flight).
-func (s *Service) Installer(ctx context.Context, rel *Release, sch *schematic.Schematic, k InstallerKind, host string) (*ImageEntry, error) {
+func (s *Service) Installer(ctx context.Context, rel *VerifiedRelease, sch *schematic.Schematic, k InstallerKind, host string) (*ImageEntry, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func (s *Service) Installer(ctx context.Context, rel *Release, sch *schematic.Sc
 // installerKey is the cache key of an installer image; a Secure Boot
 // installer's names the certificate that signs it: another key set,
 // another entry.
-func (s *Service) installerKey(rel *Release, id string, k InstallerKind) string {
+func (s *Service) installerKey(rel *VerifiedRelease, id string, k InstallerKind) string {
 	name := k.Repo()
 	if k.SecureBoot {
 		name += "\x00" + s.o.SecureBoot.CertSHA256()
@@ -365,7 +365,7 @@ type extensionImages struct {
 
 // ExtensionImage reads a release's extension image for the registry front: its
 // index, children and the release's signature of it.
-func (s *Service) ExtensionImage(ctx context.Context, rel *Release, name string) (*ImageEntry, error) {
+func (s *Service) ExtensionImage(ctx context.Context, rel *VerifiedRelease, name string) (*ImageEntry, error) {
 	key := rel.Version + "\x00" + name
 	s.exts.mu.Lock()
 	e := s.exts.by[key]

@@ -17,7 +17,7 @@ import (
 // function in for the builds. A factory that serves never calls them.
 
 // BuildFunc makes the bytes of one artifact of a schematic's media.
-type BuildFunc func(ctx context.Context, rel *Release, sch *schematic.Schematic, a Artifact, arch string) ([]byte, error)
+type BuildFunc func(ctx context.Context, rel *VerifiedRelease, sch *schematic.Schematic, a Artifact, arch string) ([]byte, error)
 
 // NewUnverified is a service that serves nothing until ServeUnverified
 // says what, its options completed with their defaults.
@@ -25,8 +25,8 @@ func NewUnverified(o ServerOptions) (*Service, error) { return newService(o) }
 
 // ServeUnverified replaces what the service serves with rels, as they
 // are: nothing verifies them.
-func (s *Service) ServeUnverified(rels ...*Release) {
-	c := &catalog{releases: map[string]*Release{}}
+func (s *Service) ServeUnverified(rels ...*VerifiedRelease) {
+	c := &catalog{releases: map[string]*VerifiedRelease{}}
 	for _, r := range rels {
 		c.releases[versionKey(r.Version)] = r
 	}
@@ -40,14 +40,14 @@ func (s *Service) BuildWith(build BuildFunc) { s.buildFn = build }
 
 // CacheInstaller caches idx, signed, as the installer of kind k of
 // schematic id in rel, as if the factory had built it.
-func (s *Service) CacheInstaller(ctx context.Context, rel *Release, id string, k InstallerKind, idx v1.ImageIndex) error {
+func (s *Service) CacheInstaller(ctx context.Context, rel *VerifiedRelease, id string, k InstallerKind, idx v1.ImageIndex) error {
 	return s.putInstaller(ctx, s.installerKey(rel, id, k), s.PullRef("", k, id, rel.Version), idx)
 }
 
 // SetExtensionMetadata gives r the extensions' manifests and their
 // descriptions by language (extension -> language -> text) without
 // reading its store.
-func (r *Release) SetExtensionMetadata(meta map[string]extensions.Metadata, descs map[string]map[string]string) {
+func (r *VerifiedRelease) SetExtensionMetadata(meta map[string]extensions.Metadata, descs map[string]map[string]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.meta, r.descs = meta, descs

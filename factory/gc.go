@@ -96,7 +96,7 @@ func (s *Service) Collect(ctx context.Context, o CollectOptions) (*CollectReport
 	}
 	rep := &CollectReport{Store: s.o.Cache.String(), DryRun: o.DryRun, Unverified: c.unverified(),
 		Kept: []string{}, Dropped: []string{}, Entries: []CollectedEntry{}}
-	rels := make([]*Release, 0, len(c.releases))
+	rels := make([]*VerifiedRelease, 0, len(c.releases))
 	for _, v := range c.versions {
 		if rel := c.releases[v]; s.broken(rel.Version) {
 			rep.Broken = append(rep.Broken, rel.Version)
@@ -116,7 +116,7 @@ func (s *Service) Collect(ctx context.Context, o CollectOptions) (*CollectReport
 
 // newestFirst orders releases newest first: by source date, then as
 // /versions orders versions (compareVersions, a total order).
-func newestFirst(a, b *Release) int {
+func newestFirst(a, b *VerifiedRelease) int {
 	return cmp.Or(cmp.Compare(b.SourceDate, a.SourceDate), compareVersions(b.Version, a.Version))
 }
 

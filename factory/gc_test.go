@@ -287,9 +287,9 @@ func TestCollectKeeps(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &Service{o: ServerOptions{Cache: l, Releases: []ReleaseStore{{Store: l}, {Store: unlisted}}}}
-	var rels []*Release
+	var rels []*VerifiedRelease
 	for v, date := range map[string]int64{"1.9.0": 100, "1.10.0": 100, "1.8.0": 200, "1.0.0": 50} {
-		rels = append(rels, &Release{Version: v, SourceDate: date})
+		rels = append(rels, &VerifiedRelease{Version: v, SourceDate: date})
 	}
 	s.ServeUnverified(rels...)
 	s.served().failures = []failure{{store: 0, version: "0.9.0", cause: errors.New("does not verify")}}
@@ -299,7 +299,7 @@ func TestCollectKeeps(t *testing.T) {
 	}
 	// One date: the order of /versions (compareVersions), a pre-release
 	// before its release.
-	if got := []*Release{{Version: "1.12.0", SourceDate: 300}, {Version: "1.12.0-rc.1", SourceDate: 300}}; newestFirst(got[1], got[0]) <= 0 {
+	if got := []*VerifiedRelease{{Version: "1.12.0", SourceDate: 300}, {Version: "1.12.0-rc.1", SourceDate: 300}}; newestFirst(got[1], got[0]) <= 0 {
 		t.Errorf("1.12.0-rc.1 is newer than 1.12.0 of the same date")
 	}
 	s.o.BrokenVersions = []string{"v1.8.0"}

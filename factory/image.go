@@ -40,7 +40,7 @@ type ImageOptions struct {
 // WriteImage makes the media of o.Schematic for every architecture of rel
 // and writes them under o.Out/media/<schematic id>/, each file whole or
 // not at all. It returns them by path below o.Out.
-func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]report.ArtifactInfo, error) {
+func WriteImage(ctx context.Context, rel *VerifiedRelease, o ImageOptions) (map[string]report.ArtifactInfo, error) {
 	id, err := o.Schematic.ID()
 	if err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func WriteImage(ctx context.Context, rel *Release, o ImageOptions) (map[string]r
 // and <platform>-installer-secureboot) as OCI layouts in dir, each
 // replacing what was there only once whole, and lists each by its index
 // digest and manifest size.
-func writeInstallers(ctx context.Context, rel *Release, o ImageOptions, work, dir string, files map[string]report.ArtifactInfo) error {
+func writeInstallers(ctx context.Context, rel *VerifiedRelease, o ImageOptions, work, dir string, files map[string]report.ArtifactInfo) error {
 	kinds, err := installerKinds(rel, o)
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func writeInstallers(ctx context.Context, rel *Release, o ImageOptions, work, di
 
 // installerKinds are the installers writeInstallers writes: the
 // schematic's and its platform's.
-func installerKinds(rel *Release, o ImageOptions) ([]InstallerKind, error) {
+func installerKinds(rel *VerifiedRelease, o ImageOptions) ([]InstallerKind, error) {
 	p, err := rel.PlatformTable().Lookup(o.Platform)
 	if err != nil {
 		return nil, err

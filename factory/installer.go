@@ -99,7 +99,7 @@ type InstallerOptions struct {
 // the schematic's media (installerLayers), under an index annotated as the
 // release's and with the schematic's ID. builder build writes the same
 // index for its spec's schematic.
-func (r *Release) Installer(ctx context.Context, o InstallerOptions) (v1.ImageIndex, error) {
+func (r *VerifiedRelease) Installer(ctx context.Context, o InstallerOptions) (v1.ImageIndex, error) {
 	ann, err := r.installerAnnotations(ctx, o)
 	if err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func (r *Release) Installer(ctx context.Context, o InstallerOptions) (v1.ImageIn
 
 // InstallerImage is one architecture's image of the schematic's installer
 // (the index's child, the same bytes).
-func (r *Release) InstallerImage(ctx context.Context, o InstallerOptions, arch string) (v1.Image, error) {
+func (r *VerifiedRelease) InstallerImage(ctx context.Context, o InstallerOptions, arch string) (v1.Image, error) {
 	ann, err := r.installerAnnotations(ctx, o)
 	if err != nil {
 		return nil, err
@@ -132,7 +132,7 @@ func (r *Release) InstallerImage(ctx context.Context, o InstallerOptions, arch s
 // upstream factory serves installer-ARCH.tar: the image's config and
 // layers, and a manifest.json tagging it [PLATFORM-]installer[-secureboot]/
 // ID:vVERSION (no host: the bytes do not depend on who asks).
-func (r *Release) InstallerTarball(ctx context.Context, o InstallerOptions, arch string) ([]byte, error) {
+func (r *VerifiedRelease) InstallerTarball(ctx context.Context, o InstallerOptions, arch string) ([]byte, error) {
 	id, err := o.Schematic.ID()
 	if err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func (r *Release) InstallerTarball(ctx context.Context, o InstallerOptions, arch
 
 // installerAnnotations are a schematic's installer's: the release's
 // installer's, the schematic, the platform, the Secure Boot certificate.
-func (r *Release) installerAnnotations(ctx context.Context, o InstallerOptions) (map[string]string, error) {
+func (r *VerifiedRelease) installerAnnotations(ctx context.Context, o InstallerOptions) (map[string]string, error) {
 	id, err := o.Schematic.ID()
 	if err != nil {
 		return nil, err
@@ -191,7 +191,7 @@ func (r *Release) installerAnnotations(ctx context.Context, o InstallerOptions) 
 // Talos's imager makes them: the release's installer layers but the last
 // as they are, and the last, the boot assets, with the schematic's
 // (compose.SchematicInstaller).
-func (r *Release) installerLayers(ctx context.Context, arch string, o InstallerOptions) ([]v1.Layer, error) {
+func (r *VerifiedRelease) installerLayers(ctx context.Context, arch string, o InstallerOptions) ([]v1.Layer, error) {
 	boot, exts, co, err := r.Inputs(ctx, arch, o.Schematic.Customization.SystemExtensions.OfficialExtensions)
 	if err != nil {
 		return nil, err

@@ -165,7 +165,7 @@ func logCompressors(log *slog.Logger, list []compressors.Implementation) {
 // does not look there either), an option these media do not support yet
 // (a board overlay among them: no release ships one). version is the
 // version as the client named it.
-func Unhonoured(rel *Release, sch *schematic.Schematic, out compose.Output, version string) error {
+func Unhonoured(rel *VerifiedRelease, sch *schematic.Schematic, out compose.Output, version string) error {
 	if err := compose.EmbeddedConfigRefusal(sch, out, version); err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func bootOnly(sch *schematic.Schematic) *schematic.Schematic {
 }
 
 // Compose makes one artifact (see flight).
-func (s *Service) Compose(ctx context.Context, rel *Release, sch *schematic.Schematic, a Artifact, arch string) (*CachedArtifact, error) {
+func (s *Service) Compose(ctx context.Context, rel *VerifiedRelease, sch *schematic.Schematic, a Artifact, arch string) (*CachedArtifact, error) {
 	id, err := sch.ID()
 	if err != nil {
 		return nil, err
@@ -293,7 +293,7 @@ func (s *Service) flight(ctx context.Context, j flightJob) (any, error) {
 }
 
 // build composes the media the artifact belongs to and returns its bytes.
-func (s *Service) build(ctx context.Context, rel *Release, sch *schematic.Schematic, a Artifact, arch string) ([]byte, error) {
+func (s *Service) build(ctx context.Context, rel *VerifiedRelease, sch *schematic.Schematic, a Artifact, arch string) ([]byte, error) {
 	if a.kind == "kernel" || a.kind == "cmdline" {
 		sch = bootOnly(sch)
 	}
@@ -415,7 +415,7 @@ func newService(o ServerOptions) (*Service, error) {
 	s.buildFn = s.build
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nodeforge_factory_builds_in_flight",
 		Help: "Builds running or waiting for a slot, with their cache lookups (a stop waits for them)."}, func() float64 { return float64(s.running.count()) }))
-	s.cat.Store(&catalog{releases: map[string]*Release{}})
+	s.cat.Store(&catalog{releases: map[string]*VerifiedRelease{}})
 	return s, nil
 }
 
@@ -442,7 +442,7 @@ func (s *Service) WaitBuilds(ctx context.Context) error { return s.running.wait(
 
 // Release is the served release of a version (either spelling), broken
 // or not; nil when none.
-func (s *Service) Release(version string) *Release { return s.served().find(version) }
+func (s *Service) Release(version string) *VerifiedRelease { return s.served().find(version) }
 
 // Schematic reads a stored schematic (ErrUnknownSchematic when there is
 // none of that ID).

@@ -31,10 +31,10 @@ import (
 	"github.com/nodeforge/builder/release"
 )
 
-// Release is one verified version of a release in a store: every image
+// VerifiedRelease is one verified version of a release in a store: every image
 // was checked against the keys before anything is read from it, and is
 // read by the digest that verified.
-type Release struct {
+type VerifiedRelease struct {
 	Store   oci.Store
 	Version string
 	Branch  string
@@ -65,7 +65,7 @@ const maxAsset = 8 << 30
 // Open verifies version in st with keys and reads its media parameters;
 // the version may be spelt either way (v1.11.0 or 1.11.0). A release that
 // does not verify is refused with every problem named.
-func Open(ctx context.Context, st oci.Store, version string, keys []signature.Verifier) (*Release, error) {
+func Open(ctx context.Context, st oci.Store, version string, keys []signature.Verifier) (*VerifiedRelease, error) {
 	rel, err := open(ctx, st, version, keys)
 	if err == nil {
 		return rel, nil
@@ -78,12 +78,12 @@ func Open(ctx context.Context, st oci.Store, version string, keys []signature.Ve
 
 // open is Open of the version's exact tag (the catalog has the store's
 // tags listed already).
-func open(ctx context.Context, st oci.Store, version string, keys []signature.Verifier) (*Release, error) {
+func open(ctx context.Context, st oci.Store, version string, keys []signature.Verifier) (*VerifiedRelease, error) {
 	repos, err := release.Repositories(ctx, st, version)
 	if err != nil {
 		return nil, err
 	}
-	r := &Release{Store: st, Version: version, Digests: map[string]string{}}
+	r := &VerifiedRelease{Store: st, Version: version, Digests: map[string]string{}}
 	var vs []*release.Verification
 	var problems []string
 	for _, repo := range repos {
@@ -129,7 +129,7 @@ func open(ctx context.Context, st oci.Store, version string, keys []signature.Ve
 }
 
 // PlatformTable is the release's platform table (Talos's when not set).
-func (r *Release) PlatformTable() platform.Table {
+func (r *VerifiedRelease) PlatformTable() platform.Table {
 	if r.Platforms.Prefix == "" {
 		return platform.Talos
 	}
@@ -137,7 +137,7 @@ func (r *Release) PlatformTable() platform.Table {
 }
 
 // index reads a repository's verified index.
-func (r *Release) index(ctx context.Context, repo string) (v1.ImageIndex, error) {
+func (r *VerifiedRelease) index(ctx context.Context, repo string) (v1.ImageIndex, error) {
 	d, ok := r.Digests[repo]
 	if !ok {
 		return nil, fmt.Errorf("release %s has no %s", r.Version, repo)
@@ -146,7 +146,7 @@ func (r *Release) index(ctx context.Context, repo string) (v1.ImageIndex, error)
 }
 
 // Image is the manifest of arch in repo's index.
-func (r *Release) Image(ctx context.Context, repo, arch string) (v1.Image, error) {
+func (r *VerifiedRelease) Image(ctx context.Context, repo, arch string) (v1.Image, error) {
 	idx, err := r.index(ctx, repo)
 	if err != nil {
 		return nil, err
@@ -173,7 +173,7 @@ var errNoArch = errors.New("not built for this architecture")
 // has), and the options that make the same bytes as the build
 // did (the caller adds the schematic, the platform, the formats and a
 // scratch directory).
-func (r *Release) Inputs(ctx context.Context, arch string, names []string) (compose.Boot, []*compose.Extension, compose.Options, error) {
+func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []string) (compose.Boot, []*compose.Extension, compose.Options, error) {
 	fail := func(err error) (compose.Boot, []*compose.Extension, compose.Options, error) {
 		return compose.Boot{}, nil, compose.Options{}, fmt.Errorf("release %s, %s: %w", r.Version, arch, err)
 	}
@@ -234,7 +234,7 @@ func (r *Release) Inputs(ctx context.Context, arch string, names []string) (comp
 
 // Missing is the first of the extensions named (as a schematic names
 // them) that the release does not have, in its namespace or bare.
-func (r *Release) Missing(names []string) (string, bool) {
+func (r *VerifiedRelease) Missing(names []string) (string, bool) {
 	for _, name := range names {
 		if b, ok := r.Namespace.Resolve(name); !ok || !slices.Contains(r.Extensions, b) {
 			return name, true
@@ -252,7 +252,7 @@ type installerBoot struct {
 // installer image (once per architecture: the layer also holds a kernel
 // and an initramfs); nil when the release has none (no disk images, no
 // Secure Boot media then).
-func (r *Release) bootFiles(ctx context.Context, arch string) (installerBoot, error) {
+func (r *VerifiedRelease) bootFiles(ctx context.Context, arch string) (installerBoot, error) {
 	r.mu.Lock()
 	b, ok := r.boots[arch]
 	r.mu.Unlock()
@@ -308,7 +308,7 @@ func (r *Release) bootFiles(ctx context.Context, arch string) (installerBoot, er
 
 // extension reads an extension's layer for arch; nil when the extension
 // is not built for it.
-func (r *Release) extension(ctx context.Context, name, arch string) (*compose.Extension, error) {
+func (r *VerifiedRelease) extension(ctx context.Context, name, arch string) (*compose.Extension, error) {
 	img, err := r.Image(ctx, release.RepoExtension+name, arch)
 	if errors.Is(err, errNoArch) {
 		return nil, nil
@@ -398,7 +398,7 @@ func moduleFiles(sqsh []byte, dir string) (map[string][]byte, error) {
 
 // ExtensionMetadata is what an extension's manifest says of it (read once,
 // from its first architecture's layer).
-func (r *Release) ExtensionMetadata(ctx context.Context, name string) (extensions.Metadata, error) {
+func (r *VerifiedRelease) ExtensionMetadata(ctx context.Context, name string) (extensions.Metadata, error) {
 	r.mu.Lock()
 	m, ok := r.meta[name]
 	r.mu.Unlock()
@@ -430,7 +430,7 @@ func (r *Release) ExtensionMetadata(ctx context.Context, name string) (extension
 
 // extensionDescriptions are the extension's descriptions in other
 // languages, from its image index's annotations.
-func (r *Release) extensionDescriptions(ctx context.Context, name string) (map[string]string, error) {
+func (r *VerifiedRelease) extensionDescriptions(ctx context.Context, name string) (map[string]string, error) {
 	idx, err := r.index(ctx, release.RepoExtension+name)
 	if err != nil {
 		return nil, err
@@ -454,7 +454,7 @@ func (r *Release) extensionDescriptions(ctx context.Context, name string) (map[s
 // ExtensionDescription is the extension's description in lang, or its
 // manifest's (English) when it has none in lang; read after
 // extensionMetadata.
-func (r *Release) ExtensionDescription(meta extensions.Metadata, lang string) string {
+func (r *VerifiedRelease) ExtensionDescription(meta extensions.Metadata, lang string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if d := r.descs[meta.Name][lang]; d != "" {

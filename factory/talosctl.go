@@ -34,7 +34,7 @@ const maxTalosctl = 1 << 30
 
 // hasTalosctl says whether arch's installer image carries talosctl,
 // reading its first layer's headers once per release and architecture.
-func (r *Release) hasTalosctl(ctx context.Context, arch string) (bool, error) {
+func (r *VerifiedRelease) hasTalosctl(ctx context.Context, arch string) (bool, error) {
 	r.mu.Lock()
 	known, ok := r.talosctl[arch]
 	r.mu.Unlock()
@@ -60,13 +60,13 @@ func (r *Release) hasTalosctl(ctx context.Context, arch string) (bool, error) {
 // Talosctl is arch's talosctl, from the release's installer image: read
 // whole, and only returned once the layer it came from matched its
 // digest; errNoTalosctl when the image has none.
-func (r *Release) Talosctl(ctx context.Context, arch string) ([]byte, error) {
+func (r *VerifiedRelease) Talosctl(ctx context.Context, arch string) ([]byte, error) {
 	return r.readTalosctl(ctx, arch, true)
 }
 
 // readTalosctl finds talosctl in arch's installer image's first layer;
 // with data, it reads the file and checks the layer's digest.
-func (r *Release) readTalosctl(ctx context.Context, arch string, data bool) ([]byte, error) {
+func (r *VerifiedRelease) readTalosctl(ctx context.Context, arch string, data bool) ([]byte, error) {
 	img, err := r.Image(ctx, release.RepoInstaller, arch)
 	if err != nil {
 		return nil, err
@@ -141,7 +141,7 @@ func layerTar(r io.Reader) (*tar.Reader, error) {
 
 // TalosctlArches are the architectures (Go's names) whose installer
 // carries talosctl, in the release's order.
-func (r *Release) TalosctlArches(ctx context.Context) ([]string, error) {
+func (r *VerifiedRelease) TalosctlArches(ctx context.Context) ([]string, error) {
 	var out []string
 	for _, arch := range r.Params.Architectures {
 		ok, err := r.hasTalosctl(ctx, arch)

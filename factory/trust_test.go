@@ -49,8 +49,8 @@ func trustService(t *testing.T, size int) (*Service, *testutil.Log) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.ServeUnverified(&Release{Version: "1.0", Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
-	s.BuildWith(func(_ context.Context, _ *Release, sch *schematic.Schematic, a Artifact, arch string) ([]byte, error) {
+	s.ServeUnverified(&VerifiedRelease{Version: "1.0", Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
+	s.BuildWith(func(_ context.Context, _ *VerifiedRelease, sch *schematic.Schematic, a Artifact, arch string) ([]byte, error) {
 		id, _ := sch.ID()
 		return artifactBytes(a.FileName(arch), id, size), nil
 	})

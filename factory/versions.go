@@ -37,7 +37,7 @@ func matchVersion(tags []string, v string) (string, bool) {
 }
 
 // find is the release a client's version names (either spelling), or nil.
-func (c *catalog) find(v string) *Release { return c.releases[versionKey(v)] }
+func (c *catalog) find(v string) *VerifiedRelease { return c.releases[versionKey(v)] }
 
 // checkBrokenVersions refuses a broken-version entry that names nothing.
 func checkBrokenVersions(vs []string) error {
@@ -59,7 +59,7 @@ func (s *Service) broken(v string) bool {
 
 // Available is the release a client's version names when it is served
 // and not broken, or nil.
-func (s *Service) Available(v string) *Release {
+func (s *Service) Available(v string) *VerifiedRelease {
 	rel := s.served().find(v)
 	if rel == nil || s.broken(rel.Version) {
 		return nil
@@ -68,24 +68,24 @@ func (s *Service) Available(v string) *Release {
 }
 
 // Listed are the releases /versions lists, oldest first.
-func (s *Service) Listed() []*Release {
+func (s *Service) Listed() []*VerifiedRelease {
 	c := s.served()
-	var out []*Release
+	var out []*VerifiedRelease
 	for _, v := range c.versions {
 		if !s.broken(v) {
 			out = append(out, c.releases[v])
 		}
 	}
-	slices.SortFunc(out, func(a, b *Release) int { return compareVersions(a.Version, b.Version) })
+	slices.SortFunc(out, func(a, b *VerifiedRelease) int { return compareVersions(a.Version, b.Version) })
 	return out
 }
 
 // Latest is the release the "Latest" tag names: the newest listed that
 // is not a pre-release, as upstream picks it; nil when there is none.
-func (s *Service) Latest() *Release { return LatestOf(s.Listed()) }
+func (s *Service) Latest() *VerifiedRelease { return LatestOf(s.Listed()) }
 
 // LatestOf is latest among rels, as listed orders them.
-func LatestOf(rels []*Release) *Release {
+func LatestOf(rels []*VerifiedRelease) *VerifiedRelease {
 	for i := len(rels) - 1; i >= 0; i-- {
 		if !prerelease(rels[i].Version) {
 			return rels[i]

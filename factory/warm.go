@@ -115,7 +115,7 @@ func (s *Service) Warm(ctx context.Context, o WarmOptions) (*WarmReport, error) 
 }
 
 // warmOne makes one artifact, as a request for it would.
-func (s *Service) warmOne(ctx context.Context, rel *Release, sch *schematic.Schematic, id string, t warmTarget) (WarmItem, error) {
+func (s *Service) warmOne(ctx context.Context, rel *VerifiedRelease, sch *schematic.Schematic, id string, t warmTarget) (WarmItem, error) {
 	it := WarmItem{Schematic: id, Artifact: t.a.FileName(t.arch)}
 	before, start := s.built.Load(), time.Now()
 	installer := t.a.kind == "installer"

@@ -77,7 +77,7 @@ func Release(ctx context.Context, o ReleaseOptions) (*release.Published, error) 
 	if err != nil {
 		return nil, err
 	}
-	return release.Publish(ctx, o.Store, o.Signer, release.Release{Spec: in.Spec, Lock: in.Lock, LockBytes: in.LockBytes,
+	return release.Publish(ctx, o.Store, o.Signer, release.Inputs{Spec: in.Spec, Lock: in.Lock, LockBytes: in.LockBytes,
 		Report: rep, ReportJSON: outs.ReportJSON, Boot: outs.Boot, Installer: outs.Installer, Extensions: outs.Extensions,
 		Images:  outs.Images,
 		Channel: o.Channel, BuilderID: o.BuilderID, BuilderVersion: bo.Version, BuilderSHA256: bo.BuilderSHA256, Log: logf,

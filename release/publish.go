@@ -45,8 +45,8 @@ const (
 	AnnRepositories = "dev.nodeforge.repositories"
 )
 
-// Release is a built release to publish.
-type Release struct {
+// Inputs is a built release to publish.
+type Inputs struct {
 	Spec      *specs.Spec
 	Lock      *lock.Lock
 	LockBytes []byte
@@ -100,7 +100,7 @@ type unit struct {
 // signs each manifest (index and children) and attaches the SPDX and
 // CycloneDX SBOMs and the SLSA provenance as attestations. Manifests are
 // written only after their blobs; tags only point at complete images.
-func Publish(ctx context.Context, st oci.Store, signer *signing.Signer, r Release) (*Published, error) {
+func Publish(ctx context.Context, st oci.Store, signer *signing.Signer, r Inputs) (*Published, error) {
 	logf := r.Log
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -207,7 +207,7 @@ func push(ctx context.Context, st oci.Store, u unit, tag, version string, logf f
 // every manifest, and the build report, on the lock.
 type statements struct{ provenance, report []byte }
 
-func releaseStatements(r Release, subjects []signing.Subject) (statements, error) {
+func releaseStatements(r Inputs, subjects []signing.Subject) (statements, error) {
 	lockSum := sha256.Sum256(r.LockBytes)
 	pred := provenance.New(provenance.Input{SpecName: r.Spec.Name + ".yaml", SpecSHA256: r.Report.Spec.SHA256,
 		Branch: r.Spec.Branch, Version: r.Spec.Version, Channel: r.Channel, Lock: r.Lock,
@@ -232,7 +232,7 @@ func releaseStatements(r Release, subjects []signing.Subject) (statements, error
 // signAndAttest signs manifest t of p and attaches its attestations: the
 // provenance, the build report on the lock, and SBOMs of an image with
 // packages. It counts what it added (a rerun adds nothing twice).
-func signAndAttest(ctx context.Context, st oci.Store, signer *signing.Signer, r Release, p pushed, t v1.Descriptor, tag string, stmts statements) (signed, attested int, err error) {
+func signAndAttest(ctx context.Context, st oci.Store, signer *signing.Signer, r Inputs, p pushed, t v1.Descriptor, tag string, stmts statements) (signed, attested int, err error) {
 	ok, err := signer.Sign(ctx, st, p.u.repo, t.Digest)
 	if err != nil {
 		return 0, 0, err
@@ -273,7 +273,7 @@ func subjectOf(name string, d v1.Hash) []signing.Subject {
 
 // imageSBOMs are the SPDX and CycloneDX statements about manifest t of u:
 // a child describes its architecture's packages, an index all of them.
-func imageSBOMs(r Release, u unit, t v1.Descriptor, subjects []signing.Subject) (spdxSt, cdxSt []byte, err error) {
+func imageSBOMs(r Inputs, u unit, t v1.Descriptor, subjects []signing.Subject) (spdxSt, cdxSt []byte, err error) {
 	pk, ok := u.packages[t.Digest.String()]
 	if !ok {
 		pk = map[string][]string{}
@@ -309,7 +309,7 @@ func imageSBOMs(r Release, u unit, t v1.Descriptor, subjects []signing.Subject) 
 
 // releaseUnits opens the build's OCI layouts and says which packages each
 // per-architecture manifest holds.
-func releaseUnits(r Release) ([]unit, error) {
+func releaseUnits(r Inputs) ([]unit, error) {
 	rep := r.Report
 	archOf := map[string]string{} // OCI arch -> rpm arch
 	for arch := range rep.Architectures {

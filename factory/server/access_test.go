@@ -132,8 +132,8 @@ func newAccessFactory(t *testing.T, o factory.ServerOptions) *accessFactory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.svc.ServeUnverified(&factory.Release{Version: "1.0", Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
-	s.svc.BuildWith(func(_ context.Context, _ *factory.Release, _ *schematic.Schematic, a factory.Artifact, arch string) ([]byte, error) {
+	s.svc.ServeUnverified(&factory.VerifiedRelease{Version: "1.0", Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
+	s.svc.BuildWith(func(_ context.Context, _ *factory.VerifiedRelease, _ *schematic.Schematic, a factory.Artifact, arch string) ([]byte, error) {
 		return []byte(a.FileName(arch)), nil
 	})
 	sch, _ := schematic.Parse([]byte("{}"))
@@ -349,7 +349,7 @@ func TestLimitersBounded(t *testing.T) {
 // announcing itself on started.
 func blockingBuilds(f *accessFactory) (started chan string, release chan struct{}) {
 	started, release = make(chan string, 10), make(chan struct{})
-	f.svc.BuildWith(func(_ context.Context, _ *factory.Release, _ *schematic.Schematic, a factory.Artifact, arch string) ([]byte, error) {
+	f.svc.BuildWith(func(_ context.Context, _ *factory.VerifiedRelease, _ *schematic.Schematic, a factory.Artifact, arch string) ([]byte, error) {
 		started <- a.Name()
 		<-release
 		return []byte(a.FileName(arch)), nil

@@ -65,12 +65,12 @@ func compatFactory(t *testing.T, o factory.ServerOptions) *accessFactory {
 		o.BrokenVersions = []string{"v1.2.0"}
 	}
 	f := newAccessFactory(t, o)
-	var rels []*factory.Release
+	var rels []*factory.VerifiedRelease
 	for _, v := range []string{"1.0", "1.2.0", "1.9.0-demo", "1.10.0", "1.11.0-rc.1"} {
-		rels = append(rels, &factory.Release{Version: v, Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
+		rels = append(rels, &factory.VerifiedRelease{Version: v, Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
 	}
 	f.svc.ServeUnverified(rels...)
-	for _, rel := range []*factory.Release{rels[0], rels[3]} {
+	for _, rel := range []*factory.VerifiedRelease{rels[0], rels[3]} {
 		img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: static.NewLayer([]byte("installer "+rel.Version), types.OCILayer)})
 		if err != nil {
 			t.Fatal(err)
@@ -135,7 +135,7 @@ func TestCompatVersions(t *testing.T) {
 			t.Errorf("latest: %d %s, v1.10.0: %s", latest.StatusCode, latest.Header.Get("Docker-Content-Digest"), named.Header.Get("Docker-Content-Digest"))
 		}
 		only := newAccessFactory(t, factory.ServerOptions{})
-		only.svc.ServeUnverified(&factory.Release{Version: "1.12.0-beta.0", Digests: map[string]string{}})
+		only.svc.ServeUnverified(&factory.VerifiedRelease{Version: "1.12.0-beta.0", Digests: map[string]string{}})
 		if rel := only.svc.Latest(); rel != nil {
 			t.Errorf("latest of a pre-release only: %s", rel.Version)
 		}

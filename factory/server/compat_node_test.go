@@ -65,7 +65,7 @@ func tarFiles(t *testing.T, l v1.Layer) map[string][]byte {
 // before, one layer under usr/install/<rpm arch>/ with bootloader.efi).
 // With stub, its installer carries systemd-stub.efi and a UKI; with
 // talosctl, usr/bin/talosctl ("talosctl for <arch>") beside the installer.
-func compatRelease(t *testing.T, legacy bool, stub []byte, talosctl bool) *factory.Release {
+func compatRelease(t *testing.T, legacy bool, stub []byte, talosctl bool) *factory.VerifiedRelease {
 	t.Helper()
 	ctx := context.Background()
 	st, err := oci.CreateLayout(t.TempDir())
@@ -103,7 +103,7 @@ func compatRelease(t *testing.T, legacy bool, stub []byte, talosctl bool) *facto
 		}
 		inst[arch] = []v1.Layer{layer(bin...), layer(append(files, [2]string{d + "vmlinuz", kernel})...)}
 	}
-	r := &factory.Release{Store: st, Version: "1.11.0", Platforms: platform.Talos, SourceDate: 1700000000, Digests: map[string]string{},
+	r := &factory.VerifiedRelease{Store: st, Version: "1.11.0", Platforms: platform.Talos, SourceDate: 1700000000, Digests: map[string]string{},
 		Params: compose.Params{Architectures: arches, PrettyName: "Nodeforge compat", Cmdline: []string{"init_on_alloc=1", "slab_nomerge"},
 			InitramfsCompression: "zstd", Kernel: map[string]compose.KernelParams{"x86_64": {Version: "6.1"}, "aarch64": {Version: "6.1"}}}}
 	for repo, layers := range map[string]map[string][]v1.Layer{release.RepoBoot: boot, release.RepoInstaller: inst} {

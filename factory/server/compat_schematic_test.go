@@ -106,7 +106,7 @@ func TestCompatSchematicAccepted(t *testing.T) {
 // and digests as a verified release has them.
 func addCompatRelease(t *testing.T, f *accessFactory) {
 	t.Helper()
-	r := &factory.Release{Version: "2.0", Params: compose.Params{Architectures: []string{"x86_64"}}, Extensions: []string{"cri", "zfs"},
+	r := &factory.VerifiedRelease{Version: "2.0", Params: compose.Params{Architectures: []string{"x86_64"}}, Extensions: []string{"cri", "zfs"},
 		Namespace: schematic.Namespace{Name: "altlinux", Aliases: []string{"siderolabs"}},
 		Digests:   map[string]string{"extensions/cri": "sha256:" + strings.Repeat("c", 64), "extensions/zfs": "sha256:" + strings.Repeat("f", 64)}}
 	r.SetExtensionMetadata(map[string]extensions.Metadata{"cri": {Name: "cri", Author: "Nodeforge", Description: "containerd and runc"},
@@ -242,7 +242,7 @@ func TestCompatSchematicOptions(t *testing.T) {
 	// embeddedMachineConfiguration: honoured from Talos 1.12 on (a
 	// pre-release too), refused before in every output that would carry it
 	// (the installer too), with upstream's text and the version as named.
-	f.svc.ServeUnverified(f.svc.Release("1.0"), &factory.Release{Version: "1.12.0-alpha", Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
+	f.svc.ServeUnverified(f.svc.Release("1.0"), &factory.VerifiedRelease{Version: "1.12.0-alpha", Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
 	id := compatCreate(t, f, "customization: {embeddedMachineConfiguration: \"machine: {}\\n\"}")
 	compatRefusals(t, f, map[string]string{
 		"/image/" + id + "/v1.12.0-alpha/metal-amd64.iso":   "",

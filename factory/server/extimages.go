@@ -27,7 +27,7 @@ var extensionName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 // extensionRef is the reference a client pulls a release's extension by,
 // pinned to its digest.
-func (s *Server) extensionRef(requestHost string, rel *factory.Release, name string) string {
+func (s *Server) extensionRef(requestHost string, rel *factory.VerifiedRelease, name string) string {
 	return s.imgs.PublicHost(requestHost) + "/" + repoExtensions + "/" + name + ":" + rel.Version + "@" + rel.Digests[release.RepoExtension+name]
 }
 
@@ -35,7 +35,7 @@ func (s *Server) extensionRef(requestHost string, rel *factory.Release, name str
 // versions that have it, Talos's way), manifests by version (either
 // spelling), digest or signature tag, blobs of its images.
 func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request, rr registryRequest) {
-	var rels []*factory.Release // listed (served, not broken), as the installers' tags
+	var rels []*factory.VerifiedRelease // listed (served, not broken), as the installers' tags
 	for _, rel := range s.rels.Listed() {
 		if slices.Contains(rel.Extensions, rr.extension) {
 			rels = append(rels, rel)

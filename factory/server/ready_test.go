@@ -24,7 +24,7 @@ func TestReadyNeedsTools(t *testing.T) {
 		t.Errorf("without xorriso: %d %q", resp.StatusCode, body)
 	}
 	// A request that needs it is told so (503), not a 500.
-	f.svc.BuildWith(func(context.Context, *factory.Release, *schematic.Schematic, factory.Artifact, string) ([]byte, error) {
+	f.svc.BuildWith(func(context.Context, *factory.VerifiedRelease, *schematic.Schematic, factory.Artifact, string) ([]byte, error) {
 		return nil, fmt.Errorf("the ISO needs xorriso: %w", &exec.Error{Name: "xorriso", Err: exec.ErrNotFound})
 	})
 	if resp, body := f.do(t, "GET", "/image/"+f.id+"/1.0/metal-amd64.iso", ""); resp.StatusCode != 503 || !strings.Contains(body, "metal-amd64.iso: a tool it needs is not installed") {

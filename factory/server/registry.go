@@ -114,7 +114,7 @@ func (s *Server) knownPlatform(pl string) bool {
 	if _, err := platform.Lookup(pl); err == nil {
 		return true
 	}
-	return slices.ContainsFunc(s.rels.Listed(), func(rel *factory.Release) bool {
+	return slices.ContainsFunc(s.rels.Listed(), func(rel *factory.VerifiedRelease) bool {
 		_, err := rel.PlatformTable().Lookup(pl)
 		return err == nil
 	})

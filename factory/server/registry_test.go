@@ -89,8 +89,8 @@ func TestRegistryReleasePlatforms(t *testing.T) {
 		t.Fatal(err)
 	}
 	arches := compose.Params{Architectures: []string{"x86_64"}}
-	spec := &factory.Release{Version: "1.0", Params: arches, Platforms: table, Digests: map[string]string{}}
-	f.svc.ServeUnverified(spec, &factory.Release{Version: "2.0", Params: arches, Digests: map[string]string{}})
+	spec := &factory.VerifiedRelease{Version: "1.0", Params: arches, Platforms: table, Digests: map[string]string{}}
+	f.svc.ServeUnverified(spec, &factory.VerifiedRelease{Version: "2.0", Params: arches, Digests: map[string]string{}})
 	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: static.NewLayer([]byte("mycloud installer"), types.OCILayer)})
 	if err != nil {
 		t.Fatal(err)

@@ -93,7 +93,7 @@ func TestServeDrains(t *testing.T) {
 	}
 	// The entry was cached: another factory on the cache serves it.
 	g := newAccessFactory(t, factory.ServerOptions{Signer: signer, Cache: cache})
-	g.svc.BuildWith(func(context.Context, *factory.Release, *schematic.Schematic, factory.Artifact, string) ([]byte, error) {
+	g.svc.BuildWith(func(context.Context, *factory.VerifiedRelease, *schematic.Schematic, factory.Artifact, string) ([]byte, error) {
 		return nil, errors.New("built again")
 	})
 	if resp, body := g.do(t, "GET", kernel, ""); resp.StatusCode != 200 || body != "kernel-x86_64" || g.svc.Stats().Hits != 1 {

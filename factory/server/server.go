@@ -61,9 +61,9 @@ type Server struct {
 // releases is what the front reads of the service's catalog of verified
 // releases.
 type releases interface {
-	Listed() []*factory.Release
-	Available(version string) *factory.Release
-	Latest() *factory.Release
+	Listed() []*factory.VerifiedRelease
+	Available(version string) *factory.VerifiedRelease
+	Latest() *factory.VerifiedRelease
 	VersionTags() []string
 	Readiness() (ready bool, body string)
 }
@@ -77,7 +77,7 @@ type schematicStore interface {
 
 // artifacts answers a media file from the signed cache or builds it.
 type artifacts interface {
-	Compose(ctx context.Context, rel *factory.Release, sch *schematic.Schematic, a factory.Artifact, arch string) (*factory.CachedArtifact, error)
+	Compose(ctx context.Context, rel *factory.VerifiedRelease, sch *schematic.Schematic, a factory.Artifact, arch string) (*factory.CachedArtifact, error)
 	Distrust(blob v1.Hash)
 	CountDamaged()
 }
@@ -85,11 +85,11 @@ type artifacts interface {
 // images are the images of the registry front: a schematic's installers
 // (cached and signed, or built) and a release's extensions.
 type images interface {
-	Installer(ctx context.Context, rel *factory.Release, sch *schematic.Schematic, k factory.InstallerKind, host string) (*factory.ImageEntry, error)
+	Installer(ctx context.Context, rel *factory.VerifiedRelease, sch *schematic.Schematic, k factory.InstallerKind, host string) (*factory.ImageEntry, error)
 	CachedEntry(ctx context.Context, sch *schematic.Schematic, k factory.InstallerKind, has func(*factory.ImageEntry) bool) *factory.ImageEntry
 	ForgetInstaller(key string)
 	PullRef(host string, k factory.InstallerKind, id, version string) string
-	ExtensionImage(ctx context.Context, rel *factory.Release, name string) (*factory.ImageEntry, error)
+	ExtensionImage(ctx context.Context, rel *factory.VerifiedRelease, name string) (*factory.ImageEntry, error)
 	PublicHost(requestHost string) string
 }
 
@@ -444,7 +444,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 // release finds a version served and not broken, either spelling, or
 // answers 404 in upstream's words.
-func (s *Server) release(w http.ResponseWriter, v string) (*factory.Release, bool) {
+func (s *Server) release(w http.ResponseWriter, v string) (*factory.VerifiedRelease, bool) {
 	rel := s.rels.Available(v)
 	if rel == nil {
 		fail(w, http.StatusNotFound, "version %s is not available", strings.TrimPrefix(v, "v"))
@@ -708,7 +708,7 @@ func (s *Server) artifactAsked(w http.ResponseWriter, name string) (factory.Arti
 // target finds the release a media URL names and the release's name of
 // the architecture asked for, or answers 4xx (400 for what the release
 // cannot make of the schematic for out).
-func (s *Server) target(w http.ResponseWriter, r *http.Request, sch *schematic.Schematic, out compose.Output, goArch string) (*factory.Release, string, bool) {
+func (s *Server) target(w http.ResponseWriter, r *http.Request, sch *schematic.Schematic, out compose.Output, goArch string) (*factory.VerifiedRelease, string, bool) {
 	rel, ok := s.release(w, r.PathValue("version"))
 	if !ok {
 		return nil, "", false

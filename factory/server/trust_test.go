@@ -38,7 +38,7 @@ func trustFactory(t *testing.T, o factory.ServerOptions, size int) *accessFactor
 	t.Helper()
 	o.Signer = signingtest.Signer(t)
 	f := newAccessFactory(t, o)
-	f.svc.BuildWith(func(_ context.Context, _ *factory.Release, sch *schematic.Schematic, a factory.Artifact, arch string) ([]byte, error) {
+	f.svc.BuildWith(func(_ context.Context, _ *factory.VerifiedRelease, sch *schematic.Schematic, a factory.Artifact, arch string) ([]byte, error) {
 		id, _ := sch.ID()
 		return artifactBytes(a.FileName(arch), id, size), nil
 	})
@@ -276,7 +276,7 @@ func TestSlowBodies(t *testing.T) {
 		}
 	}
 	// A long answer is not bound by the body timeout.
-	f.svc.BuildWith(func(ctx context.Context, _ *factory.Release, _ *schematic.Schematic, a factory.Artifact, arch string) ([]byte, error) {
+	f.svc.BuildWith(func(ctx context.Context, _ *factory.VerifiedRelease, _ *schematic.Schematic, a factory.Artifact, arch string) ([]byte, error) {
 		time.Sleep(1500 * time.Millisecond)
 		return []byte(a.FileName(arch)), nil
 	})

@@ -477,7 +477,7 @@ func (s *Server) uiWizard(r *http.Request, p *uiPage) {
 // uiTarget checks the version, the architecture and the platform chosen,
 // or shows the step of the first one missing (p.Step set) or an error
 // (ok false).
-func (s *Server) uiTarget(p *uiPage, want int) (*factory.Release, string, platform.Platform, bool) {
+func (s *Server) uiTarget(p *uiPage, want int) (*factory.VerifiedRelease, string, platform.Platform, bool) {
 	st := &p.State
 	rel := s.rels.Available(st.Version)
 	if rel == nil {
@@ -553,7 +553,7 @@ func (s *Server) uiVersionStep(p *uiPage) {
 	}
 }
 
-func uiArchStep(p *uiPage, rel *factory.Release) {
+func uiArchStep(p *uiPage, rel *factory.VerifiedRelease) {
 	p.Step = "arch"
 	chosen := factory.ReleaseArch(rel.Params.Architectures, p.State.Arch)
 	for i, a := range rel.Params.Architectures {
@@ -588,7 +588,7 @@ func uiPlatformStep(p *uiPage, table platform.Table) {
 // uiExtensionStep lists the release's extensions that match the filter
 // (names and descriptions, case aside); chosen ones filtered out are kept
 // as hidden inputs.
-func (s *Server) uiExtensionStep(r *http.Request, p *uiPage, rel *factory.Release) {
+func (s *Server) uiExtensionStep(r *http.Request, p *uiPage, rel *factory.VerifiedRelease) {
 	p.Step = "extensions"
 	filter := strings.ToLower(strings.TrimSpace(p.State.Filter))
 	for _, name := range rel.Extensions {
@@ -634,7 +634,7 @@ func uiDownloads(p platform.Platform) []string {
 
 // uiFinalStep shows a stored schematic and every download of it for the
 // version, architecture and platform chosen.
-func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *factory.Release, rarch string, plat platform.Platform) {
+func (s *Server) uiFinalStep(r *http.Request, p *uiPage, rel *factory.VerifiedRelease, rarch string, plat platform.Platform) {
 	sch, st := p.Schematic, p.State
 	if e, missing := rel.Missing(sch.Customization.SystemExtensions.OfficialExtensions); missing {
 		p.fail(http.StatusBadRequest, uiM("err.ext.unknown", factory.TalosVersion(rel.Version), e))

@@ -47,7 +47,7 @@ func uiTestServer(t *testing.T, externalURL string) (*Server, http.Handler) {
 		t.Fatal(err)
 	}
 	descs := map[string]map[string]string{"zfs": {"ru": "Файловая система ZFS"}}
-	rels := []*factory.Release{{Version: "1.10.0", Branch: "p10", Params: compose.Params{Architectures: []string{"x86_64"}}, Extensions: []string{"cri"}},
+	rels := []*factory.VerifiedRelease{{Version: "1.10.0", Branch: "p10", Params: compose.Params{Architectures: []string{"x86_64"}}, Extensions: []string{"cri"}},
 		{Version: "1.11.0", Branch: "p11", Params: compose.Params{Architectures: []string{"x86_64", "aarch64"}}, Extensions: []string{"cri", "nvidia", "zfs"}}}
 	for _, r := range rels {
 		r.SetExtensionMetadata(meta, descs)

@@ -28,8 +28,8 @@ type ReleaseFile struct {
 	Path string // e.g. "base/pkglist.classic.xz"
 }
 
-// Release is a parsed apt-rpm `base/release` file.
-type Release struct {
+// BaseRelease is a parsed apt-rpm `base/release` file.
+type BaseRelease struct {
 	Fields     map[string]string // Origin, Label, Suite, Codename, Date, ...
 	Components []string
 	Archs      []string
@@ -43,8 +43,8 @@ const sigBegin = "-----BEGIN PGP SIGNATURE-----"
 
 // ParseRelease parses a release file. The signed part is everything before
 // the first line starting with the signature armor.
-func ParseRelease(b []byte) (*Release, error) {
-	r := &Release{Fields: map[string]string{}, MD5: map[string]ReleaseFile{}, BLAKE2b: map[string]ReleaseFile{}}
+func ParseRelease(b []byte) (*BaseRelease, error) {
+	r := &BaseRelease{Fields: map[string]string{}, MD5: map[string]ReleaseFile{}, BLAKE2b: map[string]ReleaseFile{}}
 	signed := b
 	if i := indexLine(b, sigBegin); i >= 0 {
 		signed = b[:i]
@@ -128,7 +128,7 @@ func indexLine(b []byte, prefix string) int {
 
 // Verify checks the release's detached signatures against kr and returns
 // the fingerprints of the keys that verified. At least one must.
-func (r *Release) Verify(kr *keyring.Keyring) ([]string, error) {
+func (r *BaseRelease) Verify(kr *keyring.Keyring) ([]string, error) {
 	if len(r.Signatures) == 0 {
 		return nil, errors.New("release is not signed")
 	}
@@ -149,7 +149,7 @@ func (r *Release) Verify(kr *keyring.Keyring) ([]string, error) {
 }
 
 // Expect returns the checksum line for path, preferring BLAKE2b over MD5.
-func (r *Release) Expect(path string) (ReleaseFile, string, bool) {
+func (r *BaseRelease) Expect(path string) (ReleaseFile, string, bool) {
 	if f, ok := r.BLAKE2b[path]; ok {
 		return f, "blake2b", true
 	}
@@ -186,7 +186,7 @@ type IndexInfo struct {
 // ALTRepo is a loaded apt-rpm repository (one dist, e.g. p11/branch/x86_64).
 type ALTRepo struct {
 	URL          string
-	Release      *Release
+	Release      *BaseRelease
 	ReleaseHash  string   // sha256 of the release file as fetched
 	Signers      []string // fingerprints that verified the release
 	Indexes      []IndexInfo
@@ -242,7 +242,7 @@ func LoadALT(ctx context.Context, src Source, opts ALTOptions) (*ALTRepo, error)
 	return repo, nil
 }
 
-func loadPkglist(ctx context.Context, src Source, rel *Release, comp string) ([]*Package, IndexInfo, error) {
+func loadPkglist(ctx context.Context, src Source, rel *BaseRelease, comp string) ([]*Package, IndexInfo, error) {
 	plain := "base/pkglist." + comp
 	var lastErr error
 	for _, ext := range []string{".xz", ".bz2"} {
