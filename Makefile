@@ -31,7 +31,7 @@ build:
 # The longest packages first: go test starts packages in the order given,
 # two at a time on two cores, so the slowest run beside the others instead
 # of after most of them.
-SLOWEST := ./cmd/builder ./build ./build/rootfs/sqfs
+SLOWEST := ./cmd/builder ./builder ./builder/rootfs/sqfs
 INTEGRATION := github.com/nodeforge/builder/cmd/builder
 
 # Every library package runs its tests under the race detector (their own

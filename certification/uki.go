@@ -16,7 +16,7 @@ import (
 	"github.com/nodeforge/builder/oci"
 )
 
-// ukiName is a release's signed UKI among its boot assets (build/compose's
+// ukiName is a release's signed UKI among its boot assets (builder/compose's
 // UKIName).
 const ukiName = "uki.efi"
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/specs"
-	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/builder/compose"
 )
 
 // Artifact is one downloadable file of a schematic's media, as its URL

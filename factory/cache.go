@@ -23,7 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nodeforge/builder/attest/signing"
-	"github.com/nodeforge/builder/build/compressors"
+	"github.com/nodeforge/builder/builder/compressors"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/oci"
 )

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/builder/compose"
 	"github.com/nodeforge/builder/release"
 )
 

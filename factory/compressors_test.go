@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeforge/builder/build/compressors"
+	"github.com/nodeforge/builder/builder/compressors"
 )
 
 // TestCacheKeyNamesCompressors: factories whose compressors differ (one

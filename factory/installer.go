@@ -16,8 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/nodeforge/builder/api/schematic"
-	"github.com/nodeforge/builder/build/compose"
-	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/builder/compose"
+	"github.com/nodeforge/builder/builder/media/secureboot"
 	"github.com/nodeforge/builder/release"
 )
 

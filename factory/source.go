@@ -1,5 +1,5 @@
 // Package factory is the Image Factory: node images on demand for any
-// schematic, composed from signed releases (build/compose) without a
+// schematic, composed from signed releases (builder/compose) without a
 // package base.
 package factory
 
@@ -25,8 +25,8 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/specs"
-	"github.com/nodeforge/builder/build/compose"
-	"github.com/nodeforge/builder/build/rootfs"
+	"github.com/nodeforge/builder/builder/compose"
+	"github.com/nodeforge/builder/builder/rootfs"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/release"
 )

@@ -21,7 +21,7 @@ import (
 
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/attest/signing/signingtest"
-	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/builder/compose"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"

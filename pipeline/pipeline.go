@@ -15,7 +15,7 @@ import (
 	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/attest/signing"
-	"github.com/nodeforge/builder/build"
+	"github.com/nodeforge/builder/builder"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/pkgbase/locker"
 	"github.com/nodeforge/builder/release"
@@ -28,11 +28,11 @@ type ReleaseOptions struct {
 	// when empty); it is made with Locker when it does not exist.
 	LockPath string
 	// Relock locks the spec again, over the lock, when the lock was made
-	// for another spec or before the spec was edited (build.CheckLock).
+	// for another spec or before the spec was edited (builder.CheckLock).
 	Relock bool
 	Locker locker.Options
 	// Build says how to build; its spec and lock are set here.
-	Build build.Options
+	Build builder.Options
 	// Store, Signer and Channel say where the release goes and who signs.
 	Store     oci.Store
 	Signer    *signing.Signer
@@ -48,9 +48,9 @@ type ReleaseOptions struct {
 // Build.Out, or the spec's output directory) and publishes the build,
 // signed and attested. The lock is read once: the bytes parsed are the
 // bytes digested and published. A builder that cannot write a release's
-// bytes refuses before it locks or writes anything (build.CheckBuilder).
+// bytes refuses before it locks or writes anything (builder.CheckBuilder).
 func Release(ctx context.Context, o ReleaseOptions) (*release.Published, error) {
-	if err := build.CheckBuilder(); err != nil {
+	if err := builder.CheckBuilder(); err != nil {
 		return nil, err
 	}
 	logf := o.Log
@@ -69,11 +69,11 @@ func Release(ctx context.Context, o ReleaseOptions) (*release.Published, error) 
 	if bo.Out == "" {
 		bo.Out = in.Spec.OutDir()
 	}
-	rep, err := build.Build(ctx, bo)
+	rep, err := builder.Build(ctx, bo)
 	if err != nil {
 		return nil, err
 	}
-	outs, err := build.OpenOutputs(bo.Out, rep)
+	outs, err := builder.OpenOutputs(bo.Out, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func ReadOrCreateLock(ctx context.Context, s *specs.Spec, path string, lo locker
 	}
 	in, err := ReadLock(s, path)
 	switch {
-	case err == nil && relock && build.CheckLock(s, in.Lock) != nil:
+	case err == nil && relock && builder.CheckLock(s, in.Lock) != nil:
 		logf("%s is not the spec's as it is now: locking the spec again", path)
 	case !errors.Is(err, fs.ErrNotExist):
 		return in, err

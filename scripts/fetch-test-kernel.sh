@@ -115,7 +115,7 @@ fetch_debs() {
   echo "$what packages downloaded: $*"
 }
 
-# The extensions' boot test (build/extensions_boot_test.go via
+# The extensions' boot test (builder/extensions_boot_test.go via
 # internal/testbase): Debian's containerd, runc and CNI plugins (the cri
 # extension), btrfs-progs (btrfs) and the libraries they load, which the
 # test base's root carries.

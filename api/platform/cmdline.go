@@ -16,7 +16,7 @@ type Args struct {
 	// defaults).
 	Base []string
 	// Meta is the schematic's META values, encoded (see
-	// build/media/meta.Env), for media without a META partition; "" for
+	// builder/media/meta.Env), for media without a META partition; "" for
 	// none.
 	Meta string
 	// ISO adds PREFIX.halt_if_installed=1: booted from the ISO, the node

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeforge/builder/build/media/uki"
+	"github.com/nodeforge/builder/builder/media/uki"
 	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
 )

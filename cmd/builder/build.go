@@ -13,8 +13,8 @@ import (
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/specs"
-	"github.com/nodeforge/builder/build"
-	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/builder"
+	"github.com/nodeforge/builder/builder/media/secureboot"
 	"github.com/nodeforge/builder/pipeline"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/repo"
@@ -57,7 +57,7 @@ func (b *buildFlags) add(cmd *cobra.Command) {
 
 // options are the build options the flags give for spec s (with the boot
 // media of sch when not nil); the spec and the lock are the caller's.
-func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.Schematic) (build.Options, error) {
+func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.Schematic) (builder.Options, error) {
 	out, sde := b.out, b.sde
 	if out == "" {
 		out = s.OutDir()
@@ -65,7 +65,7 @@ func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.S
 	if sde == 0 {
 		if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
 			if _, err := fmt.Sscan(v, &sde); err != nil {
-				return build.Options{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number", v)
+				return builder.Options{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number", v)
 			}
 		}
 	}
@@ -73,13 +73,13 @@ func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.S
 	if b.secureBootKeys != "" {
 		var err error
 		if sb, err = loadSecureBoot(b.secureBootKeys); err != nil {
-			return build.Options{}, fmt.Errorf("--secureboot: %w", err)
+			return builder.Options{}, fmt.Errorf("--secureboot: %w", err)
 		}
 	}
 	b.view = newProgressView(cmd.ErrOrStderr(), b.quiet)
 	timeout := netTimeout(cmd.Context())
 	c := &cache.Cache{Timeout: timeout, Dir: b.cacheDir, Workers: b.jobs, Progress: b.view.cacheEvent}
-	return build.Options{Out: out, Cache: c, SourceDateEpoch: sde, Version: version, BuilderSHA256: selfDigest(),
+	return builder.Options{Out: out, Cache: c, SourceDateEpoch: sde, Version: version, BuilderSHA256: selfDigest(),
 		Log: b.view.logf, Progress: b.view.update, Shuffle: b.shuffle, Schematic: sch, DiskCompressions: b.diskCompressions, Platform: b.platform, DiskFormats: b.diskFormats, UKI: b.uki,
 		NoStepCaches: b.noStepCaches, SecureBoot: sb, Source: repo.SourceOptions{Timeout: timeout}}, nil
 }
@@ -89,7 +89,7 @@ func (b *buildFlags) options(cmd *cobra.Command, s *specs.Spec, sch *schematic.S
 func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*report.Report, string, error) {
 	// First: a builder that cannot write a release's bytes says so
 	// whatever else is missing.
-	if err := build.CheckBuilder(); err != nil {
+	if err := builder.CheckBuilder(); err != nil {
 		return nil, "", err
 	}
 	s, err := b.sf.load()
@@ -107,7 +107,7 @@ func (b *buildFlags) run(cmd *cobra.Command, sch *schematic.Schematic) (*report.
 	defer o.SecureBoot.Close()
 	o.Spec, o.Lock, o.LockBytes, o.LockPath = s, in.Lock, in.LockBytes, in.LockPath
 	collectOften()
-	rep, err := build.Build(cmd.Context(), o)
+	rep, err := builder.Build(cmd.Context(), o)
 	b.view.end()
 	return rep, o.Out, err
 }
@@ -206,7 +206,7 @@ func buildOutputs(out string, rep *report.Report) []output {
 		list = append(list, output{Path: filepath.Join(out, "extensions", n), Digest: rep.Extensions[n]})
 	}
 	for _, n := range slices.Sorted(maps.Keys(rep.Images)) {
-		list = append(list, output{Path: filepath.Join(out, filepath.FromSlash(build.ImagesDir(n))), Digest: rep.Images[n]})
+		list = append(list, output{Path: filepath.Join(out, filepath.FromSlash(builder.ImagesDir(n))), Digest: rep.Images[n]})
 	}
 	return list
 }

@@ -15,7 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/builder/compose"
 	"github.com/nodeforge/builder/internal/testutil"
 )
 

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/nodeforge/builder/api/specs"
-	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/builder/media/secureboot"
 	"github.com/nodeforge/builder/certification"
 	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/factory/server"
@@ -38,7 +38,7 @@ import (
 // ISO of the same schematic): a container's output and a btrfs file
 // system. (Boots without the extensions, which must not start them, are
 // TestBootDebianKernel's; the factory's ISO is the one code path of
-// build/compose, whose hybrid ISO boots as a disk there.)
+// builder/compose, whose hybrid ISO boots as a disk there.)
 func TestFactoryBoot(t *testing.T) {
 	testutil.Slow(t)
 	t0 := time.Now()

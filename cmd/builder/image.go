@@ -14,8 +14,8 @@ import (
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
-	"github.com/nodeforge/builder/build"
-	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/builder"
+	"github.com/nodeforge/builder/builder/media/secureboot"
 	"github.com/nodeforge/builder/factory"
 )
 
@@ -203,9 +203,9 @@ func newImageCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			list := []output{{Path: filepath.Join(out, filepath.FromSlash(build.MediaInstallerDir(rep.Media.Schematic, false))), Digest: rep.Media.Installer}}
+			list := []output{{Path: filepath.Join(out, filepath.FromSlash(builder.MediaInstallerDir(rep.Media.Schematic, false))), Digest: rep.Media.Installer}}
 			if sb := rep.Media.SecureBoot; sb != nil && sb.Installer != "" {
-				list = []output{{Path: filepath.Join(out, filepath.FromSlash(build.MediaInstallerDir(rep.Media.Schematic, true))), Digest: sb.Installer}}
+				list = []output{{Path: filepath.Join(out, filepath.FromSlash(builder.MediaInstallerDir(rep.Media.Schematic, true))), Digest: sb.Installer}}
 			}
 			if kind != "installer" {
 				if list, err = mediaOutputs(out, rep.Media.Files, match, kind, formats, rep.Media.NoDiskImages); err != nil {
@@ -252,7 +252,7 @@ func (b *buildFlags) container(cmd *cobra.Command, name, release string) error {
 	if err != nil {
 		return err
 	}
-	return writeOutputs(cmd.OutOrStdout(), b.asJSON, out, []output{{Path: filepath.Join(out, filepath.FromSlash(build.ImagesDir(name))), Digest: rep.Images[name]}})
+	return writeOutputs(cmd.OutOrStdout(), b.asJSON, out, []output{{Path: filepath.Join(out, filepath.FromSlash(builder.ImagesDir(name))), Digest: rep.Images[name]}})
 }
 
 // platformHelp lists the platforms with their default disk formats, for

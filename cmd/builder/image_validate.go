@@ -6,11 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeforge/builder/build"
+	"github.com/nodeforge/builder/builder"
 )
 
 func newImageValidateCmd() *cobra.Command {
-	var o build.ValidateOptions
+	var o builder.ValidateOptions
 	cmd := &cobra.Command{
 		Use:   "validate [--arch A] [--allow-setuid PATH]... [--path PATH]... LAYOUT",
 		Short: "Check that the images of an OCI layout, whoever built them, would start",
@@ -38,7 +38,7 @@ passes is printed: platform, manifest digest, files, program.`,
     builder image validate --arch amd64 --path /usr/local/bin/etcd /tmp/etcd`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			got, err := build.ValidateLayout(args[0], o)
+			got, err := builder.ValidateLayout(args[0], o)
 			for _, v := range got {
 				if err == nil || !strings.Contains(err.Error(), v.Platform+" (") {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s  %d files, runs %s\n", args[0], v.Platform, v.Digest, v.Files, v.Program)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/nodeforge/builder/attest/pkcs11key"
 	"github.com/nodeforge/builder/attest/signing"
-	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/builder/media/secureboot"
 	"github.com/nodeforge/builder/internal/atomicfile"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/nodeforge/builder/attest/signing"
-	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/builder/media/secureboot"
 	"github.com/nodeforge/builder/internal/testutil"
 )
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/nodeforge/builder/api/specs"
 	"github.com/nodeforge/builder/attest/signing"
-	"github.com/nodeforge/builder/build"
+	"github.com/nodeforge/builder/builder"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/pipeline"
 	"github.com/nodeforge/builder/pkgbase/locker"
@@ -207,7 +207,7 @@ The signing key's password is read from $COSIGN_PASSWORD.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Before the store is opened (a layout is made there): a
 			// builder that cannot write a release's bytes writes nothing.
-			if err := build.CheckBuilder(); err != nil {
+			if err := builder.CheckBuilder(); err != nil {
 				return err
 			}
 			s, err := b.sf.load()

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/nodeforge/builder/api/specs"
-	"github.com/nodeforge/builder/build"
+	"github.com/nodeforge/builder/builder"
 	"github.com/nodeforge/builder/pipeline"
 	"github.com/nodeforge/builder/pkgbase/cache"
 	"github.com/nodeforge/builder/pkgbase/demobase"
@@ -49,7 +49,7 @@ func TestRelock(t *testing.T) {
 	if err != nil || string(in.LockBytes) != string(first.LockBytes) {
 		t.Fatalf("without relock the lock is not read as it is: %v", err)
 	}
-	if err := build.CheckLock(s, in.Lock); !errors.Is(err, build.ErrStaleLock) {
+	if err := builder.CheckLock(s, in.Lock); !errors.Is(err, builder.ErrStaleLock) {
 		t.Errorf("the stale lock: %v", err)
 	}
 	var said []string
@@ -57,7 +57,7 @@ func TestRelock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := build.CheckLock(s, in.Lock); err != nil || len(said) == 0 {
+	if err := builder.CheckLock(s, in.Lock); err != nil || len(said) == 0 {
 		t.Errorf("relocked: %v (said %q)", err, said)
 	}
 	if b, _ := os.ReadFile(in.LockPath); string(b) != string(in.LockBytes) || in.LockPath != first.LockPath {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeforge/builder/build"
+	"github.com/nodeforge/builder/builder"
 )
 
 func init() { register(newReproCmd) }
@@ -70,7 +70,7 @@ wrote it, and exits 1.`,
 				defer os.RemoveAll(root)
 			}
 			// Everything a build must not depend on, set differently in each.
-			variants := []build.ReproVariant{
+			variants := []builder.ReproVariant{
 				{TZ: "UTC", Lang: "C", Umask: "022", Procs: 1, Shuffle: 0},
 				{TZ: "Asia/Kathmandu", Lang: "ru_RU.UTF-8", Umask: "077", Procs: runtime.NumCPU() + 3, Shuffle: 7},
 			}
@@ -86,14 +86,14 @@ wrote it, and exits 1.`,
 			}
 			buildArgs = append(buildArgs, "-q", "--spec", specPath, "--lock", lockPath, "--cache", cacheDir)
 			if otherPath != "" {
-				other, err := build.OtherBuilder(otherPath)
+				other, err := builder.OtherBuilder(otherPath)
 				if err != nil {
 					return err
 				}
 				variants[1].Builder = other
 			}
 			stderr := cmd.ErrOrStderr()
-			res, err := build.Reproduce(cmd.Context(), build.ReproOptions{Env: os.Environ(), Root: root, Variants: variants,
+			res, err := builder.Reproduce(cmd.Context(), builder.ReproOptions{Env: os.Environ(), Root: root, Variants: variants,
 				Run: reproRunner(self, buildArgs, stderr), Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }})
 			if err != nil {
 				return err
@@ -122,7 +122,7 @@ type reproJSON struct {
 	Reproducible  bool               `json:"reproducible"`
 	FilesCompared int                `json:"filesCompared"`
 	Variations    []string           `json:"variations"` // what the builds varied, with each one's value
-	Differences   []build.Difference `json:"differences"`
+	Differences   []builder.Difference `json:"differences"`
 	Kept          string             `json:"kept,omitempty"` // where the two builds are, with --keep
 }
 
@@ -131,8 +131,8 @@ type reproJSON struct {
 // it), with the build's arguments and its output directory. A build that
 // fails says why in its last line (a builder that refuses releases, its
 // refusal).
-func reproRunner(exe string, args []string, stderr io.Writer) build.ReproRunner {
-	return func(ctx context.Context, b build.ReproBuild) error {
+func reproRunner(exe string, args []string, stderr io.Writer) builder.ReproRunner {
+	return func(ctx context.Context, b builder.ReproBuild) error {
 		argv, env := []string{exe}, []string(nil)
 		if b.Variant.Builder != nil {
 			argv, env = b.Variant.Builder.Command()
@@ -169,7 +169,7 @@ func printVariations(w io.Writer, vs []string) {
 // printRepro prints the comparison (as JSON with asJSON), the variations
 // tried and, on a difference, where the builds were kept; it is exit 1
 // when they differ.
-func printRepro(w io.Writer, res *build.ReproResult, asJSON bool, kept string) error {
+func printRepro(w io.Writer, res *builder.ReproResult, asJSON bool, kept string) error {
 	outs, diffs := res.Outputs, res.Diffs
 	n := 0
 	filepath.WalkDir(outs[0], func(_ string, d fs.DirEntry, err error) error {
@@ -179,7 +179,7 @@ func printRepro(w io.Writer, res *build.ReproResult, asJSON bool, kept string) e
 		return nil
 	})
 	if asJSON {
-		doc := reproJSON{Reproducible: len(diffs) == 0, FilesCompared: n, Variations: res.Variations, Differences: append([]build.Difference{}, diffs...)}
+		doc := reproJSON{Reproducible: len(diffs) == 0, FilesCompared: n, Variations: res.Variations, Differences: append([]builder.Difference{}, diffs...)}
 		for i := range doc.Differences {
 			if doc.Differences[i].Inside == nil {
 				doc.Differences[i].Inside = []string{} // a list, never null

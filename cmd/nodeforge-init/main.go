@@ -274,7 +274,7 @@ func secureBoot(rootModules string) string {
 	return fmt.Sprintf("SecureBoot=%d", b[4])
 }
 
-// extension is one layer of /extensions.yaml (build/compose's
+// extension is one layer of /extensions.yaml (builder/compose's
 // ExtensionsYAML): its image in the initramfs and its manifest's name and
 // version.
 type extension struct {

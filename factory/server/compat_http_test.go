@@ -18,8 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nodeforge/builder/attest/signing/signingtest"
-	"github.com/nodeforge/builder/build/compose"
-	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/builder/compose"
+	"github.com/nodeforge/builder/builder/media/secureboot"
 	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/release"

@@ -11,8 +11,8 @@ import (
 	"github.com/nodeforge/builder/api/extensions"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/attest/authenticode"
-	"github.com/nodeforge/builder/build/compose"
-	"github.com/nodeforge/builder/build/media/secureboot"
+	"github.com/nodeforge/builder/builder/compose"
+	"github.com/nodeforge/builder/builder/media/secureboot"
 	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/testschematic"
 )

@@ -33,7 +33,7 @@ import (
 
 	"github.com/nodeforge/builder/api/platform"
 	"github.com/nodeforge/builder/api/schematic"
-	"github.com/nodeforge/builder/build/compose"
+	"github.com/nodeforge/builder/builder/compose"
 	"github.com/nodeforge/builder/release"
 )
 

@@ -22,7 +22,7 @@ type importList struct {
 
 // importLists are those of docs/architecture.md ("Packages"): the
 // factory's service reads releases (oci, release's verification), composes
-// (build/compose and what it needs of the build's floor), and never
+// (builder/compose and what it needs of the build's floor), and never
 // reaches a package base beyond version order, the build or the pipeline;
 // its HTTP front reaches the service and reads what the routes name
 // (platforms, schematics, compose's names), nothing of the store or the
@@ -31,15 +31,15 @@ type importList struct {
 var importLists = []importList{
 	{"factory", []string{
 		"api/extensions", "api/platform", "api/report", "api/schematic", "api/specs", "api/target",
-		"attest/signing", "build/compose", "build/compressors", "build/media/secureboot", "build/rootfs",
+		"attest/signing", "builder/compose", "builder/compressors", "builder/media/secureboot", "builder/rootfs",
 		"internal/atomicfile", "internal/digest", "internal/direntries", "internal/ocilayout",
 		"oci", "pkgbase/evr", "release",
 	}, "the factory's service reads verified releases and composes their media"},
 	{"factory/server", []string{
-		"api/platform", "api/schematic", "api/specs", "api/target", "build/compose", "factory", "release",
+		"api/platform", "api/schematic", "api/specs", "api/target", "builder/compose", "factory", "release",
 	}, "the factory's HTTP front asks the service, through its seams"},
 	{"cmd/...", []string{
-		"api/...", "attest/pkcs11key", "attest/signing", "build", "build/media/secureboot", "certification",
+		"api/...", "attest/pkcs11key", "attest/signing", "builder", "builder/media/secureboot", "certification",
 		"factory/...", "internal/atomicfile", "internal/httptimeout", "internal/progress", "oci", "pipeline",
 		"pkgbase/binrpm", "pkgbase/cache", "pkgbase/demobase", "pkgbase/evr", "pkgbase/keyring", "pkgbase/locker", "pkgbase/repo",
 		"pkgbase/resolve", "pkgbase/rpmfile", "pkgbase/rpmwrite", "pkgbase/subset", "release",

@@ -92,7 +92,7 @@ func TestRulesCatchWrongImports(t *testing.T) {
 		{ImportPath: m("internal/atomicfile"), Imports: []string{m("oci")}},
 		{ImportPath: m("oci"), Imports: []string{m("internal/testutil")}},
 		{ImportPath: m("release"), Imports: []string{m("pkgbase/demobase/demotest")}},
-		{ImportPath: m("build/compose"), Deps: []string{m("release"), m("internal/digest")}},
+		{ImportPath: m("builder/compose"), Deps: []string{m("release"), m("internal/digest")}},
 	}
 	bad, stale := internalViolations(pkgs)
 	want := []string{
@@ -110,7 +110,7 @@ func TestRulesCatchWrongImports(t *testing.T) {
 		t.Errorf("stale arrows %v, want all of %d", stale, len(internalUp))
 	}
 	floors := floorViolations(pkgs)
-	if len(floors) != 1 || !strings.HasPrefix(floors[0], "build/compose imports release") {
-		t.Errorf("floor rules found %q, want build/compose -> release alone", floors)
+	if len(floors) != 1 || !strings.HasPrefix(floors[0], "builder/compose imports release") {
+		t.Errorf("floor rules found %q, want builder/compose -> release alone", floors)
 	}
 }

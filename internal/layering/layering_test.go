@@ -92,13 +92,13 @@ type floorRule struct {
 // attestations and the audit never reach the build; only the pipeline
 // (which only commands call) knows both the build and the release.
 var floorRules = []floorRule{
-	{"api", []string{"attest", "build", "certification", "cmd", "internal", "oci", "pkgbase", "pipeline", "release"}, "contracts import nothing of ours"},
-	{"build", []string{"oci", "release", "certification", "cmd", "pipeline"}, "the build hands images over; it does not publish them"},
-	{"release", []string{"build", "certification", "cmd", "pipeline"}, "the release receives what the build made"},
-	{"certification", []string{"build", "cmd", "pipeline"}, "the audit reads a release, not the build"},
-	{"attest", []string{"build", "release", "certification", "cmd", "pipeline"}, "attestations describe; they do not build or publish"},
-	{"oci", []string{"build", "release", "attest", "certification", "pkgbase", "cmd", "pipeline"}, "the store knows nothing of what it stores"},
-	{"pkgbase", []string{"build", "oci", "release", "attest", "certification", "cmd", "pipeline"}, "the package base is the ground floor"},
+	{"api", []string{"attest", "builder", "certification", "cmd", "internal", "oci", "pkgbase", "pipeline", "release"}, "contracts import nothing of ours"},
+	{"builder", []string{"oci", "release", "certification", "cmd", "pipeline"}, "the build hands images over; it does not publish them"},
+	{"release", []string{"builder", "certification", "cmd", "pipeline"}, "the release receives what the build made"},
+	{"certification", []string{"builder", "cmd", "pipeline"}, "the audit reads a release, not the build"},
+	{"attest", []string{"builder", "release", "certification", "cmd", "pipeline"}, "attestations describe; they do not build or publish"},
+	{"oci", []string{"builder", "release", "attest", "certification", "pkgbase", "cmd", "pipeline"}, "the store knows nothing of what it stores"},
+	{"pkgbase", []string{"builder", "oci", "release", "attest", "certification", "cmd", "pipeline"}, "the package base is the ground floor"},
 	{"pipeline", []string{"cmd", "certification"}, "the pipeline runs jobs for the commands"},
 	{"factory", []string{"cmd", "pipeline", "certification", "pkgbase/locker", "pkgbase/resolve", "pkgbase/repo", "pkgbase/cache"}, "the factory composes from signed releases, never from a package base"},
 }

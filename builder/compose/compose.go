@@ -1,0 +1,491 @@
+// Package compose makes the boot media of a schematic for a platform
+// from what a release holds: the kernel, the release's initramfs, the
+// command line and the EFI boot manager of an architecture, and the
+// release's extensions. It needs no package base: builder image calls it
+// with what the build just made, the Image Factory with what it read from
+// a published release, and the same inputs give the same bytes.
+package compose
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/nodeforge/builder/api/extensions"
+	"github.com/nodeforge/builder/api/platform"
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/api/target"
+	"github.com/nodeforge/builder/builder/kernel"
+	"github.com/nodeforge/builder/builder/media/disktar"
+	"github.com/nodeforge/builder/builder/media/fat"
+	"github.com/nodeforge/builder/builder/media/meta"
+	"github.com/nodeforge/builder/builder/media/ova"
+	"github.com/nodeforge/builder/builder/media/qcow2"
+	"github.com/nodeforge/builder/builder/media/uki"
+	"github.com/nodeforge/builder/builder/media/vhd"
+	"github.com/nodeforge/builder/builder/rootfs"
+	"github.com/nodeforge/builder/builder/rootfs/sqfs"
+	"github.com/nodeforge/builder/internal/digest"
+)
+
+// Boot is what the media take from one architecture of a release.
+type Boot struct {
+	Arch      string
+	Vmlinuz   []byte
+	Initramfs []byte   // the release's, which the extensions' segment follows
+	Cmdline   []string // the image's kernel arguments
+	// Bootloader is the EFI boot manager (systemd-boot) of the base; nil
+	// makes no disk images.
+	Bootloader    []byte
+	KernelVersion string
+	// Stub is the base's systemd-stub, for the Secure Boot media's UKI
+	// (nil: the base has none, no Secure Boot media).
+	Stub []byte
+	// Modules returns the files of the kernel's module directory by path
+	// below it (modules, modules.order, modules.builtin...), for the module
+	// indexes of extensions that ship modules; called only then.
+	Modules func() (map[string][]byte, error)
+}
+
+// Extension is one extension of the release, for one architecture.
+type Extension struct {
+	Name     string
+	Metadata extensions.Metadata
+	Tree     *rootfs.Tree // its files as on the node
+	Modules  bool         // it ships kernel modules
+}
+
+// Options say what to make and how.
+type Options struct {
+	Schematic *schematic.Schematic
+	// Platform is an api/platform name ("" is metal).
+	Platform string
+	// DiskFormats are the disk images to make (iso, raw, qcow2, vhd,
+	// raw.tar.gz); nil is the platform's own list, empty none.
+	DiskFormats []string
+	// Compressions are the compressed variants of the ISO, raw and VHD
+	// images (or of CompressedFormats): "zst", "xz", "gz".
+	Compressions      []string
+	CompressedFormats []string
+	// Squashfs, Cache, InitramfsCompression and Owners are the release's:
+	// how its extension layers and its initramfs were written.
+	Squashfs             rootfs.SquashfsOptions
+	Cache                sqfs.BlockCache
+	InitramfsCompression string
+	Owners               rootfs.Owners
+	PrettyName           string // the boot menu's title
+	SourceDate           int64
+	Work                 string // a scratch directory (the ISO tool's)
+	// SecureBoot, when set, makes the ISO and disk images the Secure Boot
+	// ones (named with SecureBootSuffix) and adds the signed UKI.
+	SecureBoot *SecureBoot
+	// UKI adds the plain (unsigned) UKI, <platform>-<arch>-uki.efi: the
+	// base's systemd-stub with the kernel, the initramfs and the command
+	// line of the disk images.
+	UKI bool
+	// Platforms is the release's platform table (the zero Table is
+	// Talos's: api/platform).
+	Platforms platform.Table
+}
+
+// table is the options' platform table.
+func (o Options) table() platform.Table {
+	if o.Platforms.Prefix == "" {
+		return platform.Talos
+	}
+	return o.Platforms
+}
+
+// File is one file of the media.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Result is the media of one architecture: kernel-<arch>,
+// initramfs-<arch>.xz (the release's initramfs with the extensions'
+// segment appended: the kernel unpacks concatenated cpio archives in
+// order), cmdline-<platform>-<arch> (the kernel arguments as Talos's
+// imager puts them together: platform.Table.KernelArgs),
+// ipxe-<platform>-<arch>, the disk images <platform>-<arch>.<format> and
+// the UKIs.
+type Result struct {
+	Schematic, Platform string
+	Files               []File
+	Initramfs           []byte             // with the extensions appended
+	Segment             []rootfs.CpioEntry // what the appended segment holds
+	ISOTool             string             // what made the ISO, when there is one
+	// PCR11 is what systemd-stub leaves in PCR 11 booting the Secure Boot
+	// disk images' UKI (the -uki.efi file), when it carries signed PCR
+	// policies; the ISO's UKI (the ISO's command line) has its own.
+	PCR11 []byte
+	// ESP is the Secure Boot media's EFI System Partition (nil without
+	// Secure Boot): what the Secure Boot installer carries.
+	ESP []fat.File
+	// InstallerCmdline is the command line a platform's installer
+	// carries: the disk images' (no META values: as Talos's, an
+	// installer has none).
+	InstallerCmdline []byte
+}
+
+// OverlayError refuses a schematic that asks for a board overlay: no
+// release ships overlays yet, and media without the one asked for would
+// not boot that board.
+type OverlayError struct{ Name, Image string }
+
+func (e *OverlayError) Error() string {
+	return fmt.Sprintf("the schematic asks for the overlay %s (%s), and this release ships no overlays", e.Name, e.Image)
+}
+
+// Media makes the boot media of o.Schematic for one architecture and
+// o.Platform from the release's boot assets b and its extensions: the
+// files of OUT/media/<schematic id>/ (see Result).
+func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, error) {
+	sch, arch := o.Schematic, b.Arch
+	if err := Refusal(sch, Output{Kind: "initramfs", SecureBoot: o.SecureBoot != nil}); err != nil {
+		return nil, err
+	}
+	p, ta, err := o.platform(arch)
+	if err != nil {
+		return nil, err
+	}
+	id, err := sch.ID()
+	if err != nil {
+		return nil, err
+	}
+	layers, err := segmentLayers(exts, sch)
+	if err != nil {
+		return nil, err
+	}
+	seg, entries, err := extensionSegment(b, layers, o)
+	if err != nil {
+		return nil, err
+	}
+	// As Talos's: the media with no META partition (the command line, PXE,
+	// the ISO) carry the META values on the command line, for the
+	// installer to write; the disk images, the UKIs and the installer
+	// have them in the partition or not at all.
+	var values []meta.Value
+	for _, m := range sch.Customization.Meta {
+		values = append(values, meta.Value{Key: m.Key, Value: m.Value})
+	}
+	table := o.table()
+	a := o.kernelArgs(b)
+	diskArgs := table.KernelArgs(p, ta.OCI, a)
+	if len(values) > 0 {
+		a.Meta = meta.Env(values)
+	}
+	args := table.KernelArgs(p, ta.OCI, a)
+	a.ISO = true
+	isoArgs := table.KernelArgs(p, ta.OCI, a)
+	kernelName, initrdName := "kernel-"+arch, "initramfs-"+arch+".xz"
+	ipxe := fmt.Sprintf("#!ipxe\nkernel %s %s\ninitrd %s\nboot\n", kernelName, strings.Join(args, " "), initrdName)
+	initramfs := append(append(make([]byte, 0, len(b.Initramfs)+len(seg)), b.Initramfs...), seg...)
+	r := &Result{Schematic: id, Platform: p.Name, Initramfs: initramfs, Segment: entries, Files: []File{
+		{kernelName, b.Vmlinuz},
+		{initrdName, initramfs},
+		// No newline: the kernel's and Talos's command line asset have none.
+		{CmdlineName(p.Name, arch), []byte(strings.Join(args, " "))},
+		{"ipxe-" + p.Name + "-" + arch, []byte(ipxe)},
+	}, InstallerCmdline: []byte(strings.Join(diskArgs, " "))}
+	prefix := p.Name + "-" + arch
+	if o.UKI && o.SecureBoot == nil {
+		if b.Stub == nil {
+			return nil, errors.New("a UKI needs the base's systemd-stub, and the release has none (image.stub)")
+		}
+		u, err := plainUKI(b, initramfs, diskArgs, o.PrettyName)
+		if err != nil {
+			return nil, err
+		}
+		r.Files = append(r.Files, File{prefix + "-uki.efi", u})
+	}
+	if b.Bootloader == nil {
+		return r, nil
+	}
+	formats := o.DiskFormats
+	if formats == nil {
+		formats = p.Formats
+	}
+	for _, f := range formats {
+		if err := Refusal(sch, Output{Kind: DiskKind(f), SecureBoot: o.SecureBoot != nil}); err != nil {
+			return nil, err
+		}
+	}
+	// The disk images boot with the base's EFI boot manager.
+	isoFiles := bootFiles(ta, b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, isoArgs)
+	diskFiles := bootFiles(ta, b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, diskArgs)
+	if o.SecureBoot != nil {
+		// The UKI's .osrel is made from the release's pretty name, which
+		// a release records (its /etc/os-release is inside the root):
+		// media from a build and from its release are the same bytes.
+		su, files, err := signedBoot(b, initramfs, diskArgs, o.PrettyName, o.SecureBoot, sch.Customization.SecureBoot)
+		if err != nil {
+			return nil, err
+		}
+		prefix += SecureBootSuffix
+		diskFiles, r.PCR11, r.ESP = files, su.PCR11, files
+		if slices.Contains(formats, "iso") {
+			// The ISO's UKI has the ISO's command line; signed apart.
+			if _, isoFiles, err = signedBoot(b, initramfs, isoArgs, o.PrettyName, o.SecureBoot, sch.Customization.SecureBoot); err != nil {
+				return nil, err
+			}
+		}
+		r.Files = append(r.Files, File{prefix + "-uki.efi", su.Image})
+	}
+	metaValues := map[uint8][]byte{}
+	for _, m := range sch.Customization.Meta {
+		metaValues[m.Key] = []byte(m.Value)
+	}
+	compressed := o.CompressedFormats
+	if compressed == nil {
+		compressed = []string{"iso", "raw", "vhd"}
+	}
+	// The appliance is named and configured as Talos's.
+	app := ova.Options{Name: table.Prefix, ConfigKey: table.Param("config"), SourceDate: o.SourceDate}
+	disks, tool, err := diskImages(ctx, o.Work, espFiles{iso: isoFiles, disk: diskFiles}, id, metaValues,
+		diskFormats{formats: formats, compressions: o.Compressions, compressed: compressed, sectorSize: int(sch.Customization.DiskImage.SectorSize)}, app)
+	if err != nil {
+		return nil, err
+	}
+	r.ISOTool = tool
+	for _, dk := range disks {
+		r.Files = append(r.Files, File{prefix + "." + dk.Name, dk.Data})
+	}
+	return r, nil
+}
+
+// platform is the options' platform and the architecture.
+func (o Options) platform(arch string) (platform.Platform, target.Arch, error) {
+	p, err := o.table().Lookup(o.Platform)
+	if err != nil {
+		return p, target.Arch{}, err
+	}
+	ta, err := target.Lookup(arch)
+	return p, ta, err
+}
+
+// InstallerUKI is the plain UKI an installer of o.Schematic for o.Platform
+// carries at usr/install/<arch>/vmlinuz.efi, where Talos's installer takes
+// it for systemd-boot: the base's systemd-stub with the kernel, initramfs
+// (the schematic's) and the command line of the disk images; nil when the
+// base has no stub.
+func InstallerUKI(b Boot, initramfs []byte, o Options) ([]byte, error) {
+	if b.Stub == nil {
+		return nil, nil
+	}
+	p, ta, err := o.platform(b.Arch)
+	if err != nil {
+		return nil, err
+	}
+	return plainUKI(b, initramfs, o.table().KernelArgs(p, ta.OCI, o.kernelArgs(b)), o.PrettyName)
+}
+
+// kernelArgs are the disk images' kernel arguments before the platform's:
+// the image's and the schematic's (none without one).
+func (o Options) kernelArgs(b Boot) platform.Args {
+	a := platform.Args{Base: b.Cmdline}
+	if o.Schematic != nil {
+		a.Extra = o.Schematic.Customization.ExtraKernelArgs
+	}
+	return a
+}
+
+// plainUKI is an unsigned UKI: the stub with the kernel, the initramfs,
+// the command line, an os-release of prettyName and the kernel's version.
+func plainUKI(b Boot, initramfs []byte, args []string, prettyName string) ([]byte, error) {
+	u, err := uki.Build(b.Stub, ukiSections(b, initramfs, args, prettyName))
+	if err != nil {
+		return nil, fmt.Errorf("unified kernel image: %w", err)
+	}
+	return u, nil
+}
+
+// CmdlineName is the command line's file: cmdline-<platform>-<arch>.
+func CmdlineName(platform, arch string) string { return "cmdline-" + platform + "-" + arch }
+
+// ExtensionsYAML is /extensions.yaml of the appended initramfs segment:
+// the layers in mount order with their manifests' metadata.
+type ExtensionsYAML struct {
+	Layers []Layer `yaml:"layers"`
+}
+
+// Layer is one squashfs of the segment.
+type Layer struct {
+	Image    string              `yaml:"image"`
+	Metadata extensions.Metadata `yaml:"metadata"`
+}
+
+// extensionSegment packs the layers (segmentLayers) for the initramfs:
+// one squashfs per extension in that order (0.sqsh, 1.sqsh, ...), one more
+// with the module indexes of the kernel's and the extensions' modules
+// together when any extension ships modules, and /extensions.yaml listing
+// them. It returns the compressed cpio to append to the initramfs and
+// its entries (for the report).
+func extensionSegment(b Boot, layers []*Extension, o Options) ([]byte, []rootfs.CpioEntry, error) {
+	owners, sde, sq, cache, compression := o.Owners, o.SourceDate, o.Squashfs, o.Cache, o.InitramfsCompression
+	var doc ExtensionsYAML
+	var entries []rootfs.CpioEntry
+	modules := map[string][]byte{} // path under the modules dir -> bytes, kernel's and extensions'
+	anyModules := false
+	for i, e := range layers {
+		var buf bytes.Buffer
+		if err := e.Tree.WriteSquashfsTo(&buf, owners, sde, sq, cache); err != nil {
+			return nil, nil, fmt.Errorf("extension %s: %w", e.Name, err)
+		}
+		img := fmt.Sprintf("%d.sqsh", i)
+		doc.Layers = append(doc.Layers, Layer{Image: img, Metadata: e.Metadata})
+		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: buf.Bytes(), Origin: report.Origin{Generator: "extension-layer"}})
+		if e.Modules {
+			anyModules = true
+			for _, n := range e.Tree.Nodes() {
+				if rel, ok := strings.CutPrefix(n.Path, "/usr/lib/modules/"+b.KernelVersion+"/"); ok && n.Kind == rootfs.KindFile {
+					modules[rel] = n.Data
+				}
+			}
+		}
+	}
+	if anyModules {
+		kmods, err := b.Modules()
+		if err != nil {
+			return nil, nil, err
+		}
+		for rel, data := range kmods {
+			if _, ext := modules[rel]; !ext {
+				modules[rel] = data
+			}
+		}
+		idx, _, err := kernel.Indexes(b.KernelVersion, modules)
+		if err != nil {
+			return nil, nil, err
+		}
+		t := rootfs.New()
+		for name, data := range idx {
+			if err := t.Add(&rootfs.Node{Path: "/usr/lib/modules/" + b.KernelVersion + "/" + name, Kind: rootfs.KindFile, Mode: 0o644,
+				User: "root", Group: "root", Data: data, Digest: digest.SHA256Hex(data), Origin: report.Origin{Generator: "depmod"}}); err != nil {
+				return nil, nil, err
+			}
+		}
+		var buf bytes.Buffer
+		if err := t.WriteSquashfsTo(&buf, owners, sde, sq, cache); err != nil {
+			return nil, nil, fmt.Errorf("modules layer: %w", err)
+		}
+		img := fmt.Sprintf("%d.sqsh", len(layers))
+		doc.Layers = append(doc.Layers, Layer{Image: img, Metadata: extensions.Metadata{
+			Name: "modules.dep", Version: b.KernelVersion, Description: "module indexes of the kernel's and the extensions' modules",
+		}})
+		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: buf.Bytes(), Origin: report.Origin{Generator: "depmod"}})
+	}
+	var y bytes.Buffer
+	enc := yaml.NewEncoder(&y)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, nil, err
+	}
+	enc.Close()
+	entries = append(entries, rootfs.CpioEntry{Name: "extensions.yaml", Mode: 0o100444, Data: y.Bytes(), Origin: report.Origin{Generator: "extensions.yaml"}})
+	size := 0
+	for _, e := range entries {
+		size += len(e.Data)
+	}
+	seg, err := CompressInitramfs(compression, size, func(w io.Writer) error { return rootfs.WriteCpio(w, entries, sde) })
+	if err != nil {
+		return nil, nil, err
+	}
+	return seg, entries, nil
+}
+
+// espFiles are the ESP trees of the ISO and of the disks (their command
+// lines differ).
+type espFiles struct{ iso, disk []fat.File }
+
+// diskFormats are the disk formats to make, the compressions of the
+// downloads and which formats get them, and the disk images' logical
+// sector size (customization.diskImage.sectorSize; 0: 512).
+type diskFormats struct {
+	formats, compressions, compressed []string
+	sectorSize                        int
+}
+
+// diskImages makes the disk images of formats (file name suffixes, see
+// api/platform) from the boot files (the ISO's, with the ISO's command
+// line, and the disks'), in the order the formats are listed there, then
+// the compressed variants of those in compressed. It returns them named by
+// suffix, and the tool that made the ISO.
+func diskImages(ctx context.Context, work string, esps espFiles, id string, metaValues map[uint8][]byte, fs diskFormats, app ova.Options) ([]File, string, error) {
+	isoFiles, diskFiles := esps.iso, esps.disk
+	formats, compressions, compressed := fs.formats, fs.compressions, fs.compressed
+	sde := app.SourceDate
+	want := map[string]bool{}
+	for _, f := range formats {
+		if err := platform.CheckFormat(f); err != nil {
+			return nil, "", err
+		}
+		want[f] = true
+	}
+	var out []File
+	var tool string
+	if want["iso"] {
+		esp, err := espImage(isoFiles, sde, id, 0, 0)
+		if err != nil {
+			return nil, "", err
+		}
+		iso, t, err := isoImage(ctx, work, esp, isoFiles, sde, "NODEFORGE")
+		if err != nil {
+			return nil, "", err
+		}
+		tool = t
+		out = append(out, File{"iso", iso})
+	}
+	if want["raw"] || want["qcow2"] || want["vhd"] || want["raw.tar.gz"] || want["ova"] {
+		raw, err := rawImage(diskFiles, sde, id, metaValues, fs.sectorSize)
+		if err != nil {
+			return nil, "", err
+		}
+		if want["raw"] {
+			out = append(out, File{"raw", raw})
+		}
+		for _, f := range []string{"qcow2", "vhd", "raw.tar.gz", "ova"} {
+			if !want[f] {
+				continue
+			}
+			var buf bytes.Buffer
+			switch f {
+			case "qcow2":
+				// Sparse already: no compressed variants.
+				err = qcow2.Write(&buf, raw)
+			case "vhd":
+				err = vhd.Write(&buf, raw, sde)
+			case "raw.tar.gz":
+				err = disktar.Write(&buf, raw, sde)
+			case "ova":
+				err = ova.Write(&buf, raw, app)
+			}
+			if err != nil {
+				return nil, "", fmt.Errorf("%s: %w", f, err)
+			}
+			out = append(out, File{f, buf.Bytes()})
+		}
+	}
+	// The large ones also compressed, as downloads.
+	var variants []File
+	for _, big := range out {
+		if !slices.Contains(compressed, big.Name) {
+			continue
+		}
+		for _, c := range compressions {
+			v, err := compressVariant(c, big.Data)
+			if err != nil {
+				return nil, "", err
+			}
+			variants = append(variants, File{big.Name + "." + c, v})
+		}
+	}
+	return append(out, variants...), tool, nil
+}

@@ -1,0 +1,232 @@
+package compose
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/nodeforge/builder/api/target"
+	"github.com/nodeforge/builder/builder/media/fat"
+	"github.com/nodeforge/builder/builder/media/gpt"
+	"github.com/nodeforge/builder/builder/media/meta"
+)
+
+// bootFiles are what an EFI system partition holds: systemd-boot as the
+// removable-media boot path, its configuration with one entry, the kernel
+// and the initramfs.
+func bootFiles(a target.Arch, bootloader, vmlinuz, initramfs []byte, title string, args []string) []fat.File {
+	entry := fmt.Sprintf("title %s\nlinux /nodeforge/vmlinuz\ninitrd /nodeforge/initramfs.xz\noptions %s\n", title, strings.Join(args, " "))
+	return []fat.File{
+		{Path: a.EFIBootFile(), Data: bootloader},
+		{Path: "loader/loader.conf", Data: []byte("timeout 0\ndefault nodeforge.conf\n")},
+		{Path: "loader/entries/nodeforge.conf", Data: []byte(entry)},
+		{Path: "nodeforge/vmlinuz", Data: vmlinuz},
+		{Path: "nodeforge/initramfs.xz", Data: initramfs},
+	}
+}
+
+// mediaGUIDs is the namespace of the disk images' GUIDs: the disk's and
+// each partition's are version 5 UUIDs of a name in it, so every build
+// gives the same ones.
+var mediaGUIDs = gpt.MustParse("6e6f6465-666f-5267-8565-6d6564696131")
+
+// espImage is the FAT file system of the EFI system partition: hidden
+// is the partition's first sector, sectorSize the disk's logical sector
+// size (512 for the ISO's El Torito image).
+func espImage(files []fat.File, sde int64, id string, hidden uint32, sectorSize int) ([]byte, error) {
+	var vol uint32 // the schematic ID's first 32 bits
+	if len(id) >= 8 {
+		fmt.Sscanf(id[:8], "%08x", &vol)
+	}
+	return fat.Write(files, fat.Options{Label: "NODEFORGE", VolumeID: vol, Time: time.Unix(sde, 0), MinSize: espSize(files),
+		HiddenSectors: hidden, SectorSize: sectorSize})
+}
+
+// espSize is the EFI system partition's size for its files: a tenth
+// more, and 8 MiB of room.
+func espSize(files []fat.File) int64 {
+	var total int64
+	for _, f := range files {
+		total += int64(len(f.Data))
+	}
+	return total*11/10 + 8<<20
+}
+
+// rawImage is a GPT disk of sectorSize-byte logical sectors (0: 512):
+// EFI (the system partition with the boot files), BIOS (empty, for a
+// BIOS boot loader), BOOT (empty and small: the kernel and initramfs boot
+// from the EFI partition; kept for the layout installers expect) and META
+// (the schematic's initial META values in Talos's ADV layout), with GUIDs
+// derived from the schematic ID and the partition names. The partitions
+// are at the same bytes whatever the sector size (MiB-aligned); the
+// tables and the EFI file system count in the disk's sectors, as
+// upstream's imager writes a 4096-byte-sector image (its gpt and mkfs
+// given the sector size), for disks with 4K logical blocks.
+func rawImage(files []fat.File, sde int64, id string, metaValues map[uint8][]byte, sectorSize int) ([]byte, error) {
+	if sectorSize == 0 {
+		sectorSize = gpt.SectorSize
+	}
+	names := []string{"EFI", "BIOS", "BOOT", "META"}
+	types := []gpt.GUID{gpt.TypeEFISystem, gpt.TypeBIOSBoot, gpt.TypeLinuxData, gpt.TypeLinuxData}
+	var guids []gpt.GUID
+	for _, n := range names {
+		guids = append(guids, gpt.NameGUID(mediaGUIDs, id+" partition "+n))
+	}
+	layout := func(espBytes int64) ([]gpt.Partition, int64, error) {
+		return gpt.Layout(sectorSize, names, types, []int64{espBytes, 1 << 20, 1 << 20, 1 << 20}, guids)
+	}
+	parts, size, err := layout(espSize(files))
+	if err != nil {
+		return nil, err
+	}
+	// The EFI partition is the first: its start does not depend on its
+	// size.
+	esp, err := espImage(files, sde, id, uint32(parts[0].Start), sectorSize)
+	if err != nil {
+		return nil, err
+	}
+	ss := int64(sectorSize)
+	if int64(len(esp)) > int64(parts[0].Sectors)*ss {
+		// FAT16's least cluster count in large sectors makes a file
+		// system larger than the files need: the partition grows to it.
+		if parts, size, err = layout(int64(len(esp))); err != nil {
+			return nil, err
+		}
+	}
+	disk := make([]byte, size)
+	if err := gpt.Write(sectorSize, disk, gpt.NameGUID(mediaGUIDs, id+" disk"), parts); err != nil {
+		return nil, err
+	}
+	copy(disk[int64(parts[0].Start)*ss:], esp)
+	adv, err := meta.Encode(metaValues)
+	if err != nil {
+		return nil, err
+	}
+	copy(disk[int64(parts[3].Start)*ss:], adv)
+	return disk, nil
+}
+
+// isoImage makes a UEFI-bootable ISO 9660 image with xorriso: the EFI
+// system partition image as the El Torito EFI boot image. Every date is the
+// source date (SOURCE_DATE_EPOCH, which xorriso honours, and the staged
+// files' times).
+func isoImage(ctx context.Context, work string, esp []byte, files []fat.File, sde int64, label string) ([]byte, string, error) {
+	xorriso, err := exec.LookPath("xorriso")
+	if err != nil {
+		return nil, "", fmt.Errorf("the ISO needs xorriso (Debian's xorriso): %w", err)
+	}
+	root := filepath.Join(work, "iso-root")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(root)
+	img := filepath.Join(root, "efiboot.img")
+	if err := os.WriteFile(img, esp, 0o644); err != nil {
+		return nil, "", err
+	}
+	// The boot files are in the ISO tree too, for tools and people that
+	// look there; firmware boots from the El Torito image.
+	modes := map[string]os.FileMode{img: 0o644, root: 0o755}
+	for _, f := range files {
+		p := filepath.Join(root, filepath.FromSlash(f.Path))
+		for d := filepath.Dir(p); d != root; d = filepath.Dir(d) {
+			modes[d] = 0o755
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, "", err
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			return nil, "", err
+		}
+		modes[p] = 0o644
+	}
+	t := time.Unix(sde, 0)
+	for p, mode := range modes {
+		if err := os.Chmod(p, mode); err != nil {
+			return nil, "", err
+		}
+		if err := os.Chtimes(p, t, t); err != nil {
+			return nil, "", err
+		}
+	}
+	out := filepath.Join(work, "image.iso")
+	defer os.Remove(out)
+	// -r (not -R): Rock Ridge with owners 0:0 and rationalised modes, so
+	// neither the builder's user nor its umask reaches the image. Hybrid,
+	// as grub-mkrescue makes them: a GPT (behind a protective MBR) whose
+	// EFI system partition is the El Torito image, so the same file boots
+	// as a CD and written to a USB stick with dd.
+	cmd := exec.CommandContext(ctx, xorriso, "-as", "mkisofs", "-o", out, "-V", label, "-r", "-e", "efiboot.img", "-no-emul-boot",
+		"-efi-boot-part", "--efi-boot-image", "--protective-msdos-label", root)
+	// Nothing of the caller's environment reaches the tool (found by
+	// LookPath above, it needs no PATH).
+	cmd.Env = []string{"SOURCE_DATE_EPOCH=" + fmt.Sprint(sde), "LC_ALL=C", "TZ=UTC"}
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, "", fmt.Errorf("xorriso: %v\n%s", err, b)
+	}
+	iso, err := os.ReadFile(out)
+	if err != nil {
+		return nil, "", err
+	}
+	ver, _ := exec.Command(xorriso, "-version").Output()
+	first, _, _ := strings.Cut(string(ver), "\n")
+	return iso, strings.TrimSpace(first), nil
+}
+
+// compressVariant compresses a disk image: "zst" (zstd), "gz" (gzip) or
+// "xz". xz is
+// written as independent streams of 16 MiB, compressed in parallel and
+// concatenated (a valid .xz file): the bytes depend on the chunking, not
+// on the number of cores.
+func compressVariant(algo string, data []byte) ([]byte, error) {
+	one := func(a string, b []byte) ([]byte, error) {
+		return CompressInitramfs(a, len(b)/4, func(w io.Writer) error { _, err := w.Write(b); return err })
+	}
+	switch algo {
+	case "zst":
+		return one("zstd", data)
+	case "gz":
+		// One compressor at a pinned version, no name and no time in the
+		// header: the same image gives the same bytes.
+		var b bytes.Buffer
+		zw, err := gzip.NewWriterLevel(&b, gzip.DefaultCompression)
+		if err == nil {
+			if _, err = zw.Write(data); err == nil {
+				err = zw.Close()
+			}
+		}
+		return b.Bytes(), err
+	case "xz":
+		const chunk = 16 << 20
+		n := (len(data) + chunk - 1) / chunk
+		parts := make([][]byte, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+		for i := range n {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				parts[i], errs[i] = one("xz", data[i*chunk:min((i+1)*chunk, len(data))])
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		return bytes.Join(parts, nil), nil
+	}
+	return nil, fmt.Errorf("unknown disk image compression %q (zst, xz or gz)", algo)
+}

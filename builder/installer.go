@@ -1,0 +1,97 @@
+package builder
+
+import (
+	"bytes"
+
+	"github.com/nodeforge/builder/api/lock"
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/attest/sbom"
+	"github.com/nodeforge/builder/builder/compose"
+	"github.com/nodeforge/builder/builder/rootfs"
+)
+
+// nodeSBOM is the SBOM of what the node OS of one architecture holds,
+// every package laid into the root filesystem and the kernel: SPDX 2.3 and
+// CycloneDX 1.5 JSON.
+func nodeSBOM(s *specs.Spec, l *lock.Lock, arch string, packages []string, lockSHA string, sde int64, tool string) (spdx, cdx []byte, err error) {
+	d := sbom.FromLock(s, l, s.Name+"-"+s.Version+"-"+arch, map[string][]string{arch: packages}, lockSHA, sde, tool)
+	if spdx, err = sbom.SPDX(d); err != nil {
+		return nil, nil, err
+	}
+	if cdx, err = sbom.CycloneDX(d); err != nil {
+		return nil, nil, err
+	}
+	return spdx, cdx, nil
+}
+
+// installerFiles are the base's files an installer image carries: its
+// installer binary, the EFI boot manager it puts on the disk (nil when
+// the lock has none) and talosctl (nil unless the spec names one), with
+// their packages.
+type installerFiles struct {
+	bin, bootloader, stub, talosctl             []byte
+	binPkg, bootloaderPkg, stubPkg, talosctlPkg string
+}
+
+// installerLayers are the installer image's layers for one architecture,
+// as Talos's imager lays them out: the installer, usr/bin/installer from
+// the base, then the boot assets it installs, compose.InstallDir(arch)
+// {vmlinuz,initramfs.xz,<name>.spdx.json,systemd-boot.efi,systemd-stub.efi,
+// vmlinuz.efi} (the last three when the base has them: uki is the plain
+// UKI). A schematic's installer shares the first and replaces the second.
+func installerLayers(arch, name string, vmlinuz, initramfs, spdx, uki []byte, base installerFiles, sde int64) (bin, assets []byte, err error) {
+	dir := "/" + compose.InstallDir(arch)
+	type file struct {
+		path string
+		data []byte
+		mode uint32
+		o    report.Origin
+	}
+	files := []file{
+		{dir + "vmlinuz", vmlinuz, 0o644, generated("vmlinuz")},
+		{dir + "initramfs.xz", initramfs, 0o644, generated("initramfs")},
+		{dir + name + ".spdx.json", spdx, 0o644, generated("sbom")},
+	}
+	if base.bootloader != nil {
+		files = append(files, file{dir + compose.BootloaderName, base.bootloader, 0o644, report.Origin{Package: base.bootloaderPkg}})
+	}
+	if base.stub != nil {
+		files = append(files, file{dir + compose.StubName, base.stub, 0o644, report.Origin{Package: base.stubPkg}})
+	}
+	if uki != nil {
+		files = append(files, file{dir + compose.UKIName, uki, 0o644, generated("uki")})
+	}
+	layer := func(files []file) ([]byte, error) {
+		t := rootfs.New()
+		size := 64 << 10
+		// No digests: the tree only becomes a tar, and the initramfs alone
+		// would cost a hash of its 150 MB (the report has its digest).
+		for _, f := range files {
+			size += len(f.data)
+			if err := t.Add(&rootfs.Node{Path: f.path, Kind: rootfs.KindFile, Mode: f.mode, User: "root", Group: "root", Data: f.data, Origin: f.o}); err != nil {
+				return nil, err
+			}
+		}
+		// Sized once: the files and a few KiB of tar headers (growing the
+		// buffer by doubling costs more than writing it).
+		var b bytes.Buffer
+		b.Grow(size)
+		if err := t.WriteTar(&b, rootfs.Owners{Users: map[string]int{"root": 0}, Groups: map[string]int{"root": 0}}, sde); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
+	}
+	binFiles := []file{{"/usr/bin/installer", base.bin, 0o755, report.Origin{Package: base.binPkg}}}
+	if base.talosctl != nil {
+		// The factory serves it from here (factory.TalosctlPath).
+		binFiles = append(binFiles, file{"/usr/bin/talosctl", base.talosctl, 0o755, report.Origin{Package: base.talosctlPkg}})
+	}
+	if bin, err = layer(binFiles); err != nil {
+		return nil, nil, err
+	}
+	if assets, err = layer(files); err != nil {
+		return nil, nil, err
+	}
+	return bin, assets, nil
+}
