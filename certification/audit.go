@@ -33,12 +33,12 @@ const SchemaVersion = 1
 
 // Options are the inputs of an audit.
 type Options struct {
-	Store   oci.Store
+	Store   oci.Reader
 	Version string
 	Keys    []signing.Verifier
 	Policy  *release.Policy
 	// Previous, when set, is the release to list the changes against.
-	Previous        oci.Store
+	Previous        oci.Reader
 	PreviousVersion string
 	// Reproduced, when set, is the build report of a second, independent
 	// build of the same lock (builder build elsewhere, or builder repro).
@@ -438,7 +438,7 @@ func provenanceOf(provs []*provenance.Predicate, rep *report.Report) *provenance
 // readRelease verifies every repository of the release and reads the
 // lock, the provenance and the build report from verified attestations.
 // With r set, it fills the artifacts section and the promotions.
-func readRelease(ctx context.Context, st oci.Store, version string, keys []signing.Verifier, pol *release.Policy, r *Report, fail func(string, ...any)) (*auditedRelease, error) {
+func readRelease(ctx context.Context, st oci.Reader, version string, keys []signing.Verifier, pol *release.Policy, r *Report, fail func(string, ...any)) (*auditedRelease, error) {
 	repos, err := release.Repositories(ctx, st, version)
 	if err != nil {
 		return nil, err
@@ -518,7 +518,7 @@ func readRelease(ctx context.Context, st oci.Store, version string, keys []signi
 }
 
 // readManifest reads an image manifest of the store.
-func readManifest(ctx context.Context, st oci.Store, repo, digest string) (*v1.Manifest, error) {
+func readManifest(ctx context.Context, st oci.Reader, repo, digest string) (*v1.Manifest, error) {
 	img, err := st.Image(ctx, repo, digest)
 	if err != nil {
 		return nil, err
@@ -527,7 +527,7 @@ func readManifest(ctx context.Context, st oci.Store, repo, digest string) (*v1.M
 }
 
 // artifacts adds the manifests of one repository, and the boot assets.
-func artifacts(ctx context.Context, st oci.Store, repo, version string, v *release.Verification, r *Report, fail func(string, ...any)) error {
+func artifacts(ctx context.Context, st oci.Reader, repo, version string, v *release.Verification, r *Report, fail func(string, ...any)) error {
 	top, children, err := oci.Manifests(ctx, st, repo, version)
 	if err != nil {
 		return err
@@ -1014,7 +1014,7 @@ func changes(ctx context.Context, cur, prev *auditedRelease, prevRef string) *Ch
 
 // PreviousVersion picks the newest release in st older than version (by
 // ALT's version order), for --previous without a version.
-func PreviousVersion(ctx context.Context, st oci.Store, version string) (string, error) {
+func PreviousVersion(ctx context.Context, st oci.Reader, version string) (string, error) {
 	tags, err := st.Tags(ctx, release.RepoLock)
 	if err != nil {
 		return "", err

@@ -606,7 +606,7 @@ func packageSizes(d *Diff, old, new *report.Report) {
 // ReleaseSide reads a published release as a side of a comparison: its
 // lock and build report, each from a verified image or attestation. A
 // release that fails verification is refused with every reason.
-func ReleaseSide(ctx context.Context, st oci.Store, version string, keys []signing.Verifier) (*Side, error) {
+func ReleaseSide(ctx context.Context, st oci.Reader, version string, keys []signing.Verifier) (*Side, error) {
 	var problems []string
 	rel, err := readRelease(ctx, st, version, keys, nil, nil, func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) })
 	if err != nil {

@@ -47,7 +47,7 @@ type ImageArch struct {
 // build report, and every layer read from the store (its digest checked
 // as it streams), unpacked and compared path by path with the report's
 // files, as the root filesystem is. It returns the paths compared.
-func containerImages(ctx context.Context, st oci.Store, r *Report, rel *auditedRelease, fail func(string, ...any)) int {
+func containerImages(ctx context.Context, st oci.Reader, r *Report, rel *auditedRelease, fail func(string, ...any)) int {
 	r.Images = []ContainerImage{}
 	if rel.report == nil {
 		return 0
@@ -91,7 +91,7 @@ func containerImages(ctx context.Context, st oci.Store, r *Report, rel *auditedR
 
 // imageArch checks one architecture's image of container image name: its
 // one layer is the report's, and holds the report's files.
-func imageArch(ctx context.Context, st oci.Store, a Artifact, rep *report.Report, name string, fail func(string, ...any)) (ImageArch, int) {
+func imageArch(ctx context.Context, st oci.Reader, a Artifact, rep *report.Report, name string, fail func(string, ...any)) (ImageArch, int) {
 	_, goarch, _ := strings.Cut(a.Platform, "/")
 	arch := rpmArch(rep, goarch)
 	ia := ImageArch{Arch: arch, Digest: a.Digest}
@@ -132,7 +132,7 @@ func imageArch(ctx context.Context, st oci.Store, a Artifact, rep *report.Report
 // readImageLayer reads a container image's layer (a tar, gzip or zstd),
 // checking its digest, and lists every path in it as the squashfs reader
 // does.
-func readImageLayer(ctx context.Context, st oci.Store, repo, manifest, digest, mediaType string) (map[string]sqEntry, error) {
+func readImageLayer(ctx context.Context, st oci.Reader, repo, manifest, digest, mediaType string) (map[string]sqEntry, error) {
 	rc, err := openLayer(ctx, st, repo, manifest, digest)
 	if err != nil {
 		return nil, err

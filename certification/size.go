@@ -285,7 +285,7 @@ func squashfsFileBytes(ctx context.Context, img io.ReaderAt) (map[string]int64, 
 // ReleaseSizes is the size report of a published release: its build
 // report from a verified attestation, each root filesystem image read
 // from the store (its digest checked).
-func ReleaseSizes(ctx context.Context, st oci.Store, version string, keys []signing.Verifier, opts SizeOptions) (*SizeReport, error) {
+func ReleaseSizes(ctx context.Context, st oci.Reader, version string, keys []signing.Verifier, opts SizeOptions) (*SizeReport, error) {
 	r := &Report{}
 	var problems []string
 	rel, err := readRelease(ctx, st, version, keys, nil, r, func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) })

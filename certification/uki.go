@@ -46,7 +46,7 @@ type UKI struct {
 // the release's boot assets byte for byte; its stub and kernel come from
 // packages of the lock; its signed PCR 11 value is what its sections
 // measure to.
-func ukis(ctx context.Context, st oci.Store, r *Report, rel *auditedRelease, fail func(string, ...any)) {
+func ukis(ctx context.Context, st oci.Reader, r *Report, rel *auditedRelease, fail func(string, ...any)) {
 	r.UKIs = []UKI{}
 	if rel.report == nil {
 		return
@@ -77,7 +77,7 @@ func ukis(ctx context.Context, st oci.Store, r *Report, rel *auditedRelease, fai
 
 // auditUKI checks one UKI; what it found is returned with the first
 // problem.
-func auditUKI(ctx context.Context, st oci.Store, a Artifact, arch string, rel *auditedRelease) (*UKI, error) {
+func auditUKI(ctx context.Context, st oci.Reader, a Artifact, arch string, rel *auditedRelease) (*UKI, error) {
 	ar := rel.report.Architectures[arch]
 	if ar == nil || ar.UKI == nil {
 		return nil, fmt.Errorf("the build report does not describe it")
@@ -153,7 +153,7 @@ func auditUKI(ctx context.Context, st oci.Store, a Artifact, arch string, rel *a
 }
 
 // readLayer reads a layer whole, checking its digest.
-func readLayer(ctx context.Context, st oci.Store, repo, manifest, want string) ([]byte, error) {
+func readLayer(ctx context.Context, st oci.Reader, repo, manifest, want string) ([]byte, error) {
 	rc, err := openLayer(ctx, st, repo, manifest, want)
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ import (
 // the build report's entry (type, permission bits, owner, size, content
 // sha256, symlink target); a path on one side only fails as well. It
 // returns the number of paths compared.
-func unpacked(ctx context.Context, st oci.Store, r *Report, rel *auditedRelease, fail func(string, ...any)) int {
+func unpacked(ctx context.Context, st oci.Reader, r *Report, rel *auditedRelease, fail func(string, ...any)) int {
 	if rel.report == nil {
 		return 0
 	}
@@ -64,7 +64,7 @@ type sqEntry struct {
 
 // readSquashfs reads a squashfs layer into a temporary file (checking its
 // digest) and lists every path in it.
-func readSquashfs(ctx context.Context, st oci.Store, repo, manifest, digest string) (map[string]sqEntry, error) {
+func readSquashfs(ctx context.Context, st oci.Reader, repo, manifest, digest string) (map[string]sqEntry, error) {
 	f, err := fetchSquashfs(ctx, st, repo, manifest, digest)
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func readSquashfs(ctx context.Context, st oci.Store, repo, manifest, digest stri
 
 // fetchSquashfs copies a squashfs layer into a temporary file, checking
 // its digest; the caller removes it.
-func fetchSquashfs(ctx context.Context, st oci.Store, repo, manifest, digest string) (*os.File, error) {
+func fetchSquashfs(ctx context.Context, st oci.Reader, repo, manifest, digest string) (*os.File, error) {
 	rc, err := openLayer(ctx, st, repo, manifest, digest)
 	if err != nil {
 		return nil, err
@@ -222,7 +222,7 @@ func compareTree(got map[string]sqEntry, want []report.FileEntry) []string {
 }
 
 // openLayer opens a layer of a manifest by digest, as stored.
-func openLayer(ctx context.Context, st oci.Store, repo, manifest, digest string) (io.ReadCloser, error) {
+func openLayer(ctx context.Context, st oci.Reader, repo, manifest, digest string) (io.ReadCloser, error) {
 	img, err := st.Image(ctx, repo, manifest)
 	if err != nil {
 		return nil, err

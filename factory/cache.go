@@ -289,7 +289,7 @@ func (c *artifactCache) read(ctx context.Context, img v1.Image, want entryInfo) 
 		return nil, fmt.Errorf("%d layers, want one", len(m.Layers))
 	}
 	ld := m.Layers[0]
-	if lay, ok := c.st.(*oci.Layout); ok {
+	if lay, ok := c.st.(oci.BlobFiler); ok {
 		path, err := lay.BlobFile(ld.Digest)
 		if err != nil {
 			return nil, err

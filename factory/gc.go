@@ -148,7 +148,7 @@ func collect(ctx context.Context, st oci.Store, keep []string, o CollectOptions,
 		rep.Dropped = append(rep.Dropped, v)
 	}
 	slices.Sort(rep.Dropped)
-	if lay, ok := st.(*oci.Layout); ok && !o.DryRun {
+	if lay, ok := st.(oci.Pruner); ok && !o.DryRun {
 		p, err := lay.Prune(ctx, o.PruneGrace)
 		if err != nil {
 			return err

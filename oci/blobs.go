@@ -17,14 +17,14 @@ import (
 // and names each one that is missing or does not match its descriptor: a
 // release is vouched for only after every byte of it was read.
 type BlobChecker struct {
-	st   Store
+	st   Reader
 	repo string
 	seen map[v1.Hash]bool
 }
 
 // NewBlobChecker returns a checker of repo in st, for a verifier that
 // reads every byte of what it vouches for.
-func NewBlobChecker(st Store, repo string) *BlobChecker {
+func NewBlobChecker(st Reader, repo string) *BlobChecker {
 	return &BlobChecker{st: st, repo: repo, seen: map[v1.Hash]bool{}}
 }
 

@@ -25,6 +25,15 @@ type Deleter interface {
 	Delete(ctx context.Context, repo, ref string) error
 }
 
+// Pruner is a store that frees the blobs nothing names any more, as a
+// local layout must itself (a registry does it in its own garbage
+// collection).
+type Pruner interface {
+	// Prune removes the blobs no manifest names that are older than
+	// grace, so that a write in progress keeps its blobs.
+	Prune(ctx context.Context, grace time.Duration) (Pruned, error)
+}
+
 // ErrTagDeleteUnsupported is returned (wrapped) when a registry deletes
 // manifests only by digest, as CNCF distribution 2.x does (400
 // DIGEST_INVALID for a tag), or not at all: deleting the manifest by

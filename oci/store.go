@@ -22,16 +22,18 @@ var ErrNotFound = errors.New("not found")
 // Store is where releases go: a registry under a repository prefix, or a
 // local OCI image layout. Repositories are named relative to the prefix.
 type Store interface {
+	Reader
+	Writer
+}
+
+// Reader is what verification, the audit, diff and size need of a store:
+// they never write to the release they judge.
+type Reader interface {
 	// String names the store for messages ("registry.local:5000/nodeforge").
 	String() string
 	// Ref is the full reference of repo:tag or repo@digest, as users and
 	// other tools (cosign, skopeo, crane) name it.
 	Ref(repo, tagOrDigest string) string
-	// WriteImage uploads img's blobs that the store lacks, then its
-	// manifest, tagged when tag is not empty.
-	WriteImage(ctx context.Context, repo, tag string, img v1.Image) error
-	// WriteIndex does the same for an index and every child.
-	WriteIndex(ctx context.Context, repo, tag string, idx v1.ImageIndex) error
 	// Head returns the descriptor of repo:tag or repo@digest.
 	Head(ctx context.Context, repo, ref string) (*v1.Descriptor, error)
 	// Image and Index read a manifest by tag or digest.
@@ -41,8 +43,34 @@ type Store interface {
 	Tags(ctx context.Context, repo string) ([]string, error)
 	// Referrers lists the manifests whose subject is d.
 	Referrers(ctx context.Context, repo string, d v1.Hash) ([]v1.Descriptor, error)
+}
+
+// Writer is what publishing adds.
+type Writer interface {
+	// WriteImage uploads img's blobs that the store lacks, then its
+	// manifest, tagged when tag is not empty.
+	WriteImage(ctx context.Context, repo, tag string, img v1.Image) error
+	// WriteIndex does the same for an index and every child.
+	WriteIndex(ctx context.Context, repo, tag string, idx v1.ImageIndex) error
 	// Stats says what was uploaded.
 	Stats() Stats
+}
+
+// The optional capabilities of a store, asked for with a type assertion
+// where a caller can use them (as io.WriterTo is): Deleter and Pruner
+// (delete.go), and these.
+
+// Pinger is a store that can say whether it answers before any work: a
+// registry.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// BlobFiler is a store whose blobs are files: a local layout, whose blobs
+// the factory serves with sendfile and ranges instead of reading them
+// through the store.
+type BlobFiler interface {
+	BlobFile(h v1.Hash) (string, error)
 }
 
 // Stats counts what a store uploaded.
@@ -58,7 +86,7 @@ type Stats struct {
 
 // Manifests returns the descriptor of repo:ref in st and, when it is an
 // index, the descriptors of its children (with their platforms).
-func Manifests(ctx context.Context, st Store, repo, ref string) (v1.Descriptor, []v1.Descriptor, error) {
+func Manifests(ctx context.Context, st Reader, repo, ref string) (v1.Descriptor, []v1.Descriptor, error) {
 	top, err := st.Head(ctx, repo, ref)
 	if err != nil {
 		return v1.Descriptor{}, nil, err

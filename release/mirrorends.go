@@ -104,8 +104,12 @@ func OpenMirrorSource(ctx context.Context, l oci.Location, o MirrorEndOptions) (
 // MirrorDestination is a mirror's destination, opened: a registry, or the
 // staging layout of an archive, sealed once the copy is complete.
 type MirrorDestination struct {
-	Store   oci.Store
-	Staging string // "" for a registry
+	Store oci.Store
+	// Staging and Layout are the archive's staging layout, its directory
+	// and the layout itself (sealed once the copy is complete); "" and nil
+	// for a registry.
+	Staging string
+	Layout  *oci.Layout
 }
 
 // OpenMirrorDestination opens a registry (and checks that it answers), or makes
@@ -140,7 +144,7 @@ func OpenMirrorDestination(ctx context.Context, l oci.Location, o MirrorEndOptio
 	if err != nil {
 		return nil, err
 	}
-	return &MirrorDestination{Store: lay, Staging: staging}, nil
+	return &MirrorDestination{Store: lay, Staging: staging, Layout: lay}, nil
 }
 
 // openRegistry opens a registry and checks that it answers as one, before

@@ -17,7 +17,7 @@ import (
 
 // Repositories lists the repositories of the release tagged tag in st,
 // from its lock artifact.
-func Repositories(ctx context.Context, st oci.Store, tag string) ([]string, error) {
+func Repositories(ctx context.Context, st oci.Reader, tag string) ([]string, error) {
 	img, err := st.Image(ctx, RepoLock, tag)
 	if err != nil {
 		return nil, fmt.Errorf("release %s: %w", tag, err)
@@ -226,7 +226,7 @@ func promoteManifest(ctx context.Context, o PromoteOptions, repo string, desc v1
 
 // LockBytes returns the lock file of the release tagged tag in st, from
 // its lock artifact (the content is checked against the layer digest).
-func LockBytes(ctx context.Context, st oci.Store, tag string) ([]byte, error) {
+func LockBytes(ctx context.Context, st oci.Reader, tag string) ([]byte, error) {
 	img, err := st.Image(ctx, RepoLock, tag)
 	if err != nil {
 		return nil, fmt.Errorf("release %s: %w", tag, err)

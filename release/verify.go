@@ -121,14 +121,14 @@ func (v *Verification) fail(format string, a ...any) {
 // provenance for images, provenance for the lock artifact); the same
 // attestations as OCI referrers; and that every package of the SBOMs is a
 // dependency the provenance resolved from the base the policy names.
-func Verify(ctx context.Context, st oci.Store, repo, ref string, keys []signature.Verifier, pol *Policy) (*Verification, error) {
+func Verify(ctx context.Context, st oci.Reader, repo, ref string, keys []signature.Verifier, pol *Policy) (*Verification, error) {
 	return verify(ctx, st, repo, ref, keys, pol, true)
 }
 
 // verify is Verify; readBlobs false skips reading the images' layers and
 // configs (the signatures, attestations and manifests are still read and
 // checked), for a source whose bytes are checked as they are copied.
-func verify(ctx context.Context, st oci.Store, repo, ref string, keys []signature.Verifier, pol *Policy, readBlobs bool) (*Verification, error) {
+func verify(ctx context.Context, st oci.Reader, repo, ref string, keys []signature.Verifier, pol *Policy, readBlobs bool) (*Verification, error) {
 	v := &Verification{Ref: st.Ref(repo, ref), Manifests: []ManifestCheck{}, Problems: []string{}}
 	top, children, err := oci.Manifests(ctx, st, repo, ref)
 	if err != nil {
@@ -169,7 +169,7 @@ func verify(ctx context.Context, st oci.Store, repo, ref string, keys []signatur
 
 // VerifyOrExplain verifies one image; an image that cannot be read at all
 // is a failed verification naming why.
-func VerifyOrExplain(ctx context.Context, st oci.Store, repo, ref string, keys []signature.Verifier, pol *Policy) *Verification {
+func VerifyOrExplain(ctx context.Context, st oci.Reader, repo, ref string, keys []signature.Verifier, pol *Policy) *Verification {
 	v, err := Verify(ctx, st, repo, ref, keys, pol)
 	if err != nil {
 		v = &Verification{Ref: st.Ref(repo, ref), Problems: []string{err.Error()}}
@@ -178,7 +178,7 @@ func VerifyOrExplain(ctx context.Context, st oci.Store, repo, ref string, keys [
 }
 
 // VerifyVersion verifies every image of a release version in st.
-func VerifyVersion(ctx context.Context, st oci.Store, version string, keys []signature.Verifier, pol *Policy) ([]*Verification, error) {
+func VerifyVersion(ctx context.Context, st oci.Reader, version string, keys []signature.Verifier, pol *Policy) ([]*Verification, error) {
 	repos, err := Repositories(ctx, st, version)
 	if err != nil {
 		return nil, err
@@ -222,7 +222,7 @@ func RootCause(vs []*Verification, keys []signature.Verifier) string {
 }
 
 // checkManifest verifies one manifest and adds its problems to v.
-func checkManifest(ctx context.Context, st oci.Store, repo string, t v1.Descriptor, keys []signature.Verifier, want []string, pol *Policy, v *Verification) (ManifestCheck, *provenance.Predicate) {
+func checkManifest(ctx context.Context, st oci.Reader, repo string, t v1.Descriptor, keys []signature.Verifier, want []string, pol *Policy, v *Verification) (ManifestCheck, *provenance.Predicate) {
 	name := st.Ref(repo, t.Digest.String())
 	c := ManifestCheck{Digest: t.Digest.String(), Attestations: map[string]int{}}
 	_, sigs, err := signing.ReadSigs(ctx, st, repo, oci.SigTag(t.Digest))
@@ -344,7 +344,7 @@ func checkManifest(ctx context.Context, st oci.Store, repo string, t v1.Descript
 // referrerStatement reads one referrer: an in-toto artifact whose DSSE
 // envelope verifies with one of keys and whose statement names digest d.
 // It returns the statement's predicate type.
-func referrerStatement(ctx context.Context, st oci.Store, repo string, r v1.Descriptor, d v1.Hash, keys []signature.Verifier) (string, bool) {
+func referrerStatement(ctx context.Context, st oci.Reader, repo string, r v1.Descriptor, d v1.Hash, keys []signature.Verifier) (string, bool) {
 	img, err := st.Image(ctx, repo, r.Digest.String())
 	if err != nil {
 		return "", false

@@ -268,7 +268,7 @@ func (s *Signer) Envelope(statement []byte) ([]byte, error) {
 // the manifest) and its layers; a missing one is cosign's empty signature
 // image. Verifiers read the signatures and attestations of a manifest
 // with it.
-func ReadSigs(ctx context.Context, st oci.Store, repo, tag string) (v1.Image, []SigLayer, error) {
+func ReadSigs(ctx context.Context, st oci.Reader, repo, tag string) (v1.Image, []SigLayer, error) {
 	img, err := st.Image(ctx, repo, tag)
 	if errors.Is(err, oci.ErrNotFound) {
 		return cosignempty.Signatures(), nil, nil

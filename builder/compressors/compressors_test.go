@@ -82,7 +82,7 @@ func TestEveryWriterListed(t *testing.T) {
 	// Files allowed to import the standard library's compress packages.
 	std := map[string]string{
 		"builder/kernel/decompress.go": "decodes modules",
-		"factory/talosctl.go":        "decodes layers",
+		"factory/talosctl.go":          "decodes layers",
 		"builder/media/meta/meta.go":   "gzips META values past 256 bytes (schematic meta): the Go release's bytes, not recorded",
 	}
 	compression := []string{"github.com/klauspost/compress", "github.com/ulikunitz/xz", "github.com/DataDog/zstd", "github.com/pierrec/lz4", "github.com/andybalholm/brotli", "github.com/dsnet/compress"}

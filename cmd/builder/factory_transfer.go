@@ -85,8 +85,9 @@ builder: the destination serves the entries when it runs the same builder.`,
 type transferEnds struct {
 	o       factory.TransferOptions
 	source  *release.MirrorSource
-	staging string // an archive's staging layout at TO, sealed at the end
-	inside  bool   // TO's cache is inside the staging layout
+	staging string      // an archive's staging layout at TO, sealed at the end
+	layout  *oci.Layout // that layout
+	inside  bool        // TO's cache is inside the staging layout
 }
 
 func runTransfer(ctx context.Context, f transferFlags, from, to string, stdout, stderr io.Writer) error {
@@ -168,7 +169,7 @@ func openTransferEnds(ctx context.Context, f transferFlags, from, to string, log
 		e.source.Close()
 		return nil, err
 	}
-	e.o.ToRelease, e.staging = dest.Store, dest.Staging
+	e.o.ToRelease, e.staging, e.layout = dest.Store, dest.Staging, dest.Layout
 	switch {
 	case f.toCache != "":
 		e.o.ToCache, err = openFactoryCache(ctx, f.toCache, to, f.sf)
@@ -264,7 +265,7 @@ func sealTransfer(ctx context.Context, o factory.TransferOptions, rep *factory.T
 		mrep.Items = append(mrep.Items, release.Parity{Item: it})
 	}
 	mo := release.MirrorOptions{Version: rep.Version, From: o.FromRelease, To: o.ToRelease}
-	info, err := sealArchive(mo, mrep, dst, e.staging, sealInputs{signer: signer}, 0, logf)
+	info, err := sealArchive(mo, mrep, dst, e.layout, sealInputs{signer: signer}, 0, logf)
 	if err != nil {
 		return err
 	}

@@ -213,7 +213,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		return err
 	}
 	o.To = dest.Store
-	staging := dest.Staging
+	staging, stagingLayout := dest.Staging, dest.Layout
 	if o.From.String() == o.To.String() {
 		return fmt.Errorf("source and destination are the same: %s", o.From)
 	}
@@ -247,7 +247,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		}
 	}
 	if mirrorErr == nil && staging != "" {
-		if rep.Archive, err = sealArchive(o, rep, dst, staging, seal, partSize, logf); err != nil {
+		if rep.Archive, err = sealArchive(o, rep, dst, stagingLayout, seal, partSize, logf); err != nil {
 			return err
 		}
 	}
@@ -294,8 +294,9 @@ func loadSealInputs(f mirrorFlags, archiveKeys []signing.Verifier) (sealInputs, 
 
 // sealArchive seals the staged layout and writes the archive: it appears
 // under its name only now.
-func sealArchive(o release.MirrorOptions, rep *release.MirrorReport, dst oci.Location, staging string, in sealInputs, partSize int64, logf func(string, ...any)) (*release.ArchiveInfo, error) {
-	m, err := release.SealArchive(o.To.(*oci.Layout), itemsOf(rep), release.SealOptions{Version: o.Version, Source: o.From.String(), Signer: in.signer, Previous: in.prev})
+func sealArchive(o release.MirrorOptions, rep *release.MirrorReport, dst oci.Location, lay *oci.Layout, in sealInputs, partSize int64, logf func(string, ...any)) (*release.ArchiveInfo, error) {
+	staging := lay.Dir
+	m, err := release.SealArchive(lay, itemsOf(rep), release.SealOptions{Version: o.Version, Source: o.From.String(), Signer: in.signer, Previous: in.prev})
 	if err != nil {
 		return nil, err
 	}

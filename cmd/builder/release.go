@@ -88,8 +88,8 @@ func (f *storeFlags) open(ctx context.Context, c specs.Channel, write bool) (oci
 // reachable fails early, before any work, when a registry store does not
 // answer as a registry.
 func reachable(ctx context.Context, st oci.Store) error {
-	if r, ok := st.(*oci.Remote); ok {
-		return r.Ping(ctx)
+	if p, ok := st.(oci.Pinger); ok {
+		return p.Ping(ctx)
 	}
 	return nil
 }

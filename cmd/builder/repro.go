@@ -119,11 +119,11 @@ wrote it, and exits 1.`,
 
 // reproJSON is repro --json.
 type reproJSON struct {
-	Reproducible  bool               `json:"reproducible"`
-	FilesCompared int                `json:"filesCompared"`
-	Variations    []string           `json:"variations"` // what the builds varied, with each one's value
+	Reproducible  bool                 `json:"reproducible"`
+	FilesCompared int                  `json:"filesCompared"`
+	Variations    []string             `json:"variations"` // what the builds varied, with each one's value
 	Differences   []builder.Difference `json:"differences"`
-	Kept          string             `json:"kept,omitempty"` // where the two builds are, with --keep
+	Kept          string               `json:"kept,omitempty"` // where the two builds are, with --keep
 }
 
 // reproRunner runs one build of the experiment: this builder (exe) or
