@@ -432,6 +432,16 @@ type MirrorReport struct {
 	OK       bool     `json:"ok"`
 }
 
+// ItemList is the items the mirror copied, in the report's order: what an
+// archive's seal lists.
+func (r *MirrorReport) ItemList() []Item {
+	out := make([]Item, len(r.Items))
+	for i, p := range r.Items {
+		out[i] = p.Item
+	}
+	return out
+}
+
 // Counts sums the items by kind.
 func (r *MirrorReport) Counts() map[string]int {
 	out := map[string]int{}

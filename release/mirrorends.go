@@ -110,6 +110,8 @@ type MirrorDestination struct {
 	// for a registry.
 	Staging string
 	Layout  *oci.Layout
+	// Location is the destination as the user named it.
+	Location oci.Location
 }
 
 // OpenMirrorDestination opens a registry (and checks that it answers), or makes
@@ -125,7 +127,7 @@ func OpenMirrorDestination(ctx context.Context, l oci.Location, o MirrorEndOptio
 		if err != nil {
 			return nil, err
 		}
-		return &MirrorDestination{Store: r}, nil
+		return &MirrorDestination{Store: r, Location: l}, nil
 	case oci.KindLayout:
 		staging = l.Path
 		if err := os.Remove(filepath.Join(staging, ArchiveManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -144,7 +146,7 @@ func OpenMirrorDestination(ctx context.Context, l oci.Location, o MirrorEndOptio
 	if err != nil {
 		return nil, err
 	}
-	return &MirrorDestination{Store: lay, Staging: staging, Layout: lay}, nil
+	return &MirrorDestination{Store: lay, Staging: staging, Layout: lay, Location: l}, nil
 }
 
 // openRegistry opens a registry and checks that it answers as one, before
@@ -175,4 +177,32 @@ func archiveReplaceable(path string) error {
 		}
 	}
 	return nil
+}
+
+// Seal seals an archive's staged layout once the copy is complete and
+// writes the archive (parts of partSize bytes, 0 for one file): it appears
+// under its name only now. For oci:DIR the seal is written into the
+// directory. A registry destination has nothing to seal.
+func (d *MirrorDestination) Seal(items []Item, o SealOptions, partSize int64, logf func(string, ...any)) (*ArchiveInfo, error) {
+	if d.Layout == nil {
+		return nil, fmt.Errorf("%s is a registry: nothing to seal", d.Location.String())
+	}
+	m, err := SealArchive(d.Layout, items, o)
+	if err != nil {
+		return nil, err
+	}
+	info := m.Info(d.Location.String())
+	if d.Location.Kind == oci.KindLayout {
+		err = WriteArchiveDir(d.Staging, m)
+	} else {
+		logf("writing %s", d.Location.String())
+		info.Parts, err = WriteArchiveTar(d.Location.Path, d.Staging, m, partSize)
+		if err == nil {
+			err = os.RemoveAll(d.Staging)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing %s: %w", d.Location.String(), err)
+	}
+	return info, nil
 }

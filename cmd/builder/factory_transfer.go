@@ -83,11 +83,10 @@ builder: the destination serves the entries when it runs the same builder.`,
 
 // transferEnds are the two instances, opened.
 type transferEnds struct {
-	o       factory.TransferOptions
-	source  *release.MirrorSource
-	staging string      // an archive's staging layout at TO, sealed at the end
-	layout  *oci.Layout // that layout
-	inside  bool        // TO's cache is inside the staging layout
+	o      factory.TransferOptions
+	source *release.MirrorSource
+	dest   *release.MirrorDestination // TO; an archive's staging layout is sealed at the end
+	inside bool                       // TO's cache is inside the staging layout
 }
 
 func runTransfer(ctx context.Context, f transferFlags, from, to string, stdout, stderr io.Writer) error {
@@ -121,8 +120,8 @@ func runTransfer(ctx context.Context, f transferFlags, from, to string, stdout, 
 	if terr == nil && signer != nil {
 		terr = signTransferred(ctx, o, rep, signer, logf)
 	}
-	if terr == nil && ends.staging != "" {
-		terr = sealTransfer(ctx, o, rep, ends, to, signer, logf)
+	if terr == nil && ends.dest.Layout != nil {
+		terr = sealTransfer(o, rep, ends, signer, logf)
 	}
 	if err := writeTransferReport(stdout, f, rep); err != nil {
 		return err
@@ -169,7 +168,7 @@ func openTransferEnds(ctx context.Context, f transferFlags, from, to string, log
 		e.source.Close()
 		return nil, err
 	}
-	e.o.ToRelease, e.staging, e.layout = dest.Store, dest.Staging, dest.Layout
+	e.o.ToRelease, e.dest = dest.Store, dest
 	switch {
 	case f.toCache != "":
 		e.o.ToCache, err = openFactoryCache(ctx, f.toCache, to, f.sf)
@@ -241,7 +240,7 @@ func signTransferred(ctx context.Context, o factory.TransferOptions, rep *factor
 	if err := sign(o.ToCache, rep.Cache); err != nil {
 		return err
 	}
-	_, probs := release.VerifyRelease(ctx, o.ToRelease, itemsOf(rep.Release), []signing.Verifier{signer.Verifier()}, nil, false)
+	_, probs := release.VerifyRelease(ctx, o.ToRelease, rep.Release.ItemList(), []signing.Verifier{signer.Verifier()}, nil, false)
 	if len(probs) > 0 {
 		rep.OK, rep.Problems = false, append(rep.Problems, probs...)
 		return fmt.Errorf("%w: the release does not verify with --sign-key at %s", release.ErrMirrorIncomplete, o.ToRelease)
@@ -251,21 +250,12 @@ func signTransferred(ctx context.Context, o factory.TransferOptions, rep *factor
 
 // sealTransfer seals an archive destination: the release's items and, when
 // the cache went inside, the cache's below factory-cache/.
-func sealTransfer(ctx context.Context, o factory.TransferOptions, rep *factory.TransferReport, e *transferEnds, to string, signer *signing.Signer, logf func(string, ...any)) error {
-	dst, err := parseMirrorEnd(to)
-	if err != nil {
-		return err
-	}
-	items := itemsOf(rep.Release)
+func sealTransfer(o factory.TransferOptions, rep *factory.TransferReport, e *transferEnds, signer *signing.Signer, logf func(string, ...any)) error {
+	items := rep.Release.ItemList()
 	if e.inside && rep.Cache != nil {
-		items = append(items, factory.CacheItems(itemsOf(rep.Cache))...)
+		items = append(items, factory.CacheItems(rep.Cache.ItemList())...)
 	}
-	mrep := &release.MirrorReport{Items: rep.Release.Items}
-	for _, it := range items[len(rep.Release.Items):] {
-		mrep.Items = append(mrep.Items, release.Parity{Item: it})
-	}
-	mo := release.MirrorOptions{Version: rep.Version, From: o.FromRelease, To: o.ToRelease}
-	info, err := sealArchive(mo, mrep, dst, e.layout, sealInputs{signer: signer}, 0, logf)
+	info, err := e.dest.Seal(items, release.SealOptions{Version: rep.Version, Source: o.FromRelease.String(), Signer: signer}, 0, logf)
 	if err != nil {
 		return err
 	}

@@ -213,7 +213,7 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		return err
 	}
 	o.To = dest.Store
-	staging, stagingLayout := dest.Staging, dest.Layout
+	staging := dest.Staging
 	if o.From.String() == o.To.String() {
 		return fmt.Errorf("source and destination are the same: %s", o.From)
 	}
@@ -247,7 +247,8 @@ func runMirror(ctx context.Context, stdout, stderr io.Writer, f mirrorFlags, src
 		}
 	}
 	if mirrorErr == nil && staging != "" {
-		if rep.Archive, err = sealArchive(o, rep, dst, stagingLayout, seal, partSize, logf); err != nil {
+		so := release.SealOptions{Version: o.Version, Source: o.From.String(), Signer: seal.signer, Previous: seal.prev}
+		if rep.Archive, err = dest.Seal(rep.ItemList(), so, partSize, logf); err != nil {
 			return err
 		}
 	}
@@ -290,39 +291,6 @@ func loadSealInputs(f mirrorFlags, archiveKeys []signing.Verifier) (sealInputs, 
 		}
 	}
 	return in, nil
-}
-
-// sealArchive seals the staged layout and writes the archive: it appears
-// under its name only now.
-func sealArchive(o release.MirrorOptions, rep *release.MirrorReport, dst oci.Location, lay *oci.Layout, in sealInputs, partSize int64, logf func(string, ...any)) (*release.ArchiveInfo, error) {
-	staging := lay.Dir
-	m, err := release.SealArchive(lay, itemsOf(rep), release.SealOptions{Version: o.Version, Source: o.From.String(), Signer: in.signer, Previous: in.prev})
-	if err != nil {
-		return nil, err
-	}
-	info := m.Info(dst.String())
-	if dst.Kind == oci.KindLayout {
-		err = release.WriteArchiveDir(staging, m)
-	} else {
-		logf("writing %s", dst.String())
-		info.Parts, err = release.WriteArchiveTar(dst.Path, staging, m, partSize)
-		if err == nil {
-			err = os.RemoveAll(staging)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("writing %s: %w", dst.String(), err)
-	}
-	return info, nil
-}
-
-// itemsOf lists the items of a report.
-func itemsOf(rep *release.MirrorReport) []release.Item {
-	out := make([]release.Item, len(rep.Items))
-	for i, p := range rep.Items {
-		out[i] = p.Item
-	}
-	return out
 }
 
 // buildBaseSubset writes the package base subset of the release in st
