@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,11 +16,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
-	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/pipeline"
 	"github.com/nodeforge/builder/pkgbase/cache"
-	"github.com/nodeforge/builder/pkgbase/subset"
 	"github.com/nodeforge/builder/release"
 )
 
@@ -293,64 +291,19 @@ func loadSealInputs(f mirrorFlags, archiveKeys []signing.Verifier) (sealInputs, 
 	return in, nil
 }
 
-// buildBaseSubset writes the package base subset of the release in st
-// into a temporary directory and returns it as a file artifact.
+// buildBaseSubset reads what the subset needs from the flags and has the
+// release write it.
 func buildBaseSubset(ctx context.Context, f mirrorFlags, st oci.Store, version string, view *progressView) (v1.Image, func(), error) {
 	s, err := f.sf.load()
 	if err != nil {
 		return nil, nil, fmt.Errorf("--include-base: %w", err)
 	}
-	tag := version
-	lockBytes, err := release.LockBytes(ctx, st, tag)
-	if err != nil {
-		return nil, nil, err
-	}
-	l, err := lock.Parse(lockBytes, st.Ref(release.RepoLock, tag))
-	if err != nil {
-		return nil, nil, err
-	}
 	signer, err := readOpenPGPKey(f.baseKey, "NODEFORGE_BASE_KEY_PASSWORD")
 	if err != nil {
 		return nil, nil, err
 	}
-	dir, err := os.MkdirTemp(f.work, "nodeforge-base-")
-	if err != nil {
-		return nil, nil, err
-	}
-	cleanup := func() { os.RemoveAll(dir) }
 	c := &cache.Cache{Timeout: netTimeout(ctx), Dir: f.cacheDir, Progress: view.cacheEvent}
-	view.logf("writing the package base subset of %s %s", s.Name, version)
-	files, err := subset.Write(ctx, dir, subset.Options{Spec: s, Lock: l, LockBytes: lockBytes, Cache: c, Signer: signer})
-	if err != nil {
-		cleanup()
-		return nil, nil, fmt.Errorf("package base subset: %w", err)
-	}
-	var layers []oci.FileLayer
-	for _, fl := range files {
-		mt := "application/octet-stream"
-		switch fl.Kind {
-		case "rpm":
-			mt = "application/x-rpm"
-		case "spec":
-			mt = "application/yaml"
-		case "lock":
-			mt = "application/json"
-		case "key":
-			mt = "application/pgp-keys"
-		case "readme":
-			mt = "text/plain"
-		}
-		layers = append(layers, oci.FileLayer{Title: fl.Path, MediaType: mt, Path: filepath.Join(dir, filepath.FromSlash(fl.Path))})
-	}
-	img, err := oci.NewFileArtifact(release.BaseArtifactType, layers, map[string]string{
-		"org.opencontainers.image.title":   s.Name + " " + version + " package base subset",
-		"org.opencontainers.image.version": version,
-	})
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	return img, cleanup, nil
+	return pipeline.BaseSubset(ctx, st, version, pipeline.BaseSubsetOptions{Spec: s, Signer: signer, Cache: c, Work: f.work, Log: view.logf})
 }
 
 // readOpenPGPKey reads an armored OpenPGP private key, decrypting it with
@@ -386,15 +339,11 @@ func readOpenPGPKey(path, passwordVar string) (*openpgp.Entity, error) {
 
 // writeBaseOut writes the base subset artifact of the release in st into dir.
 func writeBaseOut(ctx context.Context, st oci.Store, version, dir string, logf func(string, ...any)) error {
-	img, err := st.Image(ctx, release.RepoBase, version)
-	if err != nil {
-		return fmt.Errorf("--base-out: no package base subset in this mirror (mirror it with --include-base): %w", err)
-	}
-	files, err := oci.ExtractFiles(img, dir)
+	n, err := pipeline.ExtractBaseSubset(ctx, st, version, dir)
 	if err != nil {
 		return fmt.Errorf("--base-out: %w", err)
 	}
-	logf("wrote the package base subset (%d files) to %s", len(files), dir)
+	logf("wrote the package base subset (%d files) to %s", n, dir)
 	return nil
 }
 
