@@ -185,7 +185,7 @@ func TestFactoryTrust(t *testing.T) {
 	}
 	code, ready := httpGetHandler(t, both.Handler(), "/readyz")
 	if code != 200 || !strings.Contains(ready, "ready: v1.11.0-demo\n") || !strings.Contains(ready, "store docker://"+deadAddr+"/p11: no releases listed") ||
-		strings.Contains(ready, "s3cret") || strings.Contains(ready, f.d.dir) || strings.Count(ready, "\n") != 2 {
+		strings.Contains(ready, "s3cret") || strings.Contains(ready, f.d.dir) || strings.Count(ready, "\n") != 3 {
 		t.Errorf("readyz with an unreachable store: %d\n%s", code, ready)
 	}
 	prodVs, _ := loadVerifiers([]string{f.d.prodPub})
