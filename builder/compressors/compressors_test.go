@@ -88,7 +88,7 @@ func TestEveryWriterListed(t *testing.T) {
 	compression := []string{"github.com/klauspost/compress", "github.com/ulikunitz/xz", "github.com/DataDog/zstd", "github.com/pierrec/lz4", "github.com/andybalholm/brotli", "github.com/dsnet/compress"}
 	fset := token.NewFileSet()
 	root := filepath.Join("..", "..")
-	for _, dir := range []string{"build", "factory"} {
+	for _, dir := range []string{"builder", "factory"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 				return err
