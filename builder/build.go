@@ -280,9 +280,15 @@ func newRun(opts Options) (*buildRun, error) {
 		Generators:      generatorDocs,
 		Artifacts:       map[string]report.ArtifactInfo{},
 	}
-	if len(s.Images) > 0 {
+	if len(s.Images) > 0 || opts.Schematic != nil {
 		r.rep.Generators = maps.Clone(generatorDocs)
+	}
+	if len(s.Images) > 0 {
 		maps.Copy(r.rep.Generators, containerGenerators)
+	}
+	if opts.Schematic != nil {
+		// The media's initramfs segment (the architectures' media lists).
+		maps.Copy(r.rep.Generators, compose.SegmentGenerators)
 	}
 	return r, nil
 }

@@ -554,8 +554,9 @@ func TestExtensionForAnotherKernel(t *testing.T) {
 }
 
 // TestExtensionSegment: the initramfs segment for a schematic's extensions
-// holds one squashfs per extension in name order, a module-index layer
-// when an extension ships modules, and extensions.yaml listing them; real
+// holds one squashfs per extension in name order, the schematic's layer, a
+// module-index layer when an extension ships modules, and extensions.yaml
+// listing them; real
 // cpio and unsquashfs read it.
 func TestExtensionSegment(t *testing.T) {
 	cpioTool := testutil.NeedTool(t, "cpio")
@@ -579,7 +580,7 @@ func TestExtensionSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	seg, entries := res.Initramfs, res.Segment
-	if len(entries) != 4 {
+	if len(entries) != 5 {
 		t.Fatalf("entries: %d", len(entries))
 	}
 	dec, _ := zstd.NewReader(nil)
@@ -594,7 +595,8 @@ func TestExtensionSegment(t *testing.T) {
 		t.Fatalf("cpio: %v\n%s", err, out)
 	}
 	y, _ := os.ReadFile(filepath.Join(dir, "extensions.yaml"))
-	for _, want := range []string{"image: 0.sqsh\n    metadata:\n      name: cri", "image: 1.sqsh\n    metadata:\n      name: zfs", "image: 2.sqsh\n    metadata:\n      name: modules.dep"} {
+	for _, want := range []string{"image: 0.sqsh\n    metadata:\n      name: cri", "image: 1.sqsh\n    metadata:\n      name: zfs",
+		"image: 2.sqsh\n    metadata:\n      name: schematic", "image: 3.sqsh\n    metadata:\n      name: modules.dep"} {
 		if !strings.Contains(string(y), want) {
 			t.Errorf("extensions.yaml lacks %q:\n%s", want, y)
 		}
@@ -614,7 +616,7 @@ func TestExtensionSegment(t *testing.T) {
 		t.Errorf("zfs layer:\n%s", l)
 	}
 	x := t.TempDir()
-	if out, err := exec.Command(unsq, "-d", x+"/m", filepath.Join(dir, "2.sqsh")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(unsq, "-d", x+"/m", filepath.Join(dir, "3.sqsh")).CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	dep, _ := os.ReadFile(filepath.Join(x, "m/usr/lib/modules", kver, "modules.dep"))

@@ -76,7 +76,7 @@ func (b *archBuild) composeInputs(initramfs, bootloader []byte, work string) (co
 	o := compose.Options{Schematic: b.opts.Schematic, Platform: b.opts.Platform,
 		DiskFormats: b.opts.DiskFormats, Compressions: b.opts.DiskCompressions, UKI: b.opts.UKI, Squashfs: b.opts.Squashfs, Cache: b.blockCache(),
 		InitramfsCompression: b.spec.Image.InitramfsCompression, Owners: b.owners, PrettyName: b.spec.Image.OS.PrettyName,
-		SourceDate: b.sde, Work: work}
+		SourceDate: b.sde, Work: work, Version: b.spec.Version}
 	// Checked when the spec was read.
 	o.Platforms, _ = b.spec.Image.PlatformTable()
 	boot.Stub = b.stubData

@@ -228,7 +228,7 @@ func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []strin
 		}
 	}
 	o := compose.Options{Squashfs: r.Params.SquashfsOptions(), InitramfsCompression: r.Params.InitramfsCompression,
-		Owners: rootfs.NumericOwners(trees...), PrettyName: r.Params.PrettyName, SourceDate: r.SourceDate, Platforms: r.Platforms}
+		Owners: rootfs.NumericOwners(trees...), PrettyName: r.Params.PrettyName, SourceDate: r.SourceDate, Platforms: r.Platforms, Version: r.Version}
 	return b, exts, o, nil
 }
 

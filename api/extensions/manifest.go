@@ -23,6 +23,9 @@ type Metadata struct {
 	Author        string        `yaml:"author,omitempty"`
 	Description   string        `yaml:"description,omitempty"`
 	Compatibility Compatibility `yaml:"compatibility"`
+	// ExtraInfo is free text (the Image Factory's schematic extension
+	// carries the schematic there).
+	ExtraInfo string `yaml:"extraInfo,omitempty"`
 }
 
 // Compatibility constrains the node OS versions the extension runs on.

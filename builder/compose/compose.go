@@ -60,6 +60,9 @@ type Extension struct {
 	Metadata extensions.Metadata
 	Tree     *rootfs.Tree // its files as on the node
 	Modules  bool         // it ships kernel modules
+	// Generator names what made a virtual extension (the schematic's,
+	// the embedded configuration's): its layer's origin in the report.
+	Generator string
 }
 
 // Options say what to make and how.
@@ -93,6 +96,10 @@ type Options struct {
 	// Platforms is the release's platform table (the zero Table is
 	// Talos's: api/platform).
 	Platforms platform.Table
+	// Version is the release's (Talos's numbering, "v" or not): the
+	// schematic's layer carries the schematic from 1.7.0 on, as
+	// upstream's (see schematicLayer).
+	Version string
 }
 
 // table is the options' platform table.
@@ -160,7 +167,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	layers, err := segmentLayers(exts, sch)
+	layers, err := segmentLayers(exts, sch, o.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -322,6 +329,22 @@ type Layer struct {
 	Metadata extensions.Metadata `yaml:"metadata"`
 }
 
+// The generators of the segment's entries (report.Origin), besides depmod
+// (the module indexes' layer).
+const (
+	GeneratorExtensionLayer = "extension-layer"
+	GeneratorExtensionsYAML = "extensions.yaml"
+)
+
+// SegmentGenerators describe the generators of the initramfs segment's
+// entries but depmod, for a report that lists them.
+var SegmentGenerators = map[string]string{
+	GeneratorExtensionLayer: "the squashfs of one of the schematic's extensions in the initramfs segment",
+	GeneratorExtensionsYAML: "/extensions.yaml of the initramfs segment: its layers in mount order with their manifests' metadata",
+	SchematicLayerName:      "the virtual extension schematic (as the Image Factory's): the schematic's ID as its version and an empty " + SchematicDir + "/<ID>",
+	EmbeddedConfigName:      "the virtual extension embedded-config (as Talos's imager): the schematic's embeddedMachineConfiguration as " + EmbeddedConfigPath,
+}
+
 // extensionSegment packs the layers (segmentLayers) for the initramfs:
 // one squashfs per extension in that order (0.sqsh, 1.sqsh, ...), one more
 // with the module indexes of the kernel's and the extensions' modules
@@ -341,7 +364,11 @@ func extensionSegment(b Boot, layers []*Extension, o Options) ([]byte, []rootfs.
 		}
 		img := fmt.Sprintf("%d.sqsh", i)
 		doc.Layers = append(doc.Layers, Layer{Image: img, Metadata: e.Metadata})
-		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: buf.Bytes(), Origin: report.Origin{Generator: "extension-layer"}})
+		gen := GeneratorExtensionLayer
+		if e.Generator != "" {
+			gen = e.Generator
+		}
+		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: buf.Bytes(), Origin: report.Origin{Generator: gen}})
 		if e.Modules {
 			anyModules = true
 			for _, n := range e.Tree.Nodes() {
@@ -389,7 +416,7 @@ func extensionSegment(b Boot, layers []*Extension, o Options) ([]byte, []rootfs.
 		return nil, nil, err
 	}
 	enc.Close()
-	entries = append(entries, rootfs.CpioEntry{Name: "extensions.yaml", Mode: 0o100444, Data: y.Bytes(), Origin: report.Origin{Generator: "extensions.yaml"}})
+	entries = append(entries, rootfs.CpioEntry{Name: "extensions.yaml", Mode: 0o100444, Data: y.Bytes(), Origin: report.Origin{Generator: GeneratorExtensionsYAML}})
 	size := 0
 	for _, e := range entries {
 		size += len(e.Data)

@@ -43,7 +43,7 @@ func embeddedConfig(config string) (*Extension, error) {
 		Data: data, Digest: digest.SHA256Hex(data), Origin: origin}); err != nil {
 		return nil, err
 	}
-	return &Extension{Name: EmbeddedConfigName, Tree: t, Metadata: extensions.Metadata{
+	return &Extension{Name: EmbeddedConfigName, Tree: t, Generator: EmbeddedConfigName, Metadata: extensions.Metadata{
 		Name:          EmbeddedConfigName,
 		Version:       digest.SHA256Hex(data),
 		Author:        "Imager",
@@ -56,7 +56,13 @@ func embeddedConfig(config string) (*Extension, error) {
 // numbering, "v" or not) reads an embedded configuration: 1.12.0 and
 // later, a pre-release or build suffix ignored (1.12.0-alpha does), and,
 // as upstream's quirks, a version that is not one taken as the newest.
-func SupportsEmbeddedConfig(version string) bool {
+func SupportsEmbeddedConfig(version string) bool { return versionAtLeast(version, embeddedConfigSince) }
+
+// versionAtLeast says whether version (Talos's numbering, "v" or not) is
+// since (major, minor, patch) or later as upstream's quirks compare: a
+// pre-release or build suffix ignored, missing parts zero, and a version
+// that is not one taken as the newest.
+func versionAtLeast(version string, since [3]int) bool {
 	core, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(version), "v"), "-")
 	core, _, _ = strings.Cut(core, "+")
 	parts := strings.Split(core, ".")
@@ -72,8 +78,8 @@ func SupportsEmbeddedConfig(version string) bool {
 		v[i] = n
 	}
 	for i := range v {
-		if v[i] != embeddedConfigSince[i] {
-			return v[i] > embeddedConfigSince[i]
+		if v[i] != since[i] {
+			return v[i] > since[i]
 		}
 	}
 	return true
@@ -91,9 +97,11 @@ func EmbeddedConfigRefusal(sch *schematic.Schematic, out Output, version string)
 }
 
 // segmentLayers are the extensions of the initramfs segment in mount
-// order: the named ones (sorted, as Schematic.Extensions gives them), then
-// the embedded configuration's when the schematic has one.
-func segmentLayers(exts []*Extension, sch *schematic.Schematic) ([]*Extension, error) {
+// order, as upstream's factory and imager list them: the named ones
+// (sorted, as Schematic.Extensions gives them), the schematic's own
+// (schematicLayer; version is the release's), then the embedded
+// configuration's when the schematic has one.
+func segmentLayers(exts []*Extension, sch *schematic.Schematic, version string) ([]*Extension, error) {
 	byName := map[string]*Extension{}
 	var have []string
 	for _, e := range exts {
@@ -108,6 +116,11 @@ func segmentLayers(exts []*Extension, sch *schematic.Schematic) ([]*Extension, e
 		}
 		layers = append(layers, e)
 	}
+	s, err := schematicLayer(sch, version)
+	if err != nil {
+		return nil, err
+	}
+	layers = append(layers, s)
 	if c := sch.Customization.EmbeddedMachineConfiguration; c != "" {
 		e, err := embeddedConfig(c)
 		if err != nil {

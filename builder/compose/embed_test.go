@@ -47,7 +47,8 @@ func embedMedia(t *testing.T, config, compression string, stub []byte) (*Result,
 }
 
 // TestEmbeddedConfig: customization.embeddedMachineConfiguration is the
-// virtual extension embedded-config after the schematic's extensions, as
+// virtual extension embedded-config after the schematic's extensions and
+// its schematic layer, as
 // Talos's imager makes it (pkg/imager/embed.go): its manifest's metadata,
 // /usr/local/etc/talos/config.yaml read-only to root with the bytes as
 // given (not YAML either: neither upstream's factory nor its imager
@@ -61,14 +62,14 @@ func TestEmbeddedConfig(t *testing.T) {
 		Description: "Virtual extension which embeds the machine configuration.", Compatibility: extensions.Compatibility{Talos: extensions.VersionConstraint{Version: ">= 1.0.0"}}}
 	for _, compression := range []string{"zstd", "xz"} {
 		r, b := embedMedia(t, config, compression, nil)
-		dir := unpackSegment(t, testutil.NeedTool(t, compression), cpioTool, r.Initramfs[len(b.Initramfs):])
+		dir := unpackSegment(t, testutil.NeedTool(t, compression), cpioTool, r.Initramfs[len(b.Initramfs):], "0.sqsh", "1.sqsh", "2.sqsh")
 		var doc ExtensionsYAML
 		y, _ := os.ReadFile(filepath.Join(dir, "extensions.yaml"))
-		if err := yaml.Unmarshal(y, &doc); err != nil || len(doc.Layers) != 2 || doc.Layers[0].Metadata.Name != "zfs" ||
-			doc.Layers[1] != (Layer{Image: "1.sqsh", Metadata: want}) {
+		if err := yaml.Unmarshal(y, &doc); err != nil || len(doc.Layers) != 3 || doc.Layers[0].Metadata.Name != "zfs" ||
+			doc.Layers[1].Metadata.Name != SchematicLayerName || doc.Layers[2] != (Layer{Image: "2.sqsh", Metadata: want}) {
 			t.Errorf("%s: extensions.yaml (%v):\n%s", compression, err, y)
 		}
-		out, err := exec.Command(unsq, "-lln", "-n", filepath.Join(dir, "1.sqsh")).CombinedOutput()
+		out, err := exec.Command(unsq, "-lln", "-n", filepath.Join(dir, "2.sqsh")).CombinedOutput()
 		if err != nil {
 			t.Fatalf("unsquashfs -lln: %v\n%s", err, out)
 		}
@@ -81,17 +82,16 @@ func TestEmbeddedConfig(t *testing.T) {
 			"drwxr-xr-x 0/0 squashfs-root/usr/local/etc", "drwxr-xr-x 0/0 squashfs-root/usr/local/etc/talos", "-r-------- 0/0 squashfs-root/usr/local/etc/talos/config.yaml"}) {
 			t.Errorf("%s: embedded-config layer:\n%s", compression, out)
 		}
-		cat, err := exec.Command(unsq, "-cat", filepath.Join(dir, "1.sqsh"), "usr/local/etc/talos/config.yaml").Output()
+		cat, err := exec.Command(unsq, "-cat", filepath.Join(dir, "2.sqsh"), "usr/local/etc/talos/config.yaml").Output()
 		if err != nil || string(cat) != config {
 			t.Errorf("%s: unsquashfs -cat config.yaml: %v\n%q", compression, err, cat)
 		}
 	}
 
-	// Without it: the segment is what it was, the extension's layer the
-	// same bytes.
+	// Without it: no such layer, the extension's layer the same bytes.
 	with, _ := embedMedia(t, config, "zstd", nil)
 	without, _ := embedMedia(t, "", "zstd", nil)
-	if len(without.Segment) != 2 || without.Segment[1].Name != "extensions.yaml" || bytes.Contains(without.Segment[1].Data, []byte("embedded-config")) ||
+	if len(without.Segment) != 3 || without.Segment[2].Name != "extensions.yaml" || bytes.Contains(without.Segment[2].Data, []byte("embedded-config")) ||
 		!bytes.Equal(without.Segment[0].Data, with.Segment[0].Data) {
 		t.Errorf("without a configuration: %d entries", len(without.Segment))
 	}
@@ -116,8 +116,9 @@ func TestEmbeddedConfig(t *testing.T) {
 }
 
 // unpackSegment decompresses an initramfs segment with the tool (zstd,
-// xz) and unpacks it with cpio into a new directory, checking its names.
-func unpackSegment(t *testing.T, tool, cpioTool string, seg []byte) string {
+// xz) and unpacks it with cpio into a new directory, checking its names:
+// the layers', then extensions.yaml.
+func unpackSegment(t *testing.T, tool, cpioTool string, seg []byte, layers ...string) string {
 	t.Helper()
 	dec := exec.Command(tool, "-dc")
 	dec.Stdin = bytes.NewReader(seg)
@@ -129,7 +130,7 @@ func unpackSegment(t *testing.T, tool, cpioTool string, seg []byte) string {
 	cmd := exec.Command(cpioTool, "-idmv", "--quiet")
 	cmd.Dir, cmd.Stdin = dir, bytes.NewReader(raw)
 	out, err := cmd.CombinedOutput()
-	if err != nil || string(out) != "0.sqsh\n1.sqsh\nextensions.yaml\n" {
+	if err != nil || string(out) != strings.Join(append(layers, "extensions.yaml"), "\n")+"\n" {
 		t.Fatalf("cpio -idmv: %v\n%s", err, out)
 	}
 	return dir
