@@ -47,6 +47,10 @@ func TestBootDebianKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	id, err := sch.ID()
+	if err != nil {
+		t.Fatal(err)
+	}
 	buildTime := time.Since(t2)
 	ar := rep.Architectures["x86_64"]
 	t.Logf("built: kernel %s, %d modules, boot modules %v; initramfs.xz (%s) %d bytes, rootfs.sqsh %d bytes",
@@ -74,7 +78,8 @@ func TestBootDebianKernel(t *testing.T) {
 			res.ToMarker.Round(time.Millisecond), res.Total.Round(time.Millisecond))
 		return res
 	}
-	boot("initramfs.xz", direct(filepath.Join(dir, "initramfs.xz"), strings.TrimSpace(string(cmdline))))
+	// The release's own initramfs names no schematic.
+	boot("initramfs.xz", direct(filepath.Join(dir, "initramfs.xz"), strings.TrimSpace(string(cmdline))), testbase.NoSchematicLine)
 
 	// The same kernel with the schematic's initramfs: the extension layer is
 	// stacked on the root and its file is visible there.
@@ -84,11 +89,11 @@ func TestBootDebianKernel(t *testing.T) {
 	}
 	// The init reads the platform's Talos arguments (metal's console
 	// first, the release's beside it) and the META value back.
-	// The node init's banner names the release and the extension, and
-	// every step reports.
-	extLines := []string{"nodeforge-init: extension layer 0.sqsh", "nodeforge-init: check testext: " + testbase.ExtCheckContent,
+	// The node init's banner names the release, the schematic (its layer,
+	// after the extension's) and the extension, and every step reports.
+	extLines := []string{"nodeforge-init: extension layer 0.sqsh", "nodeforge-init: extension layer 1.sqsh", "nodeforge-init: check testext: " + testbase.ExtCheckContent,
 		`nodeforge-init: META 0xa={"externalIPs":["1.2.3.4"]}`,
-		"nodeforge-init:   release     " + s.Image.OS.PrettyName, "nodeforge-init:   extensions  testext",
+		"nodeforge-init:   release     " + s.Image.OS.PrettyName, testbase.SchematicLine(id), "nodeforge-init:   extensions  testext",
 		"nodeforge-init: [6/7] banner printed", "nodeforge-init: [7/7] boot complete"}
 	talosArgs := func(what string, res *testutil.BootResult) {
 		t.Helper()

@@ -32,6 +32,7 @@ func TestBootExtensions(t *testing.T) {
 	d := lockSpec(t, specPath)
 	s := d.spec
 	_, rep, media := d.buildSchematic(t, "customization:\n  systemExtensions:\n    officialExtensions: [cri, btrfs]\n")
+	id := rep.Media.Schematic
 	buildTime := time.Since(t1)
 	for name, e := range rep.Architectures["x86_64"].Extensions {
 		t.Logf("extension %s %s: packages %v, %d files", name, e.Version, e.Packages, len(e.Files))
@@ -59,7 +60,8 @@ func TestBootExtensions(t *testing.T) {
 	iso := filepath.Join(media, "metal-x86_64.iso")
 	want := "NODEFORGE-BOOT-OK PRETTY_NAME=" + s.Image.OS.PrettyName
 	args := append(append(append(append([]string{}, testutil.TCG...), testutil.OVMF(t)...), "-cdrom", iso), testbase.ExtensionDisks(t, specPath)...)
-	res := testutil.BootCheck(t, qemu, "ISO with cri and btrfs under OVMF", want, testutil.BootTimeout(t, 2*testutil.BootTimeoutDefault), args, testbase.ExtensionBootLines...)
+	lines := append([]string{testbase.SchematicLine(id)}, testbase.ExtensionBootLines...)
+	res := testutil.BootCheck(t, qemu, "ISO with cri and btrfs under OVMF", want, testutil.BootTimeout(t, 2*testutil.BootTimeoutDefault), args, lines...)
 	testbase.LogExtensionSteps(t, "ISO with cri and btrfs", res)
 	if fi, err := os.Stat(iso); err == nil {
 		t.Logf("ISO: %d MB", fi.Size()>>20)

@@ -91,7 +91,9 @@ func TestFactoryBoot(t *testing.T) {
 			media = []string{"-drive", "if=virtio,format=raw,file=" + extRaw}
 		}
 		args := append(append(append(append([]string{}, testutil.TCG...), testutil.OVMF(t)...), media...), testbase.ExtensionDisks(t, specPath)...)
-		res := testutil.BootCheck(t, qemu, c.what, want, testutil.BootTimeout(t, 2*testutil.BootTimeoutDefault), args, testbase.ExtensionBootLines...)
+		// The banner names the schematic: the factory's media carry its layer.
+		lines := append([]string{testbase.SchematicLine(extID)}, testbase.ExtensionBootLines...)
+		res := testutil.BootCheck(t, qemu, c.what, want, testutil.BootTimeout(t, 2*testutil.BootTimeoutDefault), args, lines...)
 		testbase.LogExtensionSteps(t, c.what, res)
 		t.Logf("%s: marker after %s (qemu ran %s)", c.what, res.ToMarker.Round(time.Millisecond), res.Total.Round(time.Millisecond))
 	}

@@ -18,7 +18,8 @@ import (
 // BootResult is what one qemu run printed.
 type BootResult struct {
 	Lines    []string
-	Marker   string // the console line holding the OK marker ("" if none)
+	At       []time.Duration // when each line reached the console, from qemu's start
+	Marker   string          // the console line holding the OK marker ("" if none)
 	ToMarker time.Duration
 	Total    time.Duration
 	Err      error // qemu's exit error, or the timeout
@@ -65,7 +66,7 @@ func BootQEMU(t testing.TB, qemu string, timeout time.Duration, args ...string) 
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := strings.TrimRight(string(bytes.ReplaceAll(sc.Bytes(), []byte("\r"), nil)), " ")
-			res.Lines = append(res.Lines, line)
+			res.Lines, res.At = append(res.Lines, line), append(res.At, time.Since(start))
 			if i := strings.Index(line, "NODEFORGE-BOOT-OK"); i >= 0 && res.Marker == "" {
 				res.Marker, res.ToMarker = line[i:], time.Since(start)
 			}
@@ -155,5 +156,6 @@ func BootCheck(t testing.TB, qemu, what, want string, timeout time.Duration, arg
 	if failed || testing.Verbose() {
 		t.Logf("%s: console (last 60 lines):\n%s", what, res.Tail(60))
 	}
+	t.Logf("%s: milestones (s from qemu's start, s since the one before):\n%s", what, strings.Join(res.Milestones(), "\n"))
 	return res
 }
