@@ -20,6 +20,7 @@ import (
 	"github.com/nodeforge/builder/builder/media/fat"
 	"github.com/nodeforge/builder/builder/media/gpt"
 	"github.com/nodeforge/builder/builder/media/meta"
+	"github.com/nodeforge/builder/internal/xzdec"
 )
 
 // bootFiles are what an EFI system partition holds: systemd-boot as the
@@ -185,17 +186,15 @@ func isoImage(ctx context.Context, work string, esp []byte, files []fat.File, sd
 }
 
 // compressVariant compresses a disk image: "zst" (zstd), "gz" (gzip) or
-// "xz". xz is
-// written as independent streams of 16 MiB, compressed in parallel and
-// concatenated (a valid .xz file): the bytes depend on the chunking, not
-// on the number of cores.
+// "xz". xz is liblzma's threaded encoder (xzdec.Encode): one Stream of
+// 24 MiB Blocks at -6, as `xz -T0` writes it, on every core, the bytes
+// independent of their number. A builder built without cgo has no
+// liblzma encoder: it writes xzChunks, other bytes (builder/compressors
+// says so, and refuses releases).
 func compressVariant(algo string, data []byte) ([]byte, error) {
-	one := func(a string, b []byte) ([]byte, error) {
-		return CompressInitramfs(a, len(b)/4, func(w io.Writer) error { _, err := w.Write(b); return err })
-	}
 	switch algo {
 	case "zst":
-		return one("zstd", data)
+		return CompressInitramfs("zstd", len(data)/4, func(w io.Writer) error { _, err := w.Write(data); return err })
 	case "gz":
 		// One compressor at a pinned version, no name and no time in the
 		// header: the same image gives the same bytes.
@@ -208,25 +207,40 @@ func compressVariant(algo string, data []byte) ([]byte, error) {
 		}
 		return b.Bytes(), err
 	case "xz":
-		const chunk = 16 << 20
-		n := (len(data) + chunk - 1) / chunk
-		parts := make([][]byte, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-		for i := range n {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				parts[i], errs[i] = one("xz", data[i*chunk:min((i+1)*chunk, len(data))])
-			}()
+		if !xzdec.CanEncode {
+			return xzChunks(data)
 		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return nil, err
-		}
-		return bytes.Join(parts, nil), nil
+		return xzdec.Encode(data, xzdec.EncodeOptions{Preset: diskXZPreset, Threads: runtime.GOMAXPROCS(0)})
 	}
 	return nil, fmt.Errorf("unknown disk image compression %q (zst, xz or gz)", algo)
+}
+
+// diskXZPreset is the .xz disk images' preset: xz's default.
+const diskXZPreset = 6
+
+// xzChunks is the .xz of a builder without cgo: independent streams of
+// 16 MiB written by ulikunitz/xz in parallel and concatenated (a valid
+// .xz file); the bytes depend on the chunking, not on the number of
+// cores.
+func xzChunks(data []byte) ([]byte, error) {
+	const chunk = 16 << 20
+	n := (len(data) + chunk - 1) / chunk
+	parts := make([][]byte, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			b := data[i*chunk : min((i+1)*chunk, len(data))]
+			parts[i], errs[i] = CompressInitramfs("xz", len(b)/4, func(w io.Writer) error { _, err := w.Write(b); return err })
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return bytes.Join(parts, nil), nil
 }

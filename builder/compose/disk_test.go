@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -106,8 +107,10 @@ func TestISOImage(t *testing.T) {
 	}
 }
 
-// TestCompressVariant: the xz variant (independent streams compressed in
-// parallel) and the zstd one decompress to the image with the stock tools.
+// TestCompressVariant: the xz variant (liblzma's threaded encoder, or
+// without cgo independent streams compressed in parallel) and the zstd
+// one decompress to the image with the stock tools, xz -t finds the xz
+// one sound, and the xz bytes are the same on one core as on all.
 func TestCompressVariant(t *testing.T) {
 	xzTool := testutil.NeedTool(t, "xz")
 	zstdTool := testutil.NeedTool(t, "zstd")
@@ -125,6 +128,20 @@ func TestCompressVariant(t *testing.T) {
 		out, err := cmd.Output()
 		if err != nil || !bytes.Equal(out, data) {
 			t.Errorf("%s: %v, %d bytes back", algo, err, len(out))
+		}
+		if algo != "xz" {
+			continue
+		}
+		cmd = exec.Command(tool, "-t")
+		cmd.Stdin = bytes.NewReader(c)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("xz -t: %v\n%s", err, out)
+		}
+		prev := runtime.GOMAXPROCS(1)
+		one, err := compressVariant(algo, data)
+		runtime.GOMAXPROCS(prev)
+		if err != nil || !bytes.Equal(one, c) {
+			t.Errorf("xz on one core: %v, %d bytes against %d on %d (equal: %t)", err, len(one), len(c), prev, bytes.Equal(one, c))
 		}
 	}
 	if _, err := compressVariant("bz2", data); err == nil {
