@@ -167,7 +167,18 @@ func WriteExtents(files []File, o Options) ([]byte, []Extent, error) {
 		if g.clusters > maxClusters || int64(g.size()) < minSize {
 			continue // a larger cluster
 		}
-		return render(root, dirs, g, o, stamp, files, leaves)
+		img, err := render(root, dirs, g, o, stamp)
+		if err != nil {
+			return nil, nil, err
+		}
+		ext := make([]Extent, len(files))
+		for i, n := range leaves {
+			ext[i] = Extent{Path: files[i].Path, Size: int64(len(n.data))}
+			if n.clusters > 0 {
+				ext[i].Offset = int64(g.dataStart() + (int(n.cluster)-2)*spc*ss)
+			}
+		}
+		return img, ext, nil
 	}
 	return nil, nil, errors.New("fat: the content is too large for FAT16 (more than about 4 GiB)")
 }
@@ -343,9 +354,8 @@ func dosTime(t time.Time) [2]uint16 {
 	}
 }
 
-// render lays the image out in g and says where the files' data (leaves,
-// the nodes of files) went.
-func render(root *node, dirs []*node, g geometry, o Options, stamp [2]uint16, given []File, leaves []*node) ([]byte, []Extent, error) {
+// render lays the image out in g (setting each node's first cluster).
+func render(root *node, dirs []*node, g geometry, o Options, stamp [2]uint16) ([]byte, error) {
 	clusters, spc, sectorSize := g.clusters, g.spc, g.ss
 	cs := spc * sectorSize
 	fatSz := fatSectors(clusters, sectorSize)
@@ -462,14 +472,7 @@ func render(root *node, dirs []*node, g geometry, o Options, stamp [2]uint16, gi
 	}
 
 	bootSector(img[:sectorSize], g, len(img)/sectorSize, fatSz, o)
-	ext := make([]Extent, len(given))
-	for i, n := range leaves {
-		ext[i] = Extent{Path: given[i].Path, Size: int64(len(n.data))}
-		if n.clusters > 0 {
-			ext[i].Offset = int64(dataStart + (int(n.cluster)-2)*cs)
-		}
-	}
-	return img, ext, nil
+	return img, nil
 }
 
 // lfnEntries are the VFAT long-name entries of name, last part first, as
