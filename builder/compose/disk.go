@@ -279,7 +279,7 @@ func isoLookup(iso, dir []byte, name string) ([]byte, error) {
 			return nil, fmt.Errorf("looking up %s: a bad directory record", name)
 		}
 		rec := iso[pos : pos+n]
-		if isoRecordName(rec) == name {
+		if got, rr := isoRecordName(rec); got == name || !rr && strings.EqualFold(got, name) {
 			return rec, nil
 		}
 		pos += n
@@ -287,12 +287,12 @@ func isoLookup(iso, dir []byte, name string) ([]byte, error) {
 	return nil, fmt.Errorf("no %s in the ISO 9660 tree", name)
 }
 
-// isoRecordName is a record's Rock Ridge name (its NM entries), or its
-// ISO 9660 name without ";1" and a trailing dot.
-func isoRecordName(rec []byte) string {
+// isoRecordName is a record's Rock Ridge name (its NM entries; rr), or
+// its ISO 9660 name without ";1" and a trailing dot.
+func isoRecordName(rec []byte) (string, bool) {
 	l := int(rec[32])
 	if 33+l > len(rec) {
-		return ""
+		return "", false
 	}
 	iso := string(rec[33 : 33+l])
 	su := 33 + l + (l+1)%2 // the system use area follows a pad byte after an even name
@@ -310,10 +310,10 @@ func isoRecordName(rec []byte) string {
 		su += n
 	}
 	if found {
-		return nm.String()
+		return nm.String(), true
 	}
 	iso, _, _ = strings.Cut(iso, ";")
-	return strings.TrimSuffix(iso, ".")
+	return strings.TrimSuffix(iso, "."), false
 }
 
 // compressVariant compresses a disk image: "zst" (zstd), "gz" (gzip) or

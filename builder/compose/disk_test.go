@@ -79,7 +79,7 @@ func TestRawImage(t *testing.T) {
 // the ISO once (at most 1.05 times the boot files' bytes): xorriso
 // extracts each file of the tree with its bytes, mtools reads the same
 // from the EFI image inside the ISO, and the tree's files are blocks of
-// that image.
+// that image. An ISO other than the one staged is refused.
 func TestISOImage(t *testing.T) {
 	xorriso := testutil.NeedTool(t, "xorriso")
 	mtype := testutil.NeedTool(t, "mtype")
@@ -154,6 +154,16 @@ func TestISOImage(t *testing.T) {
 		if at < start || at >= start+blocks {
 			t.Errorf("/%s is at block %d, not inside efiboot.img (%d, %d blocks): %v\n%s", f.Path, at, start, blocks, err, rep)
 		}
+	}
+	// What xorriso wrote is checked before a record is changed: no ISO, or
+	// an efiboot.img other than the image given, is an error.
+	if err := pointISOFiles(make([]byte, 40000), esp, ext); err == nil || !strings.Contains(err.Error(), "primary volume descriptor") {
+		t.Errorf("no ISO: %v", err)
+	}
+	other := bytes.Clone(esp)
+	other[len(other)-1] ^= 1
+	if err := pointISOFiles(bytes.Clone(b), other, ext); err == nil || !strings.Contains(err.Error(), "not the EFI image given") {
+		t.Errorf("another EFI image: %v", err)
 	}
 }
 
