@@ -7,7 +7,7 @@
 # nothing of them is installed. So do arm64 kmod and libc-bin, whose depmod
 # and ldconfig judge our module indexes and ld.so.cache under qemu-user. Idempotent: downloads only what is not
 # cached. So are the cri and btrfs extensions' Debian packages
-# (extension-debs/). Usage: scripts/fetch-test-kernel.sh [--demo] [DIR]
+# (extension-debs/, and their arm64 builds in extension-debs-arm64/). Usage: scripts/fetch-test-kernel.sh [--demo] [DIR]
 # (default $NODEFORGE_CACHE_DIR or /var/cache/nodeforge). With --demo, only
 # what the bootable demo base needs (make demo): the amd64 kernel and
 # systemd-boot-efi, nothing of arm64, no extension packages and no change
@@ -96,10 +96,11 @@ else
   echo "arm64 judges downloaded: ${tool_pkgs[*]}"
 fi
 
-# fetch_debs NAME WHAT PACKAGE...: Debian's amd64 packages into $dir/NAME
+# fetch_debs NAME WHAT PACKAGE...: Debian's amd64 packages (those of
+# $deb_arch when set: deb_arch=arm64 fetch_debs ...) into $dir/NAME
 # (downloaded, never installed), unless as many .debs are there already.
 fetch_debs() {
-  local name=$1 what=$2 dl
+  local name=$1 what=$2 dl arch=${deb_arch:-amd64}
   shift 2
   if [ -d "$dir/$name" ] && [ "$(ls "$dir/$name"/*.deb 2>/dev/null | wc -l)" -ge $# ]; then
     echo "$what packages cached"
@@ -107,9 +108,9 @@ fetch_debs() {
   fi
   dl="$tmp/$name"
   mkdir -p "$dl" && chmod 755 "$dl"
-  if ! (cd "$dl" && apt-get download -q "${@/%/:amd64}") >&2; then
-    apt-get update -qq
-    (cd "$dl" && apt-get download -q "${@/%/:amd64}") >&2
+  if ! (cd "$dl" && apt-get download -q "${@/%/:$arch}") >&2; then
+    if [ "$arch" = arm64 ]; then ensure_arm64; else apt-get update -qq; fi
+    (cd "$dl" && apt-get download -q "${@/%/:$arch}") >&2
   fi
   rm -rf "${dir:?}/$name" && mv "$dl" "$dir/$name"
   echo "$what packages downloaded: $*"
@@ -122,6 +123,9 @@ fetch_debs() {
 ext_pkgs=(containerd runc containernetworking-plugins btrfs-progs
   libc6 libgcc-s1 libseccomp2 libblkid1 libcom-err2 libext2fs2 liblzo2-2 libudev1 libuuid1 libzstd1 zlib1g)
 [ -n "$demo" ] || fetch_debs extension-debs extension "${ext_pkgs[@]}"
+# Their arm64 builds, for the aarch64 extensions' boot (builder/
+# boot_aarch64_test.go: testbase.Options.Extensions with aarch64).
+[ -n "$skip_arm64" ] || deb_arch=arm64 fetch_debs extension-debs-arm64 "arm64 extension" "${ext_pkgs[@]}"
 
 # The container images' test (cmd/builder/factory_image_test.go via
 # internal/testbase, Options.Images): xorriso and its libraries and the CA

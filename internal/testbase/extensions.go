@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/pkgbase/debpkg"
 )
 
@@ -28,8 +29,18 @@ var (
 )
 
 // ExtDebDir is the cache directory's subdirectory of the extensions'
-// Debian packages (scripts/fetch-test-kernel.sh fetches them).
+// Debian packages (scripts/fetch-test-kernel.sh fetches them); their arm64
+// builds, for an aarch64 extensions' base, are in ExtDebDir+"-arm64".
 const ExtDebDir = "extension-debs"
+
+// extDebDir is the cache's subdirectory of the extensions' packages of
+// a Debian architecture (amd64, arm64).
+func extDebDir(debArch string) string {
+	if debArch == "amd64" {
+		return ExtDebDir
+	}
+	return ExtDebDir + "-" + debArch
+}
 
 // HelloImage is the extensions' base's container image (an OCI archive
 // beside the spec): the init, run as "nodeforge-init hello".
@@ -42,16 +53,20 @@ const HelloImageName = "docker.io/nodeforge/hello:test"
 // cached: tests skip on a workstation, fail in CI.
 var ErrNoDebs = errors.New("no cached Debian package")
 
-// findExtDebs finds every extension package in the cache directory.
+// findExtDebs finds every extension package of each of the base's
+// architectures in the cache directory.
 func findExtDebs(opts Options) ([]string, error) {
-	dir := filepath.Join(opts.CacheDir, ExtDebDir)
 	var debs []string
-	for _, name := range extDebNames() {
-		p := debpkg.Newest(dir, name+"_*_amd64.deb")
-		if p == "" {
-			return nil, fmt.Errorf("%w: no %s_*_amd64.deb in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoDebs, name, dir)
+	for _, in := range opts.inputs {
+		dir := filepath.Join(opts.CacheDir, extDebDir(in.arch.OCI))
+		for _, name := range extDebNames() {
+			pattern := name + "_*_" + in.arch.OCI + ".deb"
+			p := debpkg.Newest(dir, pattern)
+			if p == "" {
+				return nil, fmt.Errorf("%w: no %s in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoDebs, pattern, dir)
+			}
+			debs = append(debs, p)
 		}
-		debs = append(debs, p)
 	}
 	return debs, nil
 }
@@ -79,7 +94,8 @@ var skeleton = map[string]bool{"/bin": true, "/sbin": true, "/etc": true, "/lib"
 	"/usr/lib": true, "/usr/sbin": true, "/usr/share": true, "/usr/libexec": true, "/var": true, "/var/lib": true}
 
 // debSpec extracts a Debian package (less its documentation) and
-// describes its RPM: the same name, version and files.
+// describes its RPM: the same name, version and files, for the
+// architecture of the package (amd64: x86_64, arm64: aarch64).
 func debSpec(deb, stage string) (rpmSpec, error) {
 	name, err := debpkg.Field(deb, "Package")
 	if err != nil {
@@ -89,7 +105,11 @@ func debSpec(deb, stage string) (rpmSpec, error) {
 	if err != nil {
 		return rpmSpec{}, err
 	}
-	root := filepath.Join(stage, "deb-"+name)
+	arch, err := rpmArch(deb)
+	if err != nil {
+		return rpmSpec{}, err
+	}
+	root := filepath.Join(stage, "deb-"+name+"."+arch)
 	if err := debpkg.Extract(deb, root); err != nil {
 		return rpmSpec{}, err
 	}
@@ -104,13 +124,30 @@ func debSpec(deb, stage string) (rpmSpec, error) {
 	}
 	v, r := debpkg.RPMVersion(ver)
 	return rpmSpec{
-		Name: name, Version: v, Release: r, Arch: "x86_64", License: "Debian: see /usr/share/doc/" + name + "/copyright",
+		Name: name, Version: v, Release: r, Arch: arch, License: "Debian: see /usr/share/doc/" + name + "/copyright",
 		Summary:     fmt.Sprintf("Debian's %s %s, wrapped for the nodeforge extensions' boot test", name, ver),
 		Description: fmt.Sprintf("The files of Debian's %s %s as Debian ships them, documentation left out.", name, ver),
 		Root:        root, Files: files,
 		// Tens of MB of Go programs: a fast level, the base is cached.
 		Payload: "w3.zstdio",
 	}, nil
+}
+
+// rpmArch is the RPM architecture of a Debian package's: the target
+// whose Debian name it has (all: x86_64, as the images' packages were).
+func rpmArch(deb string) (string, error) {
+	debArch, err := debpkg.Field(deb, "Architecture")
+	if err != nil {
+		return "", err
+	}
+	if debArch == "all" {
+		return "x86_64", nil
+	}
+	a, err := target.Lookup(debArch) // Debian's names are Go's
+	if err != nil {
+		return "", fmt.Errorf("testbase: %s: %w", filepath.Base(deb), err)
+	}
+	return a.RPM, nil
 }
 
 // treeFiles lists a tree's %files lines: its files and links, and its

@@ -13,51 +13,79 @@ import (
 // writeHelloImage writes the container image of the extensions' boot
 // test: an OCI image layout in a tar archive (what ctr images import
 // reads), one uncompressed layer holding the init at /nodeforge-init, run
-// as "nodeforge-init hello". Dated sde, so the same init gives the same
-// bytes.
-func writeHelloImage(path, initBin string, sde int64) error {
-	initData, err := os.ReadFile(initBin)
-	if err != nil {
-		return err
-	}
+// as "nodeforge-init hello". With several architectures the name is an
+// image index of one such image per architecture (their platforms set),
+// and containerd runs the node's. Dated sde, so the same inits give the
+// same bytes.
+func writeHelloImage(path string, inputs []archInput, sde int64) error {
 	mtime := time.Unix(sde, 0).UTC()
-	layer, err := tarOf(mtime, entry{"nodeforge-init", 0o755, initData})
-	if err != nil {
-		return err
-	}
-	layerDigest := "sha256:" + digest.SHA256Hex(layer)
-	config, err := json.Marshal(map[string]any{
-		"architecture": "amd64", "os": "linux", "created": mtime.Format(time.RFC3339),
-		"config": map[string]any{"Entrypoint": []string{"/nodeforge-init", "hello"}},
-		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{layerDigest}},
-	})
-	if err != nil {
-		return err
-	}
-	desc := func(mediaType string, b []byte) map[string]any {
-		return map[string]any{"mediaType": mediaType, "digest": "sha256:" + digest.SHA256Hex(b), "size": len(b)}
-	}
-	manifest, err := json.Marshal(map[string]any{
-		"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-		"config": desc("application/vnd.oci.image.config.v1+json", config),
-		"layers": []any{desc("application/vnd.oci.image.layer.v1.tar", layer)},
-	})
-	if err != nil {
-		return err
-	}
-	md := desc("application/vnd.oci.image.manifest.v1+json", manifest)
-	md["annotations"] = map[string]string{"io.containerd.image.name": HelloImageName, "org.opencontainers.image.ref.name": "test"}
-	index, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": []any{md}})
-	if err != nil {
-		return err
-	}
+	blobs := []entry{{"oci-layout", 0o644, []byte(`{"imageLayoutVersion":"1.0.0"}`)}, {}}
 	blob := func(b []byte) entry { return entry{"blobs/sha256/" + digest.SHA256Hex(b), 0o644, b} }
-	archive, err := tarOf(mtime, entry{"oci-layout", 0o644, []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-		entry{"index.json", 0o644, index}, blob(manifest), blob(config), blob(layer))
+	var manifests []any
+	for _, in := range inputs {
+		manifest, layer, config, err := helloManifest(in, mtime)
+		if err != nil {
+			return err
+		}
+		blobs = append(blobs, blob(manifest), blob(config), blob(layer))
+		md := ociDesc("application/vnd.oci.image.manifest.v1+json", manifest)
+		if len(inputs) > 1 {
+			md["platform"] = map[string]string{"architecture": in.arch.OCI, "os": "linux"}
+		}
+		manifests = append(manifests, md)
+	}
+	top := manifests[0].(map[string]any)
+	if len(inputs) > 1 {
+		index, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": manifests})
+		if err != nil {
+			return err
+		}
+		blobs = append(blobs, blob(index))
+		top = ociDesc("application/vnd.oci.image.index.v1+json", index)
+	}
+	top["annotations"] = map[string]string{"io.containerd.image.name": HelloImageName, "org.opencontainers.image.ref.name": "test"}
+	index, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": []any{top}})
+	if err != nil {
+		return err
+	}
+	blobs[1] = entry{"index.json", 0o644, index}
+	archive, err := tarOf(mtime, blobs...)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, archive, 0o644)
+}
+
+// helloManifest makes the image of one architecture's init: its
+// manifest, layer and config.
+func helloManifest(in archInput, mtime time.Time) (manifest, layer, config []byte, err error) {
+	initData, err := os.ReadFile(in.initBin)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if layer, err = tarOf(mtime, entry{"nodeforge-init", 0o755, initData}); err != nil {
+		return nil, nil, nil, err
+	}
+	layerDigest := "sha256:" + digest.SHA256Hex(layer)
+	config, err = json.Marshal(map[string]any{
+		"architecture": in.arch.OCI, "os": "linux", "created": mtime.Format(time.RFC3339),
+		"config": map[string]any{"Entrypoint": []string{"/nodeforge-init", "hello"}},
+		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{layerDigest}},
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	manifest, err = json.Marshal(map[string]any{
+		"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+		"config": ociDesc("application/vnd.oci.image.config.v1+json", config),
+		"layers": []any{ociDesc("application/vnd.oci.image.layer.v1.tar", layer)},
+	})
+	return manifest, layer, config, err
+}
+
+// ociDesc is an OCI descriptor of b.
+func ociDesc(mediaType string, b []byte) map[string]any {
+	return map[string]any{"mediaType": mediaType, "digest": "sha256:" + digest.SHA256Hex(b), "size": len(b)}
 }
 
 // entry is a file of a tar archive.
