@@ -90,7 +90,7 @@ func write(dir, key string, opts Options) error {
 			return err
 		}
 		specs = append(specs, es...)
-		if err := writeHelloImage(filepath.Join(dir, HelloImage), opts.inputs[0].initBin, sde); err != nil {
+		if err := writeHelloImage(filepath.Join(dir, HelloImage), opts.inputs, sde); err != nil {
 			return err
 		}
 	}
