@@ -9,9 +9,10 @@
 # cached. So are the cri and btrfs extensions' Debian packages
 # (extension-debs/, and their arm64 builds in extension-debs-arm64/). Usage: scripts/fetch-test-kernel.sh [--demo] [DIR]
 # (default $NODEFORGE_CACHE_DIR or /var/cache/nodeforge). With --demo, only
-# what the bootable demo base needs (make demo): the amd64 kernel and
-# systemd-boot-efi, nothing of arm64, no extension packages and no change
-# to apt's architectures.
+# what the bootable demo base needs (make demo): the amd64 kernel,
+# systemd-boot-efi and the cri and btrfs extensions' packages; nothing of
+# arm64, no container images' packages and no change to apt's
+# architectures.
 set -euo pipefail
 
 demo=
@@ -109,23 +110,31 @@ fetch_debs() {
   dl="$tmp/$name"
   mkdir -p "$dl" && chmod 755 "$dl"
   if ! (cd "$dl" && apt-get download -q "${@/%/:$arch}") >&2; then
-    if [ "$arch" = arm64 ]; then ensure_arm64; else apt-get update -qq; fi
-    (cd "$dl" && apt-get download -q "${@/%/:$arch}") >&2
+    if [ "$arch" = arm64 ]; then ensure_arm64 || return 1; else apt-get update -qq || return 1; fi
+    (cd "$dl" && apt-get download -q "${@/%/:$arch}") >&2 || return 1
   fi
   rm -rf "${dir:?}/$name" && mv "$dl" "$dir/$name"
   echo "$what packages downloaded: $*"
 }
 
 # The extensions' boot test (builder/extensions_boot_test.go via
-# internal/testbase): Debian's containerd, runc and CNI plugins (the cri
-# extension), btrfs-progs (btrfs) and the libraries they load, which the
-# test base's root carries.
+# internal/testbase) and the bootable demo (pkgbase/demobase): Debian's
+# containerd, runc and CNI plugins (the cri extension), btrfs-progs (btrfs)
+# and the libraries they load, which the bases' roots carry
+# (pkgbase/debext's lists).
 ext_pkgs=(containerd runc containernetworking-plugins btrfs-progs
   libc6 libgcc-s1 libseccomp2 libblkid1 libcom-err2 libext2fs2 liblzo2-2 libudev1 libuuid1 libzstd1 zlib1g)
-[ -n "$demo" ] || fetch_debs extension-debs extension "${ext_pkgs[@]}"
+# The demo does without them (its cri and btrfs stay stand-ins), not
+# without its kernel.
+if ! fetch_debs extension-debs extension "${ext_pkgs[@]}"; then
+  [ -n "$demo" ] || exit 1
+  echo "extension packages could not be downloaded: the demo's cri and btrfs extensions stay stand-ins" >&2
+fi
 # Their arm64 builds, for the aarch64 extensions' boot (builder/
 # boot_aarch64_test.go: testbase.Options.Extensions with aarch64).
-[ -n "$skip_arm64" ] || deb_arch=arm64 fetch_debs extension-debs-arm64 "arm64 extension" "${ext_pkgs[@]}"
+if [ -z "$skip_arm64" ]; then
+  deb_arch=arm64 fetch_debs extension-debs-arm64 "arm64 extension" "${ext_pkgs[@]}" || exit 1
+fi
 
 # The container images' test (cmd/builder/factory_image_test.go via
 # internal/testbase, Options.Images): xorriso and its libraries and the CA

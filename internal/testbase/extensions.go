@@ -12,22 +12,6 @@ import (
 	"github.com/nodeforge/builder/pkgbase/debpkg"
 )
 
-// The extensions' base (Options.Extensions): Debian's packages wrapped
-// unchanged into RPMs of the same names, the cri and btrfs extensions made
-// from them by definitions that relocate Debian's layout into the
-// extension contract's (/usr/local), and the libraries they load in the
-// root filesystem, as a distribution's root has them.
-var (
-	// CRIDebs make the cri extension.
-	CRIDebs = []string{"containerd", "runc", "containernetworking-plugins"}
-	// BtrfsDebs make the btrfs extension.
-	BtrfsDebs = []string{"btrfs-progs"}
-	// LibDebs go into the root filesystem: what the extensions' programs
-	// load (their Depends less iptables, which nothing here runs).
-	LibDebs = []string{"libc6", "libgcc-s1", "libseccomp2", "libblkid1", "libcom-err2", "libext2fs2",
-		"liblzo2-2", "libudev1", "libuuid1", "libzstd1", "zlib1g"}
-)
-
 // ExtDebDir is the cache directory's subdirectory of the extensions'
 // Debian packages (scripts/fetch-test-kernel.sh fetches them); their arm64
 // builds, for an aarch64 extensions' base, are in ExtDebDir+"-arm64".
@@ -184,62 +168,4 @@ func extComponents() (rootfs []string, components string) {
   btrfs:
     kind: extension
 `
-}
-
-// criDef and btrfsDef place Debian's layout where the extension contract
-// allows files (Talos's: /usr/local, the CRI's conf.d): relocation and
-// link rules in the definition, the rest dropped. Debian's
-// /etc/containerd/config.toml names /usr/lib/cni, which the relocation
-// moves: the build refuses it, so it is dropped (the node init writes
-// containerd's configuration).
-const criDef = `# Debian's containerd, runc and CNI plugins as the cri extension.
-name: cri
-description: containerd, runc and CNI plugins (Debian's packages)
-author: Nodeforge tests
-compatibility: ">= v1.8.0"
-packages: [containerd, runc, containernetworking-plugins]
-version-from: containerd
-relocate:
-  - {from: /usr/bin/, to: /usr/local/bin/}
-  - {from: /usr/sbin/, to: /usr/local/sbin/}
-  - {from: /usr/lib/cni/, to: /usr/local/lib/cni/bin/}
-drop:
-  - /lib/systemd/**
-  - /usr/share/**
-  # It names /usr/lib/cni, where the plugins no longer are.
-  - /etc/containerd/config.toml
-  # Deprecated shims and plugins the node does not use.
-  - /usr/bin/containerd-shim
-  - /usr/bin/containerd-shim-runc-v1
-  - /usr/lib/cni/dhcp
-`
-
-// btrfsDef: Debian ships btrfs in /bin and mkfs.btrfs in /sbin; the
-// links give the tools the other's name too, as usr-merged distributions
-// find them in either.
-const btrfsDef = `# Debian's btrfs-progs as the btrfs extension.
-name: btrfs
-description: Btrfs tools (Debian's btrfs-progs)
-author: Nodeforge tests
-compatibility: ">= v1.8.0"
-packages: [btrfs-progs]
-relocate:
-  - {from: /bin/, to: /usr/local/bin/}
-  - {from: /sbin/, to: /usr/local/sbin/}
-  - {from: /lib/udev/rules.d/, to: /usr/lib/udev/rules.d/}
-links:
-  - {path: /usr/local/sbin/btrfs, target: ../bin/btrfs}
-  - {path: /usr/local/bin/mkfs.btrfs, target: ../sbin/mkfs.btrfs}
-drop:
-  - /usr/share/**
-`
-
-// writeExtDefs writes the cri and btrfs definitions into dir.
-func writeExtDefs(dir string) error {
-	for name, def := range map[string]string{"cri.yaml": criDef, "btrfs.yaml": btrfsDef} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(def), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
