@@ -19,8 +19,8 @@ help:
 	@echo "lint   - gofmt check and go vet"
 	@echo "bench  - run the Go benchmarks (not part of CI)"
 	@echo "fuzz   - run each fuzz target for FUZZTIME (default 10m)"
-	@echo "demo   - write the demo package base to $(DEMO) (bootable: Debian's kernel and systemd-boot, fetched once into DEMO_CACHE, and the node init; stand-ins where nothing can be fetched), then lock, build, sign and publish its release into a local OCI layout, verify it and write its audit report"
-	@echo "demo-boot - boot the demo's ISO (or ISO=FILE, or the one for SCHEMATIC=FILE) under qemu with OVMF, the node's console on this terminal"
+	@echo "demo   - write the demo package base to $(DEMO) (bootable: Debian's kernel and systemd-boot, and containerd, runc, CNI plugins and btrfs-progs for the cri and btrfs extensions, fetched once into DEMO_CACHE, and the node init; stand-ins where nothing can be fetched), then lock, build, sign and publish its release into a local OCI layout, verify it and write its audit report"
+	@echo "demo-boot - boot the demo's ISO (or ISO=FILE, or the one for SCHEMATIC=FILE: $(DEMO_SCHEMATIC) asks for cri and btrfs, which run a container and mount btrfs) under qemu with OVMF, the node's console on this terminal"
 	@echo "init   - build the node init, static, to $(INIT)"
 	@echo "rpm    - package $(BIN) as nodeforge-builder, a signed RPM a package base can carry, into $(RPM_OUT) (RPM_KEY=FILE: the packager's armored OpenPGP private key; dated by the commit)"
 
@@ -68,15 +68,18 @@ fuzz:
 # The demo's dev key is encrypted with DEMO_PASSWORD (a demo, not a secret).
 DEMO_PASSWORD ?= demo
 
-# The bootable demo's inputs: Debian's kernel and systemd-boot-efi, fetched
-# once into DEMO_CACHE (by DEMO_FETCH; DEMO_FETCH=false stays offline), and
-# the node init. Where they cannot be had, the demo's media are stand-ins,
+# The bootable demo's inputs: Debian's kernel and systemd-boot-efi, and the
+# packages of the cri and btrfs extensions (containerd, runc, CNI plugins,
+# btrfs-progs, their libraries), fetched once into DEMO_CACHE (by
+# DEMO_FETCH; DEMO_FETCH=false stays offline), and the node init. Where they cannot be had, the demo's media are stand-ins,
 # which make demo says at its start and its end. The base is written anew
 # each time (the init is rebuilt from the tree), so the release locks it
 # again: the same base gives the same lock.
 DEMO_CACHE ?= $(or $(NODEFORGE_CACHE_DIR),$(shell [ -w /var/cache/nodeforge ] || [ -w /var/cache ] && echo /var/cache/nodeforge || echo out/debs))
 DEMO_FETCH ?= scripts/fetch-test-kernel.sh --demo
 INIT    ?= bin/nodeforge-init
+# A schematic with the cri and btrfs extensions, for make demo-boot.
+DEMO_SCHEMATIC ?= examples/schematic-cri-btrfs.yaml
 
 # The builder as a signed RPM (builder rpm), dated by the commit so that
 # two runs on one commit write the same package.
@@ -102,7 +105,12 @@ demo: build init
 	echo "$$note" | tee $(DEMO)/media.txt
 	@if grep -q '^make demo: bootable' $(DEMO)/media.txt; then \
 	  echo "$(BIN) demo-base --force --kernel-cache $(DEMO_CACHE) --init $(INIT) $(DEMO)"; \
-	  $(BIN) demo-base --force --kernel-cache "$(DEMO_CACHE)" --init $(INIT) $(DEMO); \
+	  out=$$($(BIN) demo-base --force --kernel-cache "$(DEMO_CACHE)" --init $(INIT) $(DEMO)) || exit 1; echo "$$out"; \
+	  case "$$out" in \
+	  *"cri and btrfs: Debian's"*) ext="cri and btrfs: Debian's containerd, runc, CNI plugins and btrfs-progs (make demo-boot SCHEMATIC=$(DEMO_SCHEMATIC) runs a container and mounts btrfs)" ;; \
+	  *) ext="cri and btrfs: stand-ins, nothing of them runs: not every Debian package of theirs could be fetched into $(DEMO_CACHE)/extension-debs (see $(DEMO)/fetch.log)" ;; \
+	  esac; \
+	  note=$$(cat $(DEMO)/media.txt); echo "$$note; $$ext" >$(DEMO)/media.txt; \
 	else \
 	  echo "$(BIN) demo-base --force $(DEMO)"; $(BIN) demo-base --force $(DEMO); \
 	fi

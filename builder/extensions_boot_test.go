@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
 )
@@ -37,25 +38,7 @@ func TestBootExtensions(t *testing.T) {
 	for name, e := range rep.Architectures["x86_64"].Extensions {
 		t.Logf("extension %s %s: packages %v, %d files", name, e.Version, e.Packages, len(e.Files))
 	}
-	// Debian's layout, placed by the definitions' rules: each relocated
-	// file keeps its package and the path it had there; links are the
-	// builder's.
-	for ext, want := range map[string]map[string]string{
-		"cri":   {"/usr/local/bin/containerd": "/usr/bin/containerd", "/usr/local/lib/cni/bin/loopback": "/usr/lib/cni/loopback"},
-		"btrfs": {"/usr/local/sbin/mkfs.btrfs": "/sbin/mkfs.btrfs", "/usr/local/sbin/btrfs": "generator extension-link"},
-	} {
-		for _, f := range rep.Architectures["x86_64"].Extensions[ext].Files {
-			if w, ok := want[f.Path]; ok {
-				if got := f.Origin.Path; got != w && f.Origin.String() != "builder "+w || got != "" && f.Origin.Package == "" {
-					t.Errorf("extension %s: %s has origin %+v, want %s", ext, f.Path, f.Origin, w)
-				}
-				delete(want, f.Path)
-			}
-		}
-		if len(want) > 0 {
-			t.Errorf("extension %s lacks %v", ext, want)
-		}
-	}
+	checkRelocated(t, rep, "x86_64")
 
 	iso := filepath.Join(media, "metal-x86_64.iso")
 	want := "NODEFORGE-BOOT-OK PRETTY_NAME=" + s.Image.OS.PrettyName
@@ -68,4 +51,28 @@ func TestBootExtensions(t *testing.T) {
 	}
 	t.Logf("timings: base %s, lock and build %s, boot to marker %s (qemu ran %s)", baseTime.Round(time.Millisecond),
 		buildTime.Round(time.Millisecond), res.ToMarker.Round(time.Millisecond), res.Total.Round(time.Millisecond))
+}
+
+// checkRelocated: in the report of a build with the cri and btrfs
+// extensions, Debian's layout is placed by the definitions' rules: each
+// relocated file of an architecture keeps its package and the path it had
+// there; links are the builder's.
+func checkRelocated(t *testing.T, rep *report.Report, arch string) {
+	t.Helper()
+	for ext, want := range map[string]map[string]string{
+		"cri":   {"/usr/local/bin/containerd": "/usr/bin/containerd", "/usr/local/lib/cni/bin/loopback": "/usr/lib/cni/loopback"},
+		"btrfs": {"/usr/local/sbin/mkfs.btrfs": "/sbin/mkfs.btrfs", "/usr/local/sbin/btrfs": "generator extension-link"},
+	} {
+		for _, f := range rep.Architectures[arch].Extensions[ext].Files {
+			if w, ok := want[f.Path]; ok {
+				if got := f.Origin.Path; got != w && f.Origin.String() != "builder "+w || got != "" && f.Origin.Package == "" {
+					t.Errorf("%s: extension %s: %s has origin %+v, want %s", arch, ext, f.Path, f.Origin, w)
+				}
+				delete(want, f.Path)
+			}
+		}
+		if len(want) > 0 {
+			t.Errorf("%s: extension %s lacks %v", arch, ext, want)
+		}
+	}
 }

@@ -104,8 +104,10 @@ func compressorOf(name, squashfs string) string {
 		_, c, _ := strings.Cut(squashfs, "(")
 		c, _, _ = strings.Cut(c, " ")
 		return "squashfs " + cmp.Or(c, "zstd")
-	case strings.HasSuffix(base, ".xz"):
+	case strings.HasSuffix(base, ".xz") && strings.HasPrefix(base, "initramfs"):
 		return "initramfs xz"
+	case strings.HasSuffix(base, ".xz"):
+		return "disk xz" // the .xz disk images (compose)
 	case strings.HasSuffix(base, ".zst"):
 		return "initramfs zstd"
 	case strings.HasSuffix(base, ".gz"), strings.HasSuffix(base, ".vmdk"):

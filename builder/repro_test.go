@@ -54,7 +54,7 @@ func TestReproduceRunsVariants(t *testing.T) {
 		t.Errorf("differences: %+v", res.Diffs)
 	}
 	for name, want := range map[string]string{"x86_64/initramfs.xz": "initramfs xz", "media/x/metal-x86_64.raw.zst": "initramfs zstd",
-		"media/x/metal-x86_64.raw.gz": "layers gzip", "x86_64/cmdline": "", "x86_64/rootfs.sqsh": "squashfs xz"} {
+		"media/x/metal-x86_64.raw.gz": "layers gzip", "media/x/metal-x86_64.raw.xz": "disk xz", "media/x/initramfs-x86_64.xz": "initramfs xz", "x86_64/cmdline": "", "x86_64/rootfs.sqsh": "squashfs xz"} {
 		if got := compressorOf(name, "tar2sqfs (xz level 6)"); got != want {
 			t.Errorf("compressorOf(%s) = %q, want %q", name, got, want)
 		}

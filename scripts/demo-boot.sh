@@ -8,6 +8,15 @@
 # (a schematic file; default: none, the plain node) with builder image
 # --release, byte for byte what the factory serves for it, into
 # DEMO_DIR/boot-media/media/<schematic id>/metal-x86_64.iso.
+# When the demo's cri and btrfs extensions are Debian's packages (make demo
+# with them cached), the node gets two more virtio disks, which its init
+# finds by serial number: the demo's container image (DEMO_DIR/hello-image.tar,
+# read-only, serial nodeforge-images) and a blank 256 MB scratch disk
+# (serial nodeforge-scratch, the only disk the init formats). A node with
+# the cri extension then runs the image with containerd and runc and prints
+# "container printed: ..."; one with btrfs formats the scratch disk with
+# mkfs.btrfs and mounts it ("btrfs mounted"): this script fails when a
+# stacked extension that is not a stand-in did not get that far.
 # Needs qemu-system-x86_64 and /usr/share/OVMF (Debian: qemu-system-x86, ovmf).
 set -euo pipefail
 
@@ -26,7 +35,7 @@ done
 
 if [ -z "$iso" ]; then
   [ -d "$demo/release/dev" ] || { echo "demo-boot: no demo release in $demo/release/dev: run make demo first" >&2; exit 1; }
-  if grep -q STAND-IN "$demo/media.txt" 2>/dev/null; then
+  if grep -q '^make demo: STAND-IN media' "$demo/media.txt" 2>/dev/null; then
     echo "demo-boot: the demo in $demo was made with STAND-IN media, which do not boot: $(cat "$demo/media.txt")" >&2
     exit 1
   fi
@@ -43,21 +52,49 @@ fi
 
 vars=$(mktemp "${TMPDIR:-/tmp}/nodeforge-ovmf-vars-XXXXXX.fd")
 console=$(mktemp "${TMPDIR:-/tmp}/nodeforge-console-XXXXXX.log")
-trap 'rm -f "$vars" "$console"' EXIT
+scratch=$(mktemp "${TMPDIR:-/tmp}/nodeforge-scratch-XXXXXX.img")
+trap 'rm -f "$vars" "$console" "$scratch"' EXIT
 cp "$vars_src" "$vars"
+disks=()
+if [ -f "$demo/hello-image.tar" ]; then
+  truncate -s 256M "$scratch"
+  disks=(-drive "if=none,id=images,format=raw,readonly=on,file=$demo/hello-image.tar"
+    -device virtio-blk-pci,drive=images,serial=nodeforge-images
+    -drive "if=none,id=scratch,format=raw,file=$scratch"
+    -device virtio-blk-pci,drive=scratch,serial=nodeforge-scratch)
+fi
 limit=${DEMO_BOOT_TIMEOUT:-600}
 echo "demo-boot: booting $iso under qemu (TCG, UEFI: OVMF); the node's console follows and the node powers off by itself (Ctrl-A X quits qemu; given up after ${limit} s)"
 start=$(date +%s)
 timeout --foreground "$limit" "$qemu" -accel tcg -cpu max -m 1024 -smp 1 \
   -drive "if=pflash,format=raw,unit=0,readonly=on,file=$code" \
   -drive "if=pflash,format=raw,unit=1,file=$vars" \
-  -cdrom "$iso" -nographic -no-reboot -nic none | tee "$console" || true
+  -cdrom "$iso" "${disks[@]}" -nographic -no-reboot -nic none | tee "$console" || true
 took=$(( $(date +%s) - start ))
 # The node init's last word: OK, or FAIL with the reason (or nothing, when
 # the firmware, the boot manager or the kernel stopped first).
-if grep -q 'NODEFORGE-BOOT-OK' "$console"; then
-  echo "demo-boot: the node booted and powered off after $took s"
-else
+if ! grep -q 'NODEFORGE-BOOT-OK' "$console"; then
   echo "demo-boot: the node did not report NODEFORGE-BOOT-OK (after $took s): see its console above" >&2
   exit 1
 fi
+# What the stacked cri and btrfs extensions did: the banner lists them
+# ("extensions  btrfs 6.2, cri 1.6.20"); a stand-in's says it is one.
+stacked=$(tr -d '\r' <"$console" | sed -n 's/^nodeforge-init:   extensions  //p' | head -n 1)
+did=
+for ext in cri btrfs; do
+  case ", $stacked" in *", $ext "*) ;; *) continue ;; esac
+  if grep -q "^nodeforge-init: $ext: .* is a stand-in" "$console"; then
+    did="$did; $ext: a stand-in, nothing started"
+    continue
+  fi
+  case $ext in
+  cri) marker='nodeforge-init: container printed: ' what='ran a container' ;;
+  btrfs) marker='nodeforge-init: \[btrfs 3/4\] btrfs mounted' what='mounted btrfs' ;;
+  esac
+  if ! grep -q "$marker" "$console"; then
+    echo "demo-boot: the node has the $ext extension but did not show \"$marker\" (after $took s): see its console above" >&2
+    exit 1
+  fi
+  did="$did; $ext: $what"
+done
+echo "demo-boot: the node booted and powered off after $took s$did"

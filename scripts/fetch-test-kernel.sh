@@ -7,11 +7,12 @@
 # nothing of them is installed. So do arm64 kmod and libc-bin, whose depmod
 # and ldconfig judge our module indexes and ld.so.cache under qemu-user. Idempotent: downloads only what is not
 # cached. So are the cri and btrfs extensions' Debian packages
-# (extension-debs/). Usage: scripts/fetch-test-kernel.sh [--demo] [DIR]
+# (extension-debs/, and their arm64 builds in extension-debs-arm64/). Usage: scripts/fetch-test-kernel.sh [--demo] [DIR]
 # (default $NODEFORGE_CACHE_DIR or /var/cache/nodeforge). With --demo, only
-# what the bootable demo base needs (make demo): the amd64 kernel and
-# systemd-boot-efi, nothing of arm64, no extension packages and no change
-# to apt's architectures.
+# what the bootable demo base needs (make demo): the amd64 kernel,
+# systemd-boot-efi and the cri and btrfs extensions' packages; nothing of
+# arm64, no container images' packages and no change to apt's
+# architectures.
 set -euo pipefail
 
 demo=
@@ -96,10 +97,11 @@ else
   echo "arm64 judges downloaded: ${tool_pkgs[*]}"
 fi
 
-# fetch_debs NAME WHAT PACKAGE...: Debian's amd64 packages into $dir/NAME
+# fetch_debs NAME WHAT PACKAGE...: Debian's amd64 packages (those of
+# $deb_arch when set: deb_arch=arm64 fetch_debs ...) into $dir/NAME
 # (downloaded, never installed), unless as many .debs are there already.
 fetch_debs() {
-  local name=$1 what=$2 dl
+  local name=$1 what=$2 dl arch=${deb_arch:-amd64}
   shift 2
   if [ -d "$dir/$name" ] && [ "$(ls "$dir/$name"/*.deb 2>/dev/null | wc -l)" -ge $# ]; then
     echo "$what packages cached"
@@ -107,21 +109,32 @@ fetch_debs() {
   fi
   dl="$tmp/$name"
   mkdir -p "$dl" && chmod 755 "$dl"
-  if ! (cd "$dl" && apt-get download -q "${@/%/:amd64}") >&2; then
-    apt-get update -qq
-    (cd "$dl" && apt-get download -q "${@/%/:amd64}") >&2
+  if ! (cd "$dl" && apt-get download -q "${@/%/:$arch}") >&2; then
+    if [ "$arch" = arm64 ]; then ensure_arm64 || return 1; else apt-get update -qq || return 1; fi
+    (cd "$dl" && apt-get download -q "${@/%/:$arch}") >&2 || return 1
   fi
   rm -rf "${dir:?}/$name" && mv "$dl" "$dir/$name"
   echo "$what packages downloaded: $*"
 }
 
 # The extensions' boot test (builder/extensions_boot_test.go via
-# internal/testbase): Debian's containerd, runc and CNI plugins (the cri
-# extension), btrfs-progs (btrfs) and the libraries they load, which the
-# test base's root carries.
+# internal/testbase) and the bootable demo (pkgbase/demobase): Debian's
+# containerd, runc and CNI plugins (the cri extension), btrfs-progs (btrfs)
+# and the libraries they load, which the bases' roots carry
+# (pkgbase/debext's lists).
 ext_pkgs=(containerd runc containernetworking-plugins btrfs-progs
   libc6 libgcc-s1 libseccomp2 libblkid1 libcom-err2 libext2fs2 liblzo2-2 libudev1 libuuid1 libzstd1 zlib1g)
-[ -n "$demo" ] || fetch_debs extension-debs extension "${ext_pkgs[@]}"
+# The demo does without them (its cri and btrfs stay stand-ins), not
+# without its kernel.
+if ! fetch_debs extension-debs extension "${ext_pkgs[@]}"; then
+  [ -n "$demo" ] || exit 1
+  echo "extension packages could not be downloaded: the demo's cri and btrfs extensions stay stand-ins" >&2
+fi
+# Their arm64 builds, for the aarch64 extensions' boot (builder/
+# boot_aarch64_test.go: testbase.Options.Extensions with aarch64).
+if [ -z "$skip_arm64" ]; then
+  deb_arch=arm64 fetch_debs extension-debs-arm64 "arm64 extension" "${ext_pkgs[@]}" || exit 1
+fi
 
 # The container images' test (cmd/builder/factory_image_test.go via
 # internal/testbase, Options.Images): xorriso and its libraries and the CA

@@ -459,11 +459,11 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 	var out []File
 	var tool string
 	if want["iso"] {
-		esp, err := espImage(isoFiles, sde, id, 0, 0)
+		esp, ext, err := isoESP(isoFiles, sde, id)
 		if err != nil {
 			return nil, "", err
 		}
-		iso, t, err := isoImage(ctx, work, esp, isoFiles, sde, "NODEFORGE")
+		iso, t, err := isoImage(ctx, work, esp, ext, sde, "NODEFORGE")
 		if err != nil {
 			return nil, "", err
 		}

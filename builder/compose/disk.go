@@ -3,6 +3,7 @@ package compose
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/nodeforge/builder/builder/media/fat"
 	"github.com/nodeforge/builder/builder/media/gpt"
 	"github.com/nodeforge/builder/builder/media/meta"
+	"github.com/nodeforge/builder/internal/xzdec"
 )
 
 // bootFiles are what an EFI system partition holds: systemd-boot as the
@@ -117,11 +119,31 @@ func rawImage(files []fat.File, sde int64, id string, metaValues map[uint8][]byt
 	return disk, nil
 }
 
+// isoSector is ISO 9660's logical block size.
+const isoSector = 2048
+
+// isoESP is the ISO's El Torito EFI image: the boot files in a FAT file
+// system of 512-byte sectors whose every file starts at a 2048-byte
+// boundary of the image (its ISO 9660 twin points there, isoImage), and
+// no room beyond the files: a CD is read-only, and the ISO carries its
+// payload once.
+func isoESP(files []fat.File, sde int64, id string) ([]byte, []fat.Extent, error) {
+	var vol uint32 // the schematic ID's first 32 bits, as espImage
+	if len(id) >= 8 {
+		fmt.Sscanf(id[:8], "%08x", &vol)
+	}
+	return fat.WriteExtents(files, fat.Options{Label: "NODEFORGE", VolumeID: vol, Time: time.Unix(sde, 0), Align: isoSector})
+}
+
 // isoImage makes a UEFI-bootable ISO 9660 image with xorriso: the EFI
-// system partition image as the El Torito EFI boot image. Every date is the
-// source date (SOURCE_DATE_EPOCH, which xorriso honours, and the staged
-// files' times).
-func isoImage(ctx context.Context, work string, esp []byte, files []fat.File, sde int64, label string) ([]byte, string, error) {
+// system partition image (isoESP, its files' extents ext) as the El Torito
+// EFI boot image, and its files in the ISO 9660 tree too, for tools and
+// people that look there, without a second copy: xorriso lays the tree
+// out with empty files, then each file's directory record is pointed at
+// its data inside efiboot.img (pointISOFiles). Every date is the source
+// date (SOURCE_DATE_EPOCH, which xorriso honours, and the staged files'
+// times).
+func isoImage(ctx context.Context, work string, esp []byte, ext []fat.Extent, sde int64, label string) ([]byte, string, error) {
 	xorriso, err := exec.LookPath("xorriso")
 	if err != nil {
 		return nil, "", fmt.Errorf("the ISO needs xorriso (Debian's xorriso): %w", err)
@@ -135,18 +157,16 @@ func isoImage(ctx context.Context, work string, esp []byte, files []fat.File, sd
 	if err := os.WriteFile(img, esp, 0o644); err != nil {
 		return nil, "", err
 	}
-	// The boot files are in the ISO tree too, for tools and people that
-	// look there; firmware boots from the El Torito image.
 	modes := map[string]os.FileMode{img: 0o644, root: 0o755}
-	for _, f := range files {
-		p := filepath.Join(root, filepath.FromSlash(f.Path))
+	for _, e := range ext {
+		p := filepath.Join(root, filepath.FromSlash(e.Path))
 		for d := filepath.Dir(p); d != root; d = filepath.Dir(d) {
 			modes[d] = 0o755
 		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, "", err
 		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
 			return nil, "", err
 		}
 		modes[p] = 0o644
@@ -179,23 +199,133 @@ func isoImage(ctx context.Context, work string, esp []byte, files []fat.File, sd
 	if err != nil {
 		return nil, "", err
 	}
+	if err := pointISOFiles(iso, esp, ext); err != nil {
+		return nil, "", fmt.Errorf("the ISO xorriso wrote: %w", err)
+	}
 	ver, _ := exec.Command(xorriso, "-version").Output()
 	first, _, _ := strings.Cut(string(ver), "\n")
 	return iso, strings.TrimSpace(first), nil
 }
 
-// compressVariant compresses a disk image: "zst" (zstd), "gz" (gzip) or
-// "xz". xz is
-// written as independent streams of 16 MiB, compressed in parallel and
-// concatenated (a valid .xz file): the bytes depend on the chunking, not
-// on the number of cores.
-func compressVariant(algo string, data []byte) ([]byte, error) {
-	one := func(a string, b []byte) ([]byte, error) {
-		return CompressInitramfs(a, len(b)/4, func(w io.Writer) error { _, err := w.Write(b); return err })
+// pointISOFiles points the directory record of each file of ext (empty in
+// the ISO 9660 tree, as isoImage staged them) at the file's data inside
+// /efiboot.img: its extent becomes efiboot.img's plus the file's offset in
+// the FAT image (a multiple of 2048), its size the file's. Both file
+// systems then read the same blocks; ISO 9660 lets extents overlap (as
+// hard links share one). The records are found by their Rock Ridge
+// names; efiboot.img must hold esp's bytes.
+func pointISOFiles(iso, esp []byte, ext []fat.Extent) error {
+	if len(iso) < 17*isoSector || iso[16*isoSector] != 1 || string(iso[16*isoSector+1:16*isoSector+6]) != "CD001" {
+		return errors.New("no ISO 9660 primary volume descriptor at block 16")
 	}
+	root := iso[16*isoSector+156 : 16*isoSector+156+34]
+	efi, err := isoLookup(iso, root, "efiboot.img")
+	if err != nil {
+		return err
+	}
+	base, size := isoExtent(efi)
+	if size != int64(len(esp)) || base*isoSector+size > int64(len(iso)) || !bytes.Equal(iso[base*isoSector:base*isoSector+size], esp) {
+		return errors.New("/efiboot.img is not the EFI image given")
+	}
+	for _, e := range ext {
+		if e.Size == 0 {
+			continue
+		}
+		if e.Offset%isoSector != 0 || e.Offset+e.Size > size {
+			return fmt.Errorf("%s: at %d (%d bytes) in the EFI image, not a 2048-byte block inside it", e.Path, e.Offset, e.Size)
+		}
+		rec := root
+		for _, name := range strings.Split(e.Path, "/") {
+			if rec, err = isoLookup(iso, rec, name); err != nil {
+				return fmt.Errorf("%s: %w", e.Path, err)
+			}
+		}
+		if _, n := isoExtent(rec); n != 0 || rec[25]&2 != 0 {
+			return fmt.Errorf("%s: not the empty file staged (%d bytes)", e.Path, n)
+		}
+		bothEndian32(rec[2:10], uint32(base+e.Offset/isoSector))
+		bothEndian32(rec[10:18], uint32(e.Size))
+	}
+	return nil
+}
+
+// isoExtent is a directory record's extent: its first block and size.
+func isoExtent(rec []byte) (int64, int64) {
+	return int64(binary.LittleEndian.Uint32(rec[2:])), int64(binary.LittleEndian.Uint32(rec[10:]))
+}
+
+// bothEndian32 writes v little-endian, then big-endian (ISO 9660's
+// both-byte-order fields).
+func bothEndian32(b []byte, v uint32) {
+	binary.LittleEndian.PutUint32(b, v)
+	binary.BigEndian.PutUint32(b[4:], v)
+}
+
+// isoLookup finds name in the directory dir (its record) and returns the
+// entry's record, a slice of iso. Names are the Rock Ridge ones (NM),
+// else the ISO 9660 ones without their version.
+func isoLookup(iso, dir []byte, name string) ([]byte, error) {
+	start, size := isoExtent(dir)
+	if dir[25]&2 == 0 || start*isoSector+size > int64(len(iso)) {
+		return nil, fmt.Errorf("looking up %s: not a directory inside the image", name)
+	}
+	for pos, end := start*isoSector, start*isoSector+size; pos < end; {
+		n := int64(iso[pos])
+		if n == 0 { // the rest of the block is padding
+			pos = (pos/isoSector + 1) * isoSector
+			continue
+		}
+		if n < 34 || pos+n > end {
+			return nil, fmt.Errorf("looking up %s: a bad directory record", name)
+		}
+		rec := iso[pos : pos+n]
+		if got, rr := isoRecordName(rec); got == name || !rr && strings.EqualFold(got, name) {
+			return rec, nil
+		}
+		pos += n
+	}
+	return nil, fmt.Errorf("no %s in the ISO 9660 tree", name)
+}
+
+// isoRecordName is a record's Rock Ridge name (its NM entries; rr), or
+// its ISO 9660 name without ";1" and a trailing dot.
+func isoRecordName(rec []byte) (string, bool) {
+	l := int(rec[32])
+	if 33+l > len(rec) {
+		return "", false
+	}
+	iso := string(rec[33 : 33+l])
+	su := 33 + l + (l+1)%2 // the system use area follows a pad byte after an even name
+	var nm strings.Builder
+	found := false
+	for su+4 <= len(rec) {
+		n := int(rec[su+2])
+		if n < 4 || su+n > len(rec) {
+			break
+		}
+		if string(rec[su:su+2]) == "NM" && n >= 5 {
+			nm.Write(rec[su+5 : su+n])
+			found = true
+		}
+		su += n
+	}
+	if found {
+		return nm.String(), true
+	}
+	iso, _, _ = strings.Cut(iso, ";")
+	return strings.TrimSuffix(iso, "."), false
+}
+
+// compressVariant compresses a disk image: "zst" (zstd), "gz" (gzip) or
+// "xz". xz is liblzma's threaded encoder (xzdec.Encode): one Stream of
+// 24 MiB Blocks at -6, as `xz -T0` writes it, on every core, the bytes
+// independent of their number. A builder built without cgo has no
+// liblzma encoder: it writes xzChunks, other bytes (builder/compressors
+// says so, and refuses releases).
+func compressVariant(algo string, data []byte) ([]byte, error) {
 	switch algo {
 	case "zst":
-		return one("zstd", data)
+		return CompressInitramfs("zstd", len(data)/4, func(w io.Writer) error { _, err := w.Write(data); return err })
 	case "gz":
 		// One compressor at a pinned version, no name and no time in the
 		// header: the same image gives the same bytes.
@@ -208,25 +338,40 @@ func compressVariant(algo string, data []byte) ([]byte, error) {
 		}
 		return b.Bytes(), err
 	case "xz":
-		const chunk = 16 << 20
-		n := (len(data) + chunk - 1) / chunk
-		parts := make([][]byte, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-		for i := range n {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				parts[i], errs[i] = one("xz", data[i*chunk:min((i+1)*chunk, len(data))])
-			}()
+		if !xzdec.CanEncode {
+			return xzChunks(data)
 		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return nil, err
-		}
-		return bytes.Join(parts, nil), nil
+		return xzdec.Encode(data, xzdec.EncodeOptions{Preset: diskXZPreset, Threads: runtime.GOMAXPROCS(0)})
 	}
 	return nil, fmt.Errorf("unknown disk image compression %q (zst, xz or gz)", algo)
+}
+
+// diskXZPreset is the .xz disk images' preset: xz's default.
+const diskXZPreset = 6
+
+// xzChunks is the .xz of a builder without cgo: independent streams of
+// 16 MiB written by ulikunitz/xz in parallel and concatenated (a valid
+// .xz file); the bytes depend on the chunking, not on the number of
+// cores.
+func xzChunks(data []byte) ([]byte, error) {
+	const chunk = 16 << 20
+	n := (len(data) + chunk - 1) / chunk
+	parts := make([][]byte, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			b := data[i*chunk : min((i+1)*chunk, len(data))]
+			parts[i], errs[i] = CompressInitramfs("xz", len(b)/4, func(w io.Writer) error { _, err := w.Write(b); return err })
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return bytes.Join(parts, nil), nil
 }

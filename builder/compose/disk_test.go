@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -72,21 +74,31 @@ func TestRawImage(t *testing.T) {
 	}
 }
 
-// TestISOImage: xorriso lists the El Torito EFI image; two builds give the
-// same bytes.
+// TestISOImage: xorriso lists the El Torito EFI image and the boot files
+// in the ISO 9660 tree; two builds give the same bytes. The payload is in
+// the ISO once (at most 1.05 times the boot files' bytes): xorriso
+// extracts each file of the tree with its bytes, mtools reads the same
+// from the EFI image inside the ISO, and the tree's files are blocks of
+// that image. An ISO other than the one staged is refused.
 func TestISOImage(t *testing.T) {
 	xorriso := testutil.NeedTool(t, "xorriso")
-	bl, initrd := testBootFiles()
+	mtype := testutil.NeedTool(t, "mtype")
+	bl, _ := testBootFiles()
+	initrd := make([]byte, 40<<20+777)
+	rng := rand.New(rand.NewPCG(1, 2)) // incompressible, as an initramfs
+	for i := range initrd {
+		initrd[i] = byte(rng.Uint32())
+	}
 	files := bootFiles(x86, bl, []byte("vmlinuz"), initrd, "Nodeforge test", nil)
-	esp, err := espImage(files, 1700000000, "0123456789abcdef", 0, 0)
+	esp, ext, err := isoESP(files, 1700000000, "0123456789abcdef")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, tool, err := isoImage(context.Background(), t.TempDir(), esp, files, 1700000000, "NODEFORGE")
+	a, tool, err := isoImage(context.Background(), t.TempDir(), esp, ext, 1700000000, "NODEFORGE")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := isoImage(context.Background(), t.TempDir(), esp, files, 1700000000, "NODEFORGE")
+	b, _, err := isoImage(context.Background(), t.TempDir(), esp, ext, 1700000000, "NODEFORGE")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +108,16 @@ func TestISOImage(t *testing.T) {
 	if !strings.Contains(tool, "xorriso") {
 		t.Errorf("tool %q", tool)
 	}
-	p := filepath.Join(t.TempDir(), "x.iso")
+	payload := 0
+	for _, f := range files {
+		payload += len(f.Data)
+	}
+	if len(a) > payload*105/100 {
+		t.Errorf("the ISO is %d bytes for %d bytes of boot files: %.3f times", len(a), payload, float64(len(a))/float64(payload))
+	}
+	t.Logf("ISO %d bytes, boot files %d: %.4f times", len(a), payload, float64(len(a))/float64(payload))
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.iso")
 	os.WriteFile(p, a, 0o644)
 	out, err := exec.Command(xorriso, "-indev", p, "-find", "/", "--", "-report_el_torito", "plain").CombinedOutput()
 	for _, want := range []string{"'/efiboot.img'", "'/EFI/BOOT/BOOTX64.EFI'", "'/loader/entries/nodeforge.conf'", "'/nodeforge/vmlinuz'", "'/nodeforge/initramfs.xz'", "UEFI"} {
@@ -104,10 +125,52 @@ func TestISOImage(t *testing.T) {
 			t.Errorf("xorriso -find lacks %s: %v\n%s", want, err, out)
 		}
 	}
+	lba, err := exec.Command(xorriso, "-indev", p, "-find", "/efiboot.img", "-exec", "report_lba").CombinedOutput()
+	var start, blocks int64
+	if i := strings.Index(string(lba), "File data lba:"); err != nil || i < 0 {
+		t.Fatalf("xorriso report_lba: %v\n%s", err, lba)
+	} else {
+		fmt.Sscanf(strings.Fields(string(lba)[i+len("File data lba:"):])[2], "%d", &start)
+		fmt.Sscanf(strings.Fields(string(lba)[i+len("File data lba:"):])[4], "%d", &blocks)
+	}
+	for _, f := range files {
+		got := filepath.Join(dir, filepath.Base(f.Path))
+		if out, err := exec.Command(xorriso, "-osirrox", "on", "-indev", p, "-extract", "/"+f.Path, got).CombinedOutput(); err != nil {
+			t.Errorf("xorriso -extract %s: %v\n%s", f.Path, err, out)
+		} else if data, _ := os.ReadFile(got); !bytes.Equal(data, f.Data) {
+			t.Errorf("/%s in the ISO 9660 tree: %d bytes, not the file's %d", f.Path, len(data), len(f.Data))
+		}
+		cmd := exec.Command(mtype, "-i", fmt.Sprintf("%s@@%d", p, start*2048), "::/"+f.Path)
+		cmd.Env = append(os.Environ(), "MTOOLS_SKIP_CHECK=1")
+		if data, err := cmd.Output(); err != nil || !bytes.Equal(data, f.Data) {
+			t.Errorf("/%s in the EFI image: %v, %d bytes, not the file's %d", f.Path, err, len(data), len(f.Data))
+		}
+		rep, err := exec.Command(xorriso, "-indev", p, "-find", "/"+f.Path, "-exec", "report_lba").CombinedOutput()
+		i := strings.Index(string(rep), "File data lba:")
+		var at int64
+		if err == nil && i >= 0 {
+			fmt.Sscanf(strings.Fields(string(rep)[i+len("File data lba:"):])[2], "%d", &at)
+		}
+		if at < start || at >= start+blocks {
+			t.Errorf("/%s is at block %d, not inside efiboot.img (%d, %d blocks): %v\n%s", f.Path, at, start, blocks, err, rep)
+		}
+	}
+	// What xorriso wrote is checked before a record is changed: no ISO, or
+	// an efiboot.img other than the image given, is an error.
+	if err := pointISOFiles(make([]byte, 40000), esp, ext); err == nil || !strings.Contains(err.Error(), "primary volume descriptor") {
+		t.Errorf("no ISO: %v", err)
+	}
+	other := bytes.Clone(esp)
+	other[len(other)-1] ^= 1
+	if err := pointISOFiles(bytes.Clone(b), other, ext); err == nil || !strings.Contains(err.Error(), "not the EFI image given") {
+		t.Errorf("another EFI image: %v", err)
+	}
 }
 
-// TestCompressVariant: the xz variant (independent streams compressed in
-// parallel) and the zstd one decompress to the image with the stock tools.
+// TestCompressVariant: the xz variant (liblzma's threaded encoder, or
+// without cgo independent streams compressed in parallel) and the zstd
+// one decompress to the image with the stock tools, xz -t finds the xz
+// one sound, and the xz bytes are the same on one core as on all.
 func TestCompressVariant(t *testing.T) {
 	xzTool := testutil.NeedTool(t, "xz")
 	zstdTool := testutil.NeedTool(t, "zstd")
@@ -125,6 +188,20 @@ func TestCompressVariant(t *testing.T) {
 		out, err := cmd.Output()
 		if err != nil || !bytes.Equal(out, data) {
 			t.Errorf("%s: %v, %d bytes back", algo, err, len(out))
+		}
+		if algo != "xz" {
+			continue
+		}
+		cmd = exec.Command(tool, "-t")
+		cmd.Stdin = bytes.NewReader(c)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("xz -t: %v\n%s", err, out)
+		}
+		prev := runtime.GOMAXPROCS(1)
+		one, err := compressVariant(algo, data)
+		runtime.GOMAXPROCS(prev)
+		if err != nil || !bytes.Equal(one, c) {
+			t.Errorf("xz on one core: %v, %d bytes against %d on %d (equal: %t)", err, len(one), len(c), prev, bytes.Equal(one, c))
 		}
 	}
 	if _, err := compressVariant("bz2", data); err == nil {

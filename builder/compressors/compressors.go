@@ -4,12 +4,14 @@
 //
 // A compressed format does not fix its bytes: two encoders of zstd, or two
 // versions of one, write different streams from the same input, each
-// valid. Every library here is pinned by go.mod, so every build of a
-// source writes the same bytes, but for one: the squashfs writer's zstd is
-// libzstd through cgo (github.com/DataDog/zstd) and, in a builder built
-// with CGO_ENABLED=0, klauspost's pure-Go encoder, whose blocks differ.
-// Such a builder refuses to build releases (Refusal) and still verifies,
-// audits, mirrors and serves them.
+// valid. Every library here is pinned by go.mod or vendored, so every
+// build of a source writes the same bytes, but for two: the squashfs
+// writer's zstd is libzstd through cgo (github.com/DataDog/zstd) and, in
+// a builder built with CGO_ENABLED=0, klauspost's pure-Go encoder, whose
+// blocks differ; the .xz disk images are liblzma's threaded encoder
+// (vendored in internal/xzdec, through cgo) and, without cgo, ulikunitz/xz
+// in concatenated streams. Such a builder refuses to build releases
+// (Refusal) and still verifies, audits, mirrors and serves them.
 package compressors
 
 import (
@@ -19,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/nodeforge/builder/builder/rootfs/sqfs"
+	"github.com/nodeforge/builder/internal/xzdec"
 )
 
 // The modules of the compressors.
@@ -26,6 +29,9 @@ const (
 	klauspost = "github.com/klauspost/compress"
 	ulikunitz = "github.com/ulikunitz/xz"
 	datadog   = "github.com/DataDog/zstd"
+	// liblzma is the xz-utils library vendored in internal/xzdec: not a
+	// Go module, its version is xzdec.LiblzmaVersion.
+	liblzma = "liblzma"
 )
 
 // Implementation is the library that writes one compressed format.
@@ -34,8 +40,8 @@ type Implementation struct {
 	// (rootfs.sqsh, the extensions' images in the media), "squashfs xz",
 	// "squashfs gzip", "initramfs zstd" (also the .zst disk images and
 	// the zstd layers of container images),
-	// "initramfs xz" (also the .xz ones), "layers gzip" (the OCI layers,
-	// the .gz disk images, the VMDK's zlib grains).
+	// "initramfs xz", "disk xz" (the .xz disk images), "layers gzip" (the
+	// OCI layers, the .gz disk images, the VMDK's zlib grains).
 	Writes string
 	// Module is the Go module, Version its version as compiled in
 	// ("unknown" in a binary without build information).
@@ -64,11 +70,25 @@ func This() []Implementation {
 		{Writes: "initramfs zstd", Module: klauspost, Reference: klauspost},
 		{Writes: "initramfs xz", Module: ulikunitz, Reference: ulikunitz},
 		{Writes: "layers gzip", Module: klauspost, Reference: klauspost},
+		{Writes: "disk xz", Module: diskXZModule(), Reference: liblzma, ReferenceName: "liblzma " + xzdec.LiblzmaVersion + " via internal/xzdec",
+			Lacks: "was built without cgo", Remedy: "build the builder with CGO_ENABLED=1 (a C compiler and libc headers) to build releases"},
 	}
 	for i := range list {
 		list[i].Version = sqfs.ModuleVersion(list[i].Module)
+		if list[i].Module == liblzma {
+			list[i].Version = xzdec.LiblzmaVersion
+		}
 	}
 	return list
+}
+
+// diskXZModule writes the .xz disk images in this build: liblzma with
+// cgo, ulikunitz/xz without (builder/compose).
+func diskXZModule() string {
+	if xzdec.CanEncode {
+		return liblzma
+	}
+	return ulikunitz
 }
 
 // Map is what the build report records: format -> module@version.

@@ -117,3 +117,24 @@ func TestEveryWriterListed(t *testing.T) {
 		}
 	}
 }
+
+// TestDiskXZ: the .xz disk images are liblzma's (vendored, at its
+// version) in a cgo build; a builder whose disk xz is ulikunitz/xz (one
+// built without cgo) writes other bytes and is refused, naming it.
+func TestDiskXZ(t *testing.T) {
+	list := This()
+	i := slices.IndexFunc(list, func(i Implementation) bool { return i.Writes == "disk xz" })
+	if i < 0 || list[i].String() != "liblzma@5.4.1" || !list[i].IsReference() {
+		t.Fatalf("disk xz: %+v", list)
+	}
+	list[i].Module, list[i].Version = ulikunitz, "v0.5.15"
+	err := Refusal(list)
+	if err == nil {
+		t.Fatal("a builder whose disk xz is ulikunitz/xz is not refused")
+	}
+	for _, want := range []string{"built without cgo", "disk xz", ulikunitz, "liblzma 5.4.1 via internal/xzdec", "CGO_ENABLED=1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal lacks %q: %v", want, err)
+		}
+	}
+}

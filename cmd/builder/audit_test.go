@@ -24,6 +24,7 @@ import (
 
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/certification"
+	"github.com/nodeforge/builder/internal/testbrowser"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 	"github.com/nodeforge/builder/pkgbase/demobase"
@@ -234,18 +235,18 @@ func checkCaveats(t *testing.T, d *demoRelease, layout string, rep *certificatio
 // is wider than its box (no clipped column), and it prints to PDF.
 func checkLayoutInChromium(t *testing.T, page string) {
 	t.Helper()
-	chromium := needChromium(t)
+	chromium := testbrowser.Need(t)
 	if chromium == "" {
 		return
 	}
-	b := startBrowser(t, chromium)
-	b.navigate(t, "file://"+page)
+	b := testbrowser.Start(t, chromium)
+	b.Navigate(t, "file://"+page)
 	const measure = `JSON.stringify({page: document.documentElement.scrollWidth - window.innerWidth,
 		tables: [...document.querySelectorAll("table")].filter(t => t.scrollWidth > t.clientWidth + 1 || t.getBoundingClientRect().right > window.innerWidth).length})`
 	for _, media := range []string{"screen", "print"} {
-		b.call(t, b.session, "Emulation.setEmulatedMedia", map[string]any{"media": media}, nil)
+		b.Call(t, "Emulation.setEmulatedMedia", map[string]any{"media": media}, nil)
 		var s string
-		b.eval(t, measure, &s)
+		b.Eval(t, measure, &s)
 		var got struct{ Page, Tables int }
 		if err := json.Unmarshal([]byte(s), &got); err != nil {
 			t.Fatal(err)
@@ -255,11 +256,11 @@ func checkLayoutInChromium(t *testing.T, page string) {
 		}
 	}
 	var pdf struct{ Data string }
-	b.call(t, b.session, "Page.printToPDF", map[string]any{"printBackground": true}, &pdf)
+	b.Call(t, "Page.printToPDF", map[string]any{"printBackground": true}, &pdf)
 	if len(pdf.Data) < 1000 {
 		t.Errorf("%s printed to %d bytes of PDF", filepath.Base(page), len(pdf.Data))
 	}
-	for _, e := range b.takeProblems() {
+	for _, e := range b.TakeProblems() {
 		t.Errorf("%s: console: %s", filepath.Base(page), e)
 	}
 }
@@ -270,7 +271,7 @@ func checkLayoutInChromium(t *testing.T, page string) {
 // chromium here).
 func renderInChromium(t *testing.T, page string) (string, func(extra ...string) (string, string)) {
 	t.Helper()
-	chromium := needChromium(t)
+	chromium := testbrowser.Need(t)
 	if chromium == "" {
 		return "", nil
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -42,8 +43,15 @@ cache directory: vmlinuz and the module trees the node needs, signatures
 kept) and Debian's systemd-boot-efi replace the stand-in kernel-image-std-def
 and systemd-boot-efi, the node init (--init: a static linux/amd64 build of
 cmd/nodeforge-init) is packaged as nodeforge-init, and the spec boots it
-with its console on the serial port. scripts/fetch-test-kernel.sh --demo DIR
-fetches the two Debian packages into DIR. The rest stays stand-ins.
+with its console on the serial port. When the cache directory's
+extension-debs/ holds Debian's containerd, runc, containernetworking-plugins,
+btrfs-progs and the libraries they load, they replace the stand-ins of the
+cri and btrfs extensions (under their Debian names, the libraries in the
+root: libc6 in glibc-core's place), placed where the extension contract
+allows by the definitions in DIR/extensions/, and DIR/hello-image.tar is a
+container image of the init for the node to run (make demo-boot attaches
+it). scripts/fetch-test-kernel.sh --demo DIR fetches all of them into DIR.
+The rest stays stand-ins.
 
 Every package and release is signed with the demo key. It is a demo-only key
 whose secret half is public by design: trust it for nothing else.
@@ -95,15 +103,17 @@ replaced and everything else in it is left alone.`,
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "accept a non-empty DIR: replace its alt/, keys/demo.asc and spec.yaml, keep everything else (signing keys under keys/ included)")
-	cmd.Flags().StringVar(&kernelCache, "kernel-cache", "", "make the base bootable with Debian's kernel and systemd-boot-efi .debs from this directory (scripts/fetch-test-kernel.sh --demo DIR fetches them); needs --init")
+	cmd.Flags().StringVar(&kernelCache, "kernel-cache", "", "make the base bootable with Debian's kernel and systemd-boot-efi .debs from this directory, and its cri and btrfs extensions Debian's containerd, runc, CNI plugins and btrfs-progs from DIR/extension-debs when they are there (scripts/fetch-test-kernel.sh --demo DIR fetches them all); needs --init")
 	cmd.Flags().StringVar(&initPath, "init", "", "the node init packaged as nodeforge-init: a static linux/amd64 build of cmd/nodeforge-init; needs --kernel-cache")
 	return cmd
 }
 
 // demoEntries are what demobase.Write creates and --force replaces: the
-// repository, the base's public key and the spec. The rest of keys/ (the
-// channels' signing keys the spec points at) is the user's and stays.
-var demoEntries = []string{demobase.RepoDir, demobase.KeyFile, demobase.SpecFile}
+// repository, the base's public key and the spec, and a bootable base's
+// extension definitions and container image (removed when the new base
+// has none). The rest of keys/ (the channels' signing keys the spec
+// points at) is the user's and stays.
+var demoEntries = []string{demobase.RepoDir, demobase.KeyFile, demobase.SpecFile, demobase.ExtensionsDir, demobase.ImageFile}
 
 // writeBootable writes the bootable demo base.
 func writeBootable(cmd *cobra.Command, dir string, force bool, kernelCache, initPath string) error {
@@ -119,8 +129,12 @@ func writeBootable(cmd *cobra.Command, dir string, force bool, kernelCache, init
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "demo base: %d packages in %s; spec %s (bootable: kernel %s from %s, systemd-boot from %s, init %s)\n",
-		sum.Packages, filepath.Join(dir, demobase.RepoDir), filepath.Join(dir, demobase.SpecFile), sum.KernelVersion, sum.KernelDeb, sum.BootDeb, initPath)
+	exts := "cri and btrfs: stand-ins (no Debian packages for them in " + filepath.Join(kernelCache, "extension-debs") + ")"
+	if len(sum.Extensions) > 0 {
+		exts = "cri and btrfs: Debian's " + strings.Join(sum.Extensions, ", ")
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "demo base: %d packages in %s; spec %s (bootable: kernel %s from %s, systemd-boot from %s, init %s; %s)\n",
+		sum.Packages, filepath.Join(dir, demobase.RepoDir), filepath.Join(dir, demobase.SpecFile), sum.KernelVersion, sum.KernelDeb, sum.BootDeb, initPath, exts)
 	return nil
 }
 
@@ -209,6 +223,9 @@ func replaceEntries(src, dst string) error {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, e)), 0o755); err != nil {
 			restore()
 			return err
+		}
+		if _, err := os.Lstat(filepath.Join(src, e)); errors.Is(err, fs.ErrNotExist) {
+			continue // not in this kind of base
 		}
 		if err := os.Rename(filepath.Join(src, e), filepath.Join(dst, e)); err != nil {
 			restore()

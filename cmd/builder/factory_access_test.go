@@ -16,7 +16,6 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,9 +28,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/nodeforge/builder/factory"
-	"github.com/nodeforge/builder/factory/server"
 	"github.com/nodeforge/builder/internal/testutil"
-	"github.com/nodeforge/builder/oci"
 )
 
 const (
@@ -312,8 +309,9 @@ func curl(t *testing.T, args ...string) (string, string) {
 // TestFactoryAccess: builder factory serve from a config file (flags
 // overriding it) over HTTPS with a private CA, logins to build and to
 // read metrics, anonymous downloads; no secret in the log or /readyz.
-// Then, on the same release: a client that hangs up mid-build cancels
-// nothing.
+// (The factory's access rules themselves, its registry front behind a
+// login over TLS, and a client hanging up mid-build: factory/server's
+// tests.)
 func TestFactoryAccess(t *testing.T) {
 	d := newDemoRelease(t)
 	if _, err := d.publish(t); err != nil {
@@ -410,155 +408,4 @@ max-builds: 1
 			t.Errorf("a secret (%.4s...) is in the log or /readyz:\n%s\n%s", s, ready, logs)
 		}
 	}
-
-	t.Run("hang-up", func(t *testing.T) { checkHangUp(t, d, layout) })
-}
-
-// checkHangUp: a client that disconnects mid-build does not cancel the
-// build: it ends, is cached, and the next request gets it from the cache.
-func checkHangUp(t *testing.T, d *demoRelease, layout string) {
-	st, err := oci.OpenLayout(layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := oci.CreateLayout(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, _ := loadVerifiers([]string{d.devPub})
-	signer, err := loadSigner(d.devKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	srv, err := server.New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
-		Cache: cache, Signer: signer, BuilderVersion: "test", Work: work})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
-	resp, err := http.Post(hs.URL+"/schematics", "application/yaml", strings.NewReader("{}"))
-	if err != nil || resp.StatusCode != 201 {
-		t.Fatalf("POST /schematics: %v %v", err, resp)
-	}
-	resp.Body.Close()
-	iso := hs.URL + "/image/376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba/1.11.0-demo/metal-amd64.iso"
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", iso, nil)
-	answered := make(chan error, 1)
-	go func() {
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		answered <- err
-	}()
-	// The build runs once its scratch directory is there.
-	for {
-		if des, _ := os.ReadDir(work); len(des) > 0 {
-			break
-		}
-		select {
-		case err := <-answered:
-			t.Fatalf("the request was answered (%v) before its build was seen", err)
-		default:
-			time.Sleep(time.Millisecond)
-		}
-	}
-	cancel()
-	if err := <-answered; err == nil {
-		t.Fatal("the request was answered, not cut")
-	}
-	for start := time.Now(); srv.Stats().Builds == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Since(start) > 10*time.Minute {
-			t.Fatal("the build did not end")
-		}
-	}
-	resp, err = http.Get(iso)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || len(b) == 0 {
-		t.Errorf("after the hang-up: %d, %d bytes", resp.StatusCode, len(b))
-	}
-	if st := srv.Stats(); st.Builds != 1 {
-		t.Errorf("stats %+v: the hang-up cancelled the build", st)
-	}
-}
-
-// TestFactoryRegistryAccess: the registry front behind a login over TLS
-// with a private CA: crane and skopeo pull with the credentials of a
-// docker config.json, cosign verifies the factory's signature.
-func TestFactoryRegistryAccess(t *testing.T) {
-	for _, tool := range []string{"crane", "skopeo", "cosign"} {
-		testutil.NeedTool(t, tool)
-	}
-	d := newDemoRelease(t)
-	if _, err := d.publish(t); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	caFile := accessFiles(t, dir)
-	srv := startFactoryCLI(t, "--release", "oci:"+filepath.Join(d.dir, "release", "dev"), "--key", d.devPub, "--signing-key", d.devKey,
-		"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(dir, "server.pem"), "--tls-key", filepath.Join(dir, "server.key"),
-		"--htpasswd", filepath.Join(dir, "htpasswd"), "--tokens", filepath.Join(dir, "tokens"), "--login", "build,pull")
-	host := strings.TrimPrefix(srv.url, "https://")
-	resp, body := call(t, tlsClient(t, caFile), "POST", srv.url+"/schematics", "{}", accessUser, accessPassword)
-	var created struct{ ID string }
-	if json.Unmarshal([]byte(body), &created); resp.StatusCode != 201 {
-		t.Fatalf("POST /schematics: %d %q", resp.StatusCode, body)
-	}
-	ref := host + "/installer/" + created.ID + ":1.11.0-demo"
-
-	// A docker config.json with the login; skopeo's --cert-dir wants the
-	// CA as *.crt.
-	docker, anonymous, certs := filepath.Join(dir, "docker"), filepath.Join(dir, "anonymous"), filepath.Join(dir, "certs")
-	for _, d := range []string{docker, anonymous, certs} {
-		os.MkdirAll(d, 0o700)
-	}
-	auth := base64.StdEncoding.EncodeToString([]byte(accessUser + ":" + accessPassword))
-	os.WriteFile(filepath.Join(docker, "config.json"), []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, host, auth)), 0o600)
-	os.WriteFile(filepath.Join(anonymous, "config.json"), []byte(`{"auths":{}}`), 0o600)
-	ca, _ := os.ReadFile(caFile)
-	os.WriteFile(filepath.Join(certs, "ca.crt"), ca, 0o644)
-	env := []string{"SSL_CERT_FILE=" + caFile, "DOCKER_CONFIG=" + docker}
-
-	if out, err := tool(env, "crane", "manifest", ref); err != nil || !strings.Contains(out, `"manifests"`) {
-		t.Errorf("crane manifest with config.json: %v\n%s", err, out)
-	}
-	if out, err := tool([]string{"SSL_CERT_FILE=" + caFile, "DOCKER_CONFIG=" + anonymous}, "crane", "manifest", ref); err == nil || !strings.Contains(out, "UNAUTHORIZED") {
-		t.Errorf("crane manifest without a login: %v\n%s", err, out)
-	}
-	if out, err := tool(env, "crane", "pull", "--format", "oci", ref, t.TempDir()); err != nil {
-		t.Errorf("crane pull with config.json: %v\n%s", err, out)
-	}
-	if out, err := tool(env, "skopeo", "inspect", "--raw", "--cert-dir", certs, "--authfile", filepath.Join(docker, "config.json"), "docker://"+ref); err != nil || !strings.Contains(out, `"manifests"`) {
-		t.Errorf("skopeo inspect with --authfile: %v\n%s", err, out)
-	}
-	if out, err := tool(env, "skopeo", "copy", "--all", "--src-cert-dir", certs, "--src-authfile", filepath.Join(docker, "config.json"), "docker://"+ref, "oci:"+filepath.Join(t.TempDir(), "copy")+":v"); err != nil {
-		t.Errorf("skopeo copy with --src-authfile: %v\n%s", err, out)
-	}
-	if out, err := tool(env, "cosign", "verify", "--key", d.devPub, "--insecure-ignore-tlog=true", ref); err != nil {
-		t.Errorf("cosign verify over TLS with config.json: %v\n%s", err, out)
-	}
-}
-
-func mustLayout(t *testing.T) oci.Store {
-	t.Helper()
-	l, err := oci.CreateLayout(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-// tool runs an outside tool with env added to the test's.
-func tool(env []string, name string, args ...string) (string, error) {
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }

@@ -90,8 +90,18 @@ func TestDemoBaseForceKeepsKeys(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o600)
 	}
 	os.WriteFile(filepath.Join(dir, "spec.yaml"), []byte("edited"), 0o644)
+	// A bootable base's extension definitions and container image go
+	// with it: the stand-in base has none.
+	os.MkdirAll(filepath.Join(dir, demobase.ExtensionsDir), 0o755)
+	os.WriteFile(filepath.Join(dir, demobase.ExtensionsDir, "cri.yaml"), []byte("old"), 0o644)
+	os.WriteFile(filepath.Join(dir, demobase.ImageFile), []byte("old"), 0o644)
 	if _, err := runBuilder(t, "demo-base", "--force", dir); err != nil {
 		t.Fatal(err)
+	}
+	for _, gone := range []string{demobase.ExtensionsDir, demobase.ImageFile} {
+		if _, err := os.Stat(filepath.Join(dir, gone)); err == nil {
+			t.Errorf("demo-base --force left the old base's %s", gone)
+		}
 	}
 	for rel, content := range mine {
 		if b, err := os.ReadFile(filepath.Join(dir, rel)); err != nil || string(b) != content {

@@ -16,8 +16,8 @@ import (
 // The long tests that share nothing with the process (each has its own
 // directories, registries and child builders) call t.Parallel, so that this
 // package, the last to finish, keeps both cores busy; a test that sets the
-// environment or the working directory, boots qemu, walks a browser through
-// the factory UI or times a server runs alone.
+// environment or the working directory, boots qemu, renders the audit's pages
+// in a browser or times a server runs alone.
 func TestMain(m *testing.M) {
 	if os.Getenv("NODEFORGE_TEST_AS_MAIN") == "1" {
 		main()

@@ -104,6 +104,20 @@ func TestCredentials(t *testing.T) {
 	}
 }
 
+// newServer is a factory serving nothing yet (the tests say what with
+// the service's test hooks, factory/fortest.go): the front of
+// factory.NewUnverified, its options checked as New checks them.
+func newServer(o factory.ServerOptions) (*Server, error) {
+	if err := checkFront(o); err != nil {
+		return nil, err
+	}
+	svc, err := factory.NewUnverified(o)
+	if err != nil {
+		return nil, err
+	}
+	return newFront(svc)
+}
+
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 // accessFactory is a factory serving one release ("1.0", x86_64) whose

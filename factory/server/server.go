@@ -127,18 +127,6 @@ func New(ctx context.Context, o factory.ServerOptions) (*Server, error) {
 	return newFront(svc)
 }
 
-// newServer is a factory serving nothing yet.
-func newServer(o factory.ServerOptions) (*Server, error) {
-	if err := checkFront(o); err != nil {
-		return nil, err
-	}
-	svc, err := factory.NewUnverified(o)
-	if err != nil {
-		return nil, err
-	}
-	return newFront(svc)
-}
-
 // checkFront checks the front's options before the releases are
 // verified.
 func checkFront(o factory.ServerOptions) error {

@@ -25,6 +25,8 @@ var internalUp = map[string]string{
 		"it moves beside the build once the factory's tests that import it have moved (issue 39)",
 	"internal/testbase -> pkgbase/debpkg": "the boot tests' base wraps Debian's packages as the bootable " +
 		"demo base does; it moves beside the build with the api/target arrow (issue 39)",
+	"internal/testbase -> pkgbase/debext": "the boot tests' base makes the cri and btrfs extensions of the " +
+		"Debian packages the bootable demo base makes them of; it moves beside the build with the api/target arrow (issue 39)",
 }
 
 // internalViolations checks, on direct imports: no package that is not a
@@ -86,7 +88,7 @@ func TestRulesCatchWrongImports(t *testing.T) {
 		{ImportPath: m("internal/ocilayout"), Imports: []string{m("internal/atomicfile"), "os"}},
 		{ImportPath: m("attest/signing/signingtest"), Imports: []string{m("attest/signing")}, Deps: []string{m("attest/signing")}},
 		{ImportPath: m("internal/testbase/mkbase"), Imports: []string{m("internal/testbase")}},
-		{ImportPath: m("internal/testbase"), Imports: []string{m("api/target"), m("pkgbase/debpkg")}},
+		{ImportPath: m("internal/testbase"), Imports: []string{m("api/target"), m("pkgbase/debpkg"), m("pkgbase/debext")}},
 		// Wrong: the ground floor reaching up, a test helper in library
 		// code, the build reaching the release.
 		{ImportPath: m("internal/atomicfile"), Imports: []string{m("oci")}},

@@ -8,28 +8,23 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/pkgbase/debpkg"
 )
 
-// The extensions' base (Options.Extensions): Debian's packages wrapped
-// unchanged into RPMs of the same names, the cri and btrfs extensions made
-// from them by definitions that relocate Debian's layout into the
-// extension contract's (/usr/local), and the libraries they load in the
-// root filesystem, as a distribution's root has them.
-var (
-	// CRIDebs make the cri extension.
-	CRIDebs = []string{"containerd", "runc", "containernetworking-plugins"}
-	// BtrfsDebs make the btrfs extension.
-	BtrfsDebs = []string{"btrfs-progs"}
-	// LibDebs go into the root filesystem: what the extensions' programs
-	// load (their Depends less iptables, which nothing here runs).
-	LibDebs = []string{"libc6", "libgcc-s1", "libseccomp2", "libblkid1", "libcom-err2", "libext2fs2",
-		"liblzo2-2", "libudev1", "libuuid1", "libzstd1", "zlib1g"}
-)
-
 // ExtDebDir is the cache directory's subdirectory of the extensions'
-// Debian packages (scripts/fetch-test-kernel.sh fetches them).
+// Debian packages (scripts/fetch-test-kernel.sh fetches them); their arm64
+// builds, for an aarch64 extensions' base, are in ExtDebDir+"-arm64".
 const ExtDebDir = "extension-debs"
+
+// extDebDir is the cache's subdirectory of the extensions' packages of
+// a Debian architecture (amd64, arm64).
+func extDebDir(debArch string) string {
+	if debArch == "amd64" {
+		return ExtDebDir
+	}
+	return ExtDebDir + "-" + debArch
+}
 
 // HelloImage is the extensions' base's container image (an OCI archive
 // beside the spec): the init, run as "nodeforge-init hello".
@@ -42,16 +37,20 @@ const HelloImageName = "docker.io/nodeforge/hello:test"
 // cached: tests skip on a workstation, fail in CI.
 var ErrNoDebs = errors.New("no cached Debian package")
 
-// findExtDebs finds every extension package in the cache directory.
+// findExtDebs finds every extension package of each of the base's
+// architectures in the cache directory.
 func findExtDebs(opts Options) ([]string, error) {
-	dir := filepath.Join(opts.CacheDir, ExtDebDir)
 	var debs []string
-	for _, name := range extDebNames() {
-		p := debpkg.Newest(dir, name+"_*_amd64.deb")
-		if p == "" {
-			return nil, fmt.Errorf("%w: no %s_*_amd64.deb in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoDebs, name, dir)
+	for _, in := range opts.inputs {
+		dir := filepath.Join(opts.CacheDir, extDebDir(in.arch.OCI))
+		for _, name := range extDebNames() {
+			pattern := name + "_*_" + in.arch.OCI + ".deb"
+			p := debpkg.Newest(dir, pattern)
+			if p == "" {
+				return nil, fmt.Errorf("%w: no %s in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoDebs, pattern, dir)
+			}
+			debs = append(debs, p)
 		}
-		debs = append(debs, p)
 	}
 	return debs, nil
 }
@@ -79,7 +78,8 @@ var skeleton = map[string]bool{"/bin": true, "/sbin": true, "/etc": true, "/lib"
 	"/usr/lib": true, "/usr/sbin": true, "/usr/share": true, "/usr/libexec": true, "/var": true, "/var/lib": true}
 
 // debSpec extracts a Debian package (less its documentation) and
-// describes its RPM: the same name, version and files.
+// describes its RPM: the same name, version and files, for the
+// architecture of the package (amd64: x86_64, arm64: aarch64).
 func debSpec(deb, stage string) (rpmSpec, error) {
 	name, err := debpkg.Field(deb, "Package")
 	if err != nil {
@@ -89,7 +89,11 @@ func debSpec(deb, stage string) (rpmSpec, error) {
 	if err != nil {
 		return rpmSpec{}, err
 	}
-	root := filepath.Join(stage, "deb-"+name)
+	arch, err := rpmArch(deb)
+	if err != nil {
+		return rpmSpec{}, err
+	}
+	root := filepath.Join(stage, "deb-"+name+"."+arch)
 	if err := debpkg.Extract(deb, root); err != nil {
 		return rpmSpec{}, err
 	}
@@ -104,13 +108,30 @@ func debSpec(deb, stage string) (rpmSpec, error) {
 	}
 	v, r := debpkg.RPMVersion(ver)
 	return rpmSpec{
-		Name: name, Version: v, Release: r, Arch: "x86_64", License: "Debian: see /usr/share/doc/" + name + "/copyright",
+		Name: name, Version: v, Release: r, Arch: arch, License: "Debian: see /usr/share/doc/" + name + "/copyright",
 		Summary:     fmt.Sprintf("Debian's %s %s, wrapped for the nodeforge extensions' boot test", name, ver),
 		Description: fmt.Sprintf("The files of Debian's %s %s as Debian ships them, documentation left out.", name, ver),
 		Root:        root, Files: files,
 		// Tens of MB of Go programs: a fast level, the base is cached.
 		Payload: "w3.zstdio",
 	}, nil
+}
+
+// rpmArch is the RPM architecture of a Debian package's: the target
+// whose Debian name it has (all: x86_64, as the images' packages were).
+func rpmArch(deb string) (string, error) {
+	debArch, err := debpkg.Field(deb, "Architecture")
+	if err != nil {
+		return "", err
+	}
+	if debArch == "all" {
+		return "x86_64", nil
+	}
+	a, err := target.Lookup(debArch) // Debian's names are Go's
+	if err != nil {
+		return "", fmt.Errorf("testbase: %s: %w", filepath.Base(deb), err)
+	}
+	return a.RPM, nil
 }
 
 // treeFiles lists a tree's %files lines: its files and links, and its
@@ -147,62 +168,4 @@ func extComponents() (rootfs []string, components string) {
   btrfs:
     kind: extension
 `
-}
-
-// criDef and btrfsDef place Debian's layout where the extension contract
-// allows files (Talos's: /usr/local, the CRI's conf.d): relocation and
-// link rules in the definition, the rest dropped. Debian's
-// /etc/containerd/config.toml names /usr/lib/cni, which the relocation
-// moves: the build refuses it, so it is dropped (the node init writes
-// containerd's configuration).
-const criDef = `# Debian's containerd, runc and CNI plugins as the cri extension.
-name: cri
-description: containerd, runc and CNI plugins (Debian's packages)
-author: Nodeforge tests
-compatibility: ">= v1.8.0"
-packages: [containerd, runc, containernetworking-plugins]
-version-from: containerd
-relocate:
-  - {from: /usr/bin/, to: /usr/local/bin/}
-  - {from: /usr/sbin/, to: /usr/local/sbin/}
-  - {from: /usr/lib/cni/, to: /usr/local/lib/cni/bin/}
-drop:
-  - /lib/systemd/**
-  - /usr/share/**
-  # It names /usr/lib/cni, where the plugins no longer are.
-  - /etc/containerd/config.toml
-  # Deprecated shims and plugins the node does not use.
-  - /usr/bin/containerd-shim
-  - /usr/bin/containerd-shim-runc-v1
-  - /usr/lib/cni/dhcp
-`
-
-// btrfsDef: Debian ships btrfs in /bin and mkfs.btrfs in /sbin; the
-// links give the tools the other's name too, as usr-merged distributions
-// find them in either.
-const btrfsDef = `# Debian's btrfs-progs as the btrfs extension.
-name: btrfs
-description: Btrfs tools (Debian's btrfs-progs)
-author: Nodeforge tests
-compatibility: ">= v1.8.0"
-packages: [btrfs-progs]
-relocate:
-  - {from: /bin/, to: /usr/local/bin/}
-  - {from: /sbin/, to: /usr/local/sbin/}
-  - {from: /lib/udev/rules.d/, to: /usr/lib/udev/rules.d/}
-links:
-  - {path: /usr/local/sbin/btrfs, target: ../bin/btrfs}
-  - {path: /usr/local/bin/mkfs.btrfs, target: ../sbin/mkfs.btrfs}
-drop:
-  - /usr/share/**
-`
-
-// writeExtDefs writes the cri and btrfs definitions into dir.
-func writeExtDefs(dir string) error {
-	for name, def := range map[string]string{"cri.yaml": criDef, "btrfs.yaml": btrfsDef} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(def), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }

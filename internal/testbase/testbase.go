@@ -133,8 +133,10 @@ type Options struct {
 	Payload string
 	// Extensions adds the cri and btrfs extensions made from Debian's
 	// containerd, runc, containernetworking-plugins and btrfs-progs
-	// (CacheDir/ExtDebDir; x86_64 only), the libraries they load in the
-	// root, and the container image HelloImage beside the spec.
+	// (CacheDir/ExtDebDir; with aarch64 among Arches, their arm64 builds
+	// from CacheDir/ExtDebDir-arm64 too), the libraries they load in the
+	// root, and the container image HelloImage beside the spec (an image
+	// index of every architecture's when there are several).
 	Extensions bool
 	// Images adds Debian's XorrisoDebs and ImageDebs (CacheDir/ImageDebDir;
 	// x86_64 only), wrapped with the shared-library provides and requires
@@ -240,9 +242,6 @@ func Build(dir string, opts Options) (string, error) {
 		opts.inputs = append(opts.inputs, in)
 	}
 	if opts.Extensions {
-		if len(opts.Arches) != 1 || opts.Arches[0] != "x86_64" {
-			return "", fmt.Errorf("testbase: the extensions' base is x86_64 alone, not %v", opts.Arches)
-		}
 		if opts.extDebs, err = findExtDebs(opts); err != nil {
 			return "", err
 		}

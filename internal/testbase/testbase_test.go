@@ -1,7 +1,6 @@
 package testbase
 
 import (
-	"github.com/nodeforge/builder/internal/testutil"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -106,17 +105,6 @@ func TestSpecYAML(t *testing.T) {
 			if got := s.Extensions[name].Relocated(from); got != to {
 				t.Errorf("%s relocates %s to %s, want %s", name, from, got, to)
 			}
-		}
-	}
-}
-
-// TestExtensionDefsSchema: the extensions' base's definitions follow
-// docs/schemas/extension.schema.json, as the shipped ones do.
-func TestExtensionDefsSchema(t *testing.T) {
-	s := testutil.Schema(t, "extension.schema.json")
-	for name, def := range map[string]string{"cri": criDef, "btrfs": btrfsDef} {
-		if err := s.Validate(testutil.YAMLDoc(t, []byte(def))); err != nil {
-			t.Errorf("%s: %v", name, err)
 		}
 	}
 }

@@ -90,7 +90,7 @@ func write(dir, key string, opts Options) error {
 			return err
 		}
 		specs = append(specs, es...)
-		if err := writeHelloImage(filepath.Join(dir, HelloImage), opts.inputs[0].initBin, sde); err != nil {
+		if err := writeHelloImage(filepath.Join(dir, HelloImage), opts.inputs, sde); err != nil {
 			return err
 		}
 	}
@@ -207,7 +207,7 @@ func archSpecs(in archInput, stage string, opts Options) (*archKernel, []rpmSpec
 // the kernel's build time dates the whole base.
 func kernelSpec(deb, arch, kroot string, info *archKernel, opts Options) (rpmSpec, error) {
 	opts.Log("testbase: extracting %s (%s %s)", filepath.Base(deb), info.DebPackage, info.DebVersion)
-	kver, vmlinuzTime, err := debpkg.ExtractKernel(deb, kroot, opts.ModuleTrees)
+	kver, vmlinuzTime, err := debpkg.ExtractKernel(deb, kroot, kernelTrees(arch, opts))
 	if err != nil {
 		return rpmSpec{}, err
 	}
@@ -233,12 +233,22 @@ func kernelSpec(deb, arch, kroot string, info *archKernel, opts Options) (rpmSpe
 	kspec := rpmSpec{
 		Name: KernelPackage, Version: upVer, Release: rel, Arch: arch, License: "GPL-2.0-only",
 		Summary:     fmt.Sprintf("Debian's %s %s, wrapped for the nodeforge boot test", info.DebPackage, info.DebVersion),
-		Description: fmt.Sprintf("vmlinuz and the module trees %s of Debian's %s %s (kernel %s).", strings.Join(opts.ModuleTrees, ", "), info.DebPackage, info.DebVersion, kver),
+		Description: fmt.Sprintf("vmlinuz and the module trees %s of Debian's %s %s (kernel %s).", strings.Join(kernelTrees(arch, opts), ", "), info.DebPackage, info.DebVersion, kver),
 		Root:        kroot,
 		Provides:    []string{fmt.Sprintf("kernel = %s-%s", upVer, rel)},
 		Files:       []string{"/boot/vmlinuz-" + kver, "/lib/modules/" + kver},
 	}
 	return kspec, nil
+}
+
+// kernelTrees are the module trees of an architecture's kernel RPM: the
+// options', and with the extensions on aarch64 the arm64 library modules
+// (xor-neon, which btrfs's xor loads; x86_64 builds its xor in).
+func kernelTrees(arch string, opts Options) []string {
+	if opts.Extensions && arch == "aarch64" {
+		return append(slices.Clone(opts.ModuleTrees), "kernel/arch/arm64/lib")
+	}
+	return opts.ModuleTrees
 }
 
 // buildRPMs builds the RPMs into the repository directory, dated sde.

@@ -1,7 +1,8 @@
 // Hand-written replacement for the config.h that xz-utils' configure
-// script generates. It enables only what the vendored decoder-only subset
-// of liblzma (upstream/) needs: no encoders, no threads, no assembler, no
-// CLMUL CRC (the table-based CRC32/CRC64 code is used on every CPU).
+// script generates. It enables only what the vendored subset of liblzma
+// (upstream/) needs: every decoder, the LZMA2 encoder and the threaded
+// .xz encoder (POSIX threads), no assembler, no CLMUL CRC (the table-based
+// CRC32/CRC64 code is used on every CPU).
 //
 // sysdefs.h includes this file as <config.h> because the cgo CFLAGS in
 // xzdec_cgo.go define HAVE_CONFIG_H and put this directory on the include
@@ -25,6 +26,27 @@
 #define HAVE_DECODER_ARMTHUMB 1
 #define HAVE_DECODER_ARM64 1
 #define HAVE_DECODER_SPARC 1
+
+// Encoders: LZMA2 only, for the threaded .xz Stream encoder (xzenc.c).
+// The BCJ and Delta filters are not encoded (filter_encoder.c leaves them
+// out without these macros).
+#define HAVE_ENCODERS 1
+#define HAVE_ENCODER_LZMA2 1
+
+// Every match finder, as configure's default (--enable-match-finders):
+// the presets use hc3 (-0 ... -3's), hc4 and bt4.
+#define HAVE_MF_HC3 1
+#define HAVE_MF_HC4 1
+#define HAVE_MF_BT2 1
+#define HAVE_MF_BT3 1
+#define HAVE_MF_BT4 1
+
+// Threads, for lzma_stream_encoder_mt (mythread.h): POSIX threads with a
+// monotonic clock, as configure finds them on glibc and musl.
+#define MYTHREAD_POSIX 1
+#define HAVE_CLOCK_GETTIME 1
+#define HAVE_CLOCK_MONOTONIC 1
+#define HAVE_PTHREAD_CONDATTR_SETCLOCK 1
 
 // Integrity checks (CRC32 is always built; the others are optional).
 #define HAVE_CHECK_CRC32 1

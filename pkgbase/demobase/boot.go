@@ -13,13 +13,15 @@ import (
 	"strings"
 
 	"github.com/nodeforge/builder/api/specs"
+	"github.com/nodeforge/builder/pkgbase/debext"
 	"github.com/nodeforge/builder/pkgbase/debpkg"
 )
 
 // Boot names the real packages that make the demo base bootable: Debian's
 // kernel and systemd-boot EFI binaries, wrapped into the base's
 // kernel-image-std-def and systemd-boot-efi (signed by the demo key like
-// the rest), and the node init (cmd/nodeforge-init) as nodeforge-init.
+// the rest), the node init (cmd/nodeforge-init) as nodeforge-init, and,
+// when there, Debian's packages of the cri and btrfs extensions.
 // Everything else stays a stand-in.
 type Boot struct {
 	// KernelDeb is Debian's linux-image-<abi>-amd64 package.
@@ -28,6 +30,10 @@ type Boot struct {
 	BootDeb string
 	// Init is the node init: a static linux/amd64 executable.
 	Init string
+	// ExtDebs are Debian's packages of the cri and btrfs extensions and
+	// the libraries they load (debext.Names' order); none: the
+	// extensions are stand-ins.
+	ExtDebs []string
 	// ModuleTrees are the parts of lib/modules/<kver>/ the kernel package
 	// carries (default BootModuleTrees).
 	ModuleTrees []string
@@ -55,6 +61,9 @@ var ErrNoBootPackages = errors.New("no Debian kernel or systemd-boot-efi package
 // BootFromCache finds the newest Debian linux-image-6.1.0-N-amd64 and
 // systemd-boot-efi (amd64) packages in cacheDir, where
 // scripts/fetch-test-kernel.sh puts them, and checks that init exists.
+// The packages of the cri and btrfs extensions (cacheDir/extension-debs)
+// are taken when every one is there; otherwise those extensions stay
+// stand-ins (Summary.Extensions says which).
 func BootFromCache(cacheDir, init string) (Boot, error) {
 	b := Boot{KernelDeb: debpkg.NewestKernel(cacheDir, "amd64"), BootDeb: debpkg.Newest(cacheDir, "systemd-boot-efi_*_amd64.deb"), Init: init}
 	switch {
@@ -68,6 +77,11 @@ func BootFromCache(cacheDir, init string) (Boot, error) {
 	} else if !st.Mode().IsRegular() {
 		return b, fmt.Errorf("the node init %s is not a regular file", init)
 	}
+	debs, err := debext.Find(cacheDir, "amd64")
+	if err != nil && !errors.Is(err, debext.ErrNoDebs) {
+		return b, err
+	}
+	b.ExtDebs = debs
 	return b, nil
 }
 
@@ -77,6 +91,10 @@ type Summary struct {
 	KernelVersion string // the modules directory: 6.1.0-57-amd64
 	KernelDeb     string // base names of the Debian packages
 	BootDeb       string
+	// Extensions are the Debian packages of the cri and btrfs
+	// extensions and the libraries they load ("name version", in
+	// debext.Names' order); none when they are stand-ins.
+	Extensions []string
 }
 
 // WriteBootable writes the demo base as Write does, with the real
@@ -99,7 +117,8 @@ func WriteBootable(dir string, b Boot) (Summary, error) {
 	if err := writeBase(dir, ps, real); err != nil {
 		return Summary{}, err
 	}
-	return Summary{Packages: len(ps), KernelVersion: real.kver, KernelDeb: filepath.Base(b.KernelDeb), BootDeb: filepath.Base(b.BootDeb)}, nil
+	return Summary{Packages: len(ps), KernelVersion: real.kver, KernelDeb: filepath.Base(b.KernelDeb), BootDeb: filepath.Base(b.BootDeb),
+		Extensions: real.extDebs}, nil
 }
 
 // realParts are the real packages' contents and versions.
@@ -110,6 +129,9 @@ type realParts struct {
 	bootVersion, bootRelease, bootDeb  string
 	bootFiles                          []file
 	initBin                            []byte
+	ext                                []*pkgDef // Debian's packages of the cri and btrfs extensions
+	extDebs                            []string  // their names and Debian versions
+	image                              []byte    // the container image (ImageFile)
 }
 
 // loadBoot reads b's packages (unpacked under stage) and init.
@@ -156,6 +178,11 @@ func loadBoot(b Boot, stage string) (*realParts, error) {
 	}
 	if len(r.initBin) < 4 || string(r.initBin[:4]) != "\x7fELF" {
 		return nil, fmt.Errorf("the node init %s is not an ELF executable (make init builds it)", b.Init)
+	}
+	if len(b.ExtDebs) > 0 {
+		if err := r.loadExtDebs(b.ExtDebs, filepath.Join(stage, "extensions")); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }

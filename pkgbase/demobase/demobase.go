@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeforge/builder/pkgbase/debext"
 	"github.com/nodeforge/builder/pkgbase/repo"
 )
 
@@ -144,6 +145,16 @@ func writeBase(dir string, ps []*pkgDef, real *realParts) error {
 	if err := w.file(SpecFile, specYAML(fp, real)); err != nil {
 		return err
 	}
+	if real != nil && len(real.ext) > 0 {
+		for _, d := range debext.Definitions() {
+			if err := w.file(filepath.Join(ExtensionsDir, d.File), []byte(d.YAML)); err != nil {
+				return err
+			}
+		}
+		if err := w.file(ImageFile, real.image); err != nil {
+			return err
+		}
+	}
 	return w.finish()
 }
 
@@ -152,10 +163,14 @@ func writeBase(dir string, ps []*pkgDef, real *realParts) error {
 type writer struct {
 	root string
 	dirs []string // relative directories written to
+	top  []string // files written into root itself
 }
 
 func (w *writer) file(rel string, data []byte) error {
 	name := filepath.Join(w.root, rel)
+	if filepath.Dir(rel) == "." {
+		w.top = append(w.top, rel)
+	}
 	if err := w.mkdir(filepath.Dir(rel)); err != nil {
 		return err
 	}
@@ -203,7 +218,7 @@ func (w *writer) finish() error {
 			}
 		}
 	}
-	files = append(files, SpecFile)
+	files = append(files, w.top...)
 	for _, f := range files {
 		if err := os.Chtimes(filepath.Join(w.root, f), releaseDate, releaseDate); err != nil {
 			return fmt.Errorf("demo base: %w", err)
@@ -240,6 +255,24 @@ func specYAML(fingerprint string, real *realParts) []byte {
 			"# " + real.bootDeb + ") and the node init (nodeforge-init): the media boot."
 		installer += ", " + InitPackage
 	}
+	// The root's libc and the cri and btrfs packages: the stand-ins, or
+	// Debian's (the extensions' packages from their definitions) with the
+	// libraries they load in the root.
+	rootLibs, criPkgs, btrfsPkgs := "      - glibc-core\n", "\n    packages: [containerd, runc, cni-plugins]", "\n    packages: [btrfs-progs]"
+	if real != nil && len(real.ext) > 0 {
+		what = "its packages are small stand-ins signed by the demo key, except\n" +
+			"# the kernel (Debian's " + real.kernelDeb + "), systemd-boot (Debian's\n" +
+			"# " + real.bootDeb + "), the node init (nodeforge-init), and Debian's\n" +
+			"# packages of the cri and btrfs extensions (containerd, runc,\n" +
+			"# containernetworking-plugins, btrfs-progs) with the libraries they load\n" +
+			"# in the root: the media boot, run a container and mount btrfs."
+		// The filesystem's directories too: containerd and ctr write
+		// below /tmp and /var.
+		rootLibs, criPkgs, btrfsPkgs = "      - filesystem\n", "", ""
+		for _, l := range debext.LibDebs {
+			rootLibs += "      - " + l + "\n"
+		}
+	}
 	fmt.Fprintf(&b, `# Release spec for the NodeForge demo package base, written by
 # "builder demo-base". The base mirrors the shape of an ALT p11 branch:
 # same repository layout, component and package names as the shipped p11
@@ -274,8 +307,7 @@ components:
   rootfs:
     kind: rootfs
     packages:
-      - glibc-core
-      - kmod
+%s      - kmod
       - iptables
       - ca-certificates
       - tzdata
@@ -283,14 +315,12 @@ components:
     kind: installer
     packages: [%s]
   cri:
-    kind: extension
-    packages: [containerd, runc, cni-plugins]
+    kind: extension%s
   zfs:
     kind: extension
     packages: [kernel-modules-zfs-std-def, zfs-utils]
   btrfs:
-    kind: extension
-    packages: [btrfs-progs]
+    kind: extension%s
   nvidia:
     kind: extension
     packages: [kernel-modules-nvidia-std-def, nvidia-modprobe]
@@ -304,7 +334,7 @@ channels:
     key: keys/dev/cosign.key
   prod:
     key: keys/prod/cosign.key
-`, what, Arch, RepoDir, Component, KeyFile, fingerprint, installer)
+`, what, Arch, RepoDir, Component, KeyFile, fingerprint, rootLibs, installer, criPkgs, btrfsPkgs)
 	if real != nil {
 		fmt.Fprintf(&b, `
 # The node boots its init from the initramfs (nodeforge-init, which prints
@@ -315,6 +345,16 @@ image:
     package: %s
     path: %s
 `, strings.Join(bootCmdline, ", "), InitPackage, InitPath)
+	}
+	if real != nil && len(real.ext) > 0 {
+		fmt.Fprintf(&b, `
+# The cri and btrfs extensions are Debian's packages, placed where the
+# extension contract allows by the definitions in %s/ (they replace the
+# shipped ones of the same names). %s beside this file is a container
+# image of the node init, which the init runs from the cri extension when
+# the node has it as a disk (make demo-boot attaches it).
+extensions-dir: %s
+`, ExtensionsDir, ImageFile, ExtensionsDir)
 	}
 	return b.Bytes()
 }

@@ -235,7 +235,8 @@ func pinned(name, v string) []dep {
 
 // packages returns the demo base, in build order: the stand-ins, or with
 // real the bootable base (real's kernel, systemd-boot and init in place of
-// the stand-ins', the out-of-tree modules built for real's kernel).
+// the stand-ins', the out-of-tree modules built for real's kernel, and
+// Debian's packages of the cri and btrfs extensions when real has them).
 func packages(real *realParts) ([]*pkgDef, error) {
 	c := &catalog{libs: map[string]lib{}}
 	for _, l := range libraries {
@@ -685,6 +686,7 @@ func packages(real *realParts) ([]*pkgDef, error) {
 
 	if real != nil {
 		add(real.init())
+		ps = real.withDebs(ps)
 	}
 
 	if len(c.errs) > 0 {

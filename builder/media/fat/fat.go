@@ -41,6 +41,20 @@ type Options struct {
 	// the file system is laid out in: 512 (the default), 1024, 2048 or
 	// 4096, the disk's own (a disk of 4K logical blocks needs 4096).
 	SectorSize int
+	// Align, when not 0, puts every file's data at an offset of the image
+	// that is a multiple of Align (a power of two, at least the sector
+	// size, at most 32 KiB): the data region starts at a multiple of it
+	// (reserved sectors pad the start) and clusters are at least that
+	// large. An ISO 9660 tree can then point at the files' data in the
+	// image (2048, its block size).
+	Align int
+}
+
+// Extent is where a file's data is in the image: Size bytes from Offset,
+// in one run (each file's clusters follow one another).
+type Extent struct {
+	Path         string // as given
+	Offset, Size int64
 }
 
 const (
@@ -62,15 +76,25 @@ type node struct {
 
 // Write renders the image.
 func Write(files []File, o Options) ([]byte, error) {
+	img, _, err := WriteExtents(files, o)
+	return img, err
+}
+
+// WriteExtents renders the image and says where each file's data is in
+// it, in the order of files (an empty file has no data: Offset 0).
+func WriteExtents(files []File, o Options) ([]byte, []Extent, error) {
 	root := &node{dir: true}
+	var leaves []*node
 	for _, f := range files {
-		if err := add(root, f); err != nil {
-			return nil, err
+		n, err := add(root, f)
+		if err != nil {
+			return nil, nil, err
 		}
+		leaves = append(leaves, n)
 	}
 	sortTree(root)
 	if len(o.Label) > 11 {
-		return nil, fmt.Errorf("fat: volume label %q is longer than 11 characters", o.Label)
+		return nil, nil, fmt.Errorf("fat: volume label %q is longer than 11 characters", o.Label)
 	}
 	if o.Label == "" {
 		o.Label = "NO NAME"
@@ -82,7 +106,14 @@ func Write(files []File, o Options) ([]byte, error) {
 		ss = 512
 	case 512, 1024, 2048, 4096:
 	default:
-		return nil, fmt.Errorf("fat: sector size %d (512, 1024, 2048 or 4096)", o.SectorSize)
+		return nil, nil, fmt.Errorf("fat: sector size %d (512, 1024, 2048 or 4096)", o.SectorSize)
+	}
+	spc0 := 1
+	if o.Align != 0 {
+		if o.Align&(o.Align-1) != 0 || o.Align < ss || o.Align > maxCluster {
+			return nil, nil, fmt.Errorf("fat: alignment %d (a power of two from the sector size %d to %d)", o.Align, ss, maxCluster)
+		}
+		spc0 = o.Align / ss
 	}
 
 	// Directory contents, then sizes: the cluster size decides how many
@@ -100,13 +131,13 @@ func Write(files []File, o Options) ([]byte, error) {
 	walk(root)
 	rootEnts := entryCount(root, true)
 	if rootEnts > rootEntries {
-		return nil, fmt.Errorf("fat: %d root directory entries, more than %d", rootEnts, rootEntries)
+		return nil, nil, fmt.Errorf("fat: %d root directory entries, more than %d", rootEnts, rootEntries)
 	}
 	minSize := o.MinSize
 	if minSize < 4<<20 {
 		minSize = 4 << 20
 	}
-	for spc := 1; spc*ss <= maxCluster; spc *= 2 {
+	for spc := spc0; spc*ss <= maxCluster; spc *= 2 {
 		cs := spc * ss
 		need := 0
 		for _, d := range dirs {
@@ -125,19 +156,42 @@ func Write(files []File, o Options) ([]byte, error) {
 		collect(root)
 		clusters := max(need, minClusters)
 		// Grow to MinSize.
+		g := geometry{clusters, spc, ss, 1}
 		for {
-			img := layoutSize(clusters, spc, ss)
-			if int64(img) >= minSize || clusters >= maxClusters {
+			g.reserved = reservedSectors(g, o.Align)
+			if int64(g.size()) >= minSize || g.clusters >= maxClusters {
 				break
 			}
-			clusters++
+			g.clusters++
 		}
-		if clusters > maxClusters || int64(layoutSize(clusters, spc, ss)) < minSize {
+		if g.clusters > maxClusters || int64(g.size()) < minSize {
 			continue // a larger cluster
 		}
-		return render(root, dirs, geometry{clusters, spc, ss}, o, stamp)
+		img, err := render(root, dirs, g, o, stamp)
+		if err != nil {
+			return nil, nil, err
+		}
+		ext := make([]Extent, len(files))
+		for i, n := range leaves {
+			ext[i] = Extent{Path: files[i].Path, Size: int64(len(n.data))}
+			if n.clusters > 0 {
+				ext[i].Offset = int64(g.dataStart() + (int(n.cluster)-2)*spc*ss)
+			}
+		}
+		return img, ext, nil
 	}
-	return nil, errors.New("fat: the content is too large for FAT16 (more than about 4 GiB)")
+	return nil, nil, errors.New("fat: the content is too large for FAT16 (more than about 4 GiB)")
+}
+
+// reservedSectors is 1 (the boot sector), and with align as many more as
+// put the data region at a multiple of align.
+func reservedSectors(g geometry, align int) int {
+	g.reserved = 1
+	if align == 0 {
+		return 1
+	}
+	pad := (align - g.dataStart()%align) % align
+	return 1 + pad/g.ss
 }
 
 func ceil(n, unit int) int { return (n + unit - 1) / unit }
@@ -146,26 +200,30 @@ func ceil(n, unit int) int { return (n + unit - 1) / unit }
 // ss bytes.
 func fatSectors(clusters, ss int) int { return ceil((clusters+2)*2, ss) }
 
-// layoutSize is the image's bytes: the boot sector, two FATs, the root
-// directory and the clusters.
-func layoutSize(clusters, spc, ss int) int {
-	return (1 + 2*fatSectors(clusters, ss) + rootEntries*32/ss + clusters*spc) * ss
+// geometry is an image's cluster count, sectors per cluster, sector
+// size and reserved sectors (the boot sector and padding).
+type geometry struct{ clusters, spc, ss, reserved int }
+
+// dataStart is the offset of the first cluster: after the reserved
+// sectors, two FATs and the root directory.
+func (g geometry) dataStart() int {
+	return (g.reserved + 2*fatSectors(g.clusters, g.ss) + rootEntries*32/g.ss) * g.ss
 }
 
-// geometry is an image's cluster count, sectors per cluster and sector
-// size.
-type geometry struct{ clusters, spc, ss int }
+// size is the image's bytes.
+func (g geometry) size() int { return g.dataStart() + g.clusters*g.spc*g.ss }
 
-func add(root *node, f File) error {
+// add puts f in the tree and returns its node.
+func add(root *node, f File) (*node, error) {
 	p := strings.Trim(f.Path, "/")
 	if p == "" || path.Clean(p) != p || strings.HasPrefix(p, "../") || p == ".." {
-		return fmt.Errorf("fat: bad path %q", f.Path)
+		return nil, fmt.Errorf("fat: bad path %q", f.Path)
 	}
 	parts := strings.Split(p, "/")
 	cur := root
 	for i, name := range parts {
 		if len(name) > 255 || strings.ContainsAny(name, `"*:<>?\|`) {
-			return fmt.Errorf("fat: %q is not a valid FAT name", name)
+			return nil, fmt.Errorf("fat: %q is not a valid FAT name", name)
 		}
 		var next *node
 		for _, c := range cur.children {
@@ -181,11 +239,11 @@ func add(root *node, f File) error {
 			}
 			cur.children = append(cur.children, next)
 		} else if last || !next.dir {
-			return fmt.Errorf("fat: %s is given twice", f.Path)
+			return nil, fmt.Errorf("fat: %s is given twice", f.Path)
 		}
 		cur = next
 	}
-	return nil
+	return cur, nil
 }
 
 func sortTree(n *node) {
@@ -296,13 +354,14 @@ func dosTime(t time.Time) [2]uint16 {
 	}
 }
 
+// render lays the image out in g (setting each node's first cluster).
 func render(root *node, dirs []*node, g geometry, o Options, stamp [2]uint16) ([]byte, error) {
 	clusters, spc, sectorSize := g.clusters, g.spc, g.ss
 	cs := spc * sectorSize
 	fatSz := fatSectors(clusters, sectorSize)
 	rootSecs := rootEntries * 32 / sectorSize
-	dataStart := (1 + 2*fatSz + rootSecs) * sectorSize
-	img := make([]byte, layoutSize(clusters, spc, sectorSize))
+	dataStart := g.dataStart()
+	img := make([]byte, g.size())
 	fat := make([]uint16, clusters+2)
 	fat[0], fat[1] = 0xFFF8, 0xFFFF
 
@@ -391,7 +450,7 @@ func render(root *node, dirs []*node, g geometry, o Options, stamp [2]uint16) ([
 		}
 		return b.Bytes()
 	}
-	rootOff := (1 + 2*fatSz) * sectorSize
+	rootOff := (g.reserved + 2*fatSz) * sectorSize
 	copy(img[rootOff:rootOff+rootSecs*sectorSize], dirBytes(root, nil, true))
 	var writeDirs func(d *node)
 	writeDirs = func(d *node) {
@@ -406,7 +465,7 @@ func render(root *node, dirs []*node, g geometry, o Options, stamp [2]uint16) ([
 
 	// The FATs.
 	for k := 0; k < 2; k++ {
-		off := (1 + k*fatSz) * sectorSize
+		off := (g.reserved + k*fatSz) * sectorSize
 		for i, v := range fat {
 			binary.LittleEndian.PutUint16(img[off+2*i:], v)
 		}
@@ -453,8 +512,8 @@ func bootSector(bs []byte, g geometry, total, fatSz int, o Options) {
 	copy(bs[3:], "NODEFRGE")
 	binary.LittleEndian.PutUint16(bs[11:], uint16(g.ss))
 	bs[13] = byte(g.spc)
-	binary.LittleEndian.PutUint16(bs[14:], 1) // reserved sectors
-	bs[16] = 2                                // FATs
+	binary.LittleEndian.PutUint16(bs[14:], uint16(g.reserved))
+	bs[16] = 2 // FATs
 	binary.LittleEndian.PutUint16(bs[17:], rootEntries)
 	if total < 0x10000 {
 		binary.LittleEndian.PutUint16(bs[19:], uint16(total))

@@ -130,3 +130,37 @@ func TestErrors(t *testing.T) {
 		t.Error("accepted a long label")
 	}
 }
+
+// TestAlign: with Align 2048 every file's data starts at a multiple of
+// 2048 bytes in the image, where WriteExtents says, in one run; the
+// judges read the image (its reserved sectors grown) as any other; an
+// alignment that is no power of two, below the sector size or past 32 KiB
+// is refused.
+func TestAlign(t *testing.T) {
+	o := Options{Label: "NODEFORGE", VolumeID: 7, Time: time.Unix(1700000000, 0), Align: 2048}
+	judge(t, o)
+	files := sample()
+	img, ext, err := WriteExtents(files, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ext) != len(files) {
+		t.Fatalf("%d extents for %d files", len(ext), len(files))
+	}
+	for i, e := range ext {
+		if e.Path != files[i].Path || e.Size != int64(len(files[i].Data)) {
+			t.Errorf("extent %d: %+v for %s (%d bytes)", i, e, files[i].Path, len(files[i].Data))
+		}
+		if e.Size == 0 {
+			continue
+		}
+		if e.Offset%2048 != 0 || !bytes.Equal(img[e.Offset:e.Offset+e.Size], files[i].Data) {
+			t.Errorf("%s at %d: aligned %t, its data there %t", e.Path, e.Offset, e.Offset%2048 == 0, bytes.Equal(img[e.Offset:e.Offset+e.Size], files[i].Data))
+		}
+	}
+	for _, a := range []int{3000, 256, 64 << 10} {
+		if _, err := Write(sample(), Options{Align: a}); err == nil || !strings.Contains(err.Error(), "alignment") {
+			t.Errorf("alignment %d: %v", a, err)
+		}
+	}
+}

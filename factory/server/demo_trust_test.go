@@ -1,13 +1,13 @@
-package main
+package server
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +15,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/attest/signing/signingtest"
 	"github.com/nodeforge/builder/factory"
-	"github.com/nodeforge/builder/factory/server"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
 )
@@ -24,8 +25,16 @@ import (
 // httpGet fetches a URL and returns its status and body.
 func httpGet(t *testing.T, url string) (int, []byte) {
 	t.Helper()
-	resp, b := call(t, http.DefaultClient, "GET", url, "")
-	return resp.StatusCode, []byte(b)
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var hdr strings.Builder
+	resp.Header.Write(&hdr)
+	testutil.CheckNoLocalPaths(t, "GET "+url, hdr.String()+string(b))
+	return resp.StatusCode, b
 }
 
 // retag points the cache entry tagged for one schematic at the entry of
@@ -99,11 +108,11 @@ func retag(t *testing.T, st oci.Store, repo, from, to string, match func(map[str
 // only a wrong key it does not start, saying so in its first line. The
 // extensions' references are pullable from the factory's /v2/ and verify
 // with the release's key. No response of these factories shows a local
-// path (newFactoryFixture's and replica's servers check every one).
+// path (newDemoFactory's and replica's servers check every one).
 func TestFactoryTrust(t *testing.T) {
 	testutil.Slow(t)
 	t.Parallel()
-	f := newFactoryFixture(t)
+	f := newDemoFactory(t)
 	idA := f.postSchematic(t, "customization:\n  systemExtensions:\n    officialExtensions: [zfs]\n")
 	idB := f.postSchematic(t, "customization:\n  extraKernelArgs: [init=/bin/sh]\n")
 	base := f.hs.URL + "/image/%s/1.11.0-demo/"
@@ -120,7 +129,7 @@ func TestFactoryTrust(t *testing.T) {
 	for _, id := range []string{idA, idB} {
 		judge(t, "crane", "digest", "--insecure", f.host+"/installer/"+id+":1.11.0-demo")
 	}
-	cache, err := oci.OpenLayout(filepath.Join(f.d.dir, "release", "factory-cache"))
+	cache, err := oci.OpenLayout(f.cacheDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,11 +173,11 @@ func TestFactoryTrust(t *testing.T) {
 		}
 	}
 	judge(t, "crane", "pull", "--insecure", "--format", "oci", exts[0].Ref, t.TempDir())
-	judge(t, "cosign", "verify", "--key", f.d.devPub, "--insecure-ignore-tlog", "--allow-http-registry", "--allow-insecure-registry",
+	judge(t, "cosign", "verify", "--key", f.rel.PubFile, "--insecure-ignore-tlog", "--allow-http-registry", "--allow-insecure-registry",
 		f.host+"/extensions/"+schematic.BareName(exts[0].Name)+":1.11.0-demo")
 
 	// Start-up: an unreachable store beside the good one; a wrong key.
-	st, _ := oci.OpenLayout(f.layout)
+	st := f.rel.Store(t)
 	dead, _ := net.Listen("tcp", "127.0.0.1:0")
 	deadAddr := dead.Addr().String()
 	dead.Close()
@@ -176,20 +185,20 @@ func TestFactoryTrust(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, signer := devKeys(t, f.d)
-	both, err := server.New(context.Background(), factory.ServerOptions{
-		Releases: []factory.ReleaseStore{{Store: unreachable, Keys: vs, Name: "docker://ci:s3cret@" + deadAddr + "/p11"}, {Store: st, Keys: vs, Name: "oci:" + f.layout}},
+	vs, signer := f.rel.Keys, f.rel.Signer
+	both, err := New(context.Background(), factory.ServerOptions{
+		Releases: []factory.ReleaseStore{{Store: unreachable, Keys: vs, Name: "docker://ci:s3cret@" + deadAddr + "/p11"}, {Store: st, Keys: vs, Name: "oci:" + f.rel.Layout}},
 		Cache:    cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
 	if err != nil {
 		t.Fatalf("a factory with one good and one unreachable store: %v", err)
 	}
 	code, ready := httpGetHandler(t, both.Handler(), "/readyz")
 	if code != 200 || !strings.Contains(ready, "ready: v1.11.0-demo\n") || !strings.Contains(ready, "store docker://"+deadAddr+"/p11: no releases listed") ||
-		strings.Contains(ready, "s3cret") || strings.Contains(ready, f.d.dir) || strings.Count(ready, "\n") != 3 {
+		strings.Contains(ready, "s3cret") || strings.Contains(ready, f.rel.Dir) || strings.Count(ready, "\n") != 3 {
 		t.Errorf("readyz with an unreachable store: %d\n%s", code, ready)
 	}
-	prodVs, _ := loadVerifiers([]string{f.d.prodPub})
-	_, err = server.New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: prodVs}},
+	prodVs := []signing.Verifier{signingtest.Signer(t).Verifier()} // another key's
+	_, err = New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: prodVs}},
 		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
 	if first, _, _ := strings.Cut(errString(err), "\n"); !strings.Contains(first, "check --key") {
 		t.Errorf("a factory whose only release is signed with another key: %v", err)

@@ -1,8 +1,7 @@
-package main
+package server
 
 import (
-	"io"
-	"net/http"
+	"log/slog"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -10,20 +9,29 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/testutil"
 )
 
-// replicasBehindProxy: two replicas with --trusted-proxies behind one
-// round-robin reverse proxy on loopback (Go's httputil, appending
-// X-Forwarded-For as nginx and HAProxy do). Two clients behind the proxy
-// get a build-rate bucket each on each replica, and a client that reaches
-// a replica directly with a forged header is its own address, in the
-// buckets and in the logs.
-func replicasBehindProxy(t *testing.T, d *demoRelease, target string) {
-	limits := []string{"--trusted-proxies", "127.0.0.1", "--build-rate", "1", "--build-burst", "1"}
-	c, e := startReplica(t, d, target, limits...), startReplica(t, d, target, limits...)
+// TestFactoryBehindProxy: two replicas on one cache, trusting
+// 127.0.0.1 as their proxy (--trusted-proxies), behind one round-robin
+// reverse proxy on loopback (Go's httputil, appending X-Forwarded-For as
+// nginx and HAProxy do). Two clients behind the proxy get a build-rate
+// bucket each on each replica, and a client that reaches a replica
+// directly with a forged header is its own address, in the buckets and in
+// the logs.
+func TestFactoryBehindProxy(t *testing.T) {
+	f := newDemoFactory(t)
+	logs := &testutil.Log{}
+	limits := func(o *factory.ServerOptions) {
+		o.TrustedProxies = []string{"127.0.0.1"}
+		o.Access.BuildRate, o.Access.BuildBurst = 1, 1
+		o.Log = slog.New(slog.NewTextHandler(logs, nil))
+	}
+	_, c := f.serve(t, limits)
+	_, e := f.serve(t, limits)
 	var next atomic.Int64
-	upstreams := []*url.URL{mustURL(t, c.url), mustURL(t, e.url)}
+	upstreams := []*url.URL{mustURL(t, c.URL), mustURL(t, e.URL)}
 	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(upstreams[next.Add(1)%2])
 		r.SetXForwarded()
@@ -31,13 +39,7 @@ func replicasBehindProxy(t *testing.T, d *demoRelease, target string) {
 	t.Cleanup(proxy.Close)
 
 	// A schematic of its own: every artifact below is a new build.
-	resp, err := http.Post(c.url+"/schematics", "application/yaml", strings.NewReader("customization:\n  extraKernelArgs: [nodeforge.test=proxy]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	id, _, _ := strings.Cut(strings.TrimPrefix(string(body), `{"id":"`), `"`)
+	id := f.postSchematic(t, "customization:\n  extraKernelArgs: [nodeforge.test=proxy]\n")
 	base := "/image/" + id + "/1.11.0-demo/"
 	for i, s := range []struct {
 		from, via, artifact, forged string
@@ -47,8 +49,8 @@ func replicasBehindProxy(t *testing.T, d *demoRelease, target string) {
 		{"127.0.0.2", proxy.URL, "initramfs-amd64.xz", "", 200},     // the other's
 		{"127.0.0.2", proxy.URL, "cmdline-metal-amd64", "", 429},    // both empty
 		{"127.0.0.3", proxy.URL, "cmdline-metal-amd64", "", 200},    // another client behind the proxy
-		{"127.0.0.2", c.url, "metal-amd64.qcow2", "127.0.0.9", 429}, // forged, not from the proxy
-		{"127.0.0.4", c.url, "metal-amd64.qcow2", "127.0.0.2", 200}, // forged again: its own bucket
+		{"127.0.0.2", c.URL, "metal-amd64.qcow2", "127.0.0.9", 429}, // forged, not from the proxy
+		{"127.0.0.4", c.URL, "metal-amd64.qcow2", "127.0.0.2", 200}, // forged again: its own bucket
 	} {
 		code, got := testutil.GetFrom(t, s.from, s.via+base+s.artifact, s.forged)
 		if code != s.code {
@@ -58,13 +60,12 @@ func replicasBehindProxy(t *testing.T, d *demoRelease, target string) {
 			t.Errorf("%d: the refusal names another client: %q", i, got)
 		}
 	}
-	logs := c.log.String() + e.log.String()
 	for _, want := range []string{"user=127.0.0.2 ", "user=127.0.0.3 ", "user=127.0.0.4 ", "via=127.0.0.1"} {
-		if !strings.Contains(logs, want) {
+		if !strings.Contains(logs.String(), want) {
 			t.Errorf("the replicas' logs lack %q:\n%s", want, logs)
 		}
 	}
-	if strings.Contains(logs, "127.0.0.9") {
+	if strings.Contains(logs.String(), "127.0.0.9") {
 		t.Errorf("a forged address reached the logs:\n%s", logs)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"archive/tar"
@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,112 +17,46 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeforge/builder/attest/signing"
+	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/factory"
-	"github.com/nodeforge/builder/factory/server"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/ocilayout"
 	"github.com/nodeforge/builder/internal/testutil"
-	"github.com/nodeforge/builder/oci"
 )
 
-// factoryFixture is a factory serving the demo release from a local
-// layout, signing with the dev key.
-type factoryFixture struct {
-	d      *demoRelease
-	layout string
-	srv    *server.Server
-	hs     *httptest.Server
-	host   string // 127.0.0.1:PORT
-}
-
-func newFactoryFixture(t *testing.T) *factoryFixture {
+// imageInstallers writes the installers of schYAML for platformName as
+// builder image --release --kind installer does (factory.WriteImage on the
+// release factory.Open verified, no disk image) and returns their
+// layouts' index digests by name (installer, <platform>-installer),
+// each checked against the digest WriteImage lists it with.
+func (f *demoFactory) imageInstallers(t *testing.T, schYAML, platformName string) map[string]string {
 	t.Helper()
-	d := newDemoRelease(t)
-	if _, err := d.publish(t); err != nil {
-		t.Fatal(err)
-	}
-	f := &factoryFixture{d: d, layout: filepath.Join(d.dir, "release", "dev")}
-	st, err := oci.OpenLayout(f.layout)
+	sch, err := schematic.Parse([]byte(schYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := oci.CreateLayout(filepath.Join(d.dir, "release", "factory-cache"))
+	id, err := sch.ID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, signer := devKeys(t, d)
-	f.srv, err = server.New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
-		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
+	rel, err := factory.Open(context.Background(), f.rel.Store(t), f.rel.Version, f.rel.Keys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.hs = httptest.NewServer(testutil.NoLocalPaths(t, f.srv.Handler(), d.dir))
-	t.Cleanup(f.hs.Close)
-	f.host = strings.TrimPrefix(f.hs.URL, "http://")
-	return f
-}
-
-// replica is another factory on the fixture's stores (what a restart, or
-// a second replica, reads), served on its own test server.
-func (f *factoryFixture) replica(t *testing.T) (*server.Server, string) {
-	t.Helper()
-	st, err := oci.OpenLayout(f.layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := oci.OpenLayout(filepath.Join(f.d.dir, "release", "factory-cache"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, signer := devKeys(t, f.d)
-	srv, err := server.New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
-		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(testutil.NoLocalPaths(t, srv.Handler(), f.d.dir))
-	t.Cleanup(hs.Close)
-	return srv, hs.URL
-}
-
-// postSchematic creates a schematic and returns its ID.
-func (f *factoryFixture) postSchematic(t *testing.T, yaml string) string {
-	t.Helper()
-	resp, err := http.Post(f.hs.URL+"/schematics", "application/yaml", strings.NewReader(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var created struct{ ID string }
-	if err := json.NewDecoder(resp.Body).Decode(&created); err != nil || resp.StatusCode != 201 {
-		t.Fatalf("POST /schematics: %d %v", resp.StatusCode, err)
-	}
-	return created.ID
-}
-
-// cliInstallers runs builder image --release --kind installer and returns
-// the index digests of the installer layouts it wrote, by name.
-func (f *factoryFixture) cliInstallers(t *testing.T, schYAML, platformName string) map[string]string {
-	t.Helper()
-	sch := filepath.Join(t.TempDir(), "s.yaml")
-	os.WriteFile(sch, []byte(schYAML), 0o644)
 	out := t.TempDir()
-	o, err := runBuilder(t, "image", "--release", "oci:"+f.layout, "--version", "1.11.0-demo", "--key", f.d.devPub,
-		"--schematic", sch, "--platform", platformName, "--kind", "installer", "--out", out)
+	files, err := factory.WriteImage(context.Background(), rel, factory.ImageOptions{Schematic: sch, Platform: platformName, DiskFormats: []string{}, Out: out, Installers: true})
 	if err != nil {
-		t.Fatalf("image --kind installer: %v\n%s", err, o)
+		t.Fatalf("factory.WriteImage, installers: %v", err)
 	}
 	got := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(o), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 {
-			t.Fatalf("image printed %q", line)
+	for path, info := range files {
+		name := filepath.Base(path)
+		if name != "installer" && !strings.HasSuffix(name, "-installer") {
+			continue
 		}
-		dir := fields[0]
-		ld, err := ocilayout.Open(dir)
+		ld, err := ocilayout.Open(filepath.Join(out, path))
 		if err != nil {
-			t.Fatalf("%s: %v", dir, err)
+			t.Fatalf("%s: %v", path, err)
 		}
 		idx, err := ld.Root()
 		if err != nil {
@@ -133,36 +66,69 @@ func (f *factoryFixture) cliInstallers(t *testing.T, schYAML, platformName strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		if "sha256:"+strings.TrimPrefix(fields[1], "sha256:") != d.String() {
-			t.Errorf("image printed %s for %s, its index is %s", fields[1], dir, d)
+		if "sha256:"+info.SHA256 != d.String() || path != filepath.ToSlash(filepath.Join("media", id, name)) {
+			t.Errorf("WriteImage listed %s as %s, its index is %s", path, info.SHA256, d)
 		}
-		got[filepath.Base(dir)] = d.String()
+		got[name] = d.String()
 	}
 	return got
 }
 
+// tarFileMap reads a tar file's regular files (and hard links to them)
+// by name, as cmd/builder's tarFiles does.
+func tarFileMap(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	files := map[string][]byte{}
+	tr := tar.NewReader(fh)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		switch h.Typeflag {
+		case tar.TypeReg:
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[strings.TrimPrefix(h.Name, "./")] = b
+		case tar.TypeLink: // a hard link to a file before it
+			files[strings.TrimPrefix(h.Name, "./")] = files[strings.TrimPrefix(strings.TrimPrefix(h.Linkname, "/"), "./")]
+		}
+	}
+}
+
 // TestFactoryRegistry: the /v2/ front serves a schematic's installer
-// images as the CLI writes them: crane and skopeo pull them by Talos's
+// images as builder image --release --kind installer writes them
+// (factory.WriteImage): crane and skopeo pull them by Talos's
 // reference (installer/ID:v1.11.0-demo), the release's spelling and
 // latest, crane validates them, stock cosign verifies them with the
 // factory's key and the identity users pull; the second pull builds
 // nothing; what is not an installer of a known schematic and version is a
 // registry error.
 func TestFactoryRegistry(t *testing.T) {
-	f := newFactoryFixture(t)
+	f := newDemoFactory(t)
 	schYAML := "customization:\n  extraKernelArgs: [console=ttyS0]\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n"
 	id := f.postSchematic(t, schYAML)
-	want := f.cliInstallers(t, schYAML, "aws")
+	want := f.imageInstallers(t, schYAML, "aws")
 	if len(want) != 2 || want["installer"] == "" || want["aws-installer"] == "" {
-		t.Fatalf("builder image --kind installer wrote %v", want)
+		t.Fatalf("factory.WriteImage wrote the installers %v", want)
 	}
 	for name, digest := range want {
 		ref := f.host + "/" + name + "/" + id + ":v1.11.0-demo"
 		if got := strings.TrimSpace(judge(t, "crane", "digest", "--insecure", ref)); got != digest {
-			t.Errorf("crane digest %s = %s, builder image wrote %s", ref, got, digest)
+			t.Errorf("crane digest %s = %s, factory.WriteImage wrote %s", ref, got, digest)
 		}
 		judge(t, "crane", "validate", "--insecure", "--remote", ref)
-		if out := judge(t, "cosign", "verify", "--key", f.d.devPub, "--insecure-ignore-tlog", "--allow-http-registry", "--allow-insecure-registry", ref); !strings.Contains(out, `"docker-reference":"`+ref+`"`) {
+		if out := judge(t, "cosign", "verify", "--key", f.rel.PubFile, "--insecure-ignore-tlog", "--allow-http-registry", "--allow-insecure-registry", ref); !strings.Contains(out, `"docker-reference":"`+ref+`"`) {
 			t.Errorf("cosign verify %s: the signature claims another identity:\n%s", ref, out)
 		}
 		// skopeo 1.9 refuses --preserve-digests for any index; the copy
@@ -236,7 +202,7 @@ func TestFactoryRegistry(t *testing.T) {
 // Talos's names, aws's with its command line (docs/talos-compatibility.md,
 // "Installer image"); installer-amd64.tar is the same image, a docker
 // tarball.
-func checkTalosInstallerLayout(t *testing.T, f *factoryFixture, id string) {
+func checkTalosInstallerLayout(t *testing.T, f *demoFactory, id string) {
 	t.Helper()
 	host := f.host
 	var first []string
@@ -259,7 +225,7 @@ func checkTalosInstallerLayout(t *testing.T, f *factoryFixture, id string) {
 		}
 		exported := filepath.Join(t.TempDir(), "fs.tar")
 		judge(t, "crane", "export", "--insecure", "--platform", "linux/amd64", ref, exported)
-		files := tarFiles(t, exported)
+		files := tarFileMap(t, exported)
 		for _, p := range []string{"usr/bin/installer", "usr/install/amd64/vmlinuz", "usr/install/amd64/initramfs.xz", "usr/install/amd64/systemd-boot.efi", "usr/install/amd64/demo.spdx.json"} {
 			if len(files[p]) == 0 {
 				t.Errorf("%s: no %s (has %v)", ref, p, slices.Sorted(maps.Keys(files)))
@@ -338,7 +304,7 @@ var conformanceLine = regexp.MustCompile(`(?m)^\s*(OCI Conformance Test[^:\n]*):
 // the OCI distribution-spec conformance suite that Debian's docker-registry
 // passes on the same installer image.
 func TestFactoryConformance(t *testing.T) {
-	f := newFactoryFixture(t)
+	f := newDemoFactory(t)
 	id := f.postSchematic(t, "customization:\n  systemExtensions:\n    officialExtensions: [zfs]\n")
 	ref := f.host + "/installer/" + id + ":v1.11.0-demo" // the tag tags/list gives
 	index := strings.TrimSpace(judge(t, "crane", "digest", "--insecure", ref))
@@ -384,19 +350,4 @@ func TestFactoryConformance(t *testing.T) {
 	}
 	sort.Strings(extra)
 	t.Logf("%d checks pass on both; the factory also passes: %s", passed, strings.Join(extra, ", "))
-}
-
-// devKeys are the demo's dev public key, as a factory trusts it, and its
-// signer, as a factory signs with it.
-func devKeys(t *testing.T, d *demoRelease) ([]signing.Verifier, *signing.Signer) {
-	t.Helper()
-	vs, err := loadVerifiers([]string{d.devPub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := loadSigner(d.devKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return vs, signer
 }

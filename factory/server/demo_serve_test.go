@@ -1,7 +1,8 @@
-package main
+package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,18 +18,20 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nodeforge/builder/api/schematic"
+	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // TestFactoryServe: the factory's API on the demo release in a local
-// layout. Schematic IDs are builder schematic id's; every artifact equals
-// what builder image --release writes (architectures named either way);
-// HEAD, Range, ETag and .sha256 work; bad input gets its 4xx.
+// layout. Schematic IDs are the schematic's (what builder schematic id
+// prints); every artifact equals what factory.WriteImage (builder image
+// --release) writes (architectures named either way); HEAD, Range, ETag
+// and .sha256 work; bad input gets its 4xx.
 func TestFactoryServe(t *testing.T) {
 	testutil.Slow(t)
-	f := newFactoryFixture(t)
-	d, srv, hs := f.d, f.srv, f.hs
-	layout := f.layout
+	f := newDemoFactory(t)
+	srv, hs := f.srv, f.hs
 	get := func(method, path string, body []byte, hdr ...string) (*http.Response, []byte) {
 		t.Helper()
 		req, _ := http.NewRequest(method, hs.URL+path, bytes.NewReader(body))
@@ -50,13 +53,14 @@ func TestFactoryServe(t *testing.T) {
 		t.Fatalf("POST empty schematic: %d %s", resp.StatusCode, b)
 	}
 	schYAML := "customization:\n  extraKernelArgs: [console=ttyS0]\n  systemExtensions:\n    officialExtensions: [zfs, cri]\n"
-	schPath := filepath.Join(t.TempDir(), "s.yaml")
-	os.WriteFile(schPath, []byte(schYAML), 0o644)
-	wantID, err := runBuilder(t, "schematic", "id", schPath)
+	sch, err := schematic.Parse([]byte(schYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantID = strings.TrimSpace(wantID)
+	wantID, err := sch.ID()
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp, b = get("POST", "/schematics", []byte(schYAML))
 	var created struct{ ID, Schematic string }
 	if json.Unmarshal(b, &created); resp.StatusCode != 201 || created.ID != wantID {
@@ -66,13 +70,21 @@ func TestFactoryServe(t *testing.T) {
 		t.Errorf("GET schematic: %d %q", resp.StatusCode, b)
 	}
 
-	// Artifacts: every file builder image --release writes for a platform
-	// of each disk format, byte for byte (architectures named both ways).
+	// Artifacts: every file builder image --release (factory.WriteImage on
+	// the release verified by factory.Open, --kind all, --compress zst,xz
+	// by default; its installer layouts, which are not files, left out:
+	// TestFactoryRegistry compares those) writes for a
+	// platform of each disk format, byte for byte (architectures named
+	// both ways).
+	rel, err := factory.Open(context.Background(), f.rel.Store(t), f.rel.Version, f.rel.Keys)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := map[string][]byte{}
 	for _, p := range []string{"metal", "nocloud", "aws", "azure", "gcp", "vmware"} {
 		out := filepath.Join(t.TempDir(), p)
-		if o, err := builderProcess(t, "image", "-q", "--release", "oci:"+layout, "--version", "1.11.0-demo", "--key", d.devPub, "--schematic", schPath, "--platform", p, "--kind", "all", "--out", out); err != nil {
-			t.Fatalf("image --release: %v\n%s", err, o)
+		if _, err := factory.WriteImage(context.Background(), rel, factory.ImageOptions{Schematic: sch, Platform: p, Compressions: []string{"zst", "xz"}, Out: out}); err != nil {
+			t.Fatalf("factory.WriteImage for %s: %v", p, err)
 		}
 		for n, data := range mediaFiles(t, out) {
 			want[n] = data
@@ -94,7 +106,7 @@ func TestFactoryServe(t *testing.T) {
 		}
 		resp, b := get("GET", url, nil)
 		if resp.StatusCode != 200 || !bytes.Equal(b, want[file]) {
-			t.Errorf("%s: %d, %d bytes; builder image wrote %d bytes", url, resp.StatusCode, len(b), len(want[file]))
+			t.Errorf("%s: %d, %d bytes; factory.WriteImage wrote %d bytes", url, resp.StatusCode, len(b), len(want[file]))
 		}
 		served++
 	}
@@ -141,7 +153,7 @@ func TestFactoryServe(t *testing.T) {
 	}
 	// A flipped byte in the cached entry, then in its signature: refused,
 	// counted, built again, the right bytes served.
-	cacheDir := filepath.Join(d.dir, "release", "factory-cache")
+	cacheDir := f.cacheDir
 	for _, what := range []string{"layer", "signature"} {
 		flipCached(t, cacheDir, "metal-x86_64.iso", what)
 		before := srv.Stats()
@@ -311,4 +323,30 @@ func flipByte(t *testing.T, path string) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// mediaFiles are the files factory.WriteImage wrote under out (its one
+// media/<schematic id>/ directory), by name; the installer layouts beside
+// them are directories, left out.
+func mediaFiles(t *testing.T, out string) map[string][]byte {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(out, "media", "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("%s: media directories %v", out, dirs)
+	}
+	es, err := os.ReadDir(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range es {
+		if e.Type().IsRegular() {
+			b, err := os.ReadFile(filepath.Join(dirs[0], e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[e.Name()] = b
+		}
+	}
+	return files
 }
