@@ -48,7 +48,7 @@ func TestBootAarch64(t *testing.T) {
 	// kernel's /dev/console is the last console named); the test reads the
 	// serial port, so the schematics name it, as a Talos user does: a
 	// schematic's console= replaces the platform's.
-	build := func(exts, format string) (*report.Report, string, time.Duration) {
+	build := func(exts, format string) (*report.Report, string, string, time.Duration) {
 		t.Helper()
 		sch, err := schematic.Parse([]byte("customization:\n  extraKernelArgs: [console=ttyAMA0]\n  systemExtensions:\n    officialExtensions: [" + exts + "]\n"))
 		if err != nil {
@@ -65,14 +65,15 @@ func TestBootAarch64(t *testing.T) {
 			t.Fatalf("the report has architectures %v", rep.Architectures)
 		}
 		id, _ := sch.ID()
-		return rep, filepath.Join(out, "media", id, "metal-aarch64."+format), time.Since(t1)
+		media := filepath.Join(out, "media", id, "metal-aarch64."+format)
+		return rep, media, testbase.SchematicLine(id), time.Since(t1)
 	}
-	rep, iso, isoBuild := build("testext", "iso")
+	rep, iso, isoSchematic, isoBuild := build("testext", "iso")
 	ar := rep.Architectures["aarch64"]
 	if !strings.HasSuffix(ar.Kernel.Version, "-arm64") || ar.Kernel.Modules == 0 {
 		t.Errorf("aarch64 kernel: %+v", ar.Kernel)
 	}
-	extRep, raw, rawBuild := build("cri, btrfs", "raw")
+	extRep, raw, rawSchematic, rawBuild := build("cri, btrfs", "raw")
 	checkRelocated(t, extRep, "aarch64")
 	want := "NODEFORGE-BOOT-OK PRETTY_NAME=" + s.Image.OS.PrettyName
 	modules := "nodeforge-init: [2/7] boot modules loaded from " + ar.Kernel.Version + ": "
@@ -88,10 +89,10 @@ func TestBootAarch64(t *testing.T) {
 		lines   []string
 	}{
 		{"aarch64 ISO (testext) under AAVMF", isoBuild, testutil.BootTimeoutDefault, []string{"-device", "virtio-scsi-pci", "-device", "scsi-cd,drive=cd",
-			"-drive", "if=none,id=cd,media=cdrom,readonly=on,file=" + iso}, []string{modules, "nodeforge-init: check testext: " + testbase.ExtCheckContent}},
+			"-drive", "if=none,id=cd,media=cdrom,readonly=on,file=" + iso}, []string{modules, isoSchematic, "nodeforge-init: check testext: " + testbase.ExtCheckContent}},
 		{"aarch64 raw disk (cri, btrfs) under AAVMF", rawBuild, 2 * testutil.BootTimeoutDefault,
 			append([]string{"-drive", "if=virtio,format=raw,snapshot=on,file=" + raw}, testbase.ExtensionDisks(t, specPath)...),
-			append([]string{modules}, testbase.ExtensionBootLines...)},
+			append([]string{modules, rawSchematic}, testbase.ExtensionBootLines...)},
 	} {
 		vars := filepath.Join(t.TempDir(), "vars.fd")
 		if err := os.WriteFile(vars, varsTemplate, 0o644); err != nil {
