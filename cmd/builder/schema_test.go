@@ -82,7 +82,7 @@ func TestSchemaDemoBuild(t *testing.T) {
 	}
 	// The compressors that wrote the artifacts (their versions are
 	// "unknown" in a test binary, which carries no build information).
-	if !strings.HasPrefix(rep.Compressors["squashfs zstd"], "github.com/DataDog/zstd@") || len(rep.Compressors) != 6 {
+	if !strings.HasPrefix(rep.Compressors["squashfs zstd"], "github.com/DataDog/zstd@") || len(rep.Compressors) != 7 {
 		t.Errorf("report compressors: %v", rep.Compressors)
 	}
 	if err := validate(reportSchema, withMedia); err != nil {
