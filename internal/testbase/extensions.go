@@ -1,7 +1,6 @@
 package testbase
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,22 +8,15 @@ import (
 	"strings"
 
 	"github.com/nodeforge/builder/api/target"
+	"github.com/nodeforge/builder/pkgbase/debext"
 	"github.com/nodeforge/builder/pkgbase/debpkg"
 )
 
 // ExtDebDir is the cache directory's subdirectory of the extensions'
 // Debian packages (scripts/fetch-test-kernel.sh fetches them); their arm64
-// builds, for an aarch64 extensions' base, are in ExtDebDir+"-arm64".
-const ExtDebDir = "extension-debs"
-
-// extDebDir is the cache's subdirectory of the extensions' packages of
-// a Debian architecture (amd64, arm64).
-func extDebDir(debArch string) string {
-	if debArch == "amd64" {
-		return ExtDebDir
-	}
-	return ExtDebDir + "-" + debArch
-}
+// builds, for an aarch64 extensions' base, are in ExtDebDir+"-arm64"
+// (debext.Dir).
+const ExtDebDir = debext.DebDir
 
 // HelloImage is the extensions' base's container image (an OCI archive
 // beside the spec): the init, run as "nodeforge-init hello".
@@ -35,28 +27,20 @@ const HelloImageName = "docker.io/nodeforge/hello:test"
 
 // ErrNoDebs is wrapped by Build's error when an extension package is not
 // cached: tests skip on a workstation, fail in CI.
-var ErrNoDebs = errors.New("no cached Debian package")
+var ErrNoDebs = debext.ErrNoDebs
 
 // findExtDebs finds every extension package of each of the base's
 // architectures in the cache directory.
 func findExtDebs(opts Options) ([]string, error) {
 	var debs []string
 	for _, in := range opts.inputs {
-		dir := filepath.Join(opts.CacheDir, extDebDir(in.arch.OCI))
-		for _, name := range extDebNames() {
-			pattern := name + "_*_" + in.arch.OCI + ".deb"
-			p := debpkg.Newest(dir, pattern)
-			if p == "" {
-				return nil, fmt.Errorf("%w: no %s in %s (scripts/fetch-test-kernel.sh fetches it)", ErrNoDebs, pattern, dir)
-			}
-			debs = append(debs, p)
+		found, err := debext.Find(opts.CacheDir, in.arch.OCI)
+		if err != nil {
+			return nil, err
 		}
+		debs = append(debs, found...)
 	}
 	return debs, nil
-}
-
-func extDebNames() []string {
-	return append(append(append([]string{}, CRIDebs...), BtrfsDebs...), LibDebs...)
 }
 
 // extSpecs wraps the extension packages into RPMs, their trees in stage.
@@ -72,35 +56,18 @@ func extSpecs(debs []string, stage string) ([]rpmSpec, error) {
 	return out, nil
 }
 
-// skeleton are the directories the filesystem package owns (or links):
-// the wrapped packages do not own them again.
-var skeleton = map[string]bool{"/bin": true, "/sbin": true, "/etc": true, "/lib": true, "/usr": true, "/usr/bin": true,
-	"/usr/lib": true, "/usr/sbin": true, "/usr/share": true, "/usr/libexec": true, "/var": true, "/var/lib": true}
-
 // debSpec extracts a Debian package (less its documentation) and
 // describes its RPM: the same name, version and files, for the
 // architecture of the package (amd64: x86_64, arm64: aarch64).
 func debSpec(deb, stage string) (rpmSpec, error) {
-	name, err := debpkg.Field(deb, "Package")
-	if err != nil {
-		return rpmSpec{}, err
-	}
-	ver, err := debpkg.Field(deb, "Version")
-	if err != nil {
-		return rpmSpec{}, err
-	}
 	arch, err := rpmArch(deb)
 	if err != nil {
 		return rpmSpec{}, err
 	}
-	root := filepath.Join(stage, "deb-"+name+"."+arch)
-	if err := debpkg.Extract(deb, root); err != nil {
+	root := filepath.Join(stage, "deb-"+strings.TrimSuffix(filepath.Base(deb), ".deb"))
+	name, ver, err := debext.Unpack(deb, root)
+	if err != nil {
 		return rpmSpec{}, err
-	}
-	for _, d := range []string{"doc", "man", "lintian", "bash-completion", "zsh", "initramfs-tools", "bug"} {
-		if err := os.RemoveAll(filepath.Join(root, "usr", "share", d)); err != nil {
-			return rpmSpec{}, err
-		}
 	}
 	files, err := treeFiles(root)
 	if err != nil {
@@ -147,7 +114,7 @@ func treeFiles(root string) ([]string, error) {
 			return fmt.Errorf("%s: a path rpmbuild's %%files would misread", rel)
 		}
 		switch {
-		case fi.IsDir() && skeleton[rel]:
+		case fi.IsDir() && debext.Skeleton[rel]:
 		case fi.IsDir():
 			lines = append(lines, "%dir "+rel)
 		default:

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nodeforge/builder/pkgbase/debext"
 	"github.com/nodeforge/builder/pkgbase/debpkg"
 )
 
@@ -39,7 +40,7 @@ func findImageDebs(opts Options) ([]string, error) {
 	dir := filepath.Join(opts.CacheDir, ImageDebDir)
 	var debs []string
 	for _, name := range append(append([]string{}, XorrisoDebs...), ImageDebs...) {
-		if opts.Extensions && slices.Contains(extDebNames(), name) {
+		if opts.Extensions && slices.Contains(debext.Names(), name) {
 			continue
 		}
 		p := debpkg.Newest(dir, name+"_*_amd64.deb")

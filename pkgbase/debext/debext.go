@@ -28,9 +28,19 @@ var (
 		"liblzo2-2", "libudev1", "libuuid1", "libzstd1", "zlib1g"}
 )
 
-// DebDir is the cache directory's subdirectory of the packages
-// (scripts/fetch-test-kernel.sh fetches them, with --demo too).
+// DebDir is the cache directory's subdirectory of the amd64 packages
+// (scripts/fetch-test-kernel.sh fetches them, with --demo too); Dir names
+// another architecture's.
 const DebDir = "extension-debs"
+
+// Dir is the cache directory's subdirectory of a Debian architecture's
+// packages: DebDir for amd64, DebDir-ARCH (extension-debs-arm64) else.
+func Dir(debArch string) string {
+	if debArch == "amd64" {
+		return DebDir
+	}
+	return DebDir + "-" + debArch
+}
 
 // ErrNoDebs is wrapped by Find's error when a package is not cached.
 var ErrNoDebs = errors.New("no cached Debian package")
@@ -40,10 +50,10 @@ func Names() []string {
 	return append(append(append([]string{}, CRIDebs...), BtrfsDebs...), LibDebs...)
 }
 
-// Find finds every package of a Debian architecture (amd64) in the
-// cache directory's DebDir, in Names' order: the newest of each.
+// Find finds every package of a Debian architecture (amd64, arm64) in
+// the cache directory's Dir, in Names' order: the newest of each.
 func Find(cacheDir, debArch string) ([]string, error) {
-	dir := filepath.Join(cacheDir, DebDir)
+	dir := filepath.Join(cacheDir, Dir(debArch))
 	var debs []string
 	for _, name := range Names() {
 		p := debpkg.Newest(dir, name+"_*_"+debArch+".deb")
