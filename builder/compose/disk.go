@@ -47,11 +47,7 @@ var mediaGUIDs = gpt.MustParse("6e6f6465-666f-5267-8565-6d6564696131")
 // is the partition's first sector, sectorSize the disk's logical sector
 // size (512 for the ISO's El Torito image).
 func espImage(files []fat.File, sde int64, id string, hidden uint32, sectorSize int) ([]byte, error) {
-	var vol uint32 // the schematic ID's first 32 bits
-	if len(id) >= 8 {
-		fmt.Sscanf(id[:8], "%08x", &vol)
-	}
-	return fat.Write(files, fat.Options{Label: "NODEFORGE", VolumeID: vol, Time: time.Unix(sde, 0), MinSize: espSize(files),
+	return fat.Write(files, fat.Options{Label: "NODEFORGE", VolumeID: espVolumeID(id), Time: time.Unix(sde, 0), MinSize: espSize(files),
 		HiddenSectors: hidden, SectorSize: sectorSize})
 }
 
@@ -119,6 +115,16 @@ func rawImage(files []fat.File, sde int64, id string, metaValues map[uint8][]byt
 	return disk, nil
 }
 
+// espVolumeID is an EFI system partition's FAT volume ID: the schematic
+// ID's first 32 bits (0 without one).
+func espVolumeID(id string) uint32 {
+	var vol uint32
+	if len(id) >= 8 {
+		fmt.Sscanf(id[:8], "%08x", &vol)
+	}
+	return vol
+}
+
 // isoSector is ISO 9660's logical block size.
 const isoSector = 2048
 
@@ -128,11 +134,7 @@ const isoSector = 2048
 // no room beyond the files: a CD is read-only, and the ISO carries its
 // payload once.
 func isoESP(files []fat.File, sde int64, id string) ([]byte, []fat.Extent, error) {
-	var vol uint32 // the schematic ID's first 32 bits, as espImage
-	if len(id) >= 8 {
-		fmt.Sscanf(id[:8], "%08x", &vol)
-	}
-	return fat.WriteExtents(files, fat.Options{Label: "NODEFORGE", VolumeID: vol, Time: time.Unix(sde, 0), Align: isoSector})
+	return fat.WriteExtents(files, fat.Options{Label: "NODEFORGE", VolumeID: espVolumeID(id), Time: time.Unix(sde, 0), Align: isoSector})
 }
 
 // isoImage makes a UEFI-bootable ISO 9660 image with xorriso: the EFI
