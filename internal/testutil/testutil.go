@@ -61,6 +61,20 @@ func Slow(t testing.TB) {
 	}
 }
 
+// NoRace skips a long end-to-end test (real bases released and booted,
+// whole pipelines) under the race detector: make test runs such tests in
+// its other process, without -race (the packages that call NoRace are
+// listed there by a grep for it), where they take a fifth of the time,
+// and keeps the race detector for the unit and concurrency tests beside
+// them. Concurrency a NoRace test drives must also be driven by a test
+// that runs under -race.
+func NoRace(t testing.TB) {
+	t.Helper()
+	if raceDetector {
+		t.Skip("end to end; under -race skipped: make test runs it without the race detector")
+	}
+}
+
 // NeedTool returns the path of an outside tool, or skips/fails.
 func NeedTool(t testing.TB, name string) string {
 	t.Helper()
