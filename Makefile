@@ -14,7 +14,7 @@ export CGO_CFLAGS ?= -O3 -g
 
 help:
 	@echo "build  - build $(BIN)"
-	@echo "test   - vet, then every library package's tests with the race detector and cmd/builder's integration tests beside them without it (CI runs this)"
+	@echo "test   - vet, then every package but cmd/builder under the race detector, and beside it, without it, cmd/builder and the end-to-end tests that skip under -race (testutil.NoRace): CI runs this"
 	@echo "test-quick - the edit-test loop (under 5 minutes on 2 cores): every package with -short, no race detector; the slow tests (qemu boots, two-architecture releases, kills and resumes, load) skip, and so do judges whose tool is not installed"
 	@echo "lint   - gofmt check and go vet"
 	@echo "bench  - run the Go benchmarks (not part of CI)"
@@ -34,14 +34,18 @@ build:
 SLOWEST := ./cmd/builder ./builder ./builder/rootfs/sqfs
 INTEGRATION := github.com/nodeforge/builder/cmd/builder
 
-# Every library package runs its tests under the race detector (their own
-# concurrency tests: the factory's concurrent clients, the build's parallel
-# steps). cmd/builder's integration tests run the same code end to end on
-# real bases without it, beside them: under -race they took 1,470 s of a
-# 25-minute CI run on 2 cores, without it about 650 s.
+# Two go test processes side by side. One runs every package but
+# cmd/builder under the race detector (their own concurrency tests: the
+# factory's concurrent clients, the build's parallel steps). The other runs
+# without it what is end to end: cmd/builder's integration tests, and the
+# packages whose long tests call testutil.NoRace (real bases released and
+# booted, whole pipelines), which skip under -race; their short tests run
+# in both. The race detector multiplies such tests' time by 3 to 10 and
+# finds nothing their own concurrency tests do not.
+NORACE := $(shell git grep -lw 'testutil[.]NoRace' -- '*_test.go' | xargs -r -n1 dirname | sort -u | sed 's|^|./|')
 test: lint
 	@set -e; \
-	$(GO) test -count=1 -timeout 45m ./cmd/builder & integ=$$!; \
+	$(GO) test -count=1 -timeout 45m ./cmd/builder $(NORACE) & integ=$$!; \
 	$(GO) test -race -count=1 -timeout 45m $$($(GO) list $(SLOWEST) ./... | grep -vx '$(INTEGRATION)') & libs=$$!; \
 	rc=0; wait $$integ || rc=1; wait $$libs || rc=1; exit $$rc
 

@@ -32,6 +32,7 @@ import (
 // TestBootExtensions (testbase.ExtensionBootLines).
 func TestBootAarch64(t *testing.T) {
 	testutil.Slow(t)
+	testutil.NoRace(t)
 	t0 := time.Now()
 	specPath := testbase.ForTest(t, testbase.Options{Arches: []string{"x86_64", "aarch64"}, Extensions: true})
 	a, _ := target.Lookup("aarch64")

@@ -25,6 +25,7 @@ import (
 // boots an xz initramfs instead of the default zstd one.
 func TestBootDebianKernel(t *testing.T) {
 	testutil.Slow(t)
+	testutil.NoRace(t)
 	t0 := time.Now()
 	specPath := testbase.ForTest(t, testbase.Options{InitramfsCompression: os.Getenv("NODEFORGE_BOOT_INITRAMFS")})
 	qemu := testutil.NeedTool(t, "qemu-system-x86_64")

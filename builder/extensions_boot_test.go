@@ -24,6 +24,7 @@ import (
 // (signature enforced), writes a file and reads it back.
 func TestBootExtensions(t *testing.T) {
 	testutil.Slow(t)
+	testutil.NoRace(t)
 	t0 := time.Now()
 	specPath := testbase.ForTest(t, testbase.Options{Extensions: true})
 	qemu := testutil.NeedTool(t, "qemu-system-x86_64")

@@ -30,6 +30,7 @@ import (
 // and .sha256 work; bad input gets its 4xx.
 func TestFactoryServe(t *testing.T) {
 	testutil.Slow(t)
+	testutil.NoRace(t)
 	f := newDemoFactory(t)
 	srv, hs := f.srv, f.hs
 	get := func(method, path string, body []byte, hdr ...string) (*http.Response, []byte) {

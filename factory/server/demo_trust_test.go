@@ -111,6 +111,7 @@ func retag(t *testing.T, st oci.Store, repo, from, to string, match func(map[str
 // path (newDemoFactory's and replica's servers check every one).
 func TestFactoryTrust(t *testing.T) {
 	testutil.Slow(t)
+	testutil.NoRace(t)
 	t.Parallel()
 	f := newDemoFactory(t)
 	idA := f.postSchematic(t, "customization:\n  systemExtensions:\n    officialExtensions: [zfs]\n")

@@ -30,6 +30,7 @@ import (
 // no outside resource; a screenshot of every step.
 func TestFactoryUI(t *testing.T) {
 	testutil.Slow(t)
+	testutil.NoRace(t)
 	chromium := testbrowser.Need(t)
 	if chromium == "" {
 		return
