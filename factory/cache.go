@@ -122,7 +122,7 @@ type artifactCache struct {
 }
 
 // defaultVerifyInterval is how long a verified layout file is trusted
-// while nothing about it changes (ServerOptions.VerifyInterval).
+// while nothing about it changes (Options.VerifyInterval).
 const defaultVerifyInterval = 10 * time.Minute
 
 // countDamaged counts a cached blob that failed its digest while served.

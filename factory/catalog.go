@@ -28,7 +28,7 @@ type catalog struct {
 
 // failure is a store, or one version in it, that is not served.
 type failure struct {
-	store   int    // index in ServerOptions.Releases
+	store   int    // index in Options.Releases
 	version string // "" when the store could not be listed
 	cause   error
 }

@@ -31,7 +31,7 @@ func TestCatalogSpellings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newService(ServerOptions{Cache: cache, Releases: []ReleaseStore{{Store: st}, {Store: st}}})
+	s, err := newService(Options{Cache: cache, Releases: []ReleaseStore{{Store: st}, {Store: st}}})
 	if err != nil {
 		t.Fatal(err)
 	}

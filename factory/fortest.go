@@ -21,7 +21,7 @@ type BuildFunc func(ctx context.Context, rel *VerifiedRelease, sch *schematic.Sc
 
 // NewUnverified is a service that serves nothing until ServeUnverified
 // says what, its options completed with their defaults.
-func NewUnverified(o ServerOptions) (*Service, error) { return newService(o) }
+func NewUnverified(o Options) (*Service, error) { return newService(o) }
 
 // ServeUnverified replaces what the service serves with rels, as they
 // are: nothing verifies them.

@@ -55,7 +55,7 @@ type CollectReport struct {
 	Store  string `json:"store"`
 	DryRun bool   `json:"dryRun"`
 	// Kept are the versions kept, newest first; Broken are marked broken
-	// (ServerOptions.BrokenVersions): not served, but their entries stay,
+	// (Options.BrokenVersions): not served, but their entries stay,
 	// so unmarking one serves them again; Unverified are listed in a
 	// release store but do not verify: their entries stay (they may verify
 	// again).

@@ -39,7 +39,7 @@ func newGCFixture(t *testing.T, st oci.Store) *gcFixture {
 	signer := signingtest.Signer(t)
 	f := &gcFixture{st: st, byVer: map[string][]string{}, infos: map[string]entryInfo{}}
 	m := newMetrics()
-	f.srv = &Service{o: ServerOptions{Cache: st, Signer: signer}, schematics: &schematics{st: st}, metrics: m,
+	f.srv = &Service{o: Options{Cache: st, Signer: signer}, schematics: &schematics{st: st}, metrics: m,
 		cache: &artifactCache{st: st, signer: signer, metrics: m, interval: time.Minute, now: time.Now}}
 	for _, args := range [][]string{nil, {"console=ttyS0"}} {
 		sch := &schematic.Schematic{}
@@ -286,7 +286,7 @@ func TestCollectKeeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Service{o: ServerOptions{Cache: l, Releases: []ReleaseStore{{Store: l}, {Store: unlisted}}}}
+	s := &Service{o: Options{Cache: l, Releases: []ReleaseStore{{Store: l}, {Store: unlisted}}}}
 	var rels []*VerifiedRelease
 	for v, date := range map[string]int64{"1.9.0": 100, "1.10.0": 100, "1.8.0": 200, "1.0.0": 50} {
 		rels = append(rels, &VerifiedRelease{Version: v, SourceDate: date})

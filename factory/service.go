@@ -31,7 +31,7 @@ import (
 // work on it. Server is its HTTP front, which asks it for releases,
 // schematics and artifacts.
 type Service struct {
-	o          ServerOptions
+	o          Options
 	schematics *schematics
 	cat        atomic.Pointer[catalog] // what is served
 	cache      *artifactCache
@@ -76,8 +76,11 @@ type ReleaseStore struct {
 	Name string
 }
 
-// ServerOptions configure a factory.
-type ServerOptions struct {
+// Options configure the factory's service: the releases it serves, its
+// cache, its builds and their bounds. Its HTTP front's options (logins
+// and rates, timeouts, connections, origins, proxies) are the front's,
+// server.Options in factory/server, which holds these too.
+type Options struct {
 	Releases []ReleaseStore
 	// Cache holds the schematics and the built artifacts.
 	Cache oci.Store
@@ -97,8 +100,6 @@ type ServerOptions struct {
 	// MaxQueue bounds the builds waiting for a slot (0: 4 × MaxBuilds;
 	// negative: none wait); past it a request gets 503 and Retry-After.
 	MaxQueue int
-	// Access says who may do what (the zero value: anyone, anything).
-	Access Access
 	// BuildTimeout bounds one build (0: 10 minutes).
 	BuildTimeout time.Duration
 	// SecureBoot signs the -secureboot media (systemd-boot and the UKIs
@@ -107,14 +108,6 @@ type ServerOptions struct {
 	// MaxSchematics caps the schematics stored (0: no cap); past it a new
 	// one gets 507. Replicas on one store count their own additions.
 	MaxSchematics int
-	// BodyTimeout bounds the time a request's body takes to arrive (0: 30
-	// seconds); past it the request gets 408 and its connection closes.
-	BodyTimeout time.Duration
-	// IdleTimeout closes a keep-alive connection idle that long (0: two
-	// minutes); MaxConnections bounds the connections served at once (0:
-	// 1024), more wait to be accepted. Both are for HTTPServer and Listener.
-	IdleTimeout    time.Duration
-	MaxConnections int
 	// VerifyInterval is how long a cached artifact's file in a layout
 	// cache, once hashed, is served without hashing it again while its
 	// size and modification time stay (0: 10 minutes; negative: hashed at
@@ -124,13 +117,6 @@ type ServerOptions struct {
 	// broken: as upstream, not listed, not served, never latest; listed by
 	// /versions?broken=true.
 	BrokenVersions []string
-	// AllowedOrigins are the origins pages may download from (CORS); nil:
-	// any ("*"), as upstream.
-	AllowedOrigins []string
-	// TrustedProxies are the address ranges (CIDR, or single addresses)
-	// of the proxies whose X-Forwarded-For or Forwarded header names the
-	// client, for rate limits and logs; nil: the peer is the client.
-	TrustedProxies []string
 	Log            *slog.Logger
 }
 
@@ -355,7 +341,7 @@ func (s *Service) PublicHost(requestHost string) string {
 // verifies it fails, its error's first line the first cause. A tool a
 // request can need that is not on PATH is logged (and Readiness is not
 // ready, naming it).
-func NewService(ctx context.Context, o ServerOptions) (*Service, error) {
+func NewService(ctx context.Context, o Options) (*Service, error) {
 	s, err := newService(o)
 	if err != nil {
 		return nil, err
@@ -377,7 +363,7 @@ func NewService(ctx context.Context, o ServerOptions) (*Service, error) {
 
 // newService is a factory serving nothing yet, its options completed
 // with their defaults.
-func newService(o ServerOptions) (*Service, error) {
+func newService(o Options) (*Service, error) {
 	if o.Cache == nil || len(o.Releases) == 0 {
 		return nil, errors.New("factory: a cache store and at least one release store are needed")
 	}
@@ -399,15 +385,6 @@ func newService(o ServerOptions) (*Service, error) {
 	if o.VerifyInterval == 0 {
 		o.VerifyInterval = defaultVerifyInterval
 	}
-	if o.BodyTimeout <= 0 {
-		o.BodyTimeout = 30 * time.Second
-	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = 2 * time.Minute
-	}
-	if o.MaxConnections <= 0 {
-		o.MaxConnections = 1024
-	}
 	m := newMetrics()
 	s := &Service{o: o, schematics: &schematics{st: o.Cache, mismatches: m.mismatches}, metrics: m,
 		slots: make(chan struct{}, o.MaxBuilds), queue: make(chan struct{}, max(o.MaxQueue, 0)),
@@ -420,7 +397,7 @@ func newService(o ServerOptions) (*Service, error) {
 }
 
 // Options are the options the service runs with, defaults filled in.
-func (s *Service) Options() ServerOptions { return s.o }
+func (s *Service) Options() Options { return s.o }
 
 // Metrics is the registry of the factory's Prometheus series, where its
 // front adds its own.

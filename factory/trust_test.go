@@ -44,7 +44,7 @@ func trustService(t *testing.T, size int) (*Service, *testutil.Log) {
 		t.Fatal(err)
 	}
 	log := &testutil.Log{}
-	s, err := newService(ServerOptions{Cache: cache, Releases: []ReleaseStore{{Store: cache}}, Signer: signingtest.Signer(t),
+	s, err := newService(Options{Cache: cache, Releases: []ReleaseStore{{Store: cache}}, Signer: signingtest.Signer(t),
 		BuilderVersion: "test", Log: slog.New(slog.NewTextHandler(log, nil))})
 	if err != nil {
 		t.Fatal(err)

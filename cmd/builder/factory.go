@@ -294,7 +294,7 @@ func (f *serveFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	o, err := f.options(ctx, work, log)
+	o, err := f.serverOptions(ctx, work, log)
 	if err != nil {
 		return err
 	}
@@ -422,10 +422,29 @@ func listenURL(ln net.Listener, conf *tls.Config) string {
 	return "http://" + ln.Addr().String()
 }
 
-// options opens the stores, the keys and the logins: the factory's
-// options.
-func (f *serveFlags) options(ctx context.Context, work string, log *slog.Logger) (factory.ServerOptions, error) {
-	fail := func(err error) (factory.ServerOptions, error) { return factory.ServerOptions{}, err }
+// serverOptions are factory serve's options: the service's (options)
+// and its HTTP front's, with the logins.
+func (f *serveFlags) serverOptions(ctx context.Context, work string, log *slog.Logger) (server.Options, error) {
+	svc, err := f.options(ctx, work, log)
+	if err != nil {
+		return server.Options{}, err
+	}
+	o := server.Options{Service: svc, BodyTimeout: f.bodyTimeout, IdleTimeout: f.idleTimeout, MaxConnections: f.maxConnections,
+		AllowedOrigins: f.allowedOrigins, TrustedProxies: f.proxies,
+		Access: factory.Access{Login: f.login, BuildRate: f.buildRate, BuildBurst: f.buildBurst,
+			SchematicRate: f.schematicRate, SchematicBurst: f.schematicBurst}}
+	if f.htpasswd != "" || f.tokens != "" {
+		if o.Access.Credentials, err = factory.LoadCredentials(f.htpasswd, f.tokens); err != nil {
+			return server.Options{}, err
+		}
+	}
+	return o, nil
+}
+
+// options opens the stores and the keys: the service's options (warm
+// and gc run the service alone).
+func (f *serveFlags) options(ctx context.Context, work string, log *slog.Logger) (factory.Options, error) {
+	fail := func(err error) (factory.Options, error) { return factory.Options{}, err }
 	var rs []factory.ReleaseStore
 	for _, r := range f.releases {
 		vs, err := loadVerifiers(r.Key)
@@ -444,17 +463,9 @@ func (f *serveFlags) options(ctx context.Context, work string, log *slog.Logger)
 	if err != nil {
 		return fail(err)
 	}
-	o := factory.ServerOptions{Releases: rs, Cache: cache, ExternalURL: f.external, Work: work, Log: log, BuilderVersion: selfDigest(),
-		MaxBuilds: f.maxBuilds, MaxQueue: f.maxQueue, BuildTimeout: f.buildTimeout,
-		MaxSchematics: f.maxSchematics, BodyTimeout: f.bodyTimeout, IdleTimeout: f.idleTimeout, MaxConnections: f.maxConnections,
-		VerifyInterval: f.verifyInterval, BrokenVersions: f.brokenVersions, AllowedOrigins: f.allowedOrigins, TrustedProxies: f.proxies,
-		Access: factory.Access{Login: f.login, BuildRate: f.buildRate, BuildBurst: f.buildBurst,
-			SchematicRate: f.schematicRate, SchematicBurst: f.schematicBurst}}
-	if f.htpasswd != "" || f.tokens != "" {
-		if o.Access.Credentials, err = factory.LoadCredentials(f.htpasswd, f.tokens); err != nil {
-			return fail(err)
-		}
-	}
+	o := factory.Options{Releases: rs, Cache: cache, ExternalURL: f.external, Work: work, Log: log, BuilderVersion: selfDigest(),
+		MaxBuilds: f.maxBuilds, MaxQueue: f.maxQueue, BuildTimeout: f.buildTimeout, MaxSchematics: f.maxSchematics,
+		VerifyInterval: f.verifyInterval, BrokenVersions: f.brokenVersions}
 	if f.signingKey != "" {
 		if o.Signer, err = loadSigner(f.signingKey); err != nil {
 			return fail(err)

@@ -120,8 +120,8 @@ func startBootFactory(t *testing.T, layout, pub, sbKeys string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
-		Cache: cache, BuilderVersion: "test", Work: t.TempDir(), SecureBoot: sb})
+	srv, err := server.New(context.Background(), server.Options{Service: factory.Options{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
+		Cache: cache, BuilderVersion: "test", Work: t.TempDir(), SecureBoot: sb}})
 	if err != nil {
 		t.Fatal(err)
 	}

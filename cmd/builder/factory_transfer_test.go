@@ -36,8 +36,8 @@ func startRegistryFactory(t *testing.T, d *demoRelease, target string) *registry
 		t.Fatal(err)
 	}
 	vs, signer := devKeys(t, d)
-	srv, err := server.New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
-		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
+	srv, err := server.New(context.Background(), server.Options{Service: factory.Options{Releases: []factory.ReleaseStore{{Store: st, Keys: vs}},
+		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func servedFactory(t *testing.T, args ...string) (*server.Server, *httptest.Serv
 	if err := f.settle(cmd.Flags()); err != nil {
 		t.Fatal(err)
 	}
-	o, err := f.options(context.Background(), t.TempDir(), slog.New(slog.DiscardHandler))
+	o, err := f.serverOptions(context.Background(), t.TempDir(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

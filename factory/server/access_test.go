@@ -107,15 +107,15 @@ func TestCredentials(t *testing.T) {
 // newServer is a factory serving nothing yet (the tests say what with
 // the service's test hooks, factory/fortest.go): the front of
 // factory.NewUnverified, its options checked as New checks them.
-func newServer(o factory.ServerOptions) (*Server, error) {
+func newServer(o Options) (*Server, error) {
 	if err := checkFront(o); err != nil {
 		return nil, err
 	}
-	svc, err := factory.NewUnverified(o)
+	svc, err := factory.NewUnverified(o.Service)
 	if err != nil {
 		return nil, err
 	}
-	return newFront(svc)
+	return newFront(svc, o)
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -129,19 +129,19 @@ type accessFactory struct {
 	log     *testutil.Log
 }
 
-func newAccessFactory(t *testing.T, o factory.ServerOptions) *accessFactory {
+func newAccessFactory(t *testing.T, o Options) *accessFactory {
 	t.Helper()
 	releases, err := oci.CreateLayout(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Cache == nil {
-		if o.Cache, err = oci.CreateLayout(t.TempDir()); err != nil {
+	if o.Service.Cache == nil {
+		if o.Service.Cache, err = oci.CreateLayout(t.TempDir()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	logs := &testutil.Log{}
-	o.Releases, o.Log, o.BuilderVersion = []factory.ReleaseStore{{Store: releases}}, slog.New(slog.NewTextHandler(logs, nil)), "test"
+	o.Service.Releases, o.Service.Log, o.Service.BuilderVersion = []factory.ReleaseStore{{Store: releases}}, slog.New(slog.NewTextHandler(logs, nil)), "test"
 	s, err := newServer(o)
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func (f *accessFactory) do(t *testing.T, method, path, auth string) (*http.Respo
 // TestAccessSurfaces: an internal factory, logins to build and to read
 // metrics, anonymous downloads: who gets what, and 401's challenge.
 func TestAccessSurfaces(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{Signer: signingtest.Signer(t), Access: factory.Access{Login: []string{"build", "metrics"}, Credentials: testCredentials(t)}})
+	f := newAccessFactory(t, Options{Service: factory.Options{Signer: signingtest.Signer(t)}, Access: factory.Access{Login: []string{"build", "metrics"}, Credentials: testCredentials(t)}})
 	alice := "Basic " + b64("alice:"+alicePassword)
 	kernel := "/image/" + f.id + "/1.0/kernel-amd64"
 	for _, c := range []struct {
@@ -249,7 +249,7 @@ func TestAccessSurfaces(t *testing.T) {
 // TestAccessRegistryAndDownloads: an external factory (anonymous builds,
 // logins to download and pull): under /v2/ a refusal is a registry's.
 func TestAccessRegistryAndDownloads(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{Access: factory.Access{Login: []string{"download", "pull"}, Credentials: testCredentials(t)}})
+	f := newAccessFactory(t, Options{Access: factory.Access{Login: []string{"download", "pull"}, Credentials: testCredentials(t)}})
 	for _, c := range []struct {
 		method, path, auth string
 		code               int
@@ -309,7 +309,7 @@ func TestAccessOptions(t *testing.T) {
 // TestBuildRate: a client's builds are bounded (429 with Retry-After);
 // another client's, and what the cache has, are not.
 func TestBuildRate(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{Signer: signingtest.Signer(t), Access: factory.Access{BuildRate: 1, BuildBurst: 2, Credentials: testCredentials(t)}})
+	f := newAccessFactory(t, Options{Service: factory.Options{Signer: signingtest.Signer(t)}, Access: factory.Access{BuildRate: 1, BuildBurst: 2, Credentials: testCredentials(t)}})
 	base := "/image/" + f.id + "/1.0/"
 	for i, c := range []struct {
 		artifact, auth string
@@ -375,7 +375,7 @@ func blockingBuilds(f *accessFactory) (started chan string, release chan struct{
 // request that needs a build gets 503 with Retry-After; the others get
 // their artifacts when the builds end.
 func TestBuildQueue(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{MaxBuilds: 1, MaxQueue: 1})
+	f := newAccessFactory(t, Options{Service: factory.Options{MaxBuilds: 1, MaxQueue: 1}})
 	started, release := blockingBuilds(f)
 	base := "/image/" + f.id + "/1.0/"
 	var wg sync.WaitGroup
@@ -402,7 +402,7 @@ func TestBuildQueue(t *testing.T) {
 		t.Errorf("%d builds, want 2", st.Builds)
 	}
 	// No queue: a busy factory refuses at once.
-	g := newAccessFactory(t, factory.ServerOptions{MaxBuilds: 1, MaxQueue: -1})
+	g := newAccessFactory(t, Options{Service: factory.Options{MaxBuilds: 1, MaxQueue: -1}})
 	started, release = blockingBuilds(g)
 	wg.Add(1)
 	go func() {
@@ -420,7 +420,7 @@ func TestBuildQueue(t *testing.T) {
 // TestBuildDetached: a client that hangs up does not cancel the build it
 // started; the next request gets its bytes.
 func TestBuildDetached(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{Signer: signingtest.Signer(t)})
+	f := newAccessFactory(t, Options{Service: factory.Options{Signer: signingtest.Signer(t)}})
 	started, release := blockingBuilds(f)
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", f.url+"/image/"+f.id+"/1.0/kernel-amd64", nil)
@@ -452,7 +452,7 @@ func TestBuildDetached(t *testing.T) {
 // TestRefusalIsPerClient: a build refused to one client (no login) is
 // not refused to a client with a login waiting for the same artifact.
 func TestRefusalIsPerClient(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{Access: factory.Access{Login: []string{"build"}, Credentials: testCredentials(t)}})
+	f := newAccessFactory(t, Options{Access: factory.Access{Login: []string{"build"}, Credentials: testCredentials(t)}})
 	rel, sch := f.svc.Release("1.0"), schematicOf(t, f)
 	a, _ := factory.ParseArtifact("kernel-amd64")
 	anonymous := context.WithValue(context.Background(), principalKey{}, principal{addr: "192.0.2.1"})

@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/testutil"
 )
 
@@ -17,7 +16,7 @@ import (
 // deploy/prometheus name is one the factory registers (promtool, in the
 // deploy package's tests, judges the rules themselves).
 func TestAlertRulesMetrics(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{})
+	f := newAccessFactory(t, Options{})
 	registered := map[string]bool{}
 	families, err := f.svc.Metrics().Gather()
 	if err != nil {

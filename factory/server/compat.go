@@ -97,10 +97,10 @@ func corsHeadersOK(lists []string) bool {
 }
 
 func (s *Server) origins() []string {
-	if s.o.AllowedOrigins == nil {
+	if s.front.AllowedOrigins == nil {
 		return corsOrigins
 	}
-	return s.o.AllowedOrigins
+	return s.front.AllowedOrigins
 }
 
 // originAllowed matches an Origin header against the allowed origins,

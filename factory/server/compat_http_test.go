@@ -58,11 +58,11 @@ func compatDo(t *testing.T, f *accessFactory, method, path string, hdr ...string
 // broken), 1.9.0-demo, 1.10.0 and the pre-release 1.11.0-rc.1, with a
 // signed installer index cached for 1.0 and 1.10.0 (so /v2/ serves them
 // without building).
-func compatFactory(t *testing.T, o factory.ServerOptions) *accessFactory {
+func compatFactory(t *testing.T, o Options) *accessFactory {
 	t.Helper()
-	o.Signer = signingtest.Signer(t)
-	if o.BrokenVersions == nil {
-		o.BrokenVersions = []string{"v1.2.0"}
+	o.Service.Signer = signingtest.Signer(t)
+	if o.Service.BrokenVersions == nil {
+		o.Service.BrokenVersions = []string{"v1.2.0"}
 	}
 	f := newAccessFactory(t, o)
 	var rels []*factory.VerifiedRelease
@@ -99,7 +99,7 @@ func wantAnswer(t *testing.T, what string, resp *http.Response, body string, cod
 }
 
 func TestCompatVersions(t *testing.T) {
-	f := compatFactory(t, factory.ServerOptions{})
+	f := compatFactory(t, Options{})
 	id := f.id
 	t.Run("listed", func(t *testing.T) {
 		resp, body := compatDo(t, f, "GET", "/versions")
@@ -134,7 +134,7 @@ func TestCompatVersions(t *testing.T) {
 		if latest.StatusCode != 200 || latest.Header.Get("Docker-Content-Digest") != named.Header.Get("Docker-Content-Digest") {
 			t.Errorf("latest: %d %s, v1.10.0: %s", latest.StatusCode, latest.Header.Get("Docker-Content-Digest"), named.Header.Get("Docker-Content-Digest"))
 		}
-		only := newAccessFactory(t, factory.ServerOptions{})
+		only := newAccessFactory(t, Options{})
 		only.svc.ServeUnverified(&factory.VerifiedRelease{Version: "1.12.0-beta.0", Digests: map[string]string{}})
 		if rel := only.svc.Latest(); rel != nil {
 			t.Errorf("latest of a pre-release only: %s", rel.Version)
@@ -151,10 +151,10 @@ func TestCompatVersions(t *testing.T) {
 		if !strings.Contains(body, `"tags":["latest","v1.0","v1.10.0","v1.11.0-rc.1","v1.9.0-demo"]`) {
 			t.Errorf("tags/list: %d %s", resp.StatusCode, body)
 		}
-		none := newAccessFactory(t, factory.ServerOptions{})
+		none := newAccessFactory(t, Options{})
 		resp, body = compatDo(t, none, "GET", "/versions?broken=true")
 		wantAnswer(t, "?broken=true by default", resp, body, 200, "[]\n")
-		if _, err := newServer(factory.ServerOptions{Cache: f.o.Cache, Releases: f.o.Releases, BrokenVersions: []string{"v"}}); err == nil || !strings.Contains(err.Error(), `broken version "v"`) {
+		if _, err := newServer(Options{Service: factory.Options{Cache: f.o.Cache, Releases: f.o.Releases, BrokenVersions: []string{"v"}}}); err == nil || !strings.Contains(err.Error(), `broken version "v"`) {
 			t.Errorf("a broken version naming nothing: %v", err)
 		}
 	})
@@ -176,7 +176,7 @@ func TestCompatVersions(t *testing.T) {
 }
 
 func TestCompatRoutes(t *testing.T) {
-	f := compatFactory(t, factory.ServerOptions{Access: factory.Access{Login: []string{"download", "pull"}, Credentials: testCredentials(t)}})
+	f := compatFactory(t, Options{Access: factory.Access{Login: []string{"download", "pull"}, Credentials: testCredentials(t)}})
 	alice := "Basic " + b64("alice:"+alicePassword)
 	kernel := "/image/" + f.id + "/v1.0/kernel-amd64"
 	t.Run("server header", func(t *testing.T) {
@@ -218,7 +218,7 @@ func TestCompatRoutes(t *testing.T) {
 		}
 	})
 	t.Run("cors origins", func(t *testing.T) {
-		g := newAccessFactory(t, factory.ServerOptions{AllowedOrigins: []string{"https://*.example.org", "http://localhost:3000"}})
+		g := newAccessFactory(t, Options{AllowedOrigins: []string{"https://*.example.org", "http://localhost:3000"}})
 		for origin, want := range map[string]string{"https://ui.example.org": "https://ui.example.org", "http://LOCALHOST:3000": "http://LOCALHOST:3000", "https://evil.test": "", "https://example.org": ""} {
 			resp, _ := compatDo(t, g, "GET", "/versions", "Origin", origin)
 			if got := resp.Header.Get("Access-Control-Allow-Origin"); got != want {
@@ -226,7 +226,7 @@ func TestCompatRoutes(t *testing.T) {
 			}
 		}
 		for _, bad := range []string{"example.org", "https://a/b", "https://*.*.org", ""} {
-			if _, err := newServer(factory.ServerOptions{Cache: g.o.Cache, Releases: g.o.Releases, AllowedOrigins: []string{bad}}); err == nil {
+			if _, err := newServer(Options{Service: factory.Options{Cache: g.o.Cache, Releases: g.o.Releases}, AllowedOrigins: []string{bad}}); err == nil {
 				t.Errorf("allowed origin %q accepted", bad)
 			}
 		}
@@ -259,7 +259,7 @@ func TestCompatRoutes(t *testing.T) {
 // lists its binaries by URL, as upstream, and serves each (both version
 // spellings, HEAD too); other names are 404.
 func TestCompatTalosctl(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{})
+	f := newAccessFactory(t, Options{})
 	f.svc.ServeUnverified(f.svc.Release("1.0"), compatRelease(t, false, nil, true))
 	for _, v := range []string{"v1.11.0", "1.11.0"} {
 		resp, body := compatDo(t, f, "GET", "/talosctl/"+v)
@@ -306,7 +306,7 @@ func TestCompatTalosctl(t *testing.T) {
 }
 
 func TestCompatDownloads(t *testing.T) {
-	f := compatFactory(t, factory.ServerOptions{})
+	f := compatFactory(t, Options{})
 	img := "/image/" + f.id + "/v1.0/"
 	t.Run("content types", func(t *testing.T) {
 		for name, want := range map[string]string{
@@ -391,7 +391,7 @@ func TestCompatDownloads(t *testing.T) {
 }
 
 func TestCompatPXE(t *testing.T) {
-	f := compatFactory(t, factory.ServerOptions{})
+	f := compatFactory(t, Options{})
 	host := strings.TrimPrefix(f.url, "http://")
 	script := func(base, file string) string {
 		dir := base + "/image/" + f.id + "/v1.0/"
@@ -421,7 +421,7 @@ func TestCompatPXE(t *testing.T) {
 		wantAnswer(t, "secureboot", resp, body, 200, "#!ipxe\n\nimgfree\nkernel http://"+host+"/image/"+f.id+"/v1.0/metal-amd64-secureboot-uki.efi cmdline-metal-x86_64\nboot\n")
 	})
 	t.Run("credentials", func(t *testing.T) {
-		g := compatFactory(t, factory.ServerOptions{Access: factory.Access{Login: []string{"download"}, Credentials: testCredentials(t)}})
+		g := compatFactory(t, Options{Access: factory.Access{Login: []string{"download"}, Credentials: testCredentials(t)}})
 		ghost := strings.TrimPrefix(g.url, "http://")
 		resp, body := compatDo(t, g, "GET", "/pxe/"+g.id+"/1.0/metal-amd64", "Authorization", "Basic "+b64("alice:"+alicePassword))
 		dir := "http://alice:" + alicePassword + "@" + ghost + "/image/" + g.id + "/v1.0/"
@@ -434,7 +434,7 @@ func TestCompatPXE(t *testing.T) {
 }
 
 func TestCompatRegistry(t *testing.T) {
-	f := compatFactory(t, factory.ServerOptions{})
+	f := compatFactory(t, Options{})
 	t.Run("ping", func(t *testing.T) {
 		for _, p := range []string{"/v2", "/v2/"} {
 			resp, body := compatDo(t, f, "GET", p)

@@ -50,7 +50,7 @@ func compatCreate(t *testing.T, f *accessFactory, doc string) string {
 // ({"id", "schematic"}, 201, JSON) and GET returns the schematic as sent
 // (YAML), at any repetition.
 func TestCompatSchematicIDs(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{})
+	f := newAccessFactory(t, Options{})
 	for _, v := range testschematic.Vectors(t, "../../api/schematic/testdata/vectors.json") {
 		for range 2 {
 			code, ctype, b := compatPost(t, f, []byte(v.Doc))
@@ -72,7 +72,7 @@ func TestCompatSchematicIDs(t *testing.T) {
 // Row "refused at POST": upstream's decoder's and validator's texts, as
 // clients match on them (upstream's integration test pins the first).
 func TestCompatSchematicRefused(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{})
+	f := newAccessFactory(t, Options{})
 	for doc, want := range map[string]string{
 		"something:":   "yaml: construct errors: line 1: field something not found in type schematic.Schematic\n",
 		"owner: alice": "owner field is only supported in Enterprise edition\n",
@@ -89,7 +89,7 @@ func TestCompatSchematicRefused(t *testing.T) {
 // refuse: kernel arguments with spaces or non-ASCII, any number of them,
 // extensions no release has, META keys twice, another namespace.
 func TestCompatSchematicAccepted(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{})
+	f := newAccessFactory(t, Options{})
 	for _, doc := range []string{
 		`customization: {extraKernelArgs: ["a b", "ключ=значение", "x=\x01"]}`,
 		`customization: {extraKernelArgs: [` + strings.Repeat("a=b,", 100) + `c]}`,
@@ -130,7 +130,7 @@ func compatRefusals(t *testing.T, f *accessFactory, paths map[string]string) {
 // line, which no extension changes, are served (upstream does not look
 // there either); the installer is refused too.
 func TestCompatExtensionAtImageTime(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{})
+	f := newAccessFactory(t, Options{})
 	addCompatRelease(t, f)
 	id := compatCreate(t, f, "customization:\n  systemExtensions:\n    officialExtensions: [siderolabs/zfs, gpu-magic]\n")
 	compatRefusals(t, f, map[string]string{
@@ -149,7 +149,7 @@ func TestCompatExtensionAtImageTime(t *testing.T) {
 // namespace is siderolabs (release 1.0 has no zfs, so only the texts
 // differ there).
 func TestCompatExtensionNames(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{})
+	f := newAccessFactory(t, Options{})
 	addCompatRelease(t, f)
 	for names, want := range map[string]int{
 		"[altlinux/zfs, cri]":        200,
@@ -170,7 +170,7 @@ func TestCompatExtensionNames(t *testing.T) {
 // a pullable reference pinned to the digest (the factory's /v2/), the
 // digest, the manifest's author and description; [] for none.
 func TestCompatExtensionMetadata(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{ExternalURL: "https://factory.example.org"})
+	f := newAccessFactory(t, Options{Service: factory.Options{ExternalURL: "https://factory.example.org"}})
 	addCompatRelease(t, f)
 	code, b := f.get(t, "/version/2.0/extensions/official")
 	var got []map[string]string
@@ -201,7 +201,7 @@ func TestCompatExtensionMetadata(t *testing.T) {
 func TestCompatSchematicOptions(t *testing.T) {
 	// -secureboot names are served (refusals come first); the stand-in
 	// build signs nothing, the cache names the certificate.
-	f := newAccessFactory(t, factory.ServerOptions{SecureBoot: &secureboot.Signing{Signer: authenticode.Signer{Cert: &x509.Certificate{}}}})
+	f := newAccessFactory(t, Options{Service: factory.Options{SecureBoot: &secureboot.Signing{Signer: authenticode.Signer{Cert: &x509.Certificate{}}}}})
 	for _, c := range []struct {
 		doc, artifact string
 		code          int

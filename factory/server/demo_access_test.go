@@ -32,8 +32,8 @@ func TestFactoryHangUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	srv, err := New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: rel.Store(t), Keys: rel.Keys}},
-		Cache: cache, Signer: rel.Signer, BuilderVersion: "test", Work: work})
+	srv, err := New(context.Background(), Options{Service: factory.Options{Releases: []factory.ReleaseStore{{Store: rel.Store(t), Keys: rel.Keys}},
+		Cache: cache, Signer: rel.Signer, BuilderVersion: "test", Work: work}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +105,8 @@ func TestFactoryRegistryAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: rel.Store(t), Keys: rel.Keys}},
-		Cache: cache, Signer: rel.Signer, BuilderVersion: "test", Work: t.TempDir(),
+	srv, err := New(context.Background(), Options{Service: factory.Options{Releases: []factory.ReleaseStore{{Store: rel.Store(t), Keys: rel.Keys}},
+		Cache: cache, Signer: rel.Signer, BuilderVersion: "test", Work: t.TempDir()},
 		Access: factory.Access{Login: []string{"build", "pull"}, Credentials: testCredentials(t)}})
 	if err != nil {
 		t.Fatal(err)

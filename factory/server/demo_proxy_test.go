@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/internal/testutil"
 )
 
@@ -23,10 +22,10 @@ import (
 func TestFactoryBehindProxy(t *testing.T) {
 	f := newDemoFactory(t)
 	logs := &testutil.Log{}
-	limits := func(o *factory.ServerOptions) {
+	limits := func(o *Options) {
 		o.TrustedProxies = []string{"127.0.0.1"}
 		o.Access.BuildRate, o.Access.BuildBurst = 1, 1
-		o.Log = slog.New(slog.NewTextHandler(logs, nil))
+		o.Service.Log = slog.New(slog.NewTextHandler(logs, nil))
 	}
 	_, c := f.serve(t, limits)
 	_, e := f.serve(t, limits)

@@ -34,7 +34,7 @@ func TestFactoryReplicasConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	onRegistry := func(o *factory.ServerOptions) { o.Cache = cache }
+	onRegistry := func(o *Options) { o.Service.Cache = cache }
 	a, ahs := f.serve(t, onRegistry)
 	b, bhs := f.serve(t, onRegistry)
 	resp, err := http.Post(ahs.URL+"/schematics", "application/yaml", strings.NewReader("customization:\n  systemExtensions:\n    officialExtensions: [zfs]\n"))

@@ -59,14 +59,14 @@ func newDemoFactory(t *testing.T) *demoFactory {
 
 // serve is a factory on the fixture's stores (its options as set, then
 // changed by each of with), served on a test server of its own.
-func (f *demoFactory) serve(t *testing.T, with ...func(*factory.ServerOptions)) (*Server, *httptest.Server) {
+func (f *demoFactory) serve(t *testing.T, with ...func(*Options)) (*Server, *httptest.Server) {
 	t.Helper()
 	cache, err := oci.OpenLayout(f.cacheDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: f.rel.Store(t), Keys: f.rel.Keys}},
-		Cache: cache, Signer: f.rel.Signer, BuilderVersion: "test", Work: t.TempDir()}
+	o := Options{Service: factory.Options{Releases: []factory.ReleaseStore{{Store: f.rel.Store(t), Keys: f.rel.Keys}},
+		Cache: cache, Signer: f.rel.Signer, BuilderVersion: "test", Work: t.TempDir()}}
 	for _, w := range with {
 		w(&o)
 	}

@@ -187,9 +187,9 @@ func TestFactoryTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	vs, signer := f.rel.Keys, f.rel.Signer
-	both, err := New(context.Background(), factory.ServerOptions{
+	both, err := New(context.Background(), Options{Service: factory.Options{
 		Releases: []factory.ReleaseStore{{Store: unreachable, Keys: vs, Name: "docker://ci:s3cret@" + deadAddr + "/p11"}, {Store: st, Keys: vs, Name: "oci:" + f.rel.Layout}},
-		Cache:    cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
+		Cache:    cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()}})
 	if err != nil {
 		t.Fatalf("a factory with one good and one unreachable store: %v", err)
 	}
@@ -199,8 +199,8 @@ func TestFactoryTrust(t *testing.T) {
 		t.Errorf("readyz with an unreachable store: %d\n%s", code, ready)
 	}
 	prodVs := []signing.Verifier{signingtest.Signer(t).Verifier()} // another key's
-	_, err = New(context.Background(), factory.ServerOptions{Releases: []factory.ReleaseStore{{Store: st, Keys: prodVs}},
-		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()})
+	_, err = New(context.Background(), Options{Service: factory.Options{Releases: []factory.ReleaseStore{{Store: st, Keys: prodVs}},
+		Cache: cache, Signer: signer, BuilderVersion: "test", Work: t.TempDir()}})
 	if first, _, _ := strings.Cut(errString(err), "\n"); !strings.Contains(first, "check --key") {
 		t.Errorf("a factory whose only release is signed with another key: %v", err)
 	}

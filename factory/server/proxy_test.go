@@ -73,8 +73,8 @@ func TestTrustedProxiesParse(t *testing.T) {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
-	f := newAccessFactory(t, factory.ServerOptions{})
-	if _, err := newServer(factory.ServerOptions{Cache: f.o.Cache, Releases: f.o.Releases, TrustedProxies: []string{"10.0.0.0/8", "lb"}}); err == nil || !strings.Contains(err.Error(), `trusted proxy "lb"`) {
+	f := newAccessFactory(t, Options{})
+	if _, err := newServer(Options{Service: factory.Options{Cache: f.o.Cache, Releases: f.o.Releases}, TrustedProxies: []string{"10.0.0.0/8", "lb"}}); err == nil || !strings.Contains(err.Error(), `trusted proxy "lb"`) {
 		t.Errorf("newServer with a bad trusted proxy: %v", err)
 	}
 	tp, err := parseTrustedProxies([]string{"10.1.2.3/8", "::1", ""})
@@ -89,7 +89,7 @@ func TestTrustedProxiesParse(t *testing.T) {
 // a client reaching the factory directly with a forged header keeps its
 // own address; a chain through two trusted proxies names its client.
 func TestTrustedProxiesBuckets(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{Signer: signingtest.Signer(t), TrustedProxies: []string{"127.0.0.1"}, Access: factory.Access{BuildRate: 1, BuildBurst: 1}})
+	f := newAccessFactory(t, Options{Service: factory.Options{Signer: signingtest.Signer(t)}, TrustedProxies: []string{"127.0.0.1"}, Access: factory.Access{BuildRate: 1, BuildBurst: 1}})
 	proxy := startProxy(t, f.url)
 	outer := startProxy(t, proxy)
 	base := "/image/" + f.id + "/1.0/"

@@ -17,7 +17,7 @@ import (
 // /readyz naming the tool, its package and the media that need it; with
 // it (any executable of that name), ready.
 func TestReadyNeedsTools(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{})
+	f := newAccessFactory(t, Options{})
 	t.Setenv("PATH", t.TempDir())
 	resp, body := f.do(t, "GET", "/readyz", "")
 	if resp.StatusCode != 503 || body != "not ready: a tool is missing (serving v1.0)\ntool xorriso (Debian's xorriso), needed for .iso media: not on PATH\n" {

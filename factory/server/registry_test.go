@@ -83,7 +83,7 @@ func FuzzParseRegistryPath(f *testing.F) {
 // MANIFEST_UNKNOWN for it, and a platform no table has is no repository.
 func TestRegistryReleasePlatforms(t *testing.T) {
 	ctx := context.Background()
-	f := newAccessFactory(t, factory.ServerOptions{Signer: signingtest.Signer(t)})
+	f := newAccessFactory(t, Options{Service: factory.Options{Signer: signingtest.Signer(t)}})
 	table, err := platform.Talos.Override("", []platform.Platform{{Name: "mycloud", Formats: []string{"qcow2"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -58,7 +58,7 @@ func TestServeDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	signer := signingtest.Signer(t)
-	f := newAccessFactory(t, factory.ServerOptions{Signer: signer, Cache: cache})
+	f := newAccessFactory(t, Options{Service: factory.Options{Signer: signer, Cache: cache}})
 	started, release := blockingBuilds(f)
 	sv := serveFactory(t, f, time.Minute)
 	kernel := "/image/" + f.id + "/1.0/kernel-amd64"
@@ -92,7 +92,7 @@ func TestServeDrains(t *testing.T) {
 		t.Errorf("the log does not say it stopped:\n%s", f.log)
 	}
 	// The entry was cached: another factory on the cache serves it.
-	g := newAccessFactory(t, factory.ServerOptions{Signer: signer, Cache: cache})
+	g := newAccessFactory(t, Options{Service: factory.Options{Signer: signer, Cache: cache}})
 	g.svc.BuildWith(func(context.Context, *factory.VerifiedRelease, *schematic.Schematic, factory.Artifact, string) ([]byte, error) {
 		return nil, errors.New("built again")
 	})
@@ -104,7 +104,7 @@ func TestServeDrains(t *testing.T) {
 // TestServeGraceRunsOut: a build that outlasts the grace is cut, and
 // Serve says so.
 func TestServeGraceRunsOut(t *testing.T) {
-	f := newAccessFactory(t, factory.ServerOptions{})
+	f := newAccessFactory(t, Options{})
 	started, release := blockingBuilds(f)
 	defer close(release)
 	sv := serveFactory(t, f, 100*time.Millisecond)

@@ -49,7 +49,8 @@ type Server struct {
 	schems schematicStore
 	arts   artifacts
 	imgs   images
-	o      factory.ServerOptions // as the service completed them
+	o      factory.Options // the service's, as it completed them
+	front  Options         // the front's, defaults filled in (its Service unread: o is)
 
 	gate     *gate // logins, build rates
 	requests atomic.Int64
@@ -114,22 +115,50 @@ func newFrontMetrics(reg *prometheus.Registry) (*frontMetrics, error) {
 	return m, nil
 }
 
-// New serves over HTTP the Service factory.NewService makes of o (see
-// there): its front's options are checked first.
-func New(ctx context.Context, o factory.ServerOptions) (*Server, error) {
+// Options configure the factory's HTTP front and, in Service, the
+// service it serves.
+//
+// Service is a named field, not an embedded factory.Options: a literal
+// then says whose each option is (the service's MaxBuilds, the front's
+// MaxConnections), and the front never reads the service's options as
+// given, only as the service completed them (factory.Service.Options).
+type Options struct {
+	Service factory.Options
+	// Access says who may do what (the zero value: anyone, anything).
+	Access factory.Access
+	// BodyTimeout bounds the time a request's body takes to arrive (0: 30
+	// seconds); past it the request gets 408 and its connection closes.
+	BodyTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle that long (0: two
+	// minutes); MaxConnections bounds the connections served at once (0:
+	// 1024), more wait to be accepted. Both are for HTTPServer and Listener.
+	IdleTimeout    time.Duration
+	MaxConnections int
+	// AllowedOrigins are the origins pages may download from (CORS); nil:
+	// any ("*"), as upstream.
+	AllowedOrigins []string
+	// TrustedProxies are the address ranges (CIDR, or single addresses)
+	// of the proxies whose X-Forwarded-For or Forwarded header names the
+	// client, for rate limits and logs; nil: the peer is the client.
+	TrustedProxies []string
+}
+
+// New serves over HTTP the Service factory.NewService makes of
+// o.Service (see there): the front's options are checked first.
+func New(ctx context.Context, o Options) (*Server, error) {
 	if err := checkFront(o); err != nil {
 		return nil, err
 	}
-	svc, err := factory.NewService(ctx, o)
+	svc, err := factory.NewService(ctx, o.Service)
 	if err != nil {
 		return nil, err
 	}
-	return newFront(svc)
+	return newFront(svc, o)
 }
 
 // checkFront checks the front's options before the releases are
 // verified.
-func checkFront(o factory.ServerOptions) error {
+func checkFront(o Options) error {
 	if _, err := newGate(o.Access); err != nil {
 		return err
 	}
@@ -140,11 +169,11 @@ func checkFront(o factory.ServerOptions) error {
 	return err
 }
 
-// newFront is the HTTP front of svc: it asks svc for releases,
+// newFront is the HTTP front of svc with the front's options of o (its
+// Service is not read: svc has its own): it asks svc for releases,
 // schematics, artifacts and images through the seams, and svc asks it
 // whether a request may build.
-func newFront(svc *factory.Service) (*Server, error) {
-	o := svc.Options()
+func newFront(svc *factory.Service, o Options) (*Server, error) {
 	g, err := newGate(o.Access)
 	if err != nil {
 		return nil, err
@@ -157,7 +186,17 @@ func newFront(svc *factory.Service) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{svc: svc, rels: svc, schems: svc, arts: svc, imgs: svc, o: o, gate: g, proxies: proxies, metrics: m}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = 30 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 2 * time.Minute
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = 1024
+	}
+	o.Service = factory.Options{}
+	s := &Server{svc: svc, rels: svc, schems: svc, arts: svc, imgs: svc, o: svc.Options(), front: o, gate: g, proxies: proxies, metrics: m}
 	svc.SetBuildAllowed(s.mayBuild)
 	return s, nil
 }
@@ -200,13 +239,13 @@ func (s *Server) Handler() http.Handler {
 // idle connections closed after IdleTimeout. Serve it on Listener's
 // listener.
 func (s *Server) HTTPServer(errorLog *log.Logger) *http.Server {
-	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: s.o.IdleTimeout, ErrorLog: errorLog}
+	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: s.front.IdleTimeout, ErrorLog: errorLog}
 }
 
 // Listener bounds the connections served at once on ln to
 // MaxConnections; further ones wait in the listen queue.
 func (s *Server) Listener(ln net.Listener) net.Listener {
-	return netutil.LimitListener(ln, s.o.MaxConnections)
+	return netutil.LimitListener(ln, s.front.MaxConnections)
 }
 
 // bodyDeadline gives a request's body BodyTimeout to arrive, so a client
@@ -216,7 +255,7 @@ func (s *Server) bodyDeadline(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(s.o.BodyTimeout)) == nil {
+			if rc.SetReadDeadline(time.Now().Add(s.front.BodyTimeout)) == nil {
 				r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { rc.SetReadDeadline(time.Time{}) }}
 			}
 		}
@@ -313,7 +352,7 @@ func (s *Server) postSchematic(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if slowBody(err) {
-			fail(w, http.StatusRequestTimeout, "the schematic did not arrive within %s", s.o.BodyTimeout)
+			fail(w, http.StatusRequestTimeout, "the schematic did not arrive within %s", s.front.BodyTimeout)
 			return
 		}
 		fail(w, http.StatusBadRequest, "reading the schematic: %v", err)

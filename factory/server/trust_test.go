@@ -34,9 +34,9 @@ func artifactBytes(name, id string, n int) []byte {
 
 // trustFactory is an access factory whose builds depend on the schematic
 // (so one schematic's bytes are not another's), size bytes each.
-func trustFactory(t *testing.T, o factory.ServerOptions, size int) *accessFactory {
+func trustFactory(t *testing.T, o Options, size int) *accessFactory {
 	t.Helper()
-	o.Signer = signingtest.Signer(t)
+	o.Service.Signer = signingtest.Signer(t)
 	f := newAccessFactory(t, o)
 	f.svc.BuildWith(func(_ context.Context, _ *factory.VerifiedRelease, sch *schematic.Schematic, a factory.Artifact, arch string) ([]byte, error) {
 		id, _ := sch.ID()
@@ -95,7 +95,7 @@ func TestRegistryCacheDamagedBlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	const size = 300 << 10
-	f := trustFactory(t, factory.ServerOptions{Cache: cache}, size)
+	f := trustFactory(t, Options{Service: factory.Options{Cache: cache}}, size)
 	path := "/image/" + f.id + "/1.0/metal-amd64.iso"
 	want := artifactBytes("metal-x86_64.iso", f.id, size)
 	for i := range 2 { // built, then streamed from the registry
@@ -160,7 +160,7 @@ func TestRegistryCacheDamagedBlob(t *testing.T) {
 // size or time (bit rot, touch -r) is hashed again once the verification
 // interval has passed, refused and built again.
 func TestLayoutCacheReverified(t *testing.T) {
-	f := trustFactory(t, factory.ServerOptions{VerifyInterval: time.Minute}, 8192)
+	f := trustFactory(t, Options{Service: factory.Options{VerifyInterval: time.Minute}}, 8192)
 	clock := time.Now()
 	f.svc.SetClock(func() time.Time { return clock })
 	path := "/image/" + f.id + "/1.0/metal-amd64.raw"
@@ -194,7 +194,7 @@ func TestLayoutCacheReverified(t *testing.T) {
 // memory grows past the limits; past the cap of stored schematics a new
 // one gets 507 while known ones are still accepted.
 func TestSchematicLimits(t *testing.T) {
-	f := trustFactory(t, factory.ServerOptions{Access: factory.Access{SchematicRate: 1, SchematicBurst: 20}}, 16)
+	f := trustFactory(t, Options{Access: factory.Access{SchematicRate: 1, SchematicBurst: 20}}, 16)
 	post := func(f *accessFactory, i int) (*http.Response, string) {
 		body := fmt.Sprintf("customization:\n  extraKernelArgs: [nodeforge.n=%d, %s]\n", i, strings.Repeat("x", 200))
 		resp, err := http.Post(f.url+"/schematics", "application/yaml", strings.NewReader(body))
@@ -224,7 +224,7 @@ func TestSchematicLimits(t *testing.T) {
 		t.Errorf("posting a known schematic past the rate: %d", resp.StatusCode)
 	}
 
-	g := trustFactory(t, factory.ServerOptions{MaxSchematics: 10}, 16)
+	g := trustFactory(t, Options{Service: factory.Options{MaxSchematics: 10}}, 16)
 	for i := range 12 {
 		resp, body := post(g, i)
 		want := 201
@@ -244,7 +244,7 @@ func TestSchematicLimits(t *testing.T) {
 // answered 408 and closed once the body timeout has passed; a download
 // taking longer than it is not cut.
 func TestSlowBodies(t *testing.T) {
-	f := trustFactory(t, factory.ServerOptions{BodyTimeout: time.Second}, 1<<20)
+	f := trustFactory(t, Options{BodyTimeout: time.Second}, 1<<20)
 	addr := strings.TrimPrefix(f.url, "http://")
 	const conns = 500
 	type result struct {
@@ -309,7 +309,7 @@ func TestRanges(t *testing.T) {
 			t.Errorf("%q: %q %v, want %q %v", c.in, out, ok, c.out, c.ok)
 		}
 	}
-	f := trustFactory(t, factory.ServerOptions{}, 108<<10)
+	f := trustFactory(t, Options{}, 108<<10)
 	path := "/image/" + f.id + "/1.0/metal-amd64.iso"
 	want := artifactBytes("metal-x86_64.iso", f.id, 108<<10)
 	f.get(t, path)
@@ -340,7 +340,7 @@ func TestRanges(t *testing.T) {
 // and image (as upstream), and a release that ships no overlays refuses
 // to make media for one (400), instead of ignoring it.
 func TestOverlays(t *testing.T) {
-	f := trustFactory(t, factory.ServerOptions{}, 16)
+	f := trustFactory(t, Options{}, 16)
 	// An overlay is stored as sent when its name and image are a name and
 	// a reference (upstream stores any string; a path in them can only be
 	// hostile): the release refuses it when media are asked for.

@@ -38,11 +38,11 @@ func uiTestServer(t *testing.T, externalURL string) (*Server, http.Handler) {
 		"nvidia": {Name: "nvidia", Version: "550.1", Author: "Nodeforge", Description: "NVIDIA GPU drivers"},
 		"zfs":    {Name: "zfs", Version: "2.2.4", Author: "Nodeforge", Description: "The ZFS file system"},
 	}
-	svc, err := factory.NewUnverified(factory.ServerOptions{Cache: cache, Releases: []factory.ReleaseStore{{Store: cache}}, ExternalURL: externalURL})
+	svc, err := factory.NewUnverified(factory.Options{Cache: cache, Releases: []factory.ReleaseStore{{Store: cache}}, ExternalURL: externalURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newFront(svc)
+	s, err := newFront(svc, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
