@@ -431,10 +431,10 @@ func (f *serveFlags) serverOptions(ctx context.Context, work string, log *slog.L
 	}
 	o := server.Options{Service: svc, BodyTimeout: f.bodyTimeout, IdleTimeout: f.idleTimeout, MaxConnections: f.maxConnections,
 		AllowedOrigins: f.allowedOrigins, TrustedProxies: f.proxies,
-		Access: factory.Access{Login: f.login, BuildRate: f.buildRate, BuildBurst: f.buildBurst,
+		Access: server.Access{Login: f.login, BuildRate: f.buildRate, BuildBurst: f.buildBurst,
 			SchematicRate: f.schematicRate, SchematicBurst: f.schematicBurst}}
 	if f.htpasswd != "" || f.tokens != "" {
-		if o.Access.Credentials, err = factory.LoadCredentials(f.htpasswd, f.tokens); err != nil {
+		if o.Access.Credentials, err = server.LoadCredentials(f.htpasswd, f.tokens); err != nil {
 			return server.Options{}, err
 		}
 	}

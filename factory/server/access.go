@@ -51,12 +51,12 @@ const realm = "nodeforge-factory"
 // gate holds what New made of Access.
 type gate struct {
 	login      map[surface]bool
-	creds      *factory.Credentials
+	creds      *Credentials
 	limits     *limiters // builds; nil: no bound
 	schematics *limiters // new schematics; nil: no bound
 }
 
-func newGate(a factory.Access) (*gate, error) {
+func newGate(a Access) (*gate, error) {
 	g := &gate{login: map[surface]bool{}, creds: a.Credentials}
 	for _, name := range a.Login {
 		sf := surface(strings.TrimSpace(name))
@@ -91,7 +91,7 @@ func newLimiters(what string, perMinute float64, burst int) (*limiters, error) {
 
 // checkAuth reads an Authorization header: the user it proves, or failed
 // when it proves nobody ("" and not failed: no header).
-func checkAuth(c *factory.Credentials, r *http.Request) (user string, failed bool) {
+func checkAuth(c *Credentials, r *http.Request) (user string, failed bool) {
 	if r.Header.Get("Authorization") == "" {
 		return "", false
 	}

@@ -36,7 +36,7 @@ const (
 
 // testCredentials: alice and bob by password (bcrypt, as htpasswd -B
 // writes it, $2y$ and $2a$), ci by a token, ops by a token's sha256.
-func testCredentials(t *testing.T) *factory.Credentials {
+func testCredentials(t *testing.T) *Credentials {
 	t.Helper()
 	hash := func(pw, prefix string) string {
 		h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
@@ -51,7 +51,7 @@ func testCredentials(t *testing.T) *factory.Credentials {
 	tokens := filepath.Join(dir, "tokens")
 	opsSum := sha256.Sum256([]byte("ops-token-fedcba9876543210"))
 	os.WriteFile(tokens, []byte("ci:"+ciToken+"\n# hashed\nops:sha256:"+hex.EncodeToString(opsSum[:])+"\n"), 0o600)
-	c, err := factory.LoadCredentials(htpasswd, tokens)
+	c, err := LoadCredentials(htpasswd, tokens)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func (f *accessFactory) do(t *testing.T, method, path, auth string) (*http.Respo
 // TestAccessSurfaces: an internal factory, logins to build and to read
 // metrics, anonymous downloads: who gets what, and 401's challenge.
 func TestAccessSurfaces(t *testing.T) {
-	f := newAccessFactory(t, Options{Service: factory.Options{Signer: signingtest.Signer(t)}, Access: factory.Access{Login: []string{"build", "metrics"}, Credentials: testCredentials(t)}})
+	f := newAccessFactory(t, Options{Service: factory.Options{Signer: signingtest.Signer(t)}, Access: Access{Login: []string{"build", "metrics"}, Credentials: testCredentials(t)}})
 	alice := "Basic " + b64("alice:"+alicePassword)
 	kernel := "/image/" + f.id + "/1.0/kernel-amd64"
 	for _, c := range []struct {
@@ -249,7 +249,7 @@ func TestAccessSurfaces(t *testing.T) {
 // TestAccessRegistryAndDownloads: an external factory (anonymous builds,
 // logins to download and pull): under /v2/ a refusal is a registry's.
 func TestAccessRegistryAndDownloads(t *testing.T) {
-	f := newAccessFactory(t, Options{Access: factory.Access{Login: []string{"download", "pull"}, Credentials: testCredentials(t)}})
+	f := newAccessFactory(t, Options{Access: Access{Login: []string{"download", "pull"}, Credentials: testCredentials(t)}})
 	for _, c := range []struct {
 		method, path, auth string
 		code               int
@@ -293,12 +293,12 @@ func TestAccessRegistryAndDownloads(t *testing.T) {
 func TestAccessOptions(t *testing.T) {
 	creds := testCredentials(t)
 	for _, c := range []struct {
-		a    factory.Access
+		a    Access
 		says string
 	}{
-		{factory.Access{Login: []string{"build", "upload"}, Credentials: creds}, `no surface "upload"`},
-		{factory.Access{Login: []string{"build"}}, "no credentials"},
-		{factory.Access{BuildRate: -1}, "negative"},
+		{Access{Login: []string{"build", "upload"}, Credentials: creds}, `no surface "upload"`},
+		{Access{Login: []string{"build"}}, "no credentials"},
+		{Access{BuildRate: -1}, "negative"},
 	} {
 		if _, err := newGate(c.a); err == nil || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%+v: %v, want %q", c.a, err, c.says)
@@ -309,7 +309,7 @@ func TestAccessOptions(t *testing.T) {
 // TestBuildRate: a client's builds are bounded (429 with Retry-After);
 // another client's, and what the cache has, are not.
 func TestBuildRate(t *testing.T) {
-	f := newAccessFactory(t, Options{Service: factory.Options{Signer: signingtest.Signer(t)}, Access: factory.Access{BuildRate: 1, BuildBurst: 2, Credentials: testCredentials(t)}})
+	f := newAccessFactory(t, Options{Service: factory.Options{Signer: signingtest.Signer(t)}, Access: Access{BuildRate: 1, BuildBurst: 2, Credentials: testCredentials(t)}})
 	base := "/image/" + f.id + "/1.0/"
 	for i, c := range []struct {
 		artifact, auth string
@@ -452,7 +452,7 @@ func TestBuildDetached(t *testing.T) {
 // TestRefusalIsPerClient: a build refused to one client (no login) is
 // not refused to a client with a login waiting for the same artifact.
 func TestRefusalIsPerClient(t *testing.T) {
-	f := newAccessFactory(t, Options{Access: factory.Access{Login: []string{"build"}, Credentials: testCredentials(t)}})
+	f := newAccessFactory(t, Options{Access: Access{Login: []string{"build"}, Credentials: testCredentials(t)}})
 	rel, sch := f.svc.Release("1.0"), schematicOf(t, f)
 	a, _ := factory.ParseArtifact("kernel-amd64")
 	anonymous := context.WithValue(context.Background(), principalKey{}, principal{addr: "192.0.2.1"})

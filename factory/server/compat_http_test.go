@@ -176,7 +176,7 @@ func TestCompatVersions(t *testing.T) {
 }
 
 func TestCompatRoutes(t *testing.T) {
-	f := compatFactory(t, Options{Access: factory.Access{Login: []string{"download", "pull"}, Credentials: testCredentials(t)}})
+	f := compatFactory(t, Options{Access: Access{Login: []string{"download", "pull"}, Credentials: testCredentials(t)}})
 	alice := "Basic " + b64("alice:"+alicePassword)
 	kernel := "/image/" + f.id + "/v1.0/kernel-amd64"
 	t.Run("server header", func(t *testing.T) {
@@ -421,7 +421,7 @@ func TestCompatPXE(t *testing.T) {
 		wantAnswer(t, "secureboot", resp, body, 200, "#!ipxe\n\nimgfree\nkernel http://"+host+"/image/"+f.id+"/v1.0/metal-amd64-secureboot-uki.efi cmdline-metal-x86_64\nboot\n")
 	})
 	t.Run("credentials", func(t *testing.T) {
-		g := compatFactory(t, Options{Access: factory.Access{Login: []string{"download"}, Credentials: testCredentials(t)}})
+		g := compatFactory(t, Options{Access: Access{Login: []string{"download"}, Credentials: testCredentials(t)}})
 		ghost := strings.TrimPrefix(g.url, "http://")
 		resp, body := compatDo(t, g, "GET", "/pxe/"+g.id+"/1.0/metal-amd64", "Authorization", "Basic "+b64("alice:"+alicePassword))
 		dir := "http://alice:" + alicePassword + "@" + ghost + "/image/" + g.id + "/v1.0/"

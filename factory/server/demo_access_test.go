@@ -107,7 +107,7 @@ func TestFactoryRegistryAccess(t *testing.T) {
 	}
 	srv, err := New(context.Background(), Options{Service: factory.Options{Releases: []factory.ReleaseStore{{Store: rel.Store(t), Keys: rel.Keys}},
 		Cache: cache, Signer: rel.Signer, BuilderVersion: "test", Work: t.TempDir()},
-		Access: factory.Access{Login: []string{"build", "pull"}, Credentials: testCredentials(t)}})
+		Access: Access{Login: []string{"build", "pull"}, Credentials: testCredentials(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func TestTrustedProxiesParse(t *testing.T) {
 // a client reaching the factory directly with a forged header keeps its
 // own address; a chain through two trusted proxies names its client.
 func TestTrustedProxiesBuckets(t *testing.T) {
-	f := newAccessFactory(t, Options{Service: factory.Options{Signer: signingtest.Signer(t)}, TrustedProxies: []string{"127.0.0.1"}, Access: factory.Access{BuildRate: 1, BuildBurst: 1}})
+	f := newAccessFactory(t, Options{Service: factory.Options{Signer: signingtest.Signer(t)}, TrustedProxies: []string{"127.0.0.1"}, Access: Access{BuildRate: 1, BuildBurst: 1}})
 	proxy := startProxy(t, f.url)
 	outer := startProxy(t, proxy)
 	base := "/image/" + f.id + "/1.0/"

@@ -125,7 +125,7 @@ func newFrontMetrics(reg *prometheus.Registry) (*frontMetrics, error) {
 type Options struct {
 	Service factory.Options
 	// Access says who may do what (the zero value: anyone, anything).
-	Access factory.Access
+	Access Access
 	// BodyTimeout bounds the time a request's body takes to arrive (0: 30
 	// seconds); past it the request gets 408 and its connection closes.
 	BodyTimeout time.Duration

@@ -194,7 +194,7 @@ func TestLayoutCacheReverified(t *testing.T) {
 // memory grows past the limits; past the cap of stored schematics a new
 // one gets 507 while known ones are still accepted.
 func TestSchematicLimits(t *testing.T) {
-	f := trustFactory(t, Options{Access: factory.Access{SchematicRate: 1, SchematicBurst: 20}}, 16)
+	f := trustFactory(t, Options{Access: Access{SchematicRate: 1, SchematicBurst: 20}}, 16)
 	post := func(f *accessFactory, i int) (*http.Response, string) {
 		body := fmt.Sprintf("customization:\n  extraKernelArgs: [nodeforge.n=%d, %s]\n", i, strings.Repeat("x", 200))
 		resp, err := http.Post(f.url+"/schematics", "application/yaml", strings.NewReader(body))
