@@ -1,8 +1,11 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +20,8 @@ import (
 	"github.com/nodeforge/builder/builder"
 	"github.com/nodeforge/builder/builder/media/secureboot"
 	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/internal/atomicfile"
+	"github.com/nodeforge/builder/release"
 )
 
 func init() { register(newImageCmd) }
@@ -156,7 +161,10 @@ func newImageCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if kind == "container" {
-				return b.container(cmd, imageName, rel.store)
+				if rel.store != "" {
+					return rel.writeContainer(cmd, imageName, b.out, b.asJSON)
+				}
+				return b.container(cmd, imageName)
 			}
 			if schematicPath == "" {
 				return errors.New(`required flag(s) "schematic" not set`)
@@ -230,11 +238,8 @@ func newImageCmd() *cobra.Command {
 // container is image --kind container --name NAME: the build of the lock
 // (up to date at once when nothing changed), printing the image's OCI
 // layout, OUT/images/NAME.
-func (b *buildFlags) container(cmd *cobra.Command, name, release string) error {
-	switch {
-	case release != "":
-		return errors.New("--kind container builds from a spec and its lock; it does not take --release")
-	case name == "":
+func (b *buildFlags) container(cmd *cobra.Command, name string) error {
+	if name == "" {
 		return errors.New("--kind container needs --name, a container image of the spec's images section")
 	}
 	s, err := b.sf.load()
@@ -253,6 +258,50 @@ func (b *buildFlags) container(cmd *cobra.Command, name, release string) error {
 		return err
 	}
 	return writeOutputs(cmd.OutOrStdout(), b.asJSON, out, []output{{Path: filepath.Join(out, filepath.FromSlash(builder.ImagesDir(name))), Digest: rep.Images[name]}})
+}
+
+// writeContainer is image --release --kind container --name NAME: the
+// release's image, verified, as an OCI archive OUT/images/NAME.tar (what
+// ctr images import reads), written in full or not at all.
+func (r *releaseSource) writeContainer(cmd *cobra.Command, name, out string, asJSON bool) error {
+	switch {
+	case name == "":
+		return errors.New("--kind container needs --name, a container image of the release")
+	case r.version == "" || len(r.keys) == 0:
+		return errors.New("--release needs --version and --key (the release's public key)")
+	case out == "":
+		return errors.New("--release needs --out DIR")
+	}
+	vs, err := loadVerifiers(r.keys)
+	if err != nil {
+		return err
+	}
+	st, _, _, err := openRef(cmd.Context(), r.store, r.version, r.sf)
+	if err != nil {
+		return err
+	}
+	if err := reachable(cmd.Context(), st); err != nil {
+		return err
+	}
+	path := filepath.Join(out, filepath.FromSlash(builder.ImagesDir(name))+".tar")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	var a *release.ImageArchive
+	h := sha256.New()
+	err = atomicfile.WriteFrom(path, 0o644, func(w io.Writer) error {
+		a, err = release.WriteImageArchive(cmd.Context(), st, r.version, name, vs, io.MultiWriter(w, h))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "image %s of release %s: verified %s, named %s in %s\n", name, r.version, a.Digest, a.Ref, path)
+	return writeOutputs(cmd.OutOrStdout(), asJSON, out, []output{{Path: path, Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Size: fi.Size()}})
 }
 
 // platformHelp lists the platforms with their default disk formats, for
