@@ -140,7 +140,14 @@ spec's images section, OUT/images/NAME/: an index over one image per
 architecture, checked before it is written (the entrypoint is code for the
 architecture, its ELF interpreter and libraries resolve in the image, the
 user exists, the links' targets exist, no setuid file the spec does not
-allow). Every build writes every image.`
+allow). Every build writes every image. With --release it builds nothing:
+the release's lock artifact and image NAME are verified with --key
+(signatures, attestations, every blob), and the image that verified is
+written as an OCI archive, OUT/images/NAME.tar (an OCI image layout in a
+tar: what ctr images import, skopeo's and podman's oci-archive: read),
+named in its index.json for containerd by its registry reference, or
+localhost/images/NAME:VERSION from a layout, and tagged VERSION. make
+demo-boot attaches the demo release's image this way.`
 }
 
 func newImageCmd() *cobra.Command {
@@ -157,7 +164,9 @@ func newImageCmd() *cobra.Command {
   builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --platform azure --kind vhd
   builder image --spec base/spec.yaml --schematic zfs.yaml --kind iso --secureboot keys/dev-secureboot
   builder image --release oci:out/demo/release/dev --version 1.11.0-demo --key out/demo/keys/dev/cosign.pub \
-    --schematic zfs.yaml --kind iso --out /tmp/media`,
+    --schematic zfs.yaml --kind iso --out /tmp/media
+  builder image --release oci:out/demo/release/dev --version 1.11.0-demo --key out/demo/keys/dev/cosign.pub \
+    --kind container --name hello --out /tmp/media`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if kind == "container" {
@@ -228,7 +237,7 @@ func newImageCmd() *cobra.Command {
 	b.addJSON(cmd)
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "schematic file (YAML or JSON; builder schematic id explains)")
 	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, vhd, raw.tar.gz, ova, uki, installer, all, or container (with --name)")
-	cmd.Flags().StringVar(&imageName, "name", "", "with --kind container: the container image of the spec's images section")
+	cmd.Flags().StringVar(&imageName, "name", "", "with --kind container: the container image of the spec's images section (with --release: of the release)")
 	cmd.Flags().StringVar(&platformName, "platform", platform.Default, "where the node runs: "+strings.Join(platform.Names(), ", "))
 	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the ISO, raw and VHD images: zst, xz, gz (none: --compress '')")
 	cmd.AddCommand(newImageValidateCmd())
