@@ -116,8 +116,12 @@ func writeIndexArchive(idx v1.ImageIndex, a *ImageArchive, tag string, w io.Writ
 	if mt == "" {
 		mt = types.OCIImageIndex
 	}
+	d, err := idx.Digest()
+	if err != nil {
+		return err
+	}
 	top, err := json.Marshal(v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{{
-		MediaType: mt, Size: int64(len(raw)), Digest: v1.Hash{Algorithm: "sha256", Hex: strings.TrimPrefix(a.Digest, "sha256:")},
+		MediaType: mt, Size: int64(len(raw)), Digest: d,
 		Annotations: map[string]string{annContainerdName: a.Ref, "org.opencontainers.image.ref.name": tag},
 	}}})
 	if err != nil {
