@@ -10,11 +10,16 @@
 # DEMO_DIR/boot-media/media/<schematic id>/metal-x86_64.iso.
 # When the demo's cri and btrfs extensions are Debian's packages (make demo
 # with them cached), the node gets two more virtio disks, which its init
-# finds by serial number: the demo's container image (DEMO_DIR/hello-image.tar,
-# read-only, serial nodeforge-images) and a blank 256 MB scratch disk
-# (serial nodeforge-scratch, the only disk the init formats). A node with
-# the cri extension then runs the image with containerd and runc and prints
-# "container printed: ..."; one with btrfs formats the scratch disk with
+# finds by serial number: the demo release's own container image hello
+# (the spec's images section: the nodeforge-init package, run as
+# "init hello"), verified against the release's signatures and exported
+# from its OCI layout by builder image --release --kind container into
+# DEMO_DIR/boot-media/images/hello.tar (an OCI archive, read-only, serial
+# nodeforge-images), and a blank 256 MB scratch disk (serial
+# nodeforge-scratch, the only disk the init formats). A node with the cri
+# extension then imports the image with ctr, runs it by the name the archive
+# gives it with containerd and runc and prints "container printed: ...";
+# one with btrfs formats the scratch disk with
 # mkfs.btrfs and mounts it ("btrfs mounted"): this script fails when a
 # stacked extension that is not a stand-in did not get that far.
 # Needs qemu-system-x86_64 and /usr/share/OVMF (Debian: qemu-system-x86, ovmf).
@@ -56,9 +61,12 @@ scratch=$(mktemp "${TMPDIR:-/tmp}/nodeforge-scratch-XXXXXX.img")
 trap 'rm -f "$vars" "$console" "$scratch"' EXIT
 cp "$vars_src" "$vars"
 disks=()
-if [ -f "$demo/hello-image.tar" ]; then
+if grep -q "cri and btrfs: Debian's" "$demo/media.txt" 2>/dev/null; then
+  image=$demo/boot-media/images/hello.tar
+  "$bin" image --release "oci:$demo/release/dev" --version "$version" --key "$demo/keys/dev/cosign.pub" \
+    --kind container --name hello --out "$demo/boot-media" >"$demo/image-hello.log"
   truncate -s 256M "$scratch"
-  disks=(-drive "if=none,id=images,format=raw,readonly=on,file=$demo/hello-image.tar"
+  disks=(-drive "if=none,id=images,format=raw,readonly=on,file=$image"
     -device virtio-blk-pci,drive=images,serial=nodeforge-images
     -drive "if=none,id=scratch,format=raw,file=$scratch"
     -device virtio-blk-pci,drive=scratch,serial=nodeforge-scratch)

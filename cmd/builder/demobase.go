@@ -48,10 +48,12 @@ extension-debs/ holds Debian's containerd, runc, containernetworking-plugins,
 btrfs-progs and the libraries they load, they replace the stand-ins of the
 cri and btrfs extensions (under their Debian names, the libraries in the
 root: libc6 in glibc-core's place), placed where the extension contract
-allows by the definitions in DIR/extensions/, and DIR/hello-image.tar is a
-container image of the init for the node to run (make demo-boot attaches
-it). scripts/fetch-test-kernel.sh --demo DIR fetches all of them into DIR.
-The rest stays stand-ins.
+allows by the definitions in DIR/extensions/, and the spec lists a container
+image, hello, of the nodeforge-init package (run as "init hello"), which the
+release publishes beside the node (make demo-boot exports it with builder
+image --release --kind container and attaches it for the node to run).
+scripts/fetch-test-kernel.sh --demo DIR fetches all of them into DIR. The
+rest stays stand-ins.
 
 Every package and release is signed with the demo key. It is a demo-only key
 whose secret half is public by design: trust it for nothing else.
@@ -110,10 +112,14 @@ replaced and everything else in it is left alone.`,
 
 // demoEntries are what demobase.Write creates and --force replaces: the
 // repository, the base's public key and the spec, and a bootable base's
-// extension definitions and container image (removed when the new base
-// has none). The rest of keys/ (the channels' signing keys the spec
-// points at) is the user's and stays.
-var demoEntries = []string{demobase.RepoDir, demobase.KeyFile, demobase.SpecFile, demobase.ExtensionsDir, demobase.ImageFile}
+// extension definitions (removed when the new base has none), and the
+// container image file earlier bootable bases wrote beside the spec
+// (removed: the image is the release's own now). The rest of keys/ (the
+// channels' signing keys the spec points at) is the user's and stays.
+var demoEntries = []string{demobase.RepoDir, demobase.KeyFile, demobase.SpecFile, demobase.ExtensionsDir, oldImageFile}
+
+// oldImageFile is the container image earlier bootable demo bases wrote.
+const oldImageFile = "hello-image.tar"
 
 // writeBootable writes the bootable demo base.
 func writeBootable(cmd *cobra.Command, dir string, force bool, kernelCache, initPath string) error {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +20,8 @@ import (
 	"github.com/nodeforge/builder/builder"
 	"github.com/nodeforge/builder/builder/media/secureboot"
 	"github.com/nodeforge/builder/factory"
+	"github.com/nodeforge/builder/internal/atomicfile"
+	"github.com/nodeforge/builder/release"
 )
 
 func init() { register(newImageCmd) }
@@ -135,7 +140,14 @@ spec's images section, OUT/images/NAME/: an index over one image per
 architecture, checked before it is written (the entrypoint is code for the
 architecture, its ELF interpreter and libraries resolve in the image, the
 user exists, the links' targets exist, no setuid file the spec does not
-allow). Every build writes every image.`
+allow). Every build writes every image. With --release it builds nothing:
+the release's lock artifact and image NAME are verified with --key
+(signatures, attestations, every blob), and the image that verified is
+written as an OCI archive, OUT/images/NAME.tar (an OCI image layout in a
+tar: what ctr images import, skopeo's and podman's oci-archive: read),
+named in its index.json for containerd by its registry reference, or
+localhost/images/NAME:VERSION from a layout, and tagged VERSION. make
+demo-boot attaches the demo release's image this way.`
 }
 
 func newImageCmd() *cobra.Command {
@@ -152,11 +164,16 @@ func newImageCmd() *cobra.Command {
   builder image --spec /tmp/demo/spec.yaml --schematic zfs.yaml --platform azure --kind vhd
   builder image --spec base/spec.yaml --schematic zfs.yaml --kind iso --secureboot keys/dev-secureboot
   builder image --release oci:out/demo/release/dev --version 1.11.0-demo --key out/demo/keys/dev/cosign.pub \
-    --schematic zfs.yaml --kind iso --out /tmp/media`,
+    --schematic zfs.yaml --kind iso --out /tmp/media
+  builder image --release oci:out/demo/release/dev --version 1.11.0-demo --key out/demo/keys/dev/cosign.pub \
+    --kind container --name hello --out /tmp/media`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if kind == "container" {
-				return b.container(cmd, imageName, rel.store)
+				if rel.store != "" {
+					return rel.writeContainer(cmd, imageName, b.out, b.asJSON)
+				}
+				return b.container(cmd, imageName)
 			}
 			if schematicPath == "" {
 				return errors.New(`required flag(s) "schematic" not set`)
@@ -220,7 +237,7 @@ func newImageCmd() *cobra.Command {
 	b.addJSON(cmd)
 	cmd.Flags().StringVar(&schematicPath, "schematic", "", "schematic file (YAML or JSON; builder schematic id explains)")
 	cmd.Flags().StringVar(&kind, "kind", "initramfs", "kernel, initramfs, cmdline, pxe, iso, raw, qcow2, vhd, raw.tar.gz, ova, uki, installer, all, or container (with --name)")
-	cmd.Flags().StringVar(&imageName, "name", "", "with --kind container: the container image of the spec's images section")
+	cmd.Flags().StringVar(&imageName, "name", "", "with --kind container: the container image of the spec's images section (with --release: of the release)")
 	cmd.Flags().StringVar(&platformName, "platform", platform.Default, "where the node runs: "+strings.Join(platform.Names(), ", "))
 	cmd.Flags().StringSliceVar(&compress, "compress", []string{"zst", "xz"}, "compressed variants of the ISO, raw and VHD images: zst, xz, gz (none: --compress '')")
 	cmd.AddCommand(newImageValidateCmd())
@@ -230,11 +247,8 @@ func newImageCmd() *cobra.Command {
 // container is image --kind container --name NAME: the build of the lock
 // (up to date at once when nothing changed), printing the image's OCI
 // layout, OUT/images/NAME.
-func (b *buildFlags) container(cmd *cobra.Command, name, release string) error {
-	switch {
-	case release != "":
-		return errors.New("--kind container builds from a spec and its lock; it does not take --release")
-	case name == "":
+func (b *buildFlags) container(cmd *cobra.Command, name string) error {
+	if name == "" {
 		return errors.New("--kind container needs --name, a container image of the spec's images section")
 	}
 	s, err := b.sf.load()
@@ -253,6 +267,50 @@ func (b *buildFlags) container(cmd *cobra.Command, name, release string) error {
 		return err
 	}
 	return writeOutputs(cmd.OutOrStdout(), b.asJSON, out, []output{{Path: filepath.Join(out, filepath.FromSlash(builder.ImagesDir(name))), Digest: rep.Images[name]}})
+}
+
+// writeContainer is image --release --kind container --name NAME: the
+// release's image, verified, as an OCI archive OUT/images/NAME.tar (what
+// ctr images import reads), written in full or not at all.
+func (r *releaseSource) writeContainer(cmd *cobra.Command, name, out string, asJSON bool) error {
+	switch {
+	case name == "":
+		return errors.New("--kind container needs --name, a container image of the release")
+	case r.version == "" || len(r.keys) == 0:
+		return errors.New("--release needs --version and --key (the release's public key)")
+	case out == "":
+		return errors.New("--release needs --out DIR")
+	}
+	vs, err := loadVerifiers(r.keys)
+	if err != nil {
+		return err
+	}
+	st, _, _, err := openRef(cmd.Context(), r.store, r.version, r.sf)
+	if err != nil {
+		return err
+	}
+	if err := reachable(cmd.Context(), st); err != nil {
+		return err
+	}
+	path := filepath.Join(out, filepath.FromSlash(builder.ImagesDir(name))+".tar")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	var a *release.ImageArchive
+	h := sha256.New()
+	err = atomicfile.WriteFrom(path, 0o644, func(w io.Writer) error {
+		a, err = release.WriteImageArchive(cmd.Context(), st, r.version, name, vs, io.MultiWriter(w, h))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "image %s of release %s: verified %s, named %s in %s\n", name, r.version, a.Digest, a.Ref, path)
+	return writeOutputs(cmd.OutOrStdout(), asJSON, out, []output{{Path: path, Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Size: fi.Size()}})
 }
 
 // platformHelp lists the platforms with their default disk formats, for

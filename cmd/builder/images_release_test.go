@@ -1,8 +1,11 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,7 +84,15 @@ func carryReleasedImages(t *testing.T, specPath, regHost, prefix, keys string) {
 			}
 		}
 	}
+	exportReleasedImage(t, "oci:"+prod, pub)
 	flipLayerByte(t, prod, "images/init:0.1.0")
+	media := t.TempDir()
+	if out, err := builderStdout(t, "image", "--release", "oci:"+prod, "--version", "0.1.0", "--key", pub, "--kind", "container", "--name", "init", "--out", media); err == nil || !strings.Contains(err.Error(), "images/init") {
+		t.Errorf("image --kind container of a tampered image: %v\n%s", err, out)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(media, "images")); len(ents) > 0 {
+		t.Errorf("image --kind container of a tampered image left %v", ents)
+	}
 	out, err := builderStdout(t, "verify", "--key", pub, "--version", "0.1.0", "oci:"+prod)
 	if err == nil || !strings.Contains(out, "images/init") || !strings.Contains(out, "layer sha256:") {
 		t.Errorf("verify with a tampered image layer: %v\n%s", err, out)
@@ -89,6 +100,37 @@ func carryReleasedImages(t *testing.T, specPath, regHost, prefix, keys string) {
 	rep, _, stdout, err := auditChild(t, "--key", pub, "--version", "0.1.0", prod)
 	if err == nil || rep.Verdict != "fail" || !strings.Contains(strings.Join(rep.Reasons, "\n"), "images/init") {
 		t.Errorf("audit with a tampered image layer: %v, %s: %v\n%s", err, rep.Verdict, rep.Reasons, stdout)
+	}
+}
+
+// exportReleasedImage: builder image --release --kind container writes the
+// release's image init, verified, as an OCI archive that skopeo reads
+// (the index the release verified, under the version's tag, named
+// localhost/images/init:0.1.0 for containerd); an image the release does
+// not have is refused, naming those it has.
+func exportReleasedImage(t *testing.T, store, pub string) {
+	t.Helper()
+	media := t.TempDir()
+	out, err := builderStdout(t, "image", "--release", store, "--version", "0.1.0", "--key", pub, "--kind", "container", "--name", "init", "--out", media)
+	archive := filepath.Join(media, "images", "init.tar")
+	if err != nil || !strings.HasPrefix(out, archive+"  sha256:") {
+		t.Fatalf("image --kind container --release: %v\n%s", err, out)
+	}
+	want, err := builderStdout(t, "verify", "--key", pub, store+"#images/init:0.1.0")
+	if err != nil {
+		t.Fatalf("verify: %v\n%s", err, want)
+	}
+	raw := judge(t, "skopeo", "inspect", "--raw", "oci-archive:"+archive+":0.1.0")
+	if d := sha256.Sum256([]byte(raw)); !strings.Contains(want, "sha256:"+hex.EncodeToString(d[:])) {
+		t.Errorf("the archive's index %x is not the one verify names:\n%s", d, want)
+	}
+	judge(t, "skopeo", "copy", "--all", "oci-archive:"+archive+":0.1.0", "oci:"+filepath.Join(t.TempDir(), "copy"))
+	b, _ := exec.Command("tar", "-xOf", archive, "index.json").Output()
+	if !strings.Contains(string(b), `"io.containerd.image.name":"localhost/images/init:0.1.0"`) {
+		t.Errorf("the archive's index.json: %s", b)
+	}
+	if out, err := builderStdout(t, "image", "--release", store, "--version", "0.1.0", "--key", pub, "--kind", "container", "--name", "nosuch", "--out", media); err == nil || !strings.Contains(err.Error(), "no container image nosuch (it has: init, tree)") {
+		t.Errorf("image --kind container --name nosuch: %v\n%s", err, out)
 	}
 }
 

@@ -94,11 +94,11 @@ func TestDemoBaseForceKeepsKeys(t *testing.T) {
 	// with it: the stand-in base has none.
 	os.MkdirAll(filepath.Join(dir, demobase.ExtensionsDir), 0o755)
 	os.WriteFile(filepath.Join(dir, demobase.ExtensionsDir, "cri.yaml"), []byte("old"), 0o644)
-	os.WriteFile(filepath.Join(dir, demobase.ImageFile), []byte("old"), 0o644)
+	os.WriteFile(filepath.Join(dir, oldImageFile), []byte("old"), 0o644)
 	if _, err := runBuilder(t, "demo-base", "--force", dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, gone := range []string{demobase.ExtensionsDir, demobase.ImageFile} {
+	for _, gone := range []string{demobase.ExtensionsDir, oldImageFile} {
 		if _, err := os.Stat(filepath.Join(dir, gone)); err == nil {
 			t.Errorf("demo-base --force left the old base's %s", gone)
 		}

@@ -5,22 +5,28 @@ package main
 // step ("nodeforge-init: [cri N/5] ...", "[btrfs N/4]"). Extensions put
 // their programs where Talos's contract does (/usr/local/bin, sbin and
 // lib/cni/bin), and the init looks for them there. Disks are chosen by
-// their virtio serial number, never by position: the container images come
-// from the disk with serial imageDiskSerial (a docker or OCI archive
-// written raw onto it), and only the disk with serial scratchDiskSerial is
+// their virtio serial number, never by position: the container image comes
+// from the disk with serial imageDiskSerial (an OCI archive written raw
+// onto it, its image named in index.json as ctr images import reads it:
+// make demo-boot's is the demo release's own image), and only the disk with serial scratchDiskSerial is
 // ever formatted. A missing disk skips its steps with a line saying so;
 // an extension whose program is a stand-in (the stand-in demo base's text
 // files) starts nothing, and says so.
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -296,12 +302,22 @@ func checkRuntime() error {
 	return nil
 }
 
-// runImage imports the images of the image disk and runs the first.
+// runImage imports the image of the image disk and runs it, by the name
+// the archive gives it.
 func runImage() error {
 	disk, ok := diskBySerial(imageDiskSerial)
 	if !ok {
 		say("nodeforge-init: [cri 4/5] no disk with serial %s: no container image to run (qemu: -device virtio-blk-pci,drive=...,serial=%s)", imageDiskSerial, imageDiskSerial)
 		return nil
+	}
+	f, err := os.Open(disk)
+	if err != nil {
+		return err
+	}
+	image, err := archiveImageName(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", disk, err)
 	}
 	if _, err := run(180*time.Second, "ctr", "-n", ctrNamespace, "images", "import", disk); err != nil {
 		return err
@@ -310,9 +326,8 @@ func runImage() error {
 	if err != nil {
 		return err
 	}
-	image := firstLine(names)
-	if image == "" {
-		return fmt.Errorf("%s holds no image", disk)
+	if !slices.Contains(strings.Fields(names), image) {
+		return fmt.Errorf("ctr images import of %s made no image %s (the archive's name); it has: %s", disk, image, strings.Join(strings.Fields(names), ", "))
 	}
 	say("nodeforge-init: [cri 4/5] image %s imported from %s", image, disk)
 	t0 := time.Now()
@@ -325,6 +340,45 @@ func runImage() error {
 	}
 	say("nodeforge-init: [cri 5/5] container nodeforge-hello of %s ran with runc and exited 0 in %s", image, time.Since(t0).Round(100*time.Millisecond))
 	return nil
+}
+
+// annImageName is the annotation of an index.json entry that ctr images
+// import names the image by.
+const annImageName = "io.containerd.image.name"
+
+// archiveImageName is the name of the image of an OCI archive (a tar of an
+// OCI image layout): the io.containerd.image.name of its index.json's one
+// entry.
+func archiveImageName(r io.Reader) (string, error) {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return "", errors.New("not an OCI archive: no index.json")
+		}
+		if err != nil {
+			return "", fmt.Errorf("not an OCI archive: %w", err)
+		}
+		if path.Clean(h.Name) != "index.json" {
+			continue
+		}
+		var idx struct {
+			Manifests []struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"manifests"`
+		}
+		if err := json.NewDecoder(io.LimitReader(tr, 1<<20)).Decode(&idx); err != nil {
+			return "", fmt.Errorf("index.json: %w", err)
+		}
+		if len(idx.Manifests) != 1 {
+			return "", fmt.Errorf("index.json lists %d images, not one", len(idx.Manifests))
+		}
+		name := idx.Manifests[0].Annotations[annImageName]
+		if name == "" {
+			return "", fmt.Errorf("index.json names no image (no %s annotation)", annImageName)
+		}
+		return name, nil
+	}
 }
 
 // stopContainerd ends containerd (SIGTERM, then SIGKILL after 10 s).

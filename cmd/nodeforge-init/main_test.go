@@ -1,10 +1,15 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nodeforge/builder/pkgbase/debext"
 )
 
 func TestOSReleaseValue(t *testing.T) {
@@ -149,5 +154,40 @@ func TestProgram(t *testing.T) {
 	}
 	if program("cri", "ctr") || !strings.Contains(out.String(), "cri: no ctr in ") {
 		t.Errorf("a missing program: %q", out.String())
+	}
+}
+
+// TestArchiveImageName: the image is run by the name its OCI archive's
+// index.json gives it (the boot tests' archive, and the layout the
+// release's images are exported as); what is no OCI archive, or names no
+// image, is refused saying why.
+func TestArchiveImageName(t *testing.T) {
+	archive, err := debext.Image([]debext.Init{{GOARCH: "amd64", Binary: []byte("\x7fELF")}}, time.Unix(1700000000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, err := archiveImageName(bytes.NewReader(archive)); err != nil || name != debext.ImageName {
+		t.Errorf("archiveImageName: %q, %v; want %s", name, err, debext.ImageName)
+	}
+	tarOf := func(name, body string) []byte {
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body))})
+		tw.Write([]byte(body))
+		tw.Close()
+		return b.Bytes()
+	}
+	for _, c := range []struct {
+		archive []byte
+		want    string
+	}{
+		{tarOf("oci-layout", "{}"), "no index.json"},
+		{tarOf("index.json", `{"manifests":[{"annotations":{"org.opencontainers.image.ref.name":"1.0"}}]}`), "no io.containerd.image.name"},
+		{tarOf("index.json", `{"manifests":[]}`), "lists 0 images"},
+		{[]byte("not a tar at all, just text"), "not an OCI archive"},
+	} {
+		if _, err := archiveImageName(bytes.NewReader(c.archive)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.archive[:min(len(c.archive), 20)], err, c.want)
+		}
 	}
 }

@@ -10,12 +10,6 @@ import (
 	"github.com/nodeforge/builder/internal/digest"
 )
 
-// ImageFile is the container image's file beside a base's spec: the node
-// init, run as "nodeforge-init hello", in an OCI archive (what ctr images
-// import reads), which a boot attaches as the disk with serial
-// nodeforge-images.
-const ImageFile = "hello-image.tar"
-
 // ImageName is the image's name in the archive.
 const ImageName = "docker.io/nodeforge/hello:test"
 

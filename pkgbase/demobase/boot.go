@@ -131,7 +131,6 @@ type realParts struct {
 	initBin                            []byte
 	ext                                []*pkgDef // Debian's packages of the cri and btrfs extensions
 	extDebs                            []string  // their names and Debian versions
-	image                              []byte    // the container image (ImageFile)
 }
 
 // loadBoot reads b's packages (unpacked under stage) and init.

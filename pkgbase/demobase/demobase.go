@@ -151,9 +151,6 @@ func writeBase(dir string, ps []*pkgDef, real *realParts) error {
 				return err
 			}
 		}
-		if err := w.file(ImageFile, real.image); err != nil {
-			return err
-		}
 	}
 	return w.finish()
 }
@@ -350,11 +347,17 @@ image:
 		fmt.Fprintf(&b, `
 # The cri and btrfs extensions are Debian's packages, placed where the
 # extension contract allows by the definitions in %s/ (they replace the
-# shipped ones of the same names). %s beside this file is a container
-# image of the node init, which the init runs from the cri extension when
-# the node has it as a disk (make demo-boot attaches it).
+# shipped ones of the same names).
 extensions-dir: %s
-`, ExtensionsDir, ImageFile, ExtensionsDir)
+
+# A container image of the node init, published with the release as
+# images/%s: the init runs it from the cri extension when the node has it
+# as a disk (make demo-boot exports it from the release and attaches it).
+images:
+  %s:
+    packages: [%s]
+    entrypoint: [%s, hello]
+`, ExtensionsDir, ExtensionsDir, ImageName, ImageName, InitPackage, InitPath)
 	}
 	return b.Bytes()
 }

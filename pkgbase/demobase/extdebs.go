@@ -17,16 +17,20 @@ import (
 // the libraries they load in the root filesystem (libc6 in glibc-core's
 // place), the definitions that place Debian's layout where the extension
 // contract allows (the spec's extensions-dir), and the container image
-// the node init runs (debext.ImageFile beside the spec).
+// the node init runs (the spec's images section: ImageName, of
+// InitPackage).
 
 // ExtensionsDir is the bootable base's extensions-dir, beside the spec,
 // with its cri and btrfs definitions when they are Debian's packages.
 const ExtensionsDir = "extensions"
 
-// ImageFile is the container image beside the spec of a base whose cri
-// extension is Debian's: what make demo-boot attaches as the disk with
-// serial nodeforge-images.
-const ImageFile = debext.ImageFile
+// ImageName is the container image of the spec of a base whose cri
+// extension is Debian's: the node init (InitPackage) run as
+// "init hello", which prints one line. The release publishes it as
+// images/hello; make demo-boot exports it (builder image --release --kind
+// container) and attaches the archive as the disk with serial
+// nodeforge-images.
+const ImageName = "hello"
 
 // debReplaces are the stand-ins Debian's packages take the place of:
 // those of the same names, the CNI plugins, glibc-core (libc6 provides
@@ -39,8 +43,7 @@ func libcProvides(glibc *pkgDef) []dep {
 	return slices.DeleteFunc(slices.Clone(glibc.provides), func(d dep) bool { return d.name == "libc.so.6(GLIBC_2.38)(64bit)" })
 }
 
-// loadExtDebs wraps the Debian packages (unpacked under stage) and makes
-// the container image of the init.
+// loadExtDebs wraps the Debian packages (unpacked under stage).
 func (r *realParts) loadExtDebs(debs []string, stage string) error {
 	if err := os.MkdirAll(stage, 0o755); err != nil {
 		return err
@@ -53,11 +56,6 @@ func (r *realParts) loadExtDebs(debs []string, stage string) error {
 		r.ext = append(r.ext, p)
 		r.extDebs = append(r.extDebs, p.name+" "+ver)
 	}
-	img, err := debext.Image([]debext.Init{{GOARCH: "amd64", Binary: r.initBin}}, releaseDate)
-	if err != nil {
-		return err
-	}
-	r.image = img
 	return nil
 }
 
