@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -37,8 +39,14 @@ func (c *countingCache) Put(k [32]byte, b []byte) {
 func (c *countingCache) reset() { c.gets.Store(0); c.hits.Store(0); c.puts.Store(0) }
 
 // packageTree is a synthetic root file system: 12 "packages" of 40
-// files, sizes spread log-uniformly from 10 bytes to 400 KiB.
-func packageTree() []Entry {
+// files, sizes spread log-uniformly from 10 bytes to 400 KiB. Like
+// fixture, a copy of the slice, built once (tests clone the data they
+// change).
+func packageTree() []Entry { return slices.Clone(packageTreeOnce()) }
+
+var packageTreeOnce = sync.OnceValue(buildPackageTree)
+
+func buildPackageTree() []Entry {
 	r := rand.New(rand.NewPCG(3, 4))
 	es := []Entry{dir("/", 0o755, 0, 0), dir("/usr", 0o755, 0, 0)}
 	for p := range 12 {
@@ -130,11 +138,28 @@ func TestCache(t *testing.T) {
 	check("file added and file removed", es4, 6)
 }
 
+var plainPackage = sync.OnceValues(func() ([]byte, error) {
+	var buf bytes.Buffer
+	err := Write(&buf, packageTree(), Options{})
+	return buf.Bytes(), err
+})
+
+// plainPackageImage is packageTree's image with the default options,
+// written once for the package.
+func plainPackageImage(t *testing.T) []byte {
+	t.Helper()
+	b, err := plainPackage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestDigestKeys: entries that carry their sha256 give the same image, and
 // a rebuild from the cache reads whole-file blocks by digest.
 func TestDigestKeys(t *testing.T) {
 	es := packageTree()
-	plain := imageBytes(t, es, Options{})
+	plain := plainPackageImage(t)
 	withDigests := append([]Entry(nil), es...)
 	for i := range withDigests {
 		if withDigests[i].Mode&sIFMT == sIFREG {
@@ -169,7 +194,7 @@ func TestPrecompressor(t *testing.T) {
 			es[i].Digest = sha256.Sum256(es[i].Data)
 		}
 	}
-	want := imageBytes(t, es, Options{})
+	want := plainPackageImage(t) // digests change no byte (TestDigestKeys)
 	dc, err := blobcache.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

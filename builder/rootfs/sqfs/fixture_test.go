@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -58,8 +60,14 @@ func linuxDev(major, minor uint32) uint32 {
 	return minor&0xff | major<<8 | (minor&^0xff)<<12
 }
 
-// fixture is a tree with every kind of entry the writer handles.
-func fixture() []Entry {
+// fixture is a tree with every kind of entry the writer handles: a copy
+// of the slice each call (tests reorder and filter it), built once (the
+// entries' data is read only).
+func fixture() []Entry { return slices.Clone(fixtureOnce()) }
+
+var fixtureOnce = sync.OnceValue(buildFixture)
+
+func buildFixture() []Entry {
 	const bs = 131072
 	es := []Entry{
 		dir("/", 0o755, 0, 0),

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,15 +51,57 @@ func run(t *testing.T, name string, args ...string) []byte {
 
 func compressors() []string { return []string{"zstd", "xz", "gzip"} }
 
+// judgedOptions are the options of the fixture's image the judges read:
+// one worker (TestReproducible shows that every worker count and entry
+// order, in memory or streamed into a file, gives these bytes).
+func judgedOptions(comp string) Options {
+	return Options{Compressor: comp, Workers: 1, MkfsTime: 42}
+}
+
+var judged struct {
+	sync.Mutex
+	images map[string][]byte
+}
+
+// judgedBytes is the fixture's image with comp, written once for the
+// package (an xz image takes half a minute under the race detector).
+func judgedBytes(t *testing.T, comp string) []byte {
+	t.Helper()
+	judged.Lock()
+	defer judged.Unlock()
+	if b, ok := judged.images[comp]; ok {
+		return b
+	}
+	b := imageBytes(t, fixture(), judgedOptions(comp))
+	if judged.images == nil {
+		judged.images = map[string][]byte{}
+	}
+	judged.images[comp] = b
+	return b
+}
+
+// judgedImage writes judgedBytes into a file for a judge to read.
+func judgedImage(t *testing.T, comp string) string {
+	t.Helper()
+	p := t.TempDir() + "/image.sqfs"
+	if err := os.WriteFile(p, judgedBytes(t, comp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestUnsquashfsList: unsquashfs -lln lists exactly the entries, with their
 // modes, owners, sizes, device numbers and link targets.
 func TestUnsquashfsList(t *testing.T) {
+	// The judges read one image per compressor; the writer's concurrency
+	// is TestReproducible's and TestStreamFails's, under -race.
+	testutil.NoRace(t)
 	needTool(t, "unsquashfs")
 	es := fixture()
 	wants := expectations(es)
 	for _, comp := range compressors() {
 		t.Run(comp, func(t *testing.T) {
-			img := writeImage(t, es, Options{Compressor: comp, MkfsTime: fixtureMtime})
+			img := judgedImage(t, comp)
 			out := run(t, "unsquashfs", "-lln", "-UTC", img)
 			got := map[string]bool{}
 			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -121,13 +164,16 @@ func TestUnsquashfsList(t *testing.T) {
 // TestUnsquashfsExtract: unsquashfs extracts identical bytes, modes,
 // owners, times, device numbers, hard links and xattrs.
 func TestUnsquashfsExtract(t *testing.T) {
+	// The judges read one image per compressor; the writer's concurrency
+	// is TestReproducible's and TestStreamFails's, under -race.
+	testutil.NoRace(t)
 	needTool(t, "unsquashfs")
 	needRoot(t)
 	es := fixture()
 	wants := expectations(es)
 	for _, comp := range compressors() {
 		t.Run(comp, func(t *testing.T) {
-			img := writeImage(t, es, Options{Compressor: comp})
+			img := judgedImage(t, comp)
 			dst := t.TempDir() + "/root"
 			run(t, "unsquashfs", "-q", "-n", "-d", dst, img)
 			compareTree(t, dst, wants, false)
@@ -138,12 +184,15 @@ func TestUnsquashfsExtract(t *testing.T) {
 // TestKernelMount: the kernel mounts the image and reads every entry.
 func TestKernelMount(t *testing.T) {
 	testutil.Slow(t)
+	// The judges read one image per compressor; the writer's concurrency
+	// is TestReproducible's and TestStreamFails's, under -race.
+	testutil.NoRace(t)
 	needRoot(t)
 	es := fixture()
 	wants := expectations(es)
 	for _, comp := range compressors() {
 		t.Run(comp, func(t *testing.T) {
-			img := writeImage(t, es, Options{Compressor: comp})
+			img := judgedImage(t, comp)
 			mnt := t.TempDir()
 			if out, err := exec.Command("mount", "-o", "loop,ro", "-t", "squashfs", img, mnt).CombinedOutput(); err != nil {
 				testutil.Missing(t, fmt.Sprintf("a loop mount (%v: %s)", err, out))
@@ -301,12 +350,15 @@ func readXattrs(t *testing.T, p string) map[string][]byte {
 // TestSqfs2tar: squashfs-tools-ng reads the image into a tar carrying
 // every entry, hard links and xattrs (as PAX records).
 func TestSqfs2tar(t *testing.T) {
+	// The judges read one image per compressor; the writer's concurrency
+	// is TestReproducible's and TestStreamFails's, under -race.
+	testutil.NoRace(t)
 	needTool(t, "sqfs2tar")
 	es := fixture()
 	wants := expectations(es)
 	for _, comp := range compressors() {
 		t.Run(comp, func(t *testing.T) {
-			img := writeImage(t, es, Options{Compressor: comp})
+			img := judgedImage(t, comp)
 			cmd := exec.Command("sqfs2tar", "--root-becomes", ".", img)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr

@@ -181,6 +181,9 @@ func size(t testing.TB, p string) int64 {
 // cgo, compresses 128 KiB blocks 6-9% worse, so that build gets 10%.
 func TestSizeVsMksquashfs(t *testing.T) {
 	testutil.Slow(t)
+	// Sizes of an 18 MB tree against mksquashfs's; the writer's
+	// concurrency is TestReproducible's, under -race.
+	testutil.NoRace(t)
 	needTool(t, "mksquashfs")
 	dir, es := realTree(t)
 	for _, c := range []struct {
