@@ -123,6 +123,9 @@ func loadAndResolve(tb testing.TB, dir string, reqs []string) (*Result, int) {
 // round-trips through a real pkglist and resolves to the same closure.
 func TestLoadAndResolveSynthetic(t *testing.T) {
 	testutil.Slow(t)
+	// The benchmark's 20,000 packages end to end; the loader's
+	// concurrency is pkgbase/repo's tests', under -race.
+	testutil.NoRace(t)
 	pkgs, reqs := synth.NodeOS(20000, 1)
 	dir := writeSyntheticDist(t, pkgs)
 	res, n := loadAndResolve(t, dir, reqs)

@@ -180,6 +180,8 @@ func needTools(t *testing.T, tools ...string) {
 
 func TestAgainstDNF(t *testing.T) {
 	testutil.Slow(t) // builds RPMs and runs dnf
+	// The solver runs on one goroutine; rpmbuild and dnf take the time.
+	testutil.NoRace(t)
 	// dnf's script needs the system python (/usr/bin/python3), not
 	// whatever python3 is first on PATH.
 	needTools(t, "/usr/bin/rpmbuild", "/usr/bin/createrepo_c", "/usr/bin/dnf", "/usr/bin/python3")

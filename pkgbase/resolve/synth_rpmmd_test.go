@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/pkgbase/repo"
 	"github.com/nodeforge/builder/pkgbase/resolve/internal/synth"
 )
@@ -16,6 +17,10 @@ import (
 // OS resolves the same from them, from the repository, and from the
 // repository through the parsed-index cache, cold and warm.
 func TestSyntheticRPMMDRoundTrip(t *testing.T) {
+	// The benchmark's 20,000 packages end to end; the loader's
+	// concurrency (primary and filelists side by side, the index cache's
+	// writers) is pkgbase/repo's tests', under -race.
+	testutil.NoRace(t)
 	n := 20000
 	if testing.Short() {
 		n = 3000
