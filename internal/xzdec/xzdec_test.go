@@ -195,6 +195,10 @@ func roundTrips(t *testing.T) []roundTrip {
 
 func TestRoundTrip(t *testing.T) {
 	testutil.Slow(t)
+	// Every decoder against the real xz, 23 streams read four ways: the
+	// decoders start no goroutines, and TestConcurrentReaders runs them
+	// side by side under -race.
+	testutil.NoRace(t)
 	for _, rt := range roundTrips(t) {
 		t.Run(rt.name, func(t *testing.T) {
 			comp := xzTool(t, rt.data, append([]string{"-z", "-c"}, rt.args...)...)
