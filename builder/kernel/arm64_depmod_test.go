@@ -15,6 +15,10 @@ import (
 // for byte as arm64 kmod's own depmod, run here under qemu-user.
 func TestDepmodMatchesArm64Kmod(t *testing.T) {
 	testutil.Slow(t)
+	// 3,600 modules against kmod under qemu-user; Depmod's parallel
+	// reading is TestDepmodMatchesDebianFullTree's and the compressed
+	// subset's, under -race.
+	testutil.NoRace(t)
 	testutil.NeedTool(t, "dpkg-deb")
 	debs, _ := filepath.Glob(filepath.Join(kernelCacheDir, "linux-image-6.1.0-*-arm64_*_arm64.deb"))
 	if len(debs) == 0 {
