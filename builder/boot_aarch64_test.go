@@ -14,8 +14,8 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/target"
 	"github.com/nodeforge/builder/builder/rootfs"
-	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 // TestBootAarch64 builds a node OS for x86_64 and aarch64 on this x86_64

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/nodeforge/builder/api/schematic"
-	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 // TestBootDebianKernel is the end-to-end test: a package base made from
@@ -21,7 +21,7 @@ import (
 // It prints the command line it was given too: the schematic's media
 // carry Talos's platform arguments and its META value
 // (talos.environment=INSTALLER_META_BASE64), which it decodes.
-// The base is cached (see internal/testbase); NODEFORGE_BOOT_INITRAMFS=xz
+// The base is cached (see pkgbase/testbase); NODEFORGE_BOOT_INITRAMFS=xz
 // boots an xz initramfs instead of the default zstd one.
 func TestBootDebianKernel(t *testing.T) {
 	testutil.Slow(t)

@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/nodeforge/builder/api/report"
-	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 // TestBootExtensions proves the extensions work, not only that they are
 // stacked: a base with the cri and btrfs extensions made from Debian's
-// containerd, runc, CNI plugins and btrfs-progs (internal/testbase,
+// containerd, runc, CNI plugins and btrfs-progs (pkgbase/testbase,
 // Options.Extensions) is locked and built for a schematic asking for both,
 // and its ISO boots under OVMF (TCG) with two more virtio disks: one
 // holding a container image (the init in hello mode, an OCI archive

@@ -17,8 +17,8 @@ import (
 	"github.com/nodeforge/builder/builder/media/secureboot"
 	"github.com/nodeforge/builder/builder/media/uki"
 	"github.com/nodeforge/builder/internal/digest"
-	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 // snakeoilSigner is the test key Debian's ovmf ships, enrolled in PK, KEK

@@ -21,7 +21,7 @@ B=${BUILDER:-$work/builder}
 
 median() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for arches in x86_64 x86_64,aarch64; do
-  [ -s "$work/base-$arches/spec.yaml" ] || go run ./internal/testbase/mkbase -dir "$work/base-$arches" -arch "$arches" >/dev/null
+  [ -s "$work/base-$arches/spec.yaml" ] || go run ./pkgbase/testbase/mkbase -dir "$work/base-$arches" -arch "$arches" >/dev/null
   "$B" lock -q --spec "$work/base-$arches/spec.yaml" --cache "$work/cache"
   : >"$work/$arches.wall"; : >"$work/$arches.cpu"
 done

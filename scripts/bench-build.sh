@@ -13,7 +13,7 @@
 #              the .debs from Debian's archive and takes minutes);
 #   real-lzma  the same packages with lzma payloads, as ALT's older ones;
 #   test       the 3-package Debian-derived boot test base with every kernel
-#              module (internal/testbase), cheap payloads.
+#              module (pkgbase/testbase), cheap payloads.
 # The real bases take the init and the boot manager from the test base.
 #
 # Per base: wall time, CPU time and peak RSS of a cold build (downloads
@@ -38,7 +38,7 @@ level=${LEVEL:-13}
 t() { /usr/bin/time -f "%e %M %U %S" -o "$work/time" "$@" >/dev/null 2>"$work/stderr" || { cat "$work/stderr"; exit 1; }; awk '{print $1, $2, $3 + $4}' "$work/time"; }
 
 echo "== the test base (init, boot manager; every kernel module)"
-testspec=$(go run ./internal/testbase/mkbase -dir "$work/test" -all-modules)
+testspec=$(go run ./pkgbase/testbase/mkbase -dir "$work/test" -all-modules)
 testrepo=$(dirname "$testspec")/repo
 
 # realspec NAME REPO TESTREPO: a spec of the real base in REPO, with the

@@ -2,7 +2,7 @@
 # Puts Debian 12 kernel packages (linux-image-6.1.0-N-amd64 and -arm64) and
 # Debian's systemd-boot EFI binaries (systemd-boot-efi, amd64 and arm64)
 # into the cache directory the kernel tests (kernel/debian_test.go) and the
-# boot tests (builder/boot_test.go via internal/testbase) read. The arm64
+# boot tests (builder/boot_test.go via pkgbase/testbase) read. The arm64
 # packages come through apt's multiarch (dpkg --add-architecture arm64);
 # nothing of them is installed. So do arm64 kmod and libc-bin, whose depmod
 # and ldconfig judge our module indexes and ld.so.cache under qemu-user. Idempotent: downloads only what is not
@@ -118,7 +118,7 @@ fetch_debs() {
 }
 
 # The extensions' boot test (builder/extensions_boot_test.go via
-# internal/testbase) and the bootable demo (pkgbase/demobase): Debian's
+# pkgbase/testbase) and the bootable demo (pkgbase/demobase): Debian's
 # containerd, runc and CNI plugins (the cri extension), btrfs-progs (btrfs)
 # and the libraries they load, which the bases' roots carry
 # (pkgbase/debext's lists).
@@ -137,7 +137,7 @@ if [ -z "$skip_arm64" ]; then
 fi
 
 # The container images' test (cmd/builder/factory_image_test.go via
-# internal/testbase, Options.Images): xorriso and its libraries and the CA
+# pkgbase/testbase, Options.Images): xorriso and its libraries and the CA
 # certificates of the factory's image, libc-bin for /etc/ld.so.conf,
 # busybox-static and etcd-server for images of their own.
 img_pkgs=(xorriso libisoburn1 libburn4 libisofs6 libjte2 libreadline8 libtinfo6 libacl1 libbz2-1.0 zlib1g

@@ -46,7 +46,7 @@ t0=$(date +%s)
 echo "x86_64 demo compared in $(($(date +%s) - t0)) s"
 
 echo "== aarch64 test release: amd64 builder vs arm64 builder"
-[ -s "$work/base-aarch64/spec.yaml" ] || go run ./internal/testbase/mkbase -dir "$work/base-aarch64" -arch aarch64 >/dev/null
+[ -s "$work/base-aarch64/spec.yaml" ] || go run ./pkgbase/testbase/mkbase -dir "$work/base-aarch64" -arch aarch64 >/dev/null
 "$B" lock -q --spec "$work/base-aarch64/spec.yaml" --cache "$cache"
 t0=$(date +%s)
 "$B" repro --builder "$arm64" --spec "$work/base-aarch64/spec.yaml" --cache "$cache"

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/nodeforge/builder/builder/media/uki"
-	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 // testSigner is an RSA-2048 key and a self-signed certificate for it, as

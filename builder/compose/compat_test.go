@@ -15,8 +15,8 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/builder/media/meta"
 	"github.com/nodeforge/builder/builder/media/ova"
-	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 // Talos's contracts for a node's kernel command line, its platforms and

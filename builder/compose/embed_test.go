@@ -16,8 +16,8 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/builder/rootfs"
 	"github.com/nodeforge/builder/internal/digest"
-	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 // embedMedia makes the initramfs (and the plain UKI when stub is not nil)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/builder/media/secureboot"
-	"github.com/nodeforge/builder/internal/testbase"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 // TestWellKnownESP: with secureboot.includeWellKnownCertificates the

@@ -24,9 +24,9 @@ import (
 	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/factory/server"
 	"github.com/nodeforge/builder/internal/digest"
-	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 // TestFactoryBoot releases the extensions' boot test base (Debian's

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/nodeforge/builder/certification"
-	"github.com/nodeforge/builder/internal/testbase"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 // testImages is the images section TestReleaseTwoArches adds to the test

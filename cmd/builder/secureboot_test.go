@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/nodeforge/builder/attest/pkcs11key"
-	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 // TestSecureBootImage: builder image --secureboot on the Debian test base

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 // TestReleaseTwoArches releases the x86_64 and aarch64 test base to a

@@ -3,7 +3,7 @@
 // PID 1, brings the node up to its root file system, says what it is, and
 // powers off. `make demo` packages it as the demo base's nodeforge-init RPM
 // (and `make demo-boot` boots it); the boot tests (build/boot_test.go, via
-// internal/testbase) package it into their base as nodeforge-testinit.
+// pkgbase/testbase) package it into their base as nodeforge-testinit.
 // Run as "nodeforge-init hello" it prints one line and exits: the boot
 // tests' container image runs it so.
 // Every step prints one marker line, "nodeforge-init: [N/7] ...", so a

@@ -19,9 +19,9 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/builder/compose"
 	"github.com/nodeforge/builder/factory"
-	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
 	"github.com/nodeforge/builder/oci"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 	"github.com/nodeforge/builder/release"
 )
 

@@ -149,7 +149,7 @@ func TestOnlyCommandsTalk(t *testing.T) {
 	for _, p := range goList(t) {
 		from := rel(p.ImportPath)
 		// Commands, programs (package main) and the helpers of tests.
-		if under(from, "cmd") || p.Name == "main" || strings.HasPrefix(from, "internal/test") {
+		if under(from, "cmd") || p.Name == "main" || isTestHelper(from) {
 			continue
 		}
 		for _, name := range append(append([]string{}, p.GoFiles...), p.CgoFiles...) {

@@ -1,5 +1,5 @@
 // Package debext is what the bootable demo base (pkgbase/demobase) and the
-// boot tests' base (internal/testbase) make their cri and btrfs extensions
+// boot tests' base (pkgbase/testbase) make their cri and btrfs extensions
 // of: Debian's containerd, runc, CNI plugins and btrfs-progs and the
 // libraries they load (which packages, where the cache keeps them, their
 // trees as the RPMs wrapping them carry them), the definitions that place

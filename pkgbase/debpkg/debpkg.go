@@ -1,7 +1,7 @@
 // Package debpkg reads Debian packages with Debian's dpkg-deb: control
 // fields, a kernel package's image and chosen module trees, whole trees,
 // and the newest of a cache directory's kernel packages. The demo base
-// (pkgbase/demobase) and the boot tests' base (internal/testbase) wrap
+// (pkgbase/demobase) and the boot tests' base (pkgbase/testbase) wrap
 // what it extracts into RPMs.
 package debpkg
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/nodeforge/builder/internal/pechecksum"
-	"github.com/nodeforge/builder/internal/testbase"
 	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 // TestBuild: the UKI made from Debian's systemd-stub holds every section

@@ -494,7 +494,7 @@ func specYAML(info *Info, opts Options) ([]byte, error) {
 		libs, comps := extComponents()
 		rootPkgs, extra = append(rootPkgs, libs...), comps
 	}
-	return []byte(fmt.Sprintf(`# Release spec of the boot test base, written by internal/testbase from
+	return []byte(fmt.Sprintf(`# Release spec of the boot test base, written by pkgbase/testbase from
 # Debian's %s %s (%s). Test use only: signed by a key made for the base.
 name: boottest
 branch: boottest

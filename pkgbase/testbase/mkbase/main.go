@@ -3,7 +3,7 @@
 // repository and a release spec) for benchmarks and manual boots. It
 // prints the spec's path.
 //
-//	go run ./internal/testbase/mkbase -dir /tmp/base [-all-modules] [-arch x86_64,aarch64]
+//	go run ./pkgbase/testbase/mkbase -dir /tmp/base [-all-modules] [-arch x86_64,aarch64]
 package main
 
 import (
@@ -12,7 +12,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nodeforge/builder/internal/testbase"
+	"github.com/nodeforge/builder/pkgbase/testbase"
 )
 
 func main() {
