@@ -6,7 +6,7 @@
 # that its audit passed with 0 unowned files. The commands are taken from the README
 # itself, so a command that changes there is what runs here. Three things
 # are not done as a person would:
-#   - `make test` is left out (CI runs it next);
+#   - `make test` is left out (CI runs it beside this script);
 #   - `factory serve` runs in the background until the commands after it
 #     are done (a person runs it in another terminal);
 #   - `<id>` is the ID the README's `POST /schematics` answered.
@@ -41,7 +41,7 @@ while IFS= read -r line; do
   n=$((n + 1))
   case "$cmd" in
   "make test")
-    echo "== [$n] $cmd: skipped (the suite; CI runs it next)"
+    echo "== [$n] $cmd: skipped (the suite; CI runs it beside this script)"
     continue ;;
   *"factory serve"*)
     echo "== [$n] $cmd &"

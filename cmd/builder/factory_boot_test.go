@@ -41,6 +41,7 @@ import (
 // builder/compose, whose hybrid ISO boots as a disk there.)
 func TestFactoryBoot(t *testing.T) {
 	testutil.Slow(t)
+	t.Parallel() // see TestMain; the longest test of the package, which alone would keep a core idle
 	t0 := time.Now()
 	specPath := testbase.ForTest(t, testbase.Options{Extensions: true})
 	qemu := testutil.NeedTool(t, "qemu-system-x86_64")

@@ -53,6 +53,7 @@ const imagesTestSpec = `  busybox:
 // that xorriso in the image writes; SIGTERM stops it with exit 0.
 func TestFactoryImage(t *testing.T) {
 	testutil.Slow(t)
+	t.Parallel() // see TestMain; the longest test of the package, which alone would keep a core idle
 	testutil.NeedRoot(t)
 	createrepo := testutil.NeedTool(t, "createrepo_c")
 	if testutil.NeedTool(t, "runc"); builderCommand(t).Path == os.Args[0] {
