@@ -12,8 +12,8 @@ import (
 
 // TestFactoryOneBuildForConcurrentRequests: twenty clients asking at once
 // for one uncached artifact of the demo release get one build and the same
-// bytes. It runs under the race detector (TestFactoryServe, which checks
-// the bytes against builder image --release, runs without it).
+// bytes. It runs under the race detector, unlike TestFactoryServe, which
+// checks every served medium against builder image --release.
 func TestFactoryOneBuildForConcurrentRequests(t *testing.T) {
 	f := newDemoFactory(t)
 	resp, err := http.Post(f.hs.URL+"/schematics", "application/yaml", strings.NewReader("customization:\n  systemExtensions:\n    officialExtensions: [zfs]\n"))
@@ -33,7 +33,7 @@ func TestFactoryOneBuildForConcurrentRequests(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := http.Get(f.hs.URL + "/image/" + created.ID + "/1.11.0-demo/metal-amd64.qcow2")
+			resp, err := http.Get(f.hs.URL + "/image/" + created.ID + "/1.11.0-demo/aws-amd64.vhd") // not among aws's own formats
 			if err != nil {
 				t.Errorf("client %d: %v", i, err)
 				return
