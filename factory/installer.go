@@ -92,6 +92,9 @@ type InstallerOptions struct {
 	// its boot code is the signed ESP of the Secure Boot media
 	// (compose.SchematicInstaller), signed with this key set.
 	SecureBoot *secureboot.Signing
+	// Layers keeps the extensions' squashfs images between compositions
+	// (nil: none kept).
+	Layers compose.LayerCache
 }
 
 // Installer makes the installer image of a schematic: the release's
@@ -201,7 +204,7 @@ func (r *VerifiedRelease) installerLayers(ctx context.Context, arch string, o In
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	co.Schematic, co.Platform, co.DiskFormats, co.Work = o.Schematic, o.Platform, []string{}, work
+	co.Schematic, co.Platform, co.DiskFormats, co.Work, co.Layers = o.Schematic, o.Platform, []string{}, work, o.Layers
 	if o.SecureBoot != nil {
 		co.SecureBoot = &compose.SecureBoot{Signing: o.SecureBoot}
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,7 @@ type Service struct {
 	running    running         // builds in flight
 	inst       installers      // the checked installer entries
 	exts       extensionImages // the releases' extension images read
+	layers     *layerCache     // the segments' squashfs images (nil: no scratch space)
 	// buildAllowed says whether the request in ctx may start a build (its
 	// login, its rate: the front's check), asked on a cache miss so that
 	// cached artifacts need no leave; nil: any may. An error it returns
@@ -93,7 +95,8 @@ type Options struct {
 	// ExternalURL is where clients reach the factory (PXE scripts point
 	// back at it); "" uses the request's host.
 	ExternalURL string
-	// Work is a scratch directory for the ISO tool.
+	// Work is a scratch directory: the ISO tool's, and the extensions'
+	// squashfs images kept between builds (none kept without it).
 	Work string
 	// MaxBuilds bounds the builds running at once (0: 2).
 	MaxBuilds int
@@ -289,7 +292,7 @@ func (s *Service) build(ctx context.Context, rel *VerifiedRelease, sch *schemati
 	}
 	defer os.RemoveAll(work)
 	if a.kind == "installer" {
-		inst := InstallerOptions{Schematic: sch, Platform: a.platform, Work: work}
+		inst := InstallerOptions{Schematic: sch, Platform: a.platform, Work: work, Layers: s.layerCache()}
 		if a.SecureBoot {
 			inst.SecureBoot = s.o.SecureBoot
 		}
@@ -302,7 +305,7 @@ func (s *Service) build(ctx context.Context, rel *VerifiedRelease, sch *schemati
 	if a.kind == "uki" && boot.Stub == nil {
 		return nil, &RequestError{msg: "release " + rel.Version + " has no systemd-stub (image.stub): no UKI"}
 	}
-	o.Schematic, o.Platform, o.Work = sch, a.platform, work
+	o.Schematic, o.Platform, o.Work, o.Layers = sch, a.platform, work, s.layerCache()
 	o.DiskFormats, o.Compressions, o.UKI = []string{}, nil, a.kind == "uki"
 	if a.SecureBoot {
 		o.SecureBoot = &compose.SecureBoot{Signing: s.o.SecureBoot}
@@ -324,6 +327,15 @@ func (s *Service) build(ctx context.Context, rel *VerifiedRelease, sch *schemati
 		}
 	}
 	return nil, fmt.Errorf("%s was not made (the release has no EFI boot manager for disk images?)", want)
+}
+
+// layerCache is the service's compose.LayerCache: nil (an interface
+// holding no cache) without a scratch directory.
+func (s *Service) layerCache() compose.LayerCache {
+	if s.layers == nil {
+		return nil
+	}
+	return s.layers
 }
 
 // PublicHost is the host (and path) clients reach the factory at:
@@ -390,6 +402,9 @@ func newService(o Options) (*Service, error) {
 		slots: make(chan struct{}, o.MaxBuilds), queue: make(chan struct{}, max(o.MaxQueue, 0)),
 		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}}
 	s.buildFn = s.build
+	if o.Work != "" {
+		s.layers = newLayerCache(filepath.Join(o.Work, "layers"))
+	}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nodeforge_factory_builds_in_flight",
 		Help: "Builds running or waiting for a slot, with their cache lookups (a stop waits for them)."}, func() float64 { return float64(s.running.count()) }))
 	s.cat.Store(&catalog{releases: map[string]*VerifiedRelease{}})

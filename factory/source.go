@@ -191,7 +191,7 @@ func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []strin
 	}
 	k := r.Params.Kernel[arch]
 	b := compose.Boot{Arch: arch, Vmlinuz: assets[compose.MediaTypeVmlinuz], Initramfs: assets[compose.MediaTypeInitramfs],
-		Cmdline: r.Params.Cmdline, KernelVersion: k.Version,
+		Cmdline: r.Params.Cmdline, KernelVersion: k.Version, Key: imageKey(img),
 		Modules: func() (map[string][]byte, error) {
 			sq, err := layersByType(img, compose.MediaTypeRootfs)
 			if err != nil {
@@ -328,7 +328,18 @@ func (r *VerifiedRelease) extension(ctx context.Context, name, arch string) (*co
 	if e.Name != name {
 		return nil, fmt.Errorf("extension %s: its manifest names %s", name, e.Name)
 	}
+	e.Key = imageKey(img)
 	return e, nil
+}
+
+// imageKey names an image's content (its manifest's digest, which the
+// release's signed index names) for compose.LayerCache; "" when unknown.
+func imageKey(img v1.Image) string {
+	d, err := img.Digest()
+	if err != nil {
+		return ""
+	}
+	return d.String()
 }
 
 // layersByType reads the layers of a boot artifact of the media types

@@ -22,7 +22,6 @@ import (
 	"github.com/nodeforge/builder/api/report"
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/api/target"
-	"github.com/nodeforge/builder/builder/kernel"
 	"github.com/nodeforge/builder/builder/media/disktar"
 	"github.com/nodeforge/builder/builder/media/fat"
 	"github.com/nodeforge/builder/builder/media/meta"
@@ -32,7 +31,6 @@ import (
 	"github.com/nodeforge/builder/builder/media/vhd"
 	"github.com/nodeforge/builder/builder/rootfs"
 	"github.com/nodeforge/builder/builder/rootfs/sqfs"
-	"github.com/nodeforge/builder/internal/digest"
 )
 
 // Boot is what the media take from one architecture of a release.
@@ -52,6 +50,9 @@ type Boot struct {
 	// below it (modules, modules.order, modules.builtin...), for the module
 	// indexes of extensions that ship modules; called only then.
 	Modules func() (map[string][]byte, error)
+	// Key names the kernel's modules (the release's boot image's digest)
+	// for Options.Layers; "" keeps no module indexes.
+	Key string
 }
 
 // Extension is one extension of the release, for one architecture.
@@ -63,6 +64,9 @@ type Extension struct {
 	// Generator names what made a virtual extension (the schematic's,
 	// the embedded configuration's): its layer's origin in the report.
 	Generator string
+	// Key names the extension's content (its layer's digest in the
+	// release) for Options.Layers; "" is never kept.
+	Key string
 }
 
 // Options say what to make and how.
@@ -77,6 +81,9 @@ type Options struct {
 	// images (or of CompressedFormats): "zst", "xz", "gz".
 	Compressions      []string
 	CompressedFormats []string
+	// Layers keeps the segment's squashfs images between compositions
+	// (nil: none kept).
+	Layers LayerCache
 	// Squashfs, Cache, InitramfsCompression and Owners are the release's:
 	// how its extension layers and its initramfs were written.
 	Squashfs             rootfs.SquashfsOptions
@@ -352,15 +359,14 @@ var SegmentGenerators = map[string]string{
 // them. It returns the compressed cpio to append to the initramfs and
 // its entries (for the report).
 func extensionSegment(b Boot, layers []*Extension, o Options) ([]byte, []rootfs.CpioEntry, error) {
-	owners, sde, sq, cache, compression := o.Owners, o.SourceDate, o.Squashfs, o.Cache, o.InitramfsCompression
+	sde, compression := o.SourceDate, o.InitramfsCompression
 	var doc ExtensionsYAML
 	var entries []rootfs.CpioEntry
-	modules := map[string][]byte{} // path under the modules dir -> bytes, kernel's and extensions'
-	anyModules := false
+	var withModules []*Extension
 	for i, e := range layers {
-		var buf bytes.Buffer
-		if err := e.Tree.WriteSquashfsTo(&buf, owners, sde, sq, cache); err != nil {
-			return nil, nil, fmt.Errorf("extension %s: %w", e.Name, err)
+		data, err := o.layerImage(e)
+		if err != nil {
+			return nil, nil, err
 		}
 		img := fmt.Sprintf("%d.sqsh", i)
 		doc.Layers = append(doc.Layers, Layer{Image: img, Metadata: e.Metadata})
@@ -368,46 +374,21 @@ func extensionSegment(b Boot, layers []*Extension, o Options) ([]byte, []rootfs.
 		if e.Generator != "" {
 			gen = e.Generator
 		}
-		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: buf.Bytes(), Origin: report.Origin{Generator: gen}})
+		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: data, Origin: report.Origin{Generator: gen}})
 		if e.Modules {
-			anyModules = true
-			for _, n := range e.Tree.Nodes() {
-				if rel, ok := strings.CutPrefix(n.Path, "/usr/lib/modules/"+b.KernelVersion+"/"); ok && n.Kind == rootfs.KindFile {
-					modules[rel] = n.Data
-				}
-			}
+			withModules = append(withModules, e)
 		}
 	}
-	if anyModules {
-		kmods, err := b.Modules()
+	if len(withModules) > 0 {
+		data, err := o.modulesImage(b, withModules)
 		if err != nil {
-			return nil, nil, err
-		}
-		for rel, data := range kmods {
-			if _, ext := modules[rel]; !ext {
-				modules[rel] = data
-			}
-		}
-		idx, _, err := kernel.Indexes(b.KernelVersion, modules)
-		if err != nil {
-			return nil, nil, err
-		}
-		t := rootfs.New()
-		for name, data := range idx {
-			if err := t.Add(&rootfs.Node{Path: "/usr/lib/modules/" + b.KernelVersion + "/" + name, Kind: rootfs.KindFile, Mode: 0o644,
-				User: "root", Group: "root", Data: data, Digest: digest.SHA256Hex(data), Origin: report.Origin{Generator: "depmod"}}); err != nil {
-				return nil, nil, err
-			}
-		}
-		var buf bytes.Buffer
-		if err := t.WriteSquashfsTo(&buf, owners, sde, sq, cache); err != nil {
 			return nil, nil, fmt.Errorf("modules layer: %w", err)
 		}
 		img := fmt.Sprintf("%d.sqsh", len(layers))
 		doc.Layers = append(doc.Layers, Layer{Image: img, Metadata: extensions.Metadata{
 			Name: "modules.dep", Version: b.KernelVersion, Description: "module indexes of the kernel's and the extensions' modules",
 		}})
-		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: buf.Bytes(), Origin: report.Origin{Generator: "depmod"}})
+		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: data, Origin: report.Origin{Generator: "depmod"}})
 	}
 	var y bytes.Buffer
 	enc := yaml.NewEncoder(&y)

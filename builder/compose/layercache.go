@@ -1,0 +1,114 @@
+package compose
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nodeforge/builder/api/report"
+	"github.com/nodeforge/builder/builder/kernel"
+	"github.com/nodeforge/builder/builder/rootfs"
+	"github.com/nodeforge/builder/internal/digest"
+)
+
+// LayerCache keeps the squashfs images of the initramfs segment's layers
+// between compositions. Many schematics share an extension, and writing
+// its squashfs (compressed at the release's level) is the dearest part of
+// a new schematic's media; with the images kept, a schematic pays only
+// for what it does not share. The Image Factory keeps one.
+type LayerCache interface {
+	// Layer returns the image kept under key, or writes it with write,
+	// keeps it and returns it.
+	Layer(key string, write func(io.Writer) error) ([]byte, error)
+}
+
+// layerImage is an extension's squashfs for the segment: from o.Layers
+// when the extension has a Key, else written.
+func (o Options) layerImage(e *Extension) ([]byte, error) {
+	write := func(w io.Writer) error { return e.Tree.WriteSquashfsTo(w, o.Owners, o.SourceDate, o.Squashfs, o.Cache) }
+	data, err := o.cached(write, "extension", e.Key)
+	if err != nil {
+		return nil, fmt.Errorf("extension %s: %w", e.Name, err)
+	}
+	return data, nil
+}
+
+// modulesImage is the segment's squashfs of module indexes: those of the
+// kernel's modules (b.Modules) and the modules of exts together. It is
+// kept in o.Layers when the boot assets and every one of exts have a Key.
+func (o Options) modulesImage(b Boot, exts []*Extension) ([]byte, error) {
+	write := func(w io.Writer) error {
+		t, err := moduleIndexTree(b, exts)
+		if err != nil {
+			return err
+		}
+		return t.WriteSquashfsTo(w, o.Owners, o.SourceDate, o.Squashfs, o.Cache)
+	}
+	ids := []string{b.Key, b.KernelVersion}
+	var keys []string
+	for _, e := range exts {
+		keys = append(keys, e.Key)
+	}
+	slices.Sort(keys)
+	if b.Key == "" || slices.Contains(keys, "") {
+		return o.cached(write, "modules", "")
+	}
+	return o.cached(write, "modules", append(ids, keys...)...)
+}
+
+// cached writes an image with write, through o.Layers when there is one
+// and ids name the content (an empty first id: not cached). The key adds
+// what else decides the bytes: the squashfs options and the source date
+// (the owners are the release's numeric ones, a tree's the same whatever
+// else is composed with it).
+func (o Options) cached(write func(io.Writer) error, kind string, ids ...string) ([]byte, error) {
+	if o.Layers == nil || len(ids) == 0 || ids[0] == "" {
+		var buf bytes.Buffer
+		if err := write(&buf); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	}
+	sq := o.Squashfs
+	parts := append([]string{kind, sq.Compressor, strconv.Itoa(sq.Level), strconv.Itoa(sq.BlockSize), sq.Tool,
+		strconv.FormatInt(o.SourceDate, 10)}, ids...)
+	return o.Layers.Layer(digest.SHA256Hex([]byte(strings.Join(parts, "\x00"))), write)
+}
+
+// moduleIndexTree is the tree of the module indexes (depmod's) of the
+// kernel's modules and those exts ship, theirs replacing the kernel's of
+// the same path.
+func moduleIndexTree(b Boot, exts []*Extension) (*rootfs.Tree, error) {
+	modules := map[string][]byte{} // path under the modules dir -> bytes
+	for _, e := range exts {
+		for _, n := range e.Tree.Nodes() {
+			if rel, ok := strings.CutPrefix(n.Path, "/usr/lib/modules/"+b.KernelVersion+"/"); ok && n.Kind == rootfs.KindFile {
+				modules[rel] = n.Data
+			}
+		}
+	}
+	kmods, err := b.Modules()
+	if err != nil {
+		return nil, err
+	}
+	for rel, data := range kmods {
+		if _, ext := modules[rel]; !ext {
+			modules[rel] = data
+		}
+	}
+	idx, _, err := kernel.Indexes(b.KernelVersion, modules)
+	if err != nil {
+		return nil, err
+	}
+	t := rootfs.New()
+	for name, data := range idx {
+		if err := t.Add(&rootfs.Node{Path: "/usr/lib/modules/" + b.KernelVersion + "/" + name, Kind: rootfs.KindFile, Mode: 0o644,
+			User: "root", Group: "root", Data: data, Digest: digest.SHA256Hex(data), Origin: report.Origin{Generator: "depmod"}}); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
