@@ -93,6 +93,15 @@ func zero(b []byte) bool {
 	return true
 }
 
+// Size is the bytes Write writes for raw (its data clusters and tables),
+// for a buffer of the right size at once.
+func Size(raw []byte) int64 {
+	if len(raw) == 0 {
+		return 0
+	}
+	return plan(raw).total * clusterSize
+}
+
 // Write writes raw as a qcow2 image. The raw image's size is the virtual
 // size; it must be a whole number of 512-byte sectors.
 func Write(w io.Writer, raw []byte) error {

@@ -60,7 +60,8 @@ func TestQcow2Judged(t *testing.T) {
 	}
 }
 
-// TestQcow2Deterministic: the same raw image, the same bytes; and what a
+// TestQcow2Deterministic: the same raw image, the same bytes, as many as
+// Size says; and what a
 // qcow2 image cannot hold is refused.
 func TestQcow2Deterministic(t *testing.T) {
 	var a, b bytes.Buffer
@@ -72,6 +73,9 @@ func TestQcow2Deterministic(t *testing.T) {
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
 		t.Error("two writes of one image differ")
+	}
+	if n := Size(rawImage()); n != int64(a.Len()) {
+		t.Errorf("Size says %d bytes, Write wrote %d", n, a.Len())
 	}
 	for _, raw := range [][]byte{nil, make([]byte, 1000)} {
 		if err := Write(&a, raw); err == nil {
