@@ -23,10 +23,11 @@
 #   bytes once + the compression the format needs on all cores (ISO:
 #   xorriso writing the same tree, its payload once; raw.xz: xz -T0 -6
 #   of the same raw disk; qcow2 and initramfs: none; installer: gzip -6
-#   of its layers the release does not hold, pigz when installed). A second floor adds the
-#   schematic's initramfs segment (mksquashfs of the extensions' trees at
-#   the release's squashfs settings on all cores, then zstd -1), which
-#   every medium of a new set of extensions needs once;
+#   of its layers the release does not hold, pigz when installed). A
+#   second floor adds the schematic's initramfs segment (mksquashfs of
+#   the extensions' trees at the release's squashfs settings on all
+#   cores, then zstd -1), which every medium of a new set of extensions
+#   needs once;
 #   the second schematic differing by one extension (cri+btrfs, then cri
 #   alone): its first ISO against the first's (target <= 0.5);
 #   the factory's peak RSS (VmHWM) per phase (reset through clear_refs;
@@ -44,7 +45,12 @@
 # default 15190), CONCURRENT (default 10), CGO_CFLAGS.
 set -euo pipefail
 
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() {
+  local out=1
+  [ "${1:-0}" = 0 ] || out=2
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&"$out"
+  exit "${1:-0}"
+}
 case ${1:-} in -h | --help) usage 0 ;; -*) echo "bench-factory-real: unknown option $1" >&2; usage 2 ;; esac
 [ $# -le 1 ] || usage 2
 cd "$(dirname "$0")/.."
