@@ -55,7 +55,7 @@ case ${1:-} in -h | --help) usage 0 ;; -*) echo "bench-factory-real: unknown opt
 [ $# -le 1 ] || usage 2
 cd "$(dirname "$0")/.."
 
-for tool in go curl python3 xorriso xz zstd crane docker-registry mksquashfs createrepo_c tar bc awk find; do
+for tool in go curl python3 xorriso xz zstd crane docker-registry mksquashfs createrepo_c pgrep tar bc awk find; do
   command -v "$tool" >/dev/null || { echo "bench-factory-real: missing tool: $tool" >&2; exit 1; }
 done
 gz=gzip
@@ -104,6 +104,11 @@ measure() {
 log "builder (cgo on: liblzma's xz)"
 CGO_ENABLED=1 CGO_CFLAGS="${CGO_CFLAGS:--O3 -g}" go build -o "$B" ./cmd/builder
 
+# Another mkrealbase.sh writing the same base (a session making it): wait.
+while pgrep -f "mkrealbase.sh $realbase" >/dev/null; do
+  log "waiting for the running scripts/mkrealbase.sh $realbase"
+  sleep 15
+done
 log "the real base: scripts/mkrealbase.sh $realbase (log $work/mkrealbase.log)"
 bash scripts/mkrealbase.sh "$realbase" >"$work/mkrealbase.log" 2>&1 || {
   tail "$work/mkrealbase.log" >&2
@@ -268,7 +273,7 @@ url=http://127.0.0.1:$port
 # rss_reset also keeps the resident size at the reset (what the Go heap
 # kept from the phases before), which rss_read NAME puts as base_NAME.
 rss_reset() {
-  echo 5 >"/proc/$fpid/clear_refs"
+  echo 5 2>/dev/null >"/proc/$fpid/clear_refs" || log "cannot reset the factory's VmHWM (clear_refs): the phase's peak includes the earlier ones"
   rss_base=$(awk '/^VmRSS/ {print $2}' "/proc/$fpid/status")
 }
 rss_read() {
