@@ -116,6 +116,7 @@ bash scripts/mkrealbase.sh "$realbase" >"$work/mkrealbase.log" 2>&1 || {
   exit 1
 }
 [ -d "$realbase/repo/repodata" ] || { echo "bench-factory-real: $realbase/repo has no repodata" >&2; exit 1; }
+realbase=$(cd "$realbase" && pwd)
 
 log "the test base (init, boot manager)"
 testspec=$(go run ./pkgbase/testbase/mkbase -dir "$work/test")
