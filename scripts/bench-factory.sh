@@ -13,7 +13,12 @@
 #   small   requests per second and p99 latency for a cached cmdline, a PXE
 #           script and a schematic (1000 requests, 16 at once);
 #   rss     the factory's peak resident memory over all of it.
+#
+# BENCH_BASE=real runs scripts/bench-factory-real.sh instead (issue 41:
+# the factory on a release of the real base, against its floors).
 set -euo pipefail
+if [ "${BENCH_BASE:-demo}" = real ]; then exec "$(dirname "$0")/bench-factory-real.sh" "$@"; fi
+[ "${BENCH_BASE:-demo}" = demo ] || { echo "bench-factory: BENCH_BASE is demo or real, not $BENCH_BASE" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 work=$(mkdir -p "${1:-/tmp/nodeforge-bench-factory}" && cd "${1:-/tmp/nodeforge-bench-factory}" && pwd)
 B=$work/builder
