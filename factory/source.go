@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -57,6 +58,8 @@ type VerifiedRelease struct {
 	// (the image index's annotations; read with meta).
 	descs map[string]map[string]string
 	boots map[string]installerBoot // arch -> the installer's EFI files
+	// read: extension and arch -> what its layer said when first read.
+	read map[string]extensionRead
 	// talosctl: arch -> whether its installer carries talosctl.
 	talosctl map[string]bool
 }
@@ -210,7 +213,7 @@ func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []strin
 	}
 	b.Bootloader, b.Stub = ib.bootloader, ib.stub
 	var exts []*compose.Extension
-	var trees []*rootfs.Tree
+	owners := rootfs.NumericOwners()
 	if missing, ok := r.Missing(names); ok {
 		return fail(fmt.Errorf("extension %q is not in the release (it has %s)", missing, strings.Join(r.Extensions, ", ")))
 	}
@@ -221,16 +224,18 @@ func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []strin
 	}
 	slices.Sort(bare)
 	for _, name := range slices.Compact(bare) {
-		e, err := r.extension(ctx, name, arch)
+		e, own, err := r.extension(ctx, name, arch)
 		if err != nil {
 			return fail(err)
 		}
 		if e != nil {
-			exts, trees = append(exts, e), append(trees, e.Tree)
+			exts = append(exts, e)
+			maps.Copy(owners.Users, own.Users)
+			maps.Copy(owners.Groups, own.Groups)
 		}
 	}
 	o := compose.Options{Squashfs: r.Params.SquashfsOptions(), InitramfsCompression: r.Params.InitramfsCompression,
-		Owners: rootfs.NumericOwners(trees...), PrettyName: r.Params.PrettyName, SourceDate: r.SourceDate, Platforms: r.Platforms, Version: r.Version}
+		Owners: owners, PrettyName: r.Params.PrettyName, SourceDate: r.SourceDate, Platforms: r.Platforms, Version: r.Version}
 	return b, exts, o, nil
 }
 
@@ -308,16 +313,57 @@ func (r *VerifiedRelease) bootFiles(ctx context.Context, arch string) (installer
 	return b, nil
 }
 
-// extension reads an extension's layer for arch; nil when the extension
-// is not built for it.
-func (r *VerifiedRelease) extension(ctx context.Context, name, arch string) (*compose.Extension, error) {
+// extension is an extension's layer for arch; nil when the extension is
+// not built for it. The layer is read the first time; later its tree is
+// read only when composing needs it (compose.Extension.Load), what the
+// first read said (manifest, modules, owners) kept by the image's digest.
+func (r *VerifiedRelease) extension(ctx context.Context, name, arch string) (*compose.Extension, rootfs.Owners, error) {
 	img, err := r.Image(ctx, release.RepoExtension+name, arch)
 	if errors.Is(err, errNoArch) {
-		return nil, nil
+		return nil, rootfs.Owners{}, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, rootfs.Owners{}, err
 	}
+	key := imageKey(img)
+	load := func() (*rootfs.Tree, error) {
+		e, err := readExtension(img, name)
+		if err != nil {
+			return nil, err
+		}
+		return e.Tree, nil
+	}
+	r.mu.Lock()
+	was, ok := r.read[name+"\x00"+arch]
+	r.mu.Unlock()
+	if ok && key != "" && was.key == key {
+		return &compose.Extension{Name: name, Metadata: was.meta, Modules: was.modules, Key: key, Load: load}, was.owners, nil
+	}
+	e, err := readExtension(img, name)
+	if err != nil {
+		return nil, rootfs.Owners{}, err
+	}
+	e.Key = key
+	owners := rootfs.NumericOwners(e.Tree)
+	r.mu.Lock()
+	if r.read == nil {
+		r.read = map[string]extensionRead{}
+	}
+	r.read[name+"\x00"+arch] = extensionRead{key: key, meta: e.Metadata, modules: e.Modules, owners: owners}
+	r.mu.Unlock()
+	return e, owners, nil
+}
+
+// extensionRead is what an extension's layer said when first read.
+type extensionRead struct {
+	key     string
+	meta    extensions.Metadata
+	modules bool
+	owners  rootfs.Owners // its numeric owners
+}
+
+// readExtension reads an extension's layer.
+func readExtension(img v1.Image, name string) (*compose.Extension, error) {
 	rc, err := extensionLayerReader(img)
 	if err != nil {
 		return nil, fmt.Errorf("extension %s: %w", name, err)
@@ -335,7 +381,6 @@ func (r *VerifiedRelease) extension(ctx context.Context, name, arch string) (*co
 	if e.Name != name {
 		return nil, fmt.Errorf("extension %s: its manifest names %s", name, e.Name)
 	}
-	e.Key = imageKey(img)
 	return e, nil
 }
 
@@ -487,7 +532,7 @@ func (r *VerifiedRelease) ExtensionMetadata(ctx context.Context, name string) (e
 		return m, nil
 	}
 	for _, arch := range r.Params.Architectures {
-		e, err := r.extension(ctx, name, arch)
+		e, _, err := r.extension(ctx, name, arch)
 		if err != nil {
 			return m, err
 		}

@@ -60,7 +60,11 @@ type Extension struct {
 	Name     string
 	Metadata extensions.Metadata
 	Tree     *rootfs.Tree // its files as on the node
-	Modules  bool         // it ships kernel modules
+	// Load reads Tree when it is nil, the first time the files are
+	// needed: an Image Factory's extension whose squashfs Options.Layers
+	// keeps is not read at all. Modules must be set without it.
+	Load    func() (*rootfs.Tree, error)
+	Modules bool // it ships kernel modules
 	// Generator names what made a virtual extension (the schematic's,
 	// the embedded configuration's): its layer's origin in the report.
 	Generator string
@@ -202,6 +206,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	kernelName, initrdName := "kernel-"+arch, "initramfs-"+arch+".xz"
 	ipxe := fmt.Sprintf("#!ipxe\nkernel %s %s\ninitrd %s\nboot\n", kernelName, strings.Join(args, " "), initrdName)
 	initramfs := append(append(make([]byte, 0, len(b.Initramfs)+len(seg)), b.Initramfs...), seg...)
+	b.Initramfs = nil // in initramfs now: this copy (a real base's is 164 MB) may be freed
 	r := &Result{Schematic: id, Platform: p.Name, Initramfs: initramfs, Segment: entries, Files: []File{
 		{kernelName, b.Vmlinuz},
 		{initrdName, initramfs},

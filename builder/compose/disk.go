@@ -3,6 +3,7 @@ package compose
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -43,12 +44,13 @@ func bootFiles(a target.Arch, bootloader, vmlinuz, initramfs []byte, title strin
 // gives the same ones.
 var mediaGUIDs = gpt.MustParse("6e6f6465-666f-5267-8565-6d6564696131")
 
-// espImage is the FAT file system of the EFI system partition: hidden
-// is the partition's first sector, sectorSize the disk's logical sector
-// size (512 for the ISO's El Torito image).
-func espImage(files []fat.File, sde int64, id string, hidden uint32, sectorSize int) ([]byte, error) {
-	return fat.Write(files, fat.Options{Label: "NODEFORGE", VolumeID: espVolumeID(id), Time: time.Unix(sde, 0), MinSize: espSize(files),
-		HiddenSectors: hidden, SectorSize: sectorSize})
+// espImage renders the FAT file system of the EFI system partition in
+// the buffer into gives (the disk's partition): hidden is the
+// partition's first sector, sectorSize the disk's logical sector size.
+func espImage(files []fat.File, sde int64, id string, hidden uint32, sectorSize int, into func(int) []byte) error {
+	_, err := fat.Write(files, fat.Options{Label: "NODEFORGE", VolumeID: espVolumeID(id), Time: time.Unix(sde, 0), MinSize: espSize(files),
+		HiddenSectors: hidden, SectorSize: sectorSize, Into: into})
+	return err
 }
 
 // espSize is the EFI system partition's size for its files: a tenth
@@ -88,25 +90,34 @@ func rawImage(files []fat.File, sde int64, id string, metaValues map[uint8][]byt
 	if err != nil {
 		return nil, err
 	}
+	ss := int64(sectorSize)
 	// The EFI partition is the first: its start does not depend on its
-	// size.
-	esp, err := espImage(files, sde, id, uint32(parts[0].Start), sectorSize)
-	if err != nil {
+	// size. Its file system is rendered in the disk, which is laid out
+	// when the file system's size is known.
+	var disk []byte
+	var layoutErr error
+	into := func(n int) []byte {
+		if int64(n) > int64(parts[0].Sectors)*ss {
+			// FAT16's least cluster count in large sectors makes a file
+			// system larger than the files need: the partition grows to it.
+			parts, size, layoutErr = layout(int64(n))
+		}
+		if layoutErr != nil {
+			return make([]byte, n)
+		}
+		disk = make([]byte, size)
+		start := int64(parts[0].Start) * ss
+		return disk[start : start+int64(n)]
+	}
+	if err := espImage(files, sde, id, uint32(parts[0].Start), sectorSize, into); err != nil {
 		return nil, err
 	}
-	ss := int64(sectorSize)
-	if int64(len(esp)) > int64(parts[0].Sectors)*ss {
-		// FAT16's least cluster count in large sectors makes a file
-		// system larger than the files need: the partition grows to it.
-		if parts, size, err = layout(int64(len(esp))); err != nil {
-			return nil, err
-		}
+	if layoutErr != nil {
+		return nil, layoutErr
 	}
-	disk := make([]byte, size)
 	if err := gpt.Write(sectorSize, disk, gpt.NameGUID(mediaGUIDs, id+" disk"), parts); err != nil {
 		return nil, err
 	}
-	copy(disk[int64(parts[0].Start)*ss:], esp)
 	adv, err := meta.Encode(metaValues)
 	if err != nil {
 		return nil, err
@@ -159,6 +170,11 @@ func isoImage(ctx context.Context, work string, esp []byte, ext []fat.Extent, sd
 	if err := os.WriteFile(img, esp, 0o644); err != nil {
 		return nil, "", err
 	}
+	// From here the image's size and digest say what efiboot.img must
+	// hold: the image itself (a real base's is 150 MB) may be freed while
+	// the ISO is read.
+	espSum := espSumOf(esp)
+	esp = nil
 	modes := map[string]os.FileMode{img: 0o644, root: 0o755}
 	for _, e := range ext {
 		p := filepath.Join(root, filepath.FromSlash(e.Path))
@@ -201,7 +217,7 @@ func isoImage(ctx context.Context, work string, esp []byte, ext []fat.Extent, sd
 	if err != nil {
 		return nil, "", err
 	}
-	if err := pointISOFiles(iso, esp, ext); err != nil {
+	if err := pointISOFiles(iso, espSum, ext); err != nil {
 		return nil, "", fmt.Errorf("the ISO xorriso wrote: %w", err)
 	}
 	ver, _ := exec.Command(xorriso, "-version").Output()
@@ -215,8 +231,8 @@ func isoImage(ctx context.Context, work string, esp []byte, ext []fat.Extent, sd
 // the FAT image (a multiple of 2048), its size the file's. Both file
 // systems then read the same blocks; ISO 9660 lets extents overlap (as
 // hard links share one). The records are found by their Rock Ridge
-// names; efiboot.img must hold esp's bytes.
-func pointISOFiles(iso, esp []byte, ext []fat.Extent) error {
+// names; efiboot.img must be the EFI image esp sums.
+func pointISOFiles(iso []byte, esp espSum, ext []fat.Extent) error {
 	if len(iso) < 17*isoSector || iso[16*isoSector] != 1 || string(iso[16*isoSector+1:16*isoSector+6]) != "CD001" {
 		return errors.New("no ISO 9660 primary volume descriptor at block 16")
 	}
@@ -226,7 +242,7 @@ func pointISOFiles(iso, esp []byte, ext []fat.Extent) error {
 		return err
 	}
 	base, size := isoExtent(efi)
-	if size != int64(len(esp)) || base*isoSector+size > int64(len(iso)) || !bytes.Equal(iso[base*isoSector:base*isoSector+size], esp) {
+	if size != esp.size || base*isoSector+size > int64(len(iso)) || sha256.Sum256(iso[base*isoSector:base*isoSector+size]) != esp.sum {
 		return errors.New("/efiboot.img is not the EFI image given")
 	}
 	for _, e := range ext {
@@ -250,6 +266,14 @@ func pointISOFiles(iso, esp []byte, ext []fat.Extent) error {
 	}
 	return nil
 }
+
+// espSum is what an EFI image's copy must match: its size and SHA-256.
+type espSum struct {
+	size int64
+	sum  [sha256.Size]byte
+}
+
+func espSumOf(esp []byte) espSum { return espSum{int64(len(esp)), sha256.Sum256(esp)} }
 
 // isoExtent is a directory record's extent: its first block and size.
 func isoExtent(rec []byte) (int64, int64) {

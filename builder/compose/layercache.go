@@ -28,12 +28,34 @@ type LayerCache interface {
 // layerImage is an extension's squashfs for the segment: from o.Layers
 // when the extension has a Key, else written.
 func (o Options) layerImage(e *Extension) ([]byte, error) {
-	write := func(w io.Writer) error { return e.Tree.WriteSquashfsTo(w, o.Owners, o.SourceDate, o.Squashfs, o.Cache) }
+	write := func(w io.Writer) error {
+		t, err := e.tree()
+		if err != nil {
+			return err
+		}
+		return t.WriteSquashfsTo(w, o.Owners, o.SourceDate, o.Squashfs, o.Cache)
+	}
 	data, err := o.cached(write, "extension", e.Key)
 	if err != nil {
 		return nil, fmt.Errorf("extension %s: %w", e.Name, err)
 	}
 	return data, nil
+}
+
+// tree is the extension's files: Tree, read by Load the first time when
+// nil.
+func (e *Extension) tree() (*rootfs.Tree, error) {
+	if e.Tree == nil && e.Load != nil {
+		t, err := e.Load()
+		if err != nil {
+			return nil, err
+		}
+		e.Tree = t
+	}
+	if e.Tree == nil {
+		return nil, fmt.Errorf("extension %s: no files", e.Name)
+	}
+	return e.Tree, nil
 }
 
 // modulesImage is the segment's squashfs of module indexes: those of the
@@ -84,7 +106,11 @@ func (o Options) cached(write func(io.Writer) error, kind string, ids ...string)
 func moduleIndexTree(b Boot, exts []*Extension) (*rootfs.Tree, error) {
 	modules := map[string][]byte{} // path under the modules dir -> bytes
 	for _, e := range exts {
-		for _, n := range e.Tree.Nodes() {
+		t, err := e.tree()
+		if err != nil {
+			return nil, fmt.Errorf("extension %s: %w", e.Name, err)
+		}
+		for _, n := range t.Nodes() {
 			if rel, ok := strings.CutPrefix(n.Path, "/usr/lib/modules/"+b.KernelVersion+"/"); ok && n.Kind == rootfs.KindFile {
 				modules[rel] = n.Data
 			}

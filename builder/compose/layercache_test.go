@@ -35,7 +35,8 @@ func (m *mapLayers) Layer(key string, write func(io.Writer) error) ([]byte, erro
 // extension takes its squashfs from the cache (no second write), and the
 // segment is the bytes composed without one; an extension without a Key
 // and the schematic's virtual layer are never kept; another compression
-// level is another key.
+// level is another key; an extension read lazily (Load) is read only when
+// its squashfs is not kept.
 func TestLayerCache(t *testing.T) {
 	tree := rootfs.New()
 	data := bytes.Repeat([]byte("containerd "), 50000)
@@ -68,17 +69,28 @@ func TestLayerCache(t *testing.T) {
 	if c.writes != 1 || len(c.kept) != 1 {
 		t.Fatalf("two schematics sharing cri: %d writes, %d kept; want 1 and 1", c.writes, len(c.kept))
 	}
-	if want := media(second, nil, 0, cri); !bytes.Equal(got, want) {
+	want := media(second, nil, 0, cri)
+	if !bytes.Equal(got, want) {
 		t.Error("the initramfs composed with the cache differs from the one composed without")
 	}
 	media(second, c, 3, cri)
 	if c.writes != 2 {
 		t.Errorf("another squashfs level: %d writes, want 2", c.writes)
 	}
+	loads := 0
+	lazy := &Extension{Name: "cri", Metadata: cri.Metadata, Key: cri.Key, Load: func() (*rootfs.Tree, error) { loads++; return tree, nil }}
+	if got := media(second, c, 0, lazy); !bytes.Equal(got, want) || loads != 0 {
+		t.Errorf("an extension kept in the cache: read %d times (want 0), same bytes: %v", loads, bytes.Equal(got, want))
+	}
+	lazy.Key = "sha256:cri2"
+	if got := media(second, c, 0, lazy); !bytes.Equal(got, want) || loads != 1 {
+		t.Errorf("an extension not kept: read %d times (want 1), same bytes: %v", loads, bytes.Equal(got, want))
+	}
+	writes, kept := c.writes, len(c.kept)
 	anon := *cri
 	anon.Key = ""
 	media(first, c, 0, &anon)
-	if c.writes != 2 || len(c.kept) != 2 {
-		t.Errorf("an extension without a key: %d writes, %d kept; want it written outside the cache", c.writes, len(c.kept))
+	if c.writes != writes || len(c.kept) != kept {
+		t.Errorf("an extension without a key: %d writes, %d kept; want it written outside the cache", c.writes-writes, len(c.kept)-kept)
 	}
 }

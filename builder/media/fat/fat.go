@@ -48,6 +48,10 @@ type Options struct {
 	// large. An ISO 9660 tree can then point at the files' data in the
 	// image (2048, its block size).
 	Align int
+	// Into, when set, gives the buffer the image is rendered in: zeroed,
+	// of the size asked (a disk's partition, so that the image is not
+	// made apart and copied there). nil: a buffer of its own.
+	Into func(size int) []byte
 }
 
 // Extent is where a file's data is in the image: Size bytes from Offset,
@@ -361,7 +365,15 @@ func render(root *node, dirs []*node, g geometry, o Options, stamp [2]uint16) ([
 	fatSz := fatSectors(clusters, sectorSize)
 	rootSecs := rootEntries * 32 / sectorSize
 	dataStart := g.dataStart()
-	img := make([]byte, g.size())
+	var img []byte
+	if o.Into != nil {
+		img = o.Into(g.size())
+	} else {
+		img = make([]byte, g.size())
+	}
+	if len(img) != g.size() {
+		return nil, fmt.Errorf("fat: a buffer of %d bytes for an image of %d", len(img), g.size())
+	}
 	fat := make([]uint16, clusters+2)
 	fat[0], fat[1] = 0xFFF8, 0xFFFF
 

@@ -95,6 +95,8 @@ func judge(t *testing.T, o Options) {
 	}
 }
 
+// TestDeterministic: the order of the files changes nothing, MinSize
+// holds, and an image rendered in a buffer given (Into) is the same.
 func TestDeterministic(t *testing.T) {
 	o := Options{Label: "NODEFORGE", VolumeID: 7, Time: time.Unix(1700000000, 0)}
 	a, _ := Write(sample(), o)
@@ -112,6 +114,16 @@ func TestDeterministic(t *testing.T) {
 	big, _ := Write(sample(), Options{MinSize: 64 << 20})
 	if len(big) < 64<<20 {
 		t.Errorf("MinSize: %d bytes", len(big))
+	}
+	// Rendered in a buffer given (a disk's partition): the same bytes.
+	disk := make([]byte, 8<<20)
+	o.Into = func(n int) []byte { return disk[1<<20 : 1<<20+n] }
+	if c, err := Write(sample(), o); err != nil || !bytes.Equal(c, a) || !bytes.Equal(disk[1<<20:1<<20+len(a)], a) {
+		t.Errorf("rendered in a buffer given: %v, the same bytes %v", err, bytes.Equal(c, a))
+	}
+	o.Into = func(n int) []byte { return make([]byte, n-1) }
+	if _, err := Write(sample(), o); err == nil {
+		t.Error("a buffer of the wrong size accepted")
 	}
 }
 
