@@ -171,8 +171,11 @@ func WriteExtents(files []File, o Options) ([]byte, []Extent, error) {
 		if g.clusters > maxClusters || int64(g.size()) < minSize {
 			continue // a larger cluster
 		}
-		img, err := render(root, dirs, g, o, stamp)
+		img, err := o.buffer(g.size())
 		if err != nil {
+			return nil, nil, err
+		}
+		if img, err = render(img, root, dirs, g, o, stamp); err != nil {
 			return nil, nil, err
 		}
 		ext := make([]Extent, len(files))
@@ -358,22 +361,27 @@ func dosTime(t time.Time) [2]uint16 {
 	}
 }
 
-// render lays the image out in g (setting each node's first cluster).
-func render(root *node, dirs []*node, g geometry, o Options, stamp [2]uint16) ([]byte, error) {
+// buffer is the zeroed buffer of size bytes the image is rendered in:
+// Into's, or one of its own.
+func (o Options) buffer(size int) ([]byte, error) {
+	if o.Into == nil {
+		return make([]byte, size), nil
+	}
+	img := o.Into(size)
+	if len(img) != size {
+		return nil, fmt.Errorf("fat: a buffer of %d bytes for an image of %d", len(img), size)
+	}
+	return img, nil
+}
+
+// render lays the image out in g (setting each node's first cluster), in
+// img (zeroed, of g's size).
+func render(img []byte, root *node, dirs []*node, g geometry, o Options, stamp [2]uint16) ([]byte, error) {
 	clusters, spc, sectorSize := g.clusters, g.spc, g.ss
 	cs := spc * sectorSize
 	fatSz := fatSectors(clusters, sectorSize)
 	rootSecs := rootEntries * 32 / sectorSize
 	dataStart := g.dataStart()
-	var img []byte
-	if o.Into != nil {
-		img = o.Into(g.size())
-	} else {
-		img = make([]byte, g.size())
-	}
-	if len(img) != g.size() {
-		return nil, fmt.Errorf("fat: a buffer of %d bytes for an image of %d", len(img), g.size())
-	}
 	fat := make([]uint16, clusters+2)
 	fat[0], fat[1] = 0xFFF8, 0xFFFF
 
