@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -416,10 +417,14 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 	initramfs, err := compose.CompressInitramfs(b.spec.Image.InitramfsCompression, len(sqsh), func(w io.Writer) error {
 		return rootfs.WriteCpio(w, entries, r.sde)
 	})
-	a := assetData{sqsh: sqsh, sqshSum: <-sqshSum, initramfs: initramfs}
+	a := assetData{sqshSize: int64(len(sqsh)), sqshSum: <-sqshSum, initramfs: initramfs}
 	if err != nil {
 		return err
 	}
+	// The report's list of the initramfs: past it nothing holds the
+	// squashfs's bytes (the file is written, its digest known), which go
+	// before the installer's are made.
+	initramfsList := initramfsReport(entries, a.sqshSum)
 	var media *mediaResult
 	if r.opts.Schematic != nil {
 		if media, err = b.schematicMedia(ctx, initramfs); err != nil {
@@ -437,7 +442,7 @@ func (r *buildRun) buildArch(ctx context.Context, arch string) error {
 	g.Go(func() error { return b.installers(a.spdx, initramfs, media) })
 	var ar *report.ArchReport
 	if err = b.bootAssets(dir, a); err == nil {
-		ar, err = b.archReport(initPkg, rootfsEntries, entries, a.sqshSum, media)
+		ar, err = b.archReport(initPkg, rootfsEntries, initramfsList, media)
 	}
 	if gerr := g.Wait(); err == nil {
 		err = gerr
@@ -584,8 +589,9 @@ func (b *archBuild) schematicMedia(ctx context.Context, initramfs []byte) (*medi
 // assetData is what the boot assets are made of: the root filesystem and
 // its digest, the initramfs and the SBOMs.
 type assetData struct {
-	sqsh, initramfs, spdx, cdx []byte
-	sqshSum                    [32]byte
+	initramfs, spdx, cdx []byte
+	sqshSum              [32]byte
+	sqshSize             int64
 }
 
 // bootAssets writes the architecture's boot assets and SBOMs into dir
@@ -597,7 +603,7 @@ func (b *archBuild) bootAssets(dir string, a assetData) error {
 		{name: "sbom.cdx.json", mediaType: compose.MediaTypeCycloneDX, data: a.cdx},
 		{name: "vmlinuz", mediaType: compose.MediaTypeVmlinuz, data: b.as.kernel.vmlinuz},
 		{name: "initramfs.xz", mediaType: compose.MediaTypeInitramfs, data: a.initramfs},
-		{name: "rootfs.sqsh", mediaType: compose.MediaTypeRootfs, data: a.sqsh, digest: a.sqshSum},
+		{name: "rootfs.sqsh", mediaType: compose.MediaTypeRootfs, digest: a.sqshSum, size: a.sqshSize},
 		{name: "cmdline", mediaType: compose.MediaTypeCmdline, data: []byte(b.cmdline())},
 	}
 	if b.opts.SecureBoot != nil {
@@ -614,11 +620,14 @@ func (b *archBuild) bootAssets(dir string, a assetData) error {
 		}
 		f.file = filepath.Join(dir, f.name)
 		if f.name != "rootfs.sqsh" {
+			f.size = int64(len(f.data))
 			if err := os.WriteFile(f.file, f.data, 0o644); err != nil {
 				return err
 			}
 		}
-		b.rep.Artifacts[b.arch+"/"+f.name] = report.ArtifactInfo{SHA256: hex.EncodeToString(f.digest[:]), Size: int64(len(f.data))}
+		// The layout links the file: the bytes may go.
+		f.data = nil
+		b.rep.Artifacts[b.arch+"/"+f.name] = report.ArtifactInfo{SHA256: hex.EncodeToString(f.digest[:]), Size: f.size}
 	}
 	b.assets[b.arch] = files
 	return nil
@@ -649,7 +658,7 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 			return fmt.Errorf("%s: %w", b.arch, err)
 		}
 	}
-	bin, assets, err := installerLayers(b.arch, b.spec.Name, b.as.kernel.vmlinuz, initramfs, spdx, uki, base, b.sde)
+	bin, writeAssets, err := installerLayers(b.arch, b.spec.Name, b.as.kernel.vmlinuz, initramfs, spdx, uki, base, b.sde)
 	if err != nil {
 		return err
 	}
@@ -657,14 +666,23 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 	if err != nil {
 		return err
 	}
-	al, err := compose.NewImageLayer(assets)
+	// The boot assets' layer streams into a file of the work directory
+	// that the installer's layout links as its blob (writeImages removes
+	// the name).
+	al, err := newFileLayer(installerLayerFile(b.work, b.arch), writeAssets)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: installer layer: %w", b.arch, err)
 	}
 	b.installer[b.arch] = []v1.Layer{binLayer, al}
 	if media == nil || media.Initramfs == nil {
 		return nil
 	}
+	// The schematic's layers are made from the plain layer's tar.
+	var ab bytes.Buffer
+	if err := writeAssets(&ab); err != nil {
+		return err
+	}
+	assets := ab.Bytes()
 	// The schematic's installer: the same, with its initramfs, made as the
 	// Image Factory makes it from the release's.
 	o.Schematic = b.opts.Schematic
@@ -690,6 +708,12 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 	return nil
 }
 
+// installerLayerFile is where the installer's layer of arch is made, in
+// the work directory, until its layout holds it.
+func installerLayerFile(work, arch string) string {
+	return filepath.Join(work, ".installer-"+arch+".layer")
+}
+
 // schematicLayer is a schematic's installer layer (compose.SchematicInstaller).
 func schematicLayer(assets []byte, arch string, in compose.InstallerAssets, sde int64) (*compose.ImageLayer, error) {
 	l, err := compose.SchematicInstaller(assets, arch, in, sde)
@@ -701,7 +725,7 @@ func schematicLayer(assets []byte, arch string, in compose.InstallerAssets, sde 
 
 // archReport is the report of the architecture; it also collects the
 // extension layers for their images.
-func (b *archBuild) archReport(initPkg string, rootfsEntries []report.FileEntry, initramfs []rootfs.CpioEntry, sqshSum [32]byte, media *mediaResult) (*report.ArchReport, error) {
+func (b *archBuild) archReport(initPkg string, rootfsEntries, initramfs []report.FileEntry, media *mediaResult) (*report.ArchReport, error) {
 	as := b.as
 	ar := &report.ArchReport{Packages: as.packages, Kernel: &as.kernel.KernelInfo, Cmdline: strings.TrimSpace(b.cmdline()), Init: initPkg,
 		Scriptlets: as.scriptlets, Triggers: as.triggers, Ghosts: as.ghosts, Dropped: as.drops, Policy: as.policy, Libraries: as.libraries}
@@ -737,16 +761,24 @@ func (b *archBuild) archReport(initPkg string, rootfsEntries []report.FileEntry,
 		b.extVersions[eb.name] = eb.version
 		b.extDescs[eb.name] = eb.descriptions
 	}
-	for _, e := range initramfs {
+	ar.Initramfs = initramfs
+	return ar, nil
+}
+
+// initramfsReport lists the initramfs's entries for the report;
+// rootfs.sqsh has the digest sqshSum.
+func initramfsReport(entries []rootfs.CpioEntry, sqshSum [32]byte) []report.FileEntry {
+	var out []report.FileEntry
+	for _, e := range entries {
 		var sum string
 		if e.Name == "rootfs.sqsh" {
 			sum = hex.EncodeToString(sqshSum[:])
 		} else {
 			sum = fileDigest(e)
 		}
-		ar.Initramfs = append(ar.Initramfs, report.FileEntry{Path: "/" + e.Name, Type: cpioType(e.Mode), Mode: fmt.Sprintf("%04o", e.Mode&0o7777), Size: int64(len(e.Data)), SHA256: sum, Origin: e.Origin})
+		out = append(out, report.FileEntry{Path: "/" + e.Name, Type: cpioType(e.Mode), Mode: fmt.Sprintf("%04o", e.Mode&0o7777), Size: int64(len(e.Data)), SHA256: sum, Origin: e.Origin})
 	}
-	return ar, nil
+	return out
 }
 
 // writeImages writes the OCI layouts of every architecture's boot assets,
@@ -793,6 +825,12 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 	inst, err := writeImageLayout(ctx, filepath.Join(r.work, "installer"), sde, ia, arches, r.installer, compose.InstallerEntrypoint)
 	if err != nil {
 		return fmt.Errorf("installer: %w", err)
+	}
+	for _, arch := range arches {
+		// Linked as a blob of the layout, or copied: no second name.
+		if err := os.Remove(installerLayerFile(r.work, arch)); err != nil {
+			return fmt.Errorf("installer: %w", err)
+		}
 	}
 	rep.Installer = inst.String()
 	if rep.Media != nil {

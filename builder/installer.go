@@ -2,6 +2,7 @@ package builder
 
 import (
 	"bytes"
+	"io"
 
 	"github.com/nodeforge/builder/api/lock"
 	"github.com/nodeforge/builder/api/report"
@@ -40,7 +41,9 @@ type installerFiles struct {
 // {vmlinuz,initramfs.xz,<name>.spdx.json,systemd-boot.efi,systemd-stub.efi,
 // vmlinuz.efi} (the last three when the base has them: uki is the plain
 // UKI). A schematic's installer shares the first and replaces the second.
-func installerLayers(arch, name string, vmlinuz, initramfs, spdx, uki []byte, base installerFiles, sde int64) (bin, assets []byte, err error) {
+// The second is returned as the writer of its tar: it is as large as the
+// initramfs and the UKI together, and streams into its layer's file.
+func installerLayers(arch, name string, vmlinuz, initramfs, spdx, uki []byte, base installerFiles, sde int64) (bin []byte, assets func(io.Writer) error, err error) {
 	dir := "/" + compose.InstallDir(arch)
 	type file struct {
 		path string
@@ -62,7 +65,7 @@ func installerLayers(arch, name string, vmlinuz, initramfs, spdx, uki []byte, ba
 	if uki != nil {
 		files = append(files, file{dir + compose.UKIName, uki, 0o644, generated("uki")})
 	}
-	layer := func(files []file) ([]byte, error) {
+	tree := func(files []file) (*rootfs.Tree, int, error) {
 		t := rootfs.New()
 		size := 64 << 10
 		// No digests: the tree only becomes a tar, and the initramfs alone
@@ -70,28 +73,31 @@ func installerLayers(arch, name string, vmlinuz, initramfs, spdx, uki []byte, ba
 		for _, f := range files {
 			size += len(f.data)
 			if err := t.Add(&rootfs.Node{Path: f.path, Kind: rootfs.KindFile, Mode: f.mode, User: "root", Group: "root", Data: f.data, Origin: f.o}); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
-		// Sized once: the files and a few KiB of tar headers (growing the
-		// buffer by doubling costs more than writing it).
-		var b bytes.Buffer
-		b.Grow(size)
-		if err := t.WriteTar(&b, rootfs.Owners{Users: map[string]int{"root": 0}, Groups: map[string]int{"root": 0}}, sde); err != nil {
-			return nil, err
-		}
-		return b.Bytes(), nil
+		return t, size, nil
 	}
+	owners := rootfs.Owners{Users: map[string]int{"root": 0}, Groups: map[string]int{"root": 0}}
 	binFiles := []file{{"/usr/bin/installer", base.bin, 0o755, report.Origin{Package: base.binPkg}}}
 	if base.talosctl != nil {
 		// The factory serves it from here (factory.TalosctlPath).
 		binFiles = append(binFiles, file{"/usr/bin/talosctl", base.talosctl, 0o755, report.Origin{Package: base.talosctlPkg}})
 	}
-	if bin, err = layer(binFiles); err != nil {
+	bt, size, err := tree(binFiles)
+	if err != nil {
 		return nil, nil, err
 	}
-	if assets, err = layer(files); err != nil {
+	// Sized once: the files and a few KiB of tar headers (growing the
+	// buffer by doubling costs more than writing it).
+	var b bytes.Buffer
+	b.Grow(size)
+	if err := bt.WriteTar(&b, owners, sde); err != nil {
 		return nil, nil, err
 	}
-	return bin, assets, nil
+	at, _, err := tree(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.Bytes(), func(w io.Writer) error { return at.WriteTar(w, owners, sde) }, nil
 }

@@ -109,11 +109,15 @@ func takeKernel(s *specs.Spec, a *lock.Arch, tree *rootfs.Tree) (*kernelInfo, er
 	if k.BootModules, err = kernel.Closure(deps, want); err != nil {
 		return nil, fmt.Errorf("boot modules: %w", err)
 	}
+	// What the initramfs takes from the tree is copied: a package read
+	// from the laid-package cache is one buffer, which a slice of it
+	// would keep whole (the kernel's: the whole module tree) until the
+	// build ends.
 	k.bootFiles = map[string][]byte{}
 	boot := map[string][]byte{}
 	for _, rel := range k.BootModules {
 		boot[rel] = files[rel]
-		k.bootFiles[rel] = files[rel]
+		k.bootFiles[rel] = bytes.Clone(files[rel])
 	}
 	bidx, err := kernel.Depmod(kernel.Input{KernelVersion: k.Version, Files: boot, Builtin: files["modules.builtin"],
 		BuiltinModinfo: files["modules.builtin.modinfo"], Order: files["modules.order"]})
@@ -125,7 +129,7 @@ func takeKernel(s *specs.Spec, a *lock.Arch, tree *rootfs.Tree) (*kernelInfo, er
 	}
 	for _, name := range []string{"modules.builtin", "modules.builtin.modinfo", "modules.order"} {
 		if files[name] != nil {
-			k.bootFiles[name] = files[name]
+			k.bootFiles[name] = bytes.Clone(files[name])
 		}
 	}
 	return k, nil
@@ -225,7 +229,8 @@ func (k *kernelInfo) setImage(imgs []*rootfs.Node) error {
 		v, _ := imageVersion(n.Path)
 		switch {
 		case k.vmlinuz == nil:
-			k.Version, k.VmlinuzPath, k.vmlinuz = v, n.Path, n.Data
+			// A copy: see the boot modules.
+			k.Version, k.VmlinuzPath, k.vmlinuz = v, n.Path, bytes.Clone(n.Data)
 		case v != k.Version:
 			return fmt.Errorf("ships kernel images of two versions: %s and %s", k.VmlinuzPath, n.Path)
 		case !bytes.Equal(n.Data, k.vmlinuz):

@@ -1,11 +1,11 @@
 package builder
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -22,32 +22,29 @@ import (
 type ociAsset struct {
 	name      string
 	mediaType types.MediaType
-	data      []byte
+	data      []byte   // until it is written to file
 	digest    [32]byte // sha256 of data, computed once for the report and the layer
-	file      string   // the file of the output holding data, linked as the blob
+	size      int64
+	file      string // the file of the output holding data, linked as the blob
 }
 
 // assetLayer is an uncompressed blob layer whose digest is already known
-// (static.NewLayer would hash the data again).
+// (static.NewLayer would hash the data again), read from its file: the
+// boot assets are half a release's bytes, and not kept in memory.
 type assetLayer struct{ a *ociAsset }
 
 func (l assetLayer) Digest() (v1.Hash, error) {
 	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(l.a.digest[:])}, nil
 }
-func (l assetLayer) DiffID() (v1.Hash, error)            { return l.Digest() }
-func (l assetLayer) Size() (int64, error)                { return int64(len(l.a.data)), nil }
-func (l assetLayer) MediaType() (types.MediaType, error) { return l.a.mediaType, nil }
-func (l assetLayer) Compressed() (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(l.a.data)), nil
-}
+func (l assetLayer) DiffID() (v1.Hash, error)             { return l.Digest() }
+func (l assetLayer) Size() (int64, error)                 { return l.a.size, nil }
+func (l assetLayer) MediaType() (types.MediaType, error)  { return l.a.mediaType, nil }
+func (l assetLayer) Compressed() (io.ReadCloser, error)   { return os.Open(l.a.file) }
 func (l assetLayer) Uncompressed() (io.ReadCloser, error) { return l.Compressed() }
 
-// HashedBlob is the data the digest was taken of.
-func (l assetLayer) HashedBlob() []byte { return l.a.data }
-
-// BlobFile is the output's file of the asset: the layout's blob is a link
-// to it (the boot assets are half a release's bytes).
-func (l assetLayer) BlobFile() string { return l.a.file }
+// HashedFile is the output's file of the asset, whose bytes the digest
+// was taken of: the layout's blob is a link to it.
+func (l assetLayer) HashedFile() string { return l.a.file }
 
 // writeOCILayout writes an OCI image layout with one artifact manifest per
 // architecture (a layer per boot asset, titled by file name) under an

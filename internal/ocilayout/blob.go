@@ -178,6 +178,32 @@ type FileBlob interface {
 	BlobFile() string
 }
 
+// HashedFile is a layer whose blob is a file that the layer's maker
+// hashed as it wrote it, and nobody writes to any more (a build's installer
+// layer, streamed to disk): the blob becomes a hard link to it, or, where
+// no link can be made, a copy checked as WriteBlob checks one.
+type HashedFile interface {
+	HashedFile() string
+}
+
+// writeHashedFile is WriteBlob for a file known to hash to h.
+func (d *Dir) writeHashedFile(h v1.Hash, size int64, file string) (bool, error) {
+	if _, err := os.Lstat(d.BlobPath(h)); os.IsNotExist(err) {
+		if err := os.MkdirAll(filepath.Join(d.path, "blobs", h.Algorithm), 0o755); err != nil {
+			return false, err
+		}
+		if linkSynced(file, d.BlobPath(h), size) == nil {
+			return true, nil
+		}
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	return d.WriteBlob(h, size, f)
+}
+
 // writeHashed is WriteBlob for bytes known to hash to h, linked from file
 // when that is not "".
 func (d *Dir) writeHashed(h v1.Hash, size int64, b []byte, file string) (bool, error) {

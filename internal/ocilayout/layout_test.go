@@ -297,12 +297,25 @@ type fileLayer struct {
 func (l fileLayer) HashedBlob() []byte { return l.data }
 func (l fileLayer) BlobFile() string   { return l.file }
 
-// A layer hashed in memory is stored without a second hash, and as a hard
-// link to the file that holds it when that file has a blob's mode; the
-// blob is the same either way.
+// hashedFileLayer is a layer written to a file and hashed as it was, as
+// a build's installer layer is.
+type hashedFileLayer struct {
+	v1.Layer
+	file string
+}
+
+func (l hashedFileLayer) HashedFile() string { return l.file }
+
+// A layer hashed in memory or as it was written to a file is stored
+// without a second hash, and as a hard link to the file that holds it when
+// that file has a blob's mode; the blob is the same either way.
 func TestFileBlobsAreLinked(t *testing.T) {
-	for _, mode := range []os.FileMode{0o644, 0o600} {
-		t.Run(mode.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		kind string
+		mode os.FileMode
+	}{{"bytes", 0o644}, {"bytes", 0o600}, {"file", 0o644}, {"file", 0o600}} {
+		mode := tc.mode
+		t.Run(tc.kind+mode.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			data := []byte("a boot asset")
 			file := filepath.Join(dir, "asset")
@@ -312,7 +325,10 @@ func TestFileBlobsAreLinked(t *testing.T) {
 			if err := os.Chmod(file, mode); err != nil {
 				t.Fatal(err)
 			}
-			l := fileLayer{Layer: static.NewLayer(data, types.OCILayer), data: data, file: file}
+			var l v1.Layer = fileLayer{Layer: static.NewLayer(data, types.OCILayer), data: data, file: file}
+			if tc.kind == "file" {
+				l = hashedFileLayer{Layer: static.NewLayer(data, types.OCILayer), file: file}
+			}
 			img, err := mutate.AppendLayers(empty.Image, l)
 			if err != nil {
 				t.Fatal(err)
@@ -342,6 +358,10 @@ func TestFileBlobsAreLinked(t *testing.T) {
 			}
 			if bi.Mode().Perm() != 0o644 {
 				t.Errorf("blob mode %v", bi.Mode().Perm())
+			}
+			// Written again: the blob is there, whole, and stays.
+			if w, err := d.WriteImage(context.Background(), img); err != nil || w.Blobs != 0 {
+				t.Errorf("written again: %d blobs, %v", w.Blobs, err)
 			}
 		})
 	}

@@ -50,6 +50,13 @@ func (d *Dir) WriteImage(ctx context.Context, img v1.Image) (Written, error) {
 				return err
 			}
 			desc := m.Layers[i]
+			if hf, ok := l.(HashedFile); ok {
+				wrote, err := d.writeHashedFile(desc.Digest, desc.Size, hf.HashedFile())
+				if wrote {
+					counts[i] = Written{Blobs: 1, BlobBytes: desc.Size}
+				}
+				return err
+			}
 			if hb, ok := l.(HashedBlob); ok {
 				var file string
 				if fb, ok := l.(FileBlob); ok {

@@ -77,9 +77,18 @@ func Build(stub []byte, sections []Section) ([]byte, error) {
 	// carries. It is left out, with the header fields naming it, so that
 	// no gap lies between the sections: Authenticode hashes the sections
 	// in file order, and signing tools disagree on the bytes of a gap.
-	out := bytes.Clone(stub[:min(len(stub), int(h.rawEnd))])
-	binary.LittleEndian.PutUint64(out[h.coff+8:], 0) // PointerToSymbolTable, NumberOfSymbols
 	fileEnd := alignUp(h.rawEnd, h.fileAlign)
+	// One buffer of the image's size: the initrd is most of it, and
+	// growing it as the sections are appended costs several copies of it.
+	total := fileEnd
+	for _, s := range sections {
+		total += alignUp(uint64(len(s.Data)), h.fileAlign)
+	}
+	if total > math.MaxUint32 {
+		total = 0 // refused below, section by section
+	}
+	out := append(make([]byte, 0, total), stub[:min(len(stub), int(h.rawEnd))]...)
+	binary.LittleEndian.PutUint64(out[h.coff+8:], 0) // PointerToSymbolTable, NumberOfSymbols
 	vaEnd := alignUp(h.imageEnd, h.sectionAlign)
 	for i, s := range sections {
 		rawSize := alignUp(uint64(len(s.Data)), h.fileAlign)

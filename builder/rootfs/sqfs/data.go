@@ -195,16 +195,36 @@ func compressAll(jobs []job, o Options, c *codec, emit func(*job) error) error {
 		ready[i] = make(chan struct{})
 	}
 	var stopped atomic.Bool // emit failed: the rest is not needed
+	// Workers take a token before each job and the emitter gives one back
+	// after each block it emits: finished blocks waiting for their turn
+	// stay under aheadBytes. A rebuild takes blocks from the cache faster
+	// than the emitter writes them, and held the compressed image in
+	// memory before.
+	ahead := make(chan struct{}, max(2*workers, aheadBytes/max(o.BlockSize, 1)+workers))
+	quit := make(chan struct{})
+	var quitOnce sync.Once
+	stop := func() { quitOnce.Do(func() { close(quit) }) }
 	var werr error
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		werr = parallelW(len(jobs), workers, func(w, i int) error {
+		werr = parallelGated(len(jobs), workers, func() bool {
+			select {
+			case ahead <- struct{}{}:
+				return true
+			case <-quit:
+				return false
+			}
+		}, func(w, i int) error {
 			defer close(ready[i])
 			if stopped.Load() {
 				return errStopped
 			}
-			return compressJob(&jobs[i], o, c, comps[w], &scratch[w])
+			err := compressJob(&jobs[i], o, c, comps[w], &scratch[w])
+			if err != nil {
+				stop()
+			}
+			return err
 		})
 	}()
 	var eerr error
@@ -219,8 +239,10 @@ func compressAll(jobs []job, o Options, c *codec, emit func(*job) error) error {
 		}
 		if eerr = emit(&jobs[i]); eerr != nil {
 			stopped.Store(true)
+			stop()
 			break
 		}
+		<-ahead
 	}
 	<-finished
 	if eerr != nil {
@@ -228,6 +250,10 @@ func compressAll(jobs []job, o Options, c *codec, emit func(*job) error) error {
 	}
 	return werr
 }
+
+// aheadBytes bounds the blocks compressed (or read from the cache) ahead
+// of the one the emitter waits for (a variable for the tests).
+var aheadBytes = 32 << 20
 
 var errStopped = errors.New("sqfs: stopped")
 
@@ -322,6 +348,13 @@ func parallel(n, workers int, fn func(i int) error) error {
 
 // parallelW is parallel, also telling fn which worker (0..workers-1) runs it.
 func parallelW(n, workers int, fn func(w, i int) error) error {
+	return parallelGated(n, workers, nil, fn)
+}
+
+// parallelGated is parallelW whose workers call gate (when not nil) before
+// taking each index, so indexes are taken in the order the gate lets
+// workers through; a worker that gate refuses stops.
+func parallelGated(n, workers int, gate func() bool, fn func(w, i int) error) error {
 	workers = max(1, min(workers, n))
 	var next atomic.Int64
 	var failed atomic.Bool
@@ -336,6 +369,9 @@ func parallelW(n, workers int, fn func(w, i int) error) error {
 		go func() {
 			defer wg.Done()
 			for !failed.Load() {
+				if gate != nil && !gate() {
+					return
+				}
 				i := int(next.Add(1) - 1)
 				if i >= n {
 					return
