@@ -11,6 +11,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/nodeforge/builder/builder/compose"
 )
 
 // fileLayer is a gzip image layer made straight into a file: the tar
@@ -90,15 +92,7 @@ func (l *fileLayer) Uncompressed() (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{zr, f}, nil
+	return compose.GunzipLayer(f)
 }
 
 // HashedFile is the file the layout links as the blob.

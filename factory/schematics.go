@@ -189,9 +189,8 @@ func (l *lru[V]) put(key string, v V) {
 
 func (l *lru[V]) len() int { return l.order.Len() }
 
-// onlyLayerReader opens the single layer of an image: as stored (an
-// artifact's file), or uncompressed (a tar layer).
-func onlyLayerReader(img v1.Image, stored bool) (io.ReadCloser, error) {
+// theLayer is the single layer of an image.
+func theLayer(img v1.Image) (v1.Layer, error) {
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, err
@@ -199,15 +198,16 @@ func onlyLayerReader(img v1.Image, stored bool) (io.ReadCloser, error) {
 	if len(layers) != 1 {
 		return nil, fmt.Errorf("%d layers, want one", len(layers))
 	}
-	if stored {
-		return layers[0].Compressed()
-	}
-	return layers[0].Uncompressed()
+	return layers[0], nil
 }
 
 // onlyLayer reads the single layer of an artifact, as stored.
 func onlyLayer(img v1.Image, limit int64) ([]byte, error) {
-	rc, err := onlyLayerReader(img, true)
+	l, err := theLayer(img)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := l.Compressed()
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/nodeforge/builder/builder/compose"
 	"github.com/nodeforge/builder/builder/compressors"
 	"github.com/nodeforge/builder/builder/media/secureboot"
+	"github.com/nodeforge/builder/internal/blobcache"
 	"github.com/nodeforge/builder/oci"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -403,7 +404,12 @@ func newService(o Options) (*Service, error) {
 		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}}
 	s.buildFn = s.build
 	if o.Work != "" {
-		s.layers = newLayerCache(filepath.Join(o.Work, "layers"))
+		// Without it every build writes its extensions' squashfs.
+		if d, err := blobcache.Open(filepath.Join(o.Work, "layers")); err != nil {
+			o.Log.Warn("the extensions' squashfs images are not kept between builds", "err", err)
+		} else {
+			s.layers = newLayerCache(d)
+		}
 	}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nodeforge_factory_builds_in_flight",
 		Help: "Builds running or waiting for a slot, with their cache lookups (a stop waits for them)."}, func() float64 { return float64(s.running.count()) }))

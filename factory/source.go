@@ -21,7 +21,6 @@ import (
 	"github.com/CalebQ42/squashfs"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-	"github.com/klauspost/compress/gzip"
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/nodeforge/builder/api/extensions"
@@ -58,7 +57,8 @@ type VerifiedRelease struct {
 	// (the image index's annotations; read with meta).
 	descs map[string]map[string]string
 	boots map[string]installerBoot // arch -> the installer's EFI files
-	// read: extension and arch -> what its layer said when first read.
+	// read: an extension image's digest -> what its layer said when
+	// first read.
 	read map[string]extensionRead
 	// talosctl: arch -> whether its installer carries talosctl.
 	talosctl map[string]bool
@@ -316,7 +316,8 @@ func (r *VerifiedRelease) bootFiles(ctx context.Context, arch string) (installer
 // extension is an extension's layer for arch; nil when the extension is
 // not built for it. The layer is read the first time; later its tree is
 // read only when composing needs it (compose.Extension.Load), what the
-// first read said (manifest, modules, owners) kept by the image's digest.
+// first read said (manifest, modules, owners) kept by the image's digest
+// (a release's images do not change).
 func (r *VerifiedRelease) extension(ctx context.Context, name, arch string) (*compose.Extension, rootfs.Owners, error) {
 	img, err := r.Image(ctx, release.RepoExtension+name, arch)
 	if errors.Is(err, errNoArch) {
@@ -334,9 +335,9 @@ func (r *VerifiedRelease) extension(ctx context.Context, name, arch string) (*co
 		return e.Tree, nil
 	}
 	r.mu.Lock()
-	was, ok := r.read[name+"\x00"+arch]
+	was, ok := r.read[key]
 	r.mu.Unlock()
-	if ok && key != "" && was.key == key {
+	if ok {
 		return &compose.Extension{Name: name, Metadata: was.meta, Modules: was.modules, Key: key, Load: load}, was.owners, nil
 	}
 	e, err := readExtension(img, name)
@@ -345,18 +346,19 @@ func (r *VerifiedRelease) extension(ctx context.Context, name, arch string) (*co
 	}
 	e.Key = key
 	owners := rootfs.NumericOwners(e.Tree)
-	r.mu.Lock()
-	if r.read == nil {
-		r.read = map[string]extensionRead{}
+	if key != "" {
+		r.mu.Lock()
+		if r.read == nil {
+			r.read = map[string]extensionRead{}
+		}
+		r.read[key] = extensionRead{meta: e.Metadata, modules: e.Modules, owners: owners}
+		r.mu.Unlock()
 	}
-	r.read[name+"\x00"+arch] = extensionRead{key: key, meta: e.Metadata, modules: e.Modules, owners: owners}
-	r.mu.Unlock()
 	return e, owners, nil
 }
 
 // extensionRead is what an extension's layer said when first read.
 type extensionRead struct {
-	key     string
 	meta    extensions.Metadata
 	modules bool
 	owners  rootfs.Owners // its numeric owners
@@ -385,38 +387,26 @@ func readExtension(img v1.Image, name string) (*compose.Extension, error) {
 }
 
 // extensionLayerReader is the tar of an extension image's one layer:
-// a gzip layer (compose.ImageLayer's) is read as stored (its digest
-// checked by the store) through klauspost's gzip, about twice as fast as
-// the standard library's, which go-containerregistry's Uncompressed uses;
-// a plain tar (releases made before) as it is.
+// a gzip layer (compose.ImageLayer's) read as stored (its digest checked
+// by the store) through compose.GunzipLayer, or a plain tar (releases
+// made before) as it is.
 func extensionLayerReader(img v1.Image) (io.ReadCloser, error) {
-	layers, err := img.Layers()
+	l, err := theLayer(img)
 	if err != nil {
 		return nil, err
 	}
-	if len(layers) != 1 {
-		return nil, fmt.Errorf("%d layers, want one", len(layers))
-	}
-	mt, err := layers[0].MediaType()
+	mt, err := l.MediaType()
 	if err != nil {
 		return nil, err
 	}
 	if mt != types.OCILayer && mt != types.DockerLayer {
-		return layers[0].Uncompressed()
+		return l.Uncompressed()
 	}
-	rc, err := layers[0].Compressed()
+	rc, err := l.Compressed()
 	if err != nil {
 		return nil, err
 	}
-	zr, err := gzip.NewReader(rc)
-	if err != nil {
-		rc.Close()
-		return nil, err
-	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{zr, rc}, nil
+	return compose.GunzipLayer(rc)
 }
 
 // readBlob reads a blob of the size its descriptor says (at most limit)

@@ -110,6 +110,22 @@ func (l *ImageLayer) Uncompressed() (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(l.tar)), nil
 }
 
+// GunzipLayer reads the tar of a gzip layer's blob rc through klauspost's
+// gzip, about twice as fast as the standard library's (which
+// go-containerregistry's Uncompressed uses); closing it closes rc. On an
+// error rc is closed.
+func GunzipLayer(rc io.ReadCloser) (io.ReadCloser, error) {
+	zr, err := gzip.NewReader(rc)
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{zr, rc}, nil
+}
+
 // ImageIndex is a release's image (an extension, the installer, a
 // schematic's installer): an OCI index over one image per architecture in
 // arches that has layers (Image), annotated as each image is.

@@ -2,6 +2,7 @@ package compose
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"slices"
@@ -22,7 +23,7 @@ import (
 type LayerCache interface {
 	// Layer returns the image kept under key, or writes it with write,
 	// keeps it and returns it.
-	Layer(key string, write func(io.Writer) error) ([]byte, error)
+	Layer(key [32]byte, write func(io.Writer) error) ([]byte, error)
 }
 
 // layerImage is an extension's squashfs for the segment: from o.Layers
@@ -69,20 +70,19 @@ func (o Options) modulesImage(b Boot, exts []*Extension) ([]byte, error) {
 		}
 		return t.WriteSquashfsTo(w, o.Owners, o.SourceDate, o.Squashfs, o.Cache)
 	}
-	ids := []string{b.Key, b.KernelVersion}
 	var keys []string
 	for _, e := range exts {
 		keys = append(keys, e.Key)
 	}
 	slices.Sort(keys)
 	if b.Key == "" || slices.Contains(keys, "") {
-		return o.cached(write, "modules", "")
+		return o.cached(write, "modules")
 	}
-	return o.cached(write, "modules", append(ids, keys...)...)
+	return o.cached(write, "modules", append([]string{b.Key, b.KernelVersion}, keys...)...)
 }
 
 // cached writes an image with write, through o.Layers when there is one
-// and ids name the content (an empty first id: not cached). The key adds
+// and ids name the content (none, or an empty first id: not cached). The key adds
 // what else decides the bytes: the squashfs options and the source date
 // (the owners are the release's numeric ones, a tree's the same whatever
 // else is composed with it).
@@ -97,7 +97,7 @@ func (o Options) cached(write func(io.Writer) error, kind string, ids ...string)
 	sq := o.Squashfs
 	parts := append([]string{kind, sq.Compressor, strconv.Itoa(sq.Level), strconv.Itoa(sq.BlockSize), sq.Tool,
 		strconv.FormatInt(o.SourceDate, 10)}, ids...)
-	return o.Layers.Layer(digest.SHA256Hex([]byte(strings.Join(parts, "\x00"))), write)
+	return o.Layers.Layer(sha256.Sum256([]byte(strings.Join(parts, "\x00"))), write)
 }
 
 // moduleIndexTree is the tree of the module indexes (depmod's) of the

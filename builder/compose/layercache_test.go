@@ -14,11 +14,11 @@ import (
 
 // mapLayers is a LayerCache in memory that counts the images written.
 type mapLayers struct {
-	kept   map[string][]byte
+	kept   map[[32]byte][]byte
 	writes int
 }
 
-func (m *mapLayers) Layer(key string, write func(io.Writer) error) ([]byte, error) {
+func (m *mapLayers) Layer(key [32]byte, write func(io.Writer) error) ([]byte, error) {
 	if b, ok := m.kept[key]; ok {
 		return b, nil
 	}
@@ -63,7 +63,7 @@ func TestLayerCache(t *testing.T) {
 	}
 	first := "customization: {extraKernelArgs: [a=1], systemExtensions: {officialExtensions: [cri]}}\n"
 	second := "customization: {extraKernelArgs: [a=2], systemExtensions: {officialExtensions: [cri]}}\n"
-	c := &mapLayers{kept: map[string][]byte{}}
+	c := &mapLayers{kept: map[[32]byte][]byte{}}
 	media(first, c, 0, cri)
 	got := media(second, c, 0, cri)
 	if c.writes != 1 || len(c.kept) != 1 {

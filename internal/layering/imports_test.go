@@ -32,7 +32,7 @@ var importLists = []importList{
 	{"factory", []string{
 		"api/extensions", "api/platform", "api/report", "api/schematic", "api/specs", "api/target",
 		"attest/signing", "builder/compose", "builder/compressors", "builder/media/secureboot", "builder/rootfs",
-		"internal/atomicfile", "internal/digest", "internal/direntries", "internal/ocilayout",
+		"internal/atomicfile", "internal/blobcache", "internal/digest", "internal/direntries", "internal/ocilayout",
 		"oci", "pkgbase/evr", "release",
 	}, "the factory's service reads verified releases and composes their media"},
 	{"factory/server", []string{

@@ -169,19 +169,11 @@ type HashedBlob interface {
 	HashedBlob() []byte
 }
 
-// FileBlob is a HashedBlob whose bytes the same process also wrote to a
-// file (BlobFile, "" for none) on the layout's file system and nobody
-// writes to any more: the blob becomes a hard link to it instead of a
-// second copy. A build's boot assets are such files beside its layout.
-type FileBlob interface {
-	HashedBlob
-	BlobFile() string
-}
-
 // HashedFile is a layer whose blob is a file that the layer's maker
-// hashed as it wrote it, and nobody writes to any more (a build's installer
-// layer, streamed to disk): the blob becomes a hard link to it, or, where
-// no link can be made, a copy checked as WriteBlob checks one.
+// hashed as it wrote it, and nobody writes to any more (a build's boot
+// assets and installer layer, on the layout's file system): the blob
+// becomes a hard link to it, or, where no link can be made, a copy
+// checked as WriteBlob checks one.
 type HashedFile interface {
 	HashedFile() string
 }
@@ -204,9 +196,8 @@ func (d *Dir) writeHashedFile(h v1.Hash, size int64, file string) (bool, error) 
 	return d.WriteBlob(h, size, f)
 }
 
-// writeHashed is WriteBlob for bytes known to hash to h, linked from file
-// when that is not "".
-func (d *Dir) writeHashed(h v1.Hash, size int64, b []byte, file string) (bool, error) {
+// writeHashed is WriteBlob for bytes known to hash to h.
+func (d *Dir) writeHashed(h v1.Hash, size int64, b []byte) (bool, error) {
 	if int64(len(b)) != size {
 		return false, &BlobError{Dir: d.path, Digest: h, Reason: fmt.Sprintf("the source gave %d bytes, its descriptor says %d", len(b), size), Err: ErrDamaged}
 	}
@@ -218,9 +209,6 @@ func (d *Dir) writeHashed(h v1.Hash, size int64, b []byte, file string) (bool, e
 	dir := filepath.Join(d.path, "blobs", h.Algorithm)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, err
-	}
-	if file != "" && linkSynced(file, d.BlobPath(h), size) == nil {
-		return true, nil
 	}
 	if err := atomicfile.Write(filepath.Join(dir, h.Hex), b, 0o644); err != nil {
 		return false, &BlobError{Dir: d.path, Digest: h, Reason: "writing: " + err.Error(), Err: err}

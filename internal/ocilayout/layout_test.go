@@ -286,19 +286,8 @@ func TestCreateSweepsLeftovers(t *testing.T) {
 	}
 }
 
-// fileLayer is a layer whose bytes were hashed in memory and written to a
-// file, as a build's boot assets are.
-type fileLayer struct {
-	v1.Layer
-	data []byte
-	file string
-}
-
-func (l fileLayer) HashedBlob() []byte { return l.data }
-func (l fileLayer) BlobFile() string   { return l.file }
-
 // hashedFileLayer is a layer written to a file and hashed as it was, as
-// a build's installer layer is.
+// a build's boot assets and installer layer are.
 type hashedFileLayer struct {
 	v1.Layer
 	file string
@@ -306,16 +295,12 @@ type hashedFileLayer struct {
 
 func (l hashedFileLayer) HashedFile() string { return l.file }
 
-// A layer hashed in memory or as it was written to a file is stored
-// without a second hash, and as a hard link to the file that holds it when
-// that file has a blob's mode; the blob is the same either way.
+// A layer hashed as it was written to a file is stored without a second
+// hash, and as a hard link to the file when that file has a blob's mode
+// (else a copy); the blob is the same either way.
 func TestFileBlobsAreLinked(t *testing.T) {
-	for _, tc := range []struct {
-		kind string
-		mode os.FileMode
-	}{{"bytes", 0o644}, {"bytes", 0o600}, {"file", 0o644}, {"file", 0o600}} {
-		mode := tc.mode
-		t.Run(tc.kind+mode.String(), func(t *testing.T) {
+	for _, mode := range []os.FileMode{0o644, 0o600} {
+		t.Run(mode.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			data := []byte("a boot asset")
 			file := filepath.Join(dir, "asset")
@@ -325,10 +310,7 @@ func TestFileBlobsAreLinked(t *testing.T) {
 			if err := os.Chmod(file, mode); err != nil {
 				t.Fatal(err)
 			}
-			var l v1.Layer = fileLayer{Layer: static.NewLayer(data, types.OCILayer), data: data, file: file}
-			if tc.kind == "file" {
-				l = hashedFileLayer{Layer: static.NewLayer(data, types.OCILayer), file: file}
-			}
+			l := hashedFileLayer{Layer: static.NewLayer(data, types.OCILayer), file: file}
 			img, err := mutate.AppendLayers(empty.Image, l)
 			if err != nil {
 				t.Fatal(err)
@@ -374,7 +356,7 @@ func TestHashedBlobOfTheWrongSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("ab", 32)}
-	if _, err := d.writeHashed(h, 3, []byte("four"), ""); !errors.Is(err, ErrDamaged) {
+	if _, err := d.writeHashed(h, 3, []byte("four")); !errors.Is(err, ErrDamaged) {
 		t.Fatalf("writeHashed = %v, want ErrDamaged", err)
 	}
 }

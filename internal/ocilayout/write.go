@@ -58,11 +58,7 @@ func (d *Dir) WriteImage(ctx context.Context, img v1.Image) (Written, error) {
 				return err
 			}
 			if hb, ok := l.(HashedBlob); ok {
-				var file string
-				if fb, ok := l.(FileBlob); ok {
-					file = fb.BlobFile()
-				}
-				wrote, err := d.writeHashed(desc.Digest, desc.Size, hb.HashedBlob(), file)
+				wrote, err := d.writeHashed(desc.Digest, desc.Size, hb.HashedBlob())
 				if wrote {
 					counts[i] = Written{Blobs: 1, BlobBytes: desc.Size}
 				}
