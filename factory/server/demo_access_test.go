@@ -55,9 +55,10 @@ func TestFactoryHangUp(t *testing.T) {
 		}
 		answered <- err
 	}()
-	// The build runs once its scratch directory is there.
+	// The build runs once its scratch directory is there (beside the
+	// directory of the kept layers).
 	for {
-		if des, _ := os.ReadDir(work); len(des) > 0 {
+		if m, _ := filepath.Glob(filepath.Join(work, "compose-*")); len(m) > 0 {
 			break
 		}
 		select {
