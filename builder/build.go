@@ -669,7 +669,7 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 	// The boot assets' layer streams into a file of the work directory
 	// that the installer's layout links as its blob (writeImages removes
 	// the name).
-	al, err := newFileLayer(installerLayerFile(b.work, b.arch), writeAssets)
+	al, err := compose.NewFileLayer(installerLayerFile(b.work, b.arch), writeAssets)
 	if err != nil {
 		return fmt.Errorf("%s: installer layer: %w", b.arch, err)
 	}

@@ -44,10 +44,11 @@ func (b *archBuild) writeMedia(ctx context.Context, dir string, initramfs, bootl
 	}
 	r := &mediaResult{Schematic: res.Schematic, Platform: res.Platform, ISOTool: res.ISOTool, Initramfs: res.Initramfs, Files: map[string]report.ArtifactInfo{}, PCR11: res.PCR11, ESP: res.ESP}
 	for _, f := range res.Files {
-		if err := os.WriteFile(filepath.Join(d, f.Name), f.Data, 0o644); err != nil {
+		info, err := f.Save(filepath.Join(d, f.Name))
+		if err != nil {
 			return nil, err
 		}
-		r.Files["media/"+res.Schematic+"/"+f.Name] = report.ArtifactInfo{SHA256: digest.SHA256Hex(f.Data), Size: int64(len(f.Data))}
+		r.Files["media/"+res.Schematic+"/"+f.Name] = info
 	}
 	for _, e := range res.Segment {
 		r.Layers = append(r.Layers, report.FileEntry{Path: "/" + e.Name, Type: "file", Mode: fmt.Sprintf("%04o", e.Mode&0o7777), Size: int64(len(e.Data)), SHA256: digest.SHA256Hex(e.Data), Origin: e.Origin})

@@ -1,7 +1,6 @@
 package factory
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -19,12 +18,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nodeforge/builder/attest/signing"
 	"github.com/nodeforge/builder/builder/compressors"
-	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/oci"
 )
 
@@ -159,7 +156,7 @@ type CachedArtifact struct {
 	// context through a verifiedReader (a damaged blob breaks the
 	// response before its end)
 	remote func(context.Context) (io.ReadCloser, error)
-	data   []byte // otherwise, the bytes
+	file   *os.File // otherwise, a file just built (builtFile.served)
 }
 
 func (a *CachedArtifact) Size() int64 { return a.desc.Size }
@@ -179,7 +176,8 @@ func (a *CachedArtifact) Open(ctx context.Context) (io.ReadCloser, error) {
 		}
 		return Verified(rc, a.desc), nil
 	}
-	return nopSeekCloser{bytes.NewReader(a.data)}, nil
+	// Each response its own reader: ReadAt does not move the file's offset.
+	return nopSeekCloser{io.NewSectionReader(a.file, 0, a.desc.Size)}, nil
 }
 
 // Seekable says whether open gives a seeker (http.ServeContent's Range).
@@ -187,9 +185,6 @@ func (a *CachedArtifact) Seekable() bool { return a.remote == nil }
 
 // Bytes reads a small artifact (a command line) whole.
 func (a *CachedArtifact) Bytes(ctx context.Context) ([]byte, error) {
-	if a.data != nil {
-		return a.data, nil
-	}
 	if a.desc.Size > 1<<20 {
 		return nil, fmt.Errorf("%d bytes: too large to read whole", a.desc.Size)
 	}
@@ -201,14 +196,9 @@ func (a *CachedArtifact) Bytes(ctx context.Context) ([]byte, error) {
 	return io.ReadAll(rc)
 }
 
-type nopSeekCloser struct{ *bytes.Reader }
+type nopSeekCloser struct{ io.ReadSeeker }
 
 func (nopSeekCloser) Close() error { return nil }
-
-// builtArtifact is an artifact just composed, served from memory.
-func builtArtifact(data []byte) *CachedArtifact {
-	return &CachedArtifact{desc: v1.Descriptor{Digest: digest.OCI(data), Size: int64(len(data))}, data: data}
-}
 
 // composeWith names the compressors this factory composes with (module
 // and version of each): a factory built without cgo writes other squashfs
@@ -350,14 +340,15 @@ func (c *artifactCache) checkFile(path string, d v1.Descriptor) error {
 	return nil
 }
 
-// put stores data as the entry e: the image first, untagged, then its
-// signature, then the tag, so no tag ever names an unsigned entry.
-func (c *artifactCache) put(ctx context.Context, e entryInfo, data []byte) error {
+// put stores the built file f as the entry e: the image first, untagged,
+// then its signature, then the tag, so no tag ever names an unsigned
+// entry.
+func (c *artifactCache) put(ctx context.Context, e entryInfo, f *builtFile) error {
 	if c.signer == nil {
 		return nil
 	}
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
-		Layer: static.NewLayer(data, MediaTypeArtifact), Annotations: map[string]string{AnnotationEntryArtifact: e.Name}})
+		Layer: f.layer(MediaTypeArtifact), Annotations: map[string]string{AnnotationEntryArtifact: e.Name}})
 	if err != nil {
 		return err
 	}

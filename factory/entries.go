@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -130,7 +131,12 @@ func (s *Service) Installer(ctx context.Context, rel *VerifiedRelease, sch *sche
 			return nil, false, true
 		},
 		build: func(bctx context.Context) (any, error) {
-			o := InstallerOptions{Schematic: sch, Platform: k.Platform, Work: s.o.Work}
+			work, err := os.MkdirTemp(s.o.Work, "installer-")
+			if err != nil {
+				return nil, err
+			}
+			defer os.RemoveAll(work) // the layers' files, once stored
+			o := InstallerOptions{Schematic: sch, Platform: k.Platform, Work: work, Layers: s.layerCache()}
 			if k.SecureBoot {
 				o.SecureBoot = s.o.SecureBoot
 			}

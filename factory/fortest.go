@@ -2,6 +2,7 @@ package factory
 
 import (
 	"context"
+	"io"
 	"maps"
 	"slices"
 	"time"
@@ -36,7 +37,15 @@ func (s *Service) ServeUnverified(rels ...*VerifiedRelease) {
 
 // BuildWith makes build compose the service's artifacts instead of
 // compose.Media.
-func (s *Service) BuildWith(build BuildFunc) { s.buildFn = build }
+func (s *Service) BuildWith(build BuildFunc) {
+	s.buildFile = func(ctx context.Context, rel *VerifiedRelease, sch *schematic.Schematic, a Artifact, arch, dir string) (*builtFile, error) {
+		data, err := build(ctx, rel, sch, a, arch)
+		if err != nil {
+			return nil, err
+		}
+		return writeBuiltFile(dir, func(w io.Writer) error { _, err := w.Write(data); return err })
+	}
+}
 
 // CacheInstaller caches idx, signed, as the installer of kind k of
 // schematic id in rel, as if the factory had built it.

@@ -3,6 +3,7 @@ package factory
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,7 +71,14 @@ func (f *gcFixture) putArtifact(t *testing.T, e entryInfo) string {
 	key := hexKey(e.Version, e.Schematic, e.Name)
 	e.Key = key
 	f.infos[key] = e
-	if err := f.srv.cache.put(context.Background(), e, []byte(e.Version+" "+e.Schematic+" "+e.Name)); err != nil {
+	bf, err := writeBuiltFile(t.TempDir(), func(w io.Writer) error {
+		_, err := io.WriteString(w, e.Version+" "+e.Schematic+" "+e.Name)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.srv.cache.put(context.Background(), e, bf); err != nil {
 		t.Fatal(err)
 	}
 	f.byVer[e.Version] = append(f.byVer[e.Version], RepoArtifacts+":"+key)

@@ -10,8 +10,6 @@ import (
 	"github.com/nodeforge/builder/api/schematic"
 	"github.com/nodeforge/builder/builder/compose"
 	"github.com/nodeforge/builder/builder/media/secureboot"
-	"github.com/nodeforge/builder/internal/atomicfile"
-	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/direntries"
 	ocilayout "github.com/nodeforge/builder/internal/ocilayout"
 )
@@ -81,10 +79,11 @@ func WriteImage(ctx context.Context, rel *VerifiedRelease, o ImageOptions) (map[
 			return nil, fmt.Errorf("%s: %w", arch, err)
 		}
 		for _, f := range res.Files {
-			if err := atomicfile.Write(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			info, err := f.Save(filepath.Join(dir, f.Name))
+			if err != nil {
 				return nil, err
 			}
-			files[filepath.ToSlash(filepath.Join("media", id, f.Name))] = report.ArtifactInfo{SHA256: digest.SHA256Hex(f.Data), Size: int64(len(f.Data))}
+			files[filepath.ToSlash(filepath.Join("media", id, f.Name))] = info
 		}
 	}
 	if o.Installers {

@@ -1,13 +1,13 @@
 package factory
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -134,26 +134,26 @@ func (r *VerifiedRelease) InstallerImage(ctx context.Context, o InstallerOptions
 // installer as a docker tarball (docker load, crane push take it), as the
 // upstream factory serves installer-ARCH.tar: the image's config and
 // layers, and a manifest.json tagging it [PLATFORM-]installer[-secureboot]/
-// ID:vVERSION (no host: the bytes do not depend on who asks).
-func (r *VerifiedRelease) InstallerTarball(ctx context.Context, o InstallerOptions, arch string) ([]byte, error) {
+// ID:vVERSION (no host: the bytes do not depend on who asks), written to
+// w. The new layer is made in o.Work, which the caller removes.
+func (r *VerifiedRelease) InstallerTarball(ctx context.Context, o InstallerOptions, arch string, w io.Writer) error {
 	id, err := o.Schematic.ID()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	img, err := r.InstallerImage(ctx, o, arch)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	k := InstallerKind{Platform: o.Platform, SecureBoot: o.SecureBoot != nil}
 	tag, err := name.NewTag(k.ref(id, r.Version))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var b bytes.Buffer
-	if err := tarball.Write(tag, img, &b); err != nil {
-		return nil, fmt.Errorf("installer tarball: %w", err)
+	if err := tarball.Write(tag, img, w); err != nil {
+		return fmt.Errorf("installer tarball: %w", err)
 	}
-	return b.Bytes(), nil
+	return nil
 }
 
 // installerAnnotations are a schematic's installer's: the release's
@@ -203,7 +203,14 @@ func (r *VerifiedRelease) installerLayers(ctx context.Context, arch string, o In
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(work)
+	// The new layer's file stays there for the caller, who writes the
+	// image and removes o.Work.
+	made := false
+	defer func() {
+		if !made {
+			os.RemoveAll(work)
+		}
+	}()
 	co.Schematic, co.Platform, co.DiskFormats, co.Work, co.Layers = o.Schematic, o.Platform, []string{}, work, o.Layers
 	if o.SecureBoot != nil {
 		co.SecureBoot = &compose.SecureBoot{Signing: o.SecureBoot}
@@ -232,23 +239,25 @@ func (r *VerifiedRelease) installerLayers(ctx context.Context, arch string, o In
 	if err != nil {
 		return nil, err
 	}
-	rc, err := assets.Uncompressed()
+	rc, err := layerReader(assets)
 	if err != nil {
 		return nil, err
 	}
-	base, err := io.ReadAll(io.LimitReader(rc, maxAsset+1))
-	rc.Close()
+	defer rc.Close()
+	// The release's tar streams in, the new one streams out through gzip
+	// into a file: neither is ever whole in memory.
+	nl, err := compose.NewFileLayer(filepath.Join(work, "assets.layer"), func(w io.Writer) error {
+		if err := compose.WriteSchematicInstaller(w, io.LimitReader(rc, maxAsset), arch, in, r.SourceDate); err != nil {
+			return err
+		}
+		// On to the blob's end, where the store checks its digest.
+		_, err := io.Copy(io.Discard, rc)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	l, err := compose.SchematicInstaller(base, arch, in, r.SourceDate)
-	if err != nil {
-		return nil, err
-	}
-	nl, err := compose.NewImageLayer(l)
-	if err != nil {
-		return nil, err
-	}
+	made = true
 	return append(kept, nl), nil
 }
 

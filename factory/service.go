@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -42,7 +43,7 @@ type Service struct {
 	built      atomic.Int64
 	slots      chan struct{} // builds running
 	queue      chan struct{} // builds waiting for a slot
-	buildFn    BuildFunc
+	buildFile  func(ctx context.Context, rel *VerifiedRelease, sch *schematic.Schematic, a Artifact, arch, dir string) (*builtFile, error)
 	running    running         // builds in flight
 	inst       installers      // the checked installer entries
 	exts       extensionImages // the releases' extension images read
@@ -210,14 +211,20 @@ func (s *Service) Compose(ctx context.Context, rel *VerifiedRelease, sch *schema
 		labels: []string{rel.Version, a.kind, arch},
 		lookup: func(bctx context.Context) (any, bool, bool) { return s.cache.get(bctx, e) },
 		build: func(bctx context.Context) (any, error) {
-			data, err := s.buildFn(bctx, rel, sch, a, arch)
+			dir, err := os.MkdirTemp(s.o.Work, "built-")
 			if err != nil {
 				return nil, err
 			}
-			if err := s.cache.put(bctx, e, data); err != nil {
+			// The served file stays open (builtFile.served).
+			defer os.RemoveAll(dir)
+			f, err := s.buildFile(bctx, rel, sch, a, arch, dir)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.cache.put(bctx, e, f); err != nil {
 				s.o.Log.Warn("caching an artifact failed", "artifact", name, "err", err)
 			}
-			return builtArtifact(data), nil // later requests read the entry
+			return f.served() // later requests read the entry
 		},
 	})
 	if err != nil {
@@ -282,8 +289,9 @@ func (s *Service) flight(ctx context.Context, j flightJob) (any, error) {
 	}
 }
 
-// build composes the media the artifact belongs to and returns its bytes.
-func (s *Service) build(ctx context.Context, rel *VerifiedRelease, sch *schematic.Schematic, a Artifact, arch string) ([]byte, error) {
+// build composes the media the artifact belongs to and writes it into a
+// new file in dir.
+func (s *Service) build(ctx context.Context, rel *VerifiedRelease, sch *schematic.Schematic, a Artifact, arch, dir string) (*builtFile, error) {
 	if a.kind == "kernel" || a.kind == "cmdline" {
 		sch = bootOnly(sch)
 	}
@@ -297,7 +305,7 @@ func (s *Service) build(ctx context.Context, rel *VerifiedRelease, sch *schemati
 		if a.SecureBoot {
 			inst.SecureBoot = s.o.SecureBoot
 		}
-		return rel.InstallerTarball(ctx, inst, arch)
+		return writeBuiltFile(dir, func(w io.Writer) error { return rel.InstallerTarball(ctx, inst, arch, w) })
 	}
 	boot, exts, o, err := rel.Inputs(ctx, arch, sch.Customization.SystemExtensions.OfficialExtensions)
 	if err != nil {
@@ -324,7 +332,9 @@ func (s *Service) build(ctx context.Context, rel *VerifiedRelease, sch *schemati
 	want := a.FileName(arch)
 	for _, f := range res.Files {
 		if f.Name == want {
-			return f.Data, nil
+			// The ISO moves from compose's scratch directory, the others
+			// are written.
+			return saveBuiltFile(dir, f)
 		}
 	}
 	return nil, fmt.Errorf("%s was not made (the release has no EFI boot manager for disk images?)", want)
@@ -402,7 +412,7 @@ func newService(o Options) (*Service, error) {
 	s := &Service{o: o, schematics: &schematics{st: o.Cache, mismatches: m.mismatches}, metrics: m,
 		slots: make(chan struct{}, o.MaxBuilds), queue: make(chan struct{}, max(o.MaxQueue, 0)),
 		cache: &artifactCache{st: o.Cache, signer: o.Signer, log: o.Log, interval: o.VerifyInterval, now: time.Now, metrics: m}}
-	s.buildFn = s.build
+	s.buildFile = s.build
 	if o.Work != "" {
 		// Without it every build writes its extensions' squashfs.
 		if d, err := blobcache.Open(filepath.Join(o.Work, "layers")); err != nil {

@@ -386,15 +386,21 @@ func readExtension(img v1.Image, name string) (*compose.Extension, error) {
 	return e, nil
 }
 
-// extensionLayerReader is the tar of an extension image's one layer:
-// a gzip layer (compose.ImageLayer's) read as stored (its digest checked
-// by the store) through compose.GunzipLayer, or a plain tar (releases
-// made before) as it is.
+// extensionLayerReader is the tar of an extension image's one layer
+// (layerReader): a gzip layer (compose.ImageLayer's), or a plain tar
+// (releases made before) as it is.
 func extensionLayerReader(img v1.Image) (io.ReadCloser, error) {
 	l, err := theLayer(img)
 	if err != nil {
 		return nil, err
 	}
+	return layerReader(l)
+}
+
+// layerReader is a layer's tar: a gzip layer read as stored (its digest
+// checked by the store at the blob's end) through compose.GunzipLayer,
+// another as go-containerregistry reads it.
+func layerReader(l v1.Layer) (io.ReadCloser, error) {
 	mt, err := l.MediaType()
 	if err != nil {
 		return nil, err

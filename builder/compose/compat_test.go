@@ -54,7 +54,11 @@ func (r *Result) file(t *testing.T, name string) []byte {
 	t.Helper()
 	for _, f := range r.Files {
 		if f.Name == name {
-			return f.Data
+			b, err := f.Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
 		}
 	}
 	t.Fatalf("no %s among the media", name)

@@ -9,9 +9,12 @@ package compose
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -31,6 +34,8 @@ import (
 	"github.com/nodeforge/builder/builder/media/vhd"
 	"github.com/nodeforge/builder/builder/rootfs"
 	"github.com/nodeforge/builder/builder/rootfs/sqfs"
+	"github.com/nodeforge/builder/internal/atomicfile"
+	"github.com/nodeforge/builder/internal/digest"
 )
 
 // Boot is what the media take from one architecture of a release.
@@ -121,10 +126,67 @@ func (o Options) table() platform.Table {
 	return o.Platforms
 }
 
-// File is one file of the media.
+// File is one file of the media: its bytes in Data, or, for the ISO
+// (which xorriso writes), in the file Path of Options.Work, which the
+// caller moves away (Save) or reads before removing Work.
 type File struct {
 	Name string
 	Data []byte
+	Path string
+}
+
+// Bytes are the file's bytes, read from Path when it has one.
+func (f File) Bytes() ([]byte, error) {
+	if f.Path != "" {
+		return os.ReadFile(f.Path)
+	}
+	return f.Data, nil
+}
+
+// Save puts the file at path with mode 0644, whole or not at all: Data
+// written to a temporary file beside it, or Path, then renamed there
+// (Path copied where it cannot be). It returns the file's SHA-256 and
+// size. Nothing is synced: builder image and the factory keep media as
+// they kept them before, in the output directory the caller makes
+// durable, or in scratch space.
+func (f File) Save(path string) (report.ArtifactInfo, error) {
+	src := f.Path
+	if src == "" || os.Rename(src, path) != nil {
+		if err := atomicfile.Replace(path, 0o644, f.copyTo); err != nil {
+			return report.ArtifactInfo{}, err
+		}
+		if f.Path == "" {
+			return report.ArtifactInfo{SHA256: digest.SHA256Hex(f.Data), Size: int64(len(f.Data))}, nil
+		}
+	} else if err := os.Chmod(path, 0o644); err != nil {
+		return report.ArtifactInfo{}, err
+	}
+	r, err := os.Open(path)
+	if err != nil {
+		return report.ArtifactInfo{}, err
+	}
+	defer r.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, r)
+	if err != nil {
+		return report.ArtifactInfo{}, err
+	}
+	return report.ArtifactInfo{SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}, nil
+}
+
+// copyTo writes the file's bytes to w.
+func (f File) copyTo(w io.Writer) error {
+	if f.Path == "" {
+		_, err := w.Write(f.Data)
+		return err
+	}
+	r, err := os.Open(f.Path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = io.Copy(w, r)
+	return err
 }
 
 // Result is the media of one architecture: kernel-<arch>,
@@ -208,11 +270,11 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	initramfs := append(append(make([]byte, 0, len(b.Initramfs)+len(seg)), b.Initramfs...), seg...)
 	b.Initramfs = nil // in initramfs now: this copy (a real base's is 164 MB) may be freed
 	r := &Result{Schematic: id, Platform: p.Name, Initramfs: initramfs, Segment: entries, Files: []File{
-		{kernelName, b.Vmlinuz},
-		{initrdName, initramfs},
+		{Name: kernelName, Data: b.Vmlinuz},
+		{Name: initrdName, Data: initramfs},
 		// No newline: the kernel's and Talos's command line asset have none.
-		{CmdlineName(p.Name, arch), []byte(strings.Join(args, " "))},
-		{"ipxe-" + p.Name + "-" + arch, []byte(ipxe)},
+		{Name: CmdlineName(p.Name, arch), Data: []byte(strings.Join(args, " "))},
+		{Name: "ipxe-" + p.Name + "-" + arch, Data: []byte(ipxe)},
 	}, InstallerCmdline: []byte(strings.Join(diskArgs, " "))}
 	prefix := p.Name + "-" + arch
 	if o.UKI && o.SecureBoot == nil {
@@ -223,7 +285,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		if err != nil {
 			return nil, err
 		}
-		r.Files = append(r.Files, File{prefix + "-uki.efi", u})
+		r.Files = append(r.Files, File{Name: prefix + "-uki.efi", Data: u})
 	}
 	if b.Bootloader == nil {
 		return r, nil
@@ -256,7 +318,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 				return nil, err
 			}
 		}
-		r.Files = append(r.Files, File{prefix + "-uki.efi", su.Image})
+		r.Files = append(r.Files, File{Name: prefix + "-uki.efi", Data: su.Image})
 	}
 	metaValues := map[uint8][]byte{}
 	for _, m := range sch.Customization.Meta {
@@ -275,7 +337,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	}
 	r.ISOTool = tool
 	for _, dk := range disks {
-		r.Files = append(r.Files, File{prefix + "." + dk.Name, dk.Data})
+		r.Files = append(r.Files, File{Name: prefix + "." + dk.Name, Data: dk.Data, Path: dk.Path})
 	}
 	return r, nil
 }
@@ -445,16 +507,12 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 	var out []File
 	var tool string
 	if want["iso"] {
-		esp, ext, err := isoESP(isoFiles, sde, id)
-		if err != nil {
-			return nil, "", err
-		}
-		iso, t, err := isoImage(ctx, work, esp, ext, sde, "NODEFORGE")
+		iso, t, err := isoImage(ctx, work, isoFiles, sde, id, "NODEFORGE")
 		if err != nil {
 			return nil, "", err
 		}
 		tool = t
-		out = append(out, File{"iso", iso})
+		out = append(out, File{Name: "iso", Path: iso})
 	}
 	if want["raw"] || want["qcow2"] || want["vhd"] || want["raw.tar.gz"] || want["ova"] {
 		raw, err := rawImage(diskFiles, sde, id, metaValues, fs.sectorSize)
@@ -462,7 +520,7 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 			return nil, "", err
 		}
 		if want["raw"] {
-			out = append(out, File{"raw", raw})
+			out = append(out, File{Name: "raw", Data: raw})
 		}
 		for _, f := range []string{"qcow2", "vhd", "raw.tar.gz", "ova"} {
 			if !want[f] {
@@ -487,7 +545,7 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 			if err != nil {
 				return nil, "", fmt.Errorf("%s: %w", f, err)
 			}
-			out = append(out, File{f, buf.Bytes()})
+			out = append(out, File{Name: f, Data: buf.Bytes()})
 		}
 	}
 	// The large ones also compressed, as downloads.
@@ -496,12 +554,16 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 		if !slices.Contains(compressed, big.Name) {
 			continue
 		}
+		data, err := big.Bytes()
+		if err != nil {
+			return nil, "", err
+		}
 		for _, c := range compressions {
-			v, err := compressVariant(c, big.Data)
+			v, err := compressVariant(c, data)
 			if err != nil {
 				return nil, "", err
 			}
-			variants = append(variants, File{big.Name + "." + c, v})
+			variants = append(variants, File{Name: big.Name + "." + c, Data: v})
 		}
 	}
 	return append(out, variants...), tool, nil

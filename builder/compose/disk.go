@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -144,62 +145,55 @@ const isoSector = 2048
 // boundary of the image (its ISO 9660 twin points there, isoImage), and
 // no room beyond the files: a CD is read-only, and the ISO carries its
 // payload once.
-func isoESP(files []fat.File, sde int64, id string) ([]byte, []fat.Extent, error) {
-	return fat.WriteExtents(files, fat.Options{Label: "NODEFORGE", VolumeID: espVolumeID(id), Time: time.Unix(sde, 0), Align: isoSector})
+// It is written to path as it is laid out (fat.WriteExtentsTo: never
+// whole in memory) and hashed on the way.
+func isoESP(path string, files []fat.File, sde int64, id string) ([]fat.Extent, espSum, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, espSum{}, err
+	}
+	h := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(f, h), 1<<20)
+	ext, size, err := fat.WriteExtentsTo(bw, files, fat.Options{Label: "NODEFORGE", VolumeID: espVolumeID(id), Time: time.Unix(sde, 0), Align: isoSector})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		os.Remove(path)
+		return nil, espSum{}, err
+	}
+	return ext, espSum{size: size, sum: [sha256.Size]byte(h.Sum(nil))}, nil
 }
 
 // isoImage makes a UEFI-bootable ISO 9660 image with xorriso: the EFI
-// system partition image (isoESP, its files' extents ext) as the El Torito
+// system partition image of files (isoESP) as the El Torito
 // EFI boot image, and its files in the ISO 9660 tree too, for tools and
 // people that look there, without a second copy: xorriso lays the tree
 // out with empty files, then each file's directory record is pointed at
 // its data inside efiboot.img (pointISOFiles). Every date is the source
 // date (SOURCE_DATE_EPOCH, which xorriso honours, and the staged files'
-// times).
-func isoImage(ctx context.Context, work string, esp []byte, ext []fat.Extent, sde int64, label string) ([]byte, string, error) {
+// times). The image stays in the file xorriso wrote, work/image.iso,
+// whose path it returns: a real base's is 150 MB, never read into memory.
+func isoImage(ctx context.Context, work string, files []fat.File, sde int64, id, label string) (string, string, error) {
 	xorriso, err := exec.LookPath("xorriso")
 	if err != nil {
-		return nil, "", fmt.Errorf("the ISO needs xorriso (Debian's xorriso): %w", err)
+		return "", "", fmt.Errorf("the ISO needs xorriso (Debian's xorriso): %w", err)
 	}
 	root := filepath.Join(work, "iso-root")
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, "", err
+		return "", "", err
 	}
 	defer os.RemoveAll(root)
 	img := filepath.Join(root, "efiboot.img")
-	if err := os.WriteFile(img, esp, 0o644); err != nil {
-		return nil, "", err
+	// Its size and digest say what the ISO's efiboot.img must hold.
+	ext, espSum, err := isoESP(img, files, sde, id)
+	if err != nil {
+		return "", "", err
 	}
-	// From here the image's size and digest say what efiboot.img must
-	// hold: the image itself (a real base's is 150 MB) may be freed while
-	// the ISO is read.
-	espSum := espSumOf(esp)
-	esp = nil
-	modes := map[string]os.FileMode{img: 0o644, root: 0o755}
-	for _, e := range ext {
-		p := filepath.Join(root, filepath.FromSlash(e.Path))
-		for d := filepath.Dir(p); d != root; d = filepath.Dir(d) {
-			modes[d] = 0o755
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, "", err
-		}
-		if err := os.WriteFile(p, nil, 0o644); err != nil {
-			return nil, "", err
-		}
-		modes[p] = 0o644
-	}
-	t := time.Unix(sde, 0)
-	for p, mode := range modes {
-		if err := os.Chmod(p, mode); err != nil {
-			return nil, "", err
-		}
-		if err := os.Chtimes(p, t, t); err != nil {
-			return nil, "", err
-		}
+	if err := stageISOTree(root, img, ext, sde); err != nil {
+		return "", "", err
 	}
 	out := filepath.Join(work, "image.iso")
-	defer os.Remove(out)
 	// -r (not -R): Rock Ridge with owners 0:0 and rationalised modes, so
 	// neither the builder's user nor its umask reaches the image. Hybrid,
 	// as grub-mkrescue makes them: a GPT (behind a protective MBR) whose
@@ -211,19 +205,76 @@ func isoImage(ctx context.Context, work string, esp []byte, ext []fat.Extent, sd
 	// LookPath above, it needs no PATH).
 	cmd.Env = []string{"SOURCE_DATE_EPOCH=" + fmt.Sprint(sde), "LC_ALL=C", "TZ=UTC"}
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return nil, "", fmt.Errorf("xorriso: %v\n%s", err, b)
+		os.Remove(out)
+		return "", "", fmt.Errorf("xorriso: %v\n%s", err, b)
 	}
-	iso, err := os.ReadFile(out)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := pointISOFiles(iso, espSum, ext); err != nil {
-		return nil, "", fmt.Errorf("the ISO xorriso wrote: %w", err)
+	if err := pointISOFile(out, espSum, ext); err != nil {
+		os.Remove(out)
+		return "", "", fmt.Errorf("the ISO xorriso wrote: %w", err)
 	}
 	ver, _ := exec.Command(xorriso, "-version").Output()
 	first, _, _ := strings.Cut(string(ver), "\n")
-	return iso, strings.TrimSpace(first), nil
+	return out, strings.TrimSpace(first), nil
 }
+
+// stageISOTree lays out the ISO's tree in root beside efiboot.img (img):
+// each file of ext empty, every mode fixed and every time the source
+// date.
+func stageISOTree(root, img string, ext []fat.Extent, sde int64) error {
+	modes := map[string]os.FileMode{img: 0o644, root: 0o755}
+	for _, e := range ext {
+		p := filepath.Join(root, filepath.FromSlash(e.Path))
+		for d := filepath.Dir(p); d != root; d = filepath.Dir(d) {
+			modes[d] = 0o755
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			return err
+		}
+		modes[p] = 0o644
+	}
+	t := time.Unix(sde, 0)
+	for p, mode := range modes {
+		if err := os.Chmod(p, mode); err != nil {
+			return err
+		}
+		if err := os.Chtimes(p, t, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pointISOFile is pointISOFiles on the ISO at path, changed in place.
+func pointISOFile(path string, esp espSum, ext []fat.Extent) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = pointISOFiles(f, fi.Size(), esp, ext)
+	}
+	return errors.Join(err, f.Close())
+}
+
+// isoFile is an ISO image read and changed in place.
+type isoFile interface {
+	io.ReaderAt
+	io.WriterAt
+}
+
+// isoRecord is a directory record read from an ISO: its bytes and where
+// they are.
+type isoRecord struct {
+	b   []byte
+	off int64
+}
+
+// maxISODir bounds one directory read from an ISO.
+const maxISODir = 16 << 20
 
 // pointISOFiles points the directory record of each file of ext (empty in
 // the ISO 9660 tree, as isoImage staged them) at the file's data inside
@@ -231,38 +282,55 @@ func isoImage(ctx context.Context, work string, esp []byte, ext []fat.Extent, sd
 // the FAT image (a multiple of 2048), its size the file's. Both file
 // systems then read the same blocks; ISO 9660 lets extents overlap (as
 // hard links share one). The records are found by their Rock Ridge
-// names; efiboot.img must be the EFI image esp sums.
-func pointISOFiles(iso []byte, esp espSum, ext []fat.Extent) error {
-	if len(iso) < 17*isoSector || iso[16*isoSector] != 1 || string(iso[16*isoSector+1:16*isoSector+6]) != "CD001" {
+// names; efiboot.img must be the EFI image esp sums. iso is size bytes.
+func pointISOFiles(iso isoFile, size int64, esp espSum, ext []fat.Extent) error {
+	pvd := make([]byte, isoSector)
+	if size < 17*isoSector {
 		return errors.New("no ISO 9660 primary volume descriptor at block 16")
 	}
-	root := iso[16*isoSector+156 : 16*isoSector+156+34]
-	efi, err := isoLookup(iso, root, "efiboot.img")
+	if _, err := iso.ReadAt(pvd, 16*isoSector); err != nil {
+		return err
+	}
+	if pvd[0] != 1 || string(pvd[1:6]) != "CD001" {
+		return errors.New("no ISO 9660 primary volume descriptor at block 16")
+	}
+	root := isoRecord{pvd[156 : 156+34], 16*isoSector + 156}
+	efi, err := isoLookup(iso, size, root, "efiboot.img")
 	if err != nil {
 		return err
 	}
-	base, size := isoExtent(efi)
-	if size != esp.size || base*isoSector+size > int64(len(iso)) || sha256.Sum256(iso[base*isoSector:base*isoSector+size]) != esp.sum {
+	base, n := isoExtent(efi.b)
+	if n != esp.size || base*isoSector+n > size {
+		return errors.New("/efiboot.img is not the EFI image given")
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(iso, base*isoSector, n)); err != nil {
+		return err
+	}
+	if [sha256.Size]byte(h.Sum(nil)) != esp.sum {
 		return errors.New("/efiboot.img is not the EFI image given")
 	}
 	for _, e := range ext {
 		if e.Size == 0 {
 			continue
 		}
-		if e.Offset%isoSector != 0 || e.Offset+e.Size > size {
+		if e.Offset%isoSector != 0 || e.Offset+e.Size > n {
 			return fmt.Errorf("%s: at %d (%d bytes) in the EFI image, not a 2048-byte block inside it", e.Path, e.Offset, e.Size)
 		}
 		rec := root
 		for _, name := range strings.Split(e.Path, "/") {
-			if rec, err = isoLookup(iso, rec, name); err != nil {
+			if rec, err = isoLookup(iso, size, rec, name); err != nil {
 				return fmt.Errorf("%s: %w", e.Path, err)
 			}
 		}
-		if _, n := isoExtent(rec); n != 0 || rec[25]&2 != 0 {
+		if _, n := isoExtent(rec.b); n != 0 || rec.b[25]&2 != 0 {
 			return fmt.Errorf("%s: not the empty file staged (%d bytes)", e.Path, n)
 		}
-		bothEndian32(rec[2:10], uint32(base+e.Offset/isoSector))
-		bothEndian32(rec[10:18], uint32(e.Size))
+		bothEndian32(rec.b[2:10], uint32(base+e.Offset/isoSector))
+		bothEndian32(rec.b[10:18], uint32(e.Size))
+		if _, err := iso.WriteAt(rec.b[2:18], rec.off+2); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -287,30 +355,34 @@ func bothEndian32(b []byte, v uint32) {
 	binary.BigEndian.PutUint32(b[4:], v)
 }
 
-// isoLookup finds name in the directory dir (its record) and returns the
-// entry's record, a slice of iso. Names are the Rock Ridge ones (NM),
-// else the ISO 9660 ones without their version.
-func isoLookup(iso, dir []byte, name string) ([]byte, error) {
-	start, size := isoExtent(dir)
-	if dir[25]&2 == 0 || start*isoSector+size > int64(len(iso)) {
-		return nil, fmt.Errorf("looking up %s: not a directory inside the image", name)
+// isoLookup finds name in the directory dir (its record) of iso (size
+// bytes) and returns the entry's record. Names are the Rock Ridge ones
+// (NM), else the ISO 9660 ones without their version.
+func isoLookup(iso io.ReaderAt, size int64, dir isoRecord, name string) (isoRecord, error) {
+	start, n := isoExtent(dir.b)
+	if dir.b[25]&2 == 0 || n > maxISODir || start*isoSector+n > size {
+		return isoRecord{}, fmt.Errorf("looking up %s: not a directory inside the image", name)
 	}
-	for pos, end := start*isoSector, start*isoSector+size; pos < end; {
-		n := int64(iso[pos])
-		if n == 0 { // the rest of the block is padding
+	d := make([]byte, n)
+	if _, err := iso.ReadAt(d, start*isoSector); err != nil {
+		return isoRecord{}, err
+	}
+	for pos := int64(0); pos < n; {
+		l := int64(d[pos])
+		if l == 0 { // the rest of the block is padding
 			pos = (pos/isoSector + 1) * isoSector
 			continue
 		}
-		if n < 34 || pos+n > end {
-			return nil, fmt.Errorf("looking up %s: a bad directory record", name)
+		if l < 34 || pos+l > n {
+			return isoRecord{}, fmt.Errorf("looking up %s: a bad directory record", name)
 		}
-		rec := iso[pos : pos+n]
+		rec := d[pos : pos+l]
 		if got, rr := isoRecordName(rec); got == name || !rr && strings.EqualFold(got, name) {
-			return rec, nil
+			return isoRecord{rec, start*isoSector + pos}, nil
 		}
-		pos += n
+		pos += l
 	}
-	return nil, fmt.Errorf("no %s in the ISO 9660 tree", name)
+	return isoRecord{}, fmt.Errorf("no %s in the ISO 9660 tree", name)
 }
 
 // isoRecordName is a record's Rock Ridge name (its NM entries; rr), or

@@ -11,8 +11,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodeforge/builder/api/target"
+	"github.com/nodeforge/builder/builder/media/fat"
 	"github.com/nodeforge/builder/builder/media/gpt"
 	"github.com/nodeforge/builder/builder/media/meta"
 	"github.com/nodeforge/builder/internal/testutil"
@@ -90,18 +92,20 @@ func TestISOImage(t *testing.T) {
 		initrd[i] = byte(rng.Uint32())
 	}
 	files := bootFiles(x86, bl, []byte("vmlinuz"), initrd, "Nodeforge test", nil)
-	esp, ext, err := isoESP(files, 1700000000, "0123456789abcdef")
+	esp, ext, err := fat.WriteExtents(files, fat.Options{Label: "NODEFORGE", VolumeID: espVolumeID("0123456789abcdef"), Time: time.Unix(1700000000, 0), Align: isoSector})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, tool, err := isoImage(context.Background(), t.TempDir(), esp, ext, 1700000000, "NODEFORGE")
+	p, tool, err := isoImage(context.Background(), t.TempDir(), files, 1700000000, "0123456789abcdef", "NODEFORGE")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := isoImage(context.Background(), t.TempDir(), esp, ext, 1700000000, "NODEFORGE")
+	a, _ := os.ReadFile(p)
+	pb, _, err := isoImage(context.Background(), t.TempDir(), files, 1700000000, "0123456789abcdef", "NODEFORGE")
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, _ := os.ReadFile(pb)
 	if !bytes.Equal(a, b) {
 		t.Error("two ISOs of the same input differ")
 	}
@@ -117,8 +121,6 @@ func TestISOImage(t *testing.T) {
 	}
 	t.Logf("ISO %d bytes, boot files %d: %.4f times", len(a), payload, float64(len(a))/float64(payload))
 	dir := t.TempDir()
-	p := filepath.Join(dir, "x.iso")
-	os.WriteFile(p, a, 0o644)
 	out, err := exec.Command(xorriso, "-indev", p, "-find", "/", "--", "-report_el_torito", "plain").CombinedOutput()
 	for _, want := range []string{"'/efiboot.img'", "'/EFI/BOOT/BOOTX64.EFI'", "'/loader/entries/nodeforge.conf'", "'/nodeforge/vmlinuz'", "'/nodeforge/initramfs.xz'", "UEFI"} {
 		if err != nil || !strings.Contains(string(out), want) {
@@ -157,13 +159,18 @@ func TestISOImage(t *testing.T) {
 	}
 	// What xorriso wrote is checked before a record is changed: no ISO, or
 	// an efiboot.img other than the image given, is an error.
-	if err := pointISOFiles(make([]byte, 40000), espSumOf(esp), ext); err == nil || !strings.Contains(err.Error(), "primary volume descriptor") {
+	noISO := filepath.Join(dir, "no.iso")
+	os.WriteFile(noISO, make([]byte, 40000), 0o644)
+	if err := pointISOFile(noISO, espSumOf(esp), ext); err == nil || !strings.Contains(err.Error(), "primary volume descriptor") {
 		t.Errorf("no ISO: %v", err)
 	}
 	other := bytes.Clone(esp)
 	other[len(other)-1] ^= 1
-	if err := pointISOFiles(bytes.Clone(b), espSumOf(other), ext); err == nil || !strings.Contains(err.Error(), "not the EFI image given") {
+	if err := pointISOFile(pb, espSumOf(other), ext); err == nil || !strings.Contains(err.Error(), "not the EFI image given") {
 		t.Errorf("another EFI image: %v", err)
+	}
+	if again, _ := os.ReadFile(pb); !bytes.Equal(again, b) {
+		t.Error("a refused ISO was changed")
 	}
 }
 

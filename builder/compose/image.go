@@ -256,7 +256,29 @@ type InstallerAssets struct {
 // signed systemd-boot (systemd-boot.efi) and UKI (vmlinuz.efi), hard links
 // to the ESP's.
 func SchematicInstaller(base []byte, arch string, in InstallerAssets, sde int64) ([]byte, error) {
-	t, err := rootfs.ReadTar(bytes.NewReader(base), maxInstallerFile)
+	var b bytes.Buffer
+	b.Grow(len(base) + len(in.Initramfs) + len(in.UKI) + 4096)
+	if err := WriteSchematicInstaller(&b, bytes.NewReader(base), arch, in, sde); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// WriteSchematicInstaller writes SchematicInstaller's layer to w, reading
+// the release's tar from base as it goes: an Image Factory streams it
+// from the release's blob into a file (NewFileLayer), and neither tar is
+// ever whole in memory.
+func WriteSchematicInstaller(w io.Writer, base io.Reader, arch string, in InstallerAssets, sde int64) error {
+	t, err := schematicInstallerTree(base, arch, in)
+	if err != nil {
+		return err
+	}
+	return t.WriteTar(w, rootfs.NumericOwners(t), sde)
+}
+
+// schematicInstallerTree is the tree of SchematicInstaller's layer.
+func schematicInstallerTree(base io.Reader, arch string, in InstallerAssets) (*rootfs.Tree, error) {
+	t, err := rootfs.ReadTar(base, maxInstallerFile)
 	if err != nil {
 		return nil, fmt.Errorf("installer layer: %w", err)
 	}
@@ -319,10 +341,5 @@ func SchematicInstaller(base []byte, arch string, in InstallerAssets, sde int64)
 			leader.LinkGroup, link.LinkGroup = leader.Path, leader.Path
 		}
 	}
-	var b bytes.Buffer
-	b.Grow(len(base) + len(in.Initramfs) + len(in.UKI) + 4096)
-	if err := t.WriteTar(&b, rootfs.NumericOwners(t), sde); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return t, nil
 }

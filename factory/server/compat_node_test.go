@@ -217,10 +217,11 @@ func TestCompatInstaller(t *testing.T) {
 	})
 	t.Run("installer-ARCH.tar: a docker tarball of the image", func(t *testing.T) {
 		for _, c := range []struct{ platform, tag string }{{"", "installer/" + id + ":v1.11.0"}, {"metal", "metal-installer/" + id + ":v1.11.0"}} {
-			b, err := rel.InstallerTarball(ctx, factory.InstallerOptions{Schematic: sch, Platform: c.platform, Work: t.TempDir()}, "x86_64")
-			if err != nil {
+			var tb bytes.Buffer
+			if err := rel.InstallerTarball(ctx, factory.InstallerOptions{Schematic: sch, Platform: c.platform, Work: t.TempDir()}, "x86_64", &tb); err != nil {
 				t.Fatal(err)
 			}
+			b := tb.Bytes()
 			img, err := tarball.Image(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -60,7 +60,7 @@ func TestFactoryBehindProxy(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"user=127.0.0.2 ", "user=127.0.0.3 ", "user=127.0.0.4 ", "via=127.0.0.1"} {
-		if !strings.Contains(logs.String(), want) {
+		if !logs.Await(want) {
 			t.Errorf("the replicas' logs lack %q:\n%s", want, logs)
 		}
 	}

@@ -56,7 +56,18 @@ func Write(path string, data []byte, perm os.FileMode) error {
 
 // WriteFrom writes what fill writes to path atomically with mode perm. When
 // fill fails, nothing changes at path.
-func WriteFrom(path string, perm os.FileMode, fill func(io.Writer) error) (err error) {
+func WriteFrom(path string, perm os.FileMode, fill func(io.Writer) error) error {
+	return writeFrom(path, perm, fill, true)
+}
+
+// Replace is WriteFrom without the sync to disk: for large files whose
+// durability is their caller's concern (build outputs, scratch), which
+// must still appear whole or not at all.
+func Replace(path string, perm os.FileMode, fill func(io.Writer) error) error {
+	return writeFrom(path, perm, fill, false)
+}
+
+func writeFrom(path string, perm os.FileMode, fill func(io.Writer) error, sync bool) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -77,8 +88,10 @@ func WriteFrom(path string, perm os.FileMode, fill func(io.Writer) error) (err e
 	if err = f.Chmod(perm); err != nil {
 		return err
 	}
-	if err = f.Sync(); err != nil {
-		return err
+	if sync {
+		if err = f.Sync(); err != nil {
+			return err
+		}
 	}
 	// Renamed while still open, so still locked: closing first would let a
 	// sweep take the finished file for a dead writer's.

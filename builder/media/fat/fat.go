@@ -10,10 +10,13 @@ package fat
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -87,18 +90,126 @@ func Write(files []File, o Options) ([]byte, error) {
 // WriteExtents renders the image and says where each file's data is in
 // it, in the order of files (an empty file has no data: Offset 0).
 func WriteExtents(files []File, o Options) ([]byte, []Extent, error) {
+	p, err := newPlan(files, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	img, err := p.o.buffer(p.g.size())
+	if err != nil {
+		return nil, nil, err
+	}
+	if img, err = render(img, p.root, p.dirs, p.g, p.o, p.stamp); err != nil {
+		return nil, nil, err
+	}
+	return img, p.extents(files), nil
+}
+
+// WriteExtentsTo writes the image WriteExtents renders to w, in order,
+// without ever holding it whole: the metadata (the boot sector, the FATs
+// and the directories, which come before any file's data) rendered in a
+// buffer of their size, then each file's data from its File, then the
+// free clusters' zeros. It returns the extents and the image's size.
+// An ISO's EFI image of a real base is 150 MB, nearly all the initramfs,
+// which the caller holds already. Options.Into is not used.
+func WriteExtentsTo(w io.Writer, files []File, o Options) ([]Extent, int64, error) {
+	p, err := newPlan(files, o)
+	if err != nil {
+		return nil, 0, err
+	}
+	meta := make([]byte, p.metaSize())
+	if _, err := render(meta, p.root, p.dirs, p.g, p.o, p.stamp); err != nil {
+		return nil, 0, err
+	}
+	if _, err := w.Write(meta); err != nil {
+		return nil, 0, err
+	}
+	ext := p.extents(files)
+	order := make([]int, 0, len(ext))
+	for i, e := range ext {
+		if e.Size > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(ext[a].Offset, ext[b].Offset) })
+	at := int64(len(meta))
+	for _, i := range order {
+		if err := writeZeros(w, ext[i].Offset-at); err != nil {
+			return nil, 0, err
+		}
+		if _, err := w.Write(files[i].Data); err != nil {
+			return nil, 0, err
+		}
+		at = ext[i].Offset + ext[i].Size
+	}
+	size := int64(p.g.size())
+	if err := writeZeros(w, size-at); err != nil {
+		return nil, 0, err
+	}
+	return ext, size, nil
+}
+
+// writeZeros writes n zero bytes to w.
+func writeZeros(w io.Writer, n int64) error {
+	if n < 0 {
+		return errors.New("fat: file data out of order")
+	}
+	_, err := io.CopyN(w, zeros{}, n)
+	return err
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// plan is an image laid out: its tree (files and directories), the
+// geometry that holds it, and the options with their defaults.
+type plan struct {
+	root   *node
+	leaves []*node // the nodes of the files, in their order
+	dirs   []*node
+	g      geometry
+	o      Options
+	stamp  [2]uint16
+}
+
+// metaSize is where the first file's data may start: after the
+// directories' clusters, which render allocates first.
+func (p *plan) metaSize() int {
+	cs := p.g.spc * p.g.ss
+	n := p.g.dataStart()
+	for _, d := range p.dirs {
+		n += ceil(entryCount(d, false)*32, cs) * cs
+	}
+	return n
+}
+
+// extents are the files' places, once render has allocated them.
+func (p *plan) extents(files []File) []Extent {
+	ext := make([]Extent, len(files))
+	for i, n := range p.leaves {
+		ext[i] = Extent{Path: files[i].Path, Size: int64(len(n.data))}
+		if n.clusters > 0 {
+			ext[i].Offset = int64(p.g.dataStart() + (int(n.cluster)-2)*p.g.spc*p.g.ss)
+		}
+	}
+	return ext
+}
+
+// newPlan lays the files out: the smallest cluster size at which they
+// fit a FAT16 of at least MinSize.
+func newPlan(files []File, o Options) (*plan, error) {
 	root := &node{dir: true}
 	var leaves []*node
 	for _, f := range files {
 		n, err := add(root, f)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		leaves = append(leaves, n)
 	}
 	sortTree(root)
 	if len(o.Label) > 11 {
-		return nil, nil, fmt.Errorf("fat: volume label %q is longer than 11 characters", o.Label)
+		return nil, fmt.Errorf("fat: volume label %q is longer than 11 characters", o.Label)
 	}
 	if o.Label == "" {
 		o.Label = "NO NAME"
@@ -110,12 +221,12 @@ func WriteExtents(files []File, o Options) ([]byte, []Extent, error) {
 		ss = 512
 	case 512, 1024, 2048, 4096:
 	default:
-		return nil, nil, fmt.Errorf("fat: sector size %d (512, 1024, 2048 or 4096)", o.SectorSize)
+		return nil, fmt.Errorf("fat: sector size %d (512, 1024, 2048 or 4096)", o.SectorSize)
 	}
 	spc0 := 1
 	if o.Align != 0 {
 		if o.Align&(o.Align-1) != 0 || o.Align < ss || o.Align > maxCluster {
-			return nil, nil, fmt.Errorf("fat: alignment %d (a power of two from the sector size %d to %d)", o.Align, ss, maxCluster)
+			return nil, fmt.Errorf("fat: alignment %d (a power of two from the sector size %d to %d)", o.Align, ss, maxCluster)
 		}
 		spc0 = o.Align / ss
 	}
@@ -135,7 +246,7 @@ func WriteExtents(files []File, o Options) ([]byte, []Extent, error) {
 	walk(root)
 	rootEnts := entryCount(root, true)
 	if rootEnts > rootEntries {
-		return nil, nil, fmt.Errorf("fat: %d root directory entries, more than %d", rootEnts, rootEntries)
+		return nil, fmt.Errorf("fat: %d root directory entries, more than %d", rootEnts, rootEntries)
 	}
 	minSize := o.MinSize
 	if minSize < 4<<20 {
@@ -171,23 +282,9 @@ func WriteExtents(files []File, o Options) ([]byte, []Extent, error) {
 		if g.clusters > maxClusters || int64(g.size()) < minSize {
 			continue // a larger cluster
 		}
-		img, err := o.buffer(g.size())
-		if err != nil {
-			return nil, nil, err
-		}
-		if img, err = render(img, root, dirs, g, o, stamp); err != nil {
-			return nil, nil, err
-		}
-		ext := make([]Extent, len(files))
-		for i, n := range leaves {
-			ext[i] = Extent{Path: files[i].Path, Size: int64(len(n.data))}
-			if n.clusters > 0 {
-				ext[i].Offset = int64(g.dataStart() + (int(n.cluster)-2)*spc*ss)
-			}
-		}
-		return img, ext, nil
+		return &plan{root: root, leaves: leaves, dirs: dirs, g: g, o: o, stamp: stamp}, nil
 	}
-	return nil, nil, errors.New("fat: the content is too large for FAT16 (more than about 4 GiB)")
+	return nil, errors.New("fat: the content is too large for FAT16 (more than about 4 GiB)")
 }
 
 // reservedSectors is 1 (the boot sector), and with align as many more as
@@ -375,7 +472,8 @@ func (o Options) buffer(size int) ([]byte, error) {
 }
 
 // render lays the image out in g (setting each node's first cluster), in
-// img (zeroed, of g's size).
+// img (zeroed, of g's size; or of plan.metaSize, the files' data left
+// out).
 func render(img []byte, root *node, dirs []*node, g geometry, o Options, stamp [2]uint16) ([]byte, error) {
 	clusters, spc, sectorSize := g.clusters, g.spc, g.ss
 	cs := spc * sectorSize
@@ -413,7 +511,9 @@ func render(img []byte, root *node, dirs []*node, g geometry, o Options, stamp [
 				files(c)
 			} else {
 				alloc(c, len(c.data))
-				copy(img[dataStart+(int(c.cluster)-2)*cs:], c.data)
+				if len(img) == g.size() { // else WriteExtentsTo writes it
+					copy(img[dataStart+(int(c.cluster)-2)*cs:], c.data)
+				}
 			}
 		}
 	}
@@ -491,7 +591,7 @@ func render(img []byte, root *node, dirs []*node, g geometry, o Options, stamp [
 		}
 	}
 
-	bootSector(img[:sectorSize], g, len(img)/sectorSize, fatSz, o)
+	bootSector(img[:sectorSize], g, g.size()/sectorSize, fatSz, o)
 	return img, nil
 }
 

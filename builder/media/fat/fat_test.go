@@ -176,3 +176,36 @@ func TestAlign(t *testing.T) {
 		}
 	}
 }
+
+// WriteExtentsTo streams WriteExtents's image, byte for byte, with the
+// same extents, at every sector size, aligned or not, with room to spare
+// or none, and with many directories.
+func TestWriteExtentsTo(t *testing.T) {
+	many := sample()
+	for i := range 40 {
+		many = append(many, File{fmt.Sprintf("dir%d/sub/file %d.txt", i%7, i), bytes.Repeat([]byte{byte(i)}, i*1000)})
+	}
+	for _, c := range []struct {
+		name  string
+		files []File
+		o     Options
+	}{
+		{"plain", sample(), Options{Label: "NODEFORGE", VolumeID: 1, Time: time.Unix(1700000000, 0)}},
+		{"iso", sample(), Options{Time: time.Unix(1700000000, 0), Align: 2048}},
+		{"4k sectors", sample(), Options{SectorSize: 4096, MinSize: 40 << 20, HiddenSectors: 256}},
+		{"many", many, Options{Align: 4096, MinSize: 8 << 20}},
+	} {
+		want, wantExt, err := WriteExtents(c.files, c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		ext, size, err := WriteExtentsTo(&got, c.files, c.o)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if size != int64(len(want)) || !bytes.Equal(got.Bytes(), want) || fmt.Sprint(ext) != fmt.Sprint(wantExt) {
+			t.Errorf("%s: %d bytes (said %d), want %d; same bytes %t, same extents %t", c.name, got.Len(), size, len(want), bytes.Equal(got.Bytes(), want), fmt.Sprint(ext) == fmt.Sprint(wantExt))
+		}
+	}
+}

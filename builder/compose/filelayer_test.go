@@ -1,4 +1,4 @@
-package builder
+package compose
 
 import (
 	"bytes"
@@ -8,11 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/nodeforge/builder/builder/compose"
 )
 
-// A layer streamed into a file is compose.NewImageLayer's, byte for byte
+// A layer streamed into a file is NewImageLayer's, byte for byte
 // and digest for digest, however the tar reaches it: in one write, in
 // small pieces or in pieces of random sizes. Its Uncompressed is the tar.
 func TestFileLayerIsNewImageLayer(t *testing.T) {
@@ -24,7 +22,7 @@ func TestFileLayerIsNewImageLayer(t *testing.T) {
 	for i := 3 << 20; i < len(data); i++ {
 		data[i] = "nodeforge "[i%10]
 	}
-	want, err := compose.NewImageLayer(data)
+	want, err := NewImageLayer(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +54,7 @@ func TestFileLayerIsNewImageLayer(t *testing.T) {
 	}
 	for name, write := range pieces {
 		p := filepath.Join(t.TempDir(), "layer")
-		l, err := newFileLayer(p, write)
+		l, err := NewFileLayer(p, write)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +87,7 @@ func TestFileLayerIsNewImageLayer(t *testing.T) {
 func TestFileLayerError(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "layer")
 	boom := errors.New("boom")
-	if _, err := newFileLayer(p, func(w io.Writer) error { w.Write([]byte("half a tar")); return boom }); !errors.Is(err, boom) {
+	if _, err := NewFileLayer(p, func(w io.Writer) error { w.Write([]byte("half a tar")); return boom }); !errors.Is(err, boom) {
 		t.Fatalf("got %v, want %v", err, boom)
 	}
 	if _, err := os.Stat(p); !os.IsNotExist(err) {
@@ -97,7 +95,7 @@ func TestFileLayerError(t *testing.T) {
 	}
 	// An existing file is not overwritten.
 	os.WriteFile(p, []byte("x"), 0o644)
-	if _, err := newFileLayer(p, func(io.Writer) error { return nil }); err == nil {
+	if _, err := NewFileLayer(p, func(io.Writer) error { return nil }); err == nil {
 		t.Error("a layer over an existing file")
 	}
 }

@@ -1,4 +1,4 @@
-package builder
+package compose
 
 import (
 	"bufio"
@@ -11,26 +11,24 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/gzip"
-
-	"github.com/nodeforge/builder/builder/compose"
 )
 
-// fileLayer is a gzip image layer made straight into a file: the tar
+// FileLayer is a gzip image layer made straight into a file: the tar
 // streams through sha256 (its diff ID) into gzip, whose stream goes
 // through sha256 (the blob's digest) into the file. Neither is ever whole
 // in memory (an installer's tar is the initramfs and the UKI, which
 // embeds it again: twice the root filesystem), and the OCI layout links
 // the file as the blob (ocilayout.HashedFile). Its bytes are
-// compose.NewImageLayer's for the same tar (tested).
-type fileLayer struct {
+// NewImageLayer's for the same tar (tested).
+type FileLayer struct {
 	path           string
 	size           int64
 	diffID, digest v1.Hash
 }
 
-// newFileLayer writes the tar that write writes as a layer into path, a
+// NewFileLayer writes the tar that write writes as a layer into path, a
 // new file of mode 0644; on an error nothing is left there.
-func newFileLayer(path string, write func(io.Writer) error) (l *fileLayer, err error) {
+func NewFileLayer(path string, write func(io.Writer) error) (l *FileLayer, err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
@@ -55,7 +53,7 @@ func newFileLayer(path string, write func(io.Writer) error) (l *fileLayer, err e
 	out := &countWriter{w: io.MultiWriter(f, gzSum)}
 	tarW, outW := newAsyncWriter(tarSum), newAsyncWriter(out)
 	bw := bufio.NewWriterSize(outW, 1<<20)
-	// As compose.NewImageLayer: no name and no time in the header.
+	// As NewImageLayer: no name and no time in the header.
 	zw, err := gzip.NewWriterLevel(bw, gzip.DefaultCompression)
 	if err == nil {
 		err = write(io.MultiWriter(tarW, zw))
@@ -73,30 +71,30 @@ func newFileLayer(path string, write func(io.Writer) error) (l *fileLayer, err e
 	if err != nil {
 		return nil, err
 	}
-	return &fileLayer{path: path, size: out.n, diffID: sha256Hash(tarSum.Sum(nil)), digest: sha256Hash(gzSum.Sum(nil))}, nil
+	return &FileLayer{path: path, size: out.n, diffID: sha256Hash(tarSum.Sum(nil)), digest: sha256Hash(gzSum.Sum(nil))}, nil
 }
 
 func sha256Hash(sum []byte) v1.Hash {
 	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum)}
 }
 
-func (l *fileLayer) Digest() (v1.Hash, error)            { return l.digest, nil }
-func (l *fileLayer) DiffID() (v1.Hash, error)            { return l.diffID, nil }
-func (l *fileLayer) Size() (int64, error)                { return l.size, nil }
-func (l *fileLayer) MediaType() (types.MediaType, error) { return types.OCILayer, nil }
-func (l *fileLayer) Compressed() (io.ReadCloser, error)  { return os.Open(l.path) }
+func (l *FileLayer) Digest() (v1.Hash, error)            { return l.digest, nil }
+func (l *FileLayer) DiffID() (v1.Hash, error)            { return l.diffID, nil }
+func (l *FileLayer) Size() (int64, error)                { return l.size, nil }
+func (l *FileLayer) MediaType() (types.MediaType, error) { return types.OCILayer, nil }
+func (l *FileLayer) Compressed() (io.ReadCloser, error)  { return os.Open(l.path) }
 
 // Uncompressed is the tar, read back from the file.
-func (l *fileLayer) Uncompressed() (io.ReadCloser, error) {
+func (l *FileLayer) Uncompressed() (io.ReadCloser, error) {
 	f, err := os.Open(l.path)
 	if err != nil {
 		return nil, err
 	}
-	return compose.GunzipLayer(f)
+	return GunzipLayer(f)
 }
 
 // HashedFile is the file the layout links as the blob.
-func (l *fileLayer) HashedFile() string { return l.path }
+func (l *FileLayer) HashedFile() string { return l.path }
 
 // countWriter counts what it passes on.
 type countWriter struct {
