@@ -7,6 +7,7 @@
 package compose
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -342,6 +343,77 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	return r, nil
 }
 
+// rawDisk is the raw disk image (rawImageTo) as a file of work: its
+// .xz and .zst variants are made from the file, and it is never whole in
+// memory. Without a scratch directory it is in memory.
+func rawDisk(work string, files []fat.File, sde int64, id string, metaValues map[uint8][]byte, sectorSize int) (File, error) {
+	if work == "" {
+		raw, err := rawImage(files, sde, id, metaValues, sectorSize)
+		return File{Name: "raw", Data: raw}, err
+	}
+	p, err := scratchFile(work, "raw-*.img", func(w io.Writer) error {
+		_, err := rawImageTo(w, files, sde, id, metaValues, sectorSize)
+		return err
+	})
+	return File{Name: "raw", Path: p}, err
+}
+
+// scratchFile writes what write writes into a new file of work named
+// after pattern (os.CreateTemp's), buffered, and returns its path; on an
+// error nothing is left.
+func scratchFile(work, pattern string, write func(io.Writer) error) (string, error) {
+	// As the ISO's staging directory, work is made when missing.
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return "", err
+	}
+	out, err := os.CreateTemp(work, pattern)
+	if err != nil {
+		return "", err
+	}
+	bw := bufio.NewWriterSize(out, 1<<20)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err = errors.Join(err, out.Close()); err != nil {
+		os.Remove(out.Name())
+		return "", err
+	}
+	return out.Name(), nil
+}
+
+// variantFile compresses big with algo (compressVariantTo) into a file of
+// work, read from big's file or bytes: a variant is never whole in
+// memory.
+func variantFile(work string, big File, algo string) (File, error) {
+	name := big.Name + "." + algo
+	if work == "" { // no scratch directory: in memory
+		data, err := big.Bytes()
+		if err == nil {
+			data, err = compressVariant(algo, data)
+		}
+		return File{Name: name, Data: data}, err
+	}
+	src, size := io.Reader(bytes.NewReader(big.Data)), int64(len(big.Data))
+	if big.Path != "" {
+		f, err := os.Open(big.Path)
+		if err != nil {
+			return File{}, err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return File{}, err
+		}
+		src, size = f, fi.Size()
+	}
+	p, err := scratchFile(work, "variant-*."+name, func(w io.Writer) error { return compressVariantTo(w, algo, src, size) })
+	if err != nil {
+		return File{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return File{Name: name, Path: p}, nil
+}
+
 // platform is the options' platform and the architecture.
 func (o Options) platform(arch string) (platform.Platform, target.Arch, error) {
 	p, err := o.table().Lookup(o.Platform)
@@ -515,16 +587,24 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 		out = append(out, File{Name: "iso", Path: iso})
 	}
 	if want["raw"] || want["qcow2"] || want["vhd"] || want["raw.tar.gz"] || want["ova"] {
-		raw, err := rawImage(diskFiles, sde, id, metaValues, fs.sectorSize)
+		rawFile, err := rawDisk(work, diskFiles, sde, id, metaValues, fs.sectorSize)
 		if err != nil {
 			return nil, "", err
 		}
 		if want["raw"] {
-			out = append(out, File{Name: "raw", Data: raw})
+			out = append(out, rawFile)
+		} else if rawFile.Path != "" {
+			defer os.Remove(rawFile.Path)
 		}
+		var raw []byte // read for the formats made from it whole
 		for _, f := range []string{"qcow2", "vhd", "raw.tar.gz", "ova"} {
 			if !want[f] {
 				continue
+			}
+			if raw == nil {
+				if raw, err = rawFile.Bytes(); err != nil {
+					return nil, "", err
+				}
 			}
 			var buf bytes.Buffer
 			switch f {
@@ -554,16 +634,12 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 		if !slices.Contains(compressed, big.Name) {
 			continue
 		}
-		data, err := big.Bytes()
-		if err != nil {
-			return nil, "", err
-		}
 		for _, c := range compressions {
-			v, err := compressVariant(c, data)
+			v, err := variantFile(work, big, c)
 			if err != nil {
 				return nil, "", err
 			}
-			variants = append(variants, File{Name: big.Name + "." + c, Data: v})
+			variants = append(variants, v)
 		}
 	}
 	return append(out, variants...), tool, nil

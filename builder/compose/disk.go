@@ -45,13 +45,11 @@ func bootFiles(a target.Arch, bootloader, vmlinuz, initramfs []byte, title strin
 // gives the same ones.
 var mediaGUIDs = gpt.MustParse("6e6f6465-666f-5267-8565-6d6564696131")
 
-// espImage renders the FAT file system of the EFI system partition in
-// the buffer into gives (the disk's partition): hidden is the
-// partition's first sector, sectorSize the disk's logical sector size.
-func espImage(files []fat.File, sde int64, id string, hidden uint32, sectorSize int, into func(int) []byte) error {
-	_, err := fat.Write(files, fat.Options{Label: "NODEFORGE", VolumeID: espVolumeID(id), Time: time.Unix(sde, 0), MinSize: espSize(files),
-		HiddenSectors: hidden, SectorSize: sectorSize, Into: into})
-	return err
+// espOptions are the FAT options of the EFI system partition: hidden is
+// the partition's first sector, sectorSize the disk's logical sector size.
+func espOptions(files []fat.File, sde int64, id string, hidden uint32, sectorSize int) fat.Options {
+	return fat.Options{Label: "NODEFORGE", VolumeID: espVolumeID(id), Time: time.Unix(sde, 0), MinSize: espSize(files),
+		HiddenSectors: hidden, SectorSize: sectorSize}
 }
 
 // espSize is the EFI system partition's size for its files: a tenth
@@ -64,17 +62,29 @@ func espSize(files []fat.File) int64 {
 	return total*11/10 + 8<<20
 }
 
-// rawImage is a GPT disk of sectorSize-byte logical sectors (0: 512):
-// EFI (the system partition with the boot files), BIOS (empty, for a
-// BIOS boot loader), BOOT (empty and small: the kernel and initramfs boot
-// from the EFI partition; kept for the layout installers expect) and META
-// (the schematic's initial META values in Talos's ADV layout), with GUIDs
-// derived from the schematic ID and the partition names. The partitions
-// are at the same bytes whatever the sector size (MiB-aligned); the
-// tables and the EFI file system count in the disk's sectors, as
-// upstream's imager writes a 4096-byte-sector image (its gpt and mkfs
-// given the sector size), for disks with 4K logical blocks.
+// rawImage is rawImageTo's disk in memory.
 func rawImage(files []fat.File, sde int64, id string, metaValues map[uint8][]byte, sectorSize int) ([]byte, error) {
+	var b bytes.Buffer
+	if _, err := rawImageTo(&b, files, sde, id, metaValues, sectorSize); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// rawImageTo writes a GPT disk of sectorSize-byte logical sectors (0:
+// 512) to w, in order, and returns its size: EFI (the system partition
+// with the boot files), BIOS (empty, for a BIOS boot loader), BOOT (empty
+// and small: the kernel and initramfs boot from the EFI partition; kept
+// for the layout installers expect) and META (the schematic's initial
+// META values in Talos's ADV layout), with GUIDs derived from the
+// schematic ID and the partition names. The partitions are at the same
+// bytes whatever the sector size (MiB-aligned); the tables and the EFI
+// file system count in the disk's sectors, as upstream's imager writes a
+// 4096-byte-sector image (its gpt and mkfs given the sector size), for
+// disks with 4K logical blocks. The disk (a real base's is 177 MiB) is
+// never whole in memory: the tables, the EFI file system as it is laid
+// out (fat.WriteExtentsTo) and META's values, with zeros between.
+func rawImageTo(w io.Writer, files []fat.File, sde int64, id string, metaValues map[uint8][]byte, sectorSize int) (int64, error) {
 	if sectorSize == 0 {
 		sectorSize = gpt.SectorSize
 	}
@@ -89,43 +99,75 @@ func rawImage(files []fat.File, sde int64, id string, metaValues map[uint8][]byt
 	}
 	parts, size, err := layout(espSize(files))
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	ss := int64(sectorSize)
 	// The EFI partition is the first: its start does not depend on its
-	// size. Its file system is rendered in the disk, which is laid out
-	// when the file system's size is known.
-	var disk []byte
-	var layoutErr error
-	into := func(n int) []byte {
-		if int64(n) > int64(parts[0].Sectors)*ss {
-			// FAT16's least cluster count in large sectors makes a file
-			// system larger than the files need: the partition grows to it.
-			parts, size, layoutErr = layout(int64(n))
+	// size. FAT16's least cluster count in large sectors makes a file
+	// system larger than the files need: the partition grows to it.
+	fo := espOptions(files, sde, id, uint32(parts[0].Start), sectorSize)
+	fsSize, err := fat.Size(files, fo)
+	if err != nil {
+		return 0, err
+	}
+	if fsSize > int64(parts[0].Sectors)*ss {
+		if parts, size, err = layout(fsSize); err != nil {
+			return 0, err
 		}
-		if layoutErr != nil {
-			return make([]byte, n)
-		}
-		disk = make([]byte, size)
-		start := int64(parts[0].Start) * ss
-		return disk[start : start+int64(n)]
 	}
-	if err := espImage(files, sde, id, uint32(parts[0].Start), sectorSize, into); err != nil {
-		return nil, err
-	}
-	if layoutErr != nil {
-		return nil, layoutErr
-	}
-	if err := gpt.Write(sectorSize, disk, gpt.NameGUID(mediaGUIDs, id+" disk"), parts); err != nil {
-		return nil, err
+	head, tail, err := gpt.Tables(sectorSize, size, gpt.NameGUID(mediaGUIDs, id+" disk"), parts)
+	if err != nil {
+		return 0, err
 	}
 	adv, err := meta.Encode(metaValues)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	copy(disk[int64(parts[3].Start)*ss:], adv)
-	return disk, nil
+	dw := &diskWriter{w: w}
+	dw.write(head)
+	dw.zerosTo(int64(parts[0].Start) * ss)
+	if dw.err == nil {
+		_, n, err := fat.WriteExtentsTo(dw.w, files, fo)
+		dw.at, dw.err = dw.at+n, err
+	}
+	dw.zerosTo(int64(parts[3].Start) * ss)
+	dw.write(adv)
+	dw.zerosTo(size - int64(len(tail)))
+	dw.write(tail)
+	return size, dw.err
 }
+
+// diskWriter writes a disk's parts in order, keeping the offset and the
+// first error.
+type diskWriter struct {
+	w   io.Writer
+	at  int64
+	err error
+}
+
+func (d *diskWriter) write(b []byte) {
+	if d.err == nil {
+		_, d.err = d.w.Write(b)
+		d.at += int64(len(b))
+	}
+}
+
+// zerosTo writes zeros up to the offset end.
+func (d *diskWriter) zerosTo(end int64) {
+	if d.err != nil {
+		return
+	}
+	if end < d.at {
+		d.err = fmt.Errorf("disk image: a part ends at %d, past the next one's start %d", d.at, end)
+		return
+	}
+	_, d.err = io.CopyN(d.w, zeroReader{}, end-d.at)
+	d.at = end
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // espVolumeID is an EFI system partition's FAT volume ID: the schematic
 // ID's first 32 bits (0 without one).
@@ -421,27 +463,51 @@ func isoRecordName(rec []byte) (string, bool) {
 // liblzma encoder: it writes xzChunks, other bytes (builder/compressors
 // says so, and refuses releases).
 func compressVariant(algo string, data []byte) ([]byte, error) {
+	var b bytes.Buffer
+	if err := compressVariantTo(&b, algo, bytes.NewReader(data), int64(len(data))); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// compressVariantTo is compressVariant of the size bytes of src, written
+// to w as they come: neither the image nor its variant is held whole
+// (but by xzChunks, without cgo).
+func compressVariantTo(w io.Writer, algo string, src io.Reader, size int64) error {
 	switch algo {
 	case "zst":
-		return CompressInitramfs("zstd", len(data)/4, func(w io.Writer) error { _, err := w.Write(data); return err })
+		return CompressInitramfsTo(w, "zstd", func(w io.Writer) error { _, err := io.Copy(w, src); return err })
 	case "gz":
 		// One compressor at a pinned version, no name and no time in the
 		// header: the same image gives the same bytes.
-		var b bytes.Buffer
-		zw, err := gzip.NewWriterLevel(&b, gzip.DefaultCompression)
-		if err == nil {
-			if _, err = zw.Write(data); err == nil {
-				err = zw.Close()
-			}
+		zw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
+		if err != nil {
+			return err
 		}
-		return b.Bytes(), err
+		if _, err = io.Copy(zw, src); err != nil {
+			return err
+		}
+		return zw.Close()
 	case "xz":
 		if !xzdec.CanEncode {
-			return xzChunks(data)
+			data, err := io.ReadAll(src)
+			if err != nil {
+				return err
+			}
+			if data, err = xzChunks(data); err != nil {
+				return err
+			}
+			_, err = w.Write(data)
+			return err
 		}
-		return xzdec.Encode(data, xzdec.EncodeOptions{Preset: diskXZPreset, Threads: runtime.GOMAXPROCS(0)})
+		xw, err := xzdec.NewEncoder(w, size, xzdec.EncodeOptions{Preset: diskXZPreset, Threads: runtime.GOMAXPROCS(0)})
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(xw, src)
+		return errors.Join(err, xw.Close())
 	}
-	return nil, fmt.Errorf("unknown disk image compression %q (zst, xz or gz)", algo)
+	return fmt.Errorf("unknown disk image compression %q (zst, xz or gz)", algo)
 }
 
 // diskXZPreset is the .xz disk images' preset: xz's default.

@@ -3,6 +3,7 @@ package xzdec
 import (
 	"errors"
 	"fmt"
+	"io"
 )
 
 // EncodeOptions say how Encode compresses.
@@ -49,6 +50,58 @@ func Encode(data []byte, o EncodeOptions) ([]byte, error) {
 	blocks := max(1, (len(data)+o.BlockSize-1)/o.BlockSize)
 	o.Threads = min(max(o.Threads, 1), blocks, 64)
 	return encode(data, o)
+}
+
+// Encoder writes the Stream Encode makes of what is written to it, as
+// it comes: the bytes are Encode's of the whole input, and neither the
+// input nor the Stream is ever whole in memory (liblzma holds
+// o.Threads Blocks in and out). Close writes the Stream's end and frees
+// the encoder; an Encoder that is not closed leaks its threads.
+type Encoder struct {
+	e      *encoder
+	closed bool
+}
+
+// NewEncoder starts a Stream written to w (see Encode); size, when known
+// (else 0), bounds the threads by the Blocks it makes. Without cgo it
+// returns ErrNoEncoder.
+func NewEncoder(w io.Writer, size int64, o EncodeOptions) (*Encoder, error) {
+	if o.Preset < 0 || o.Preset > 9 {
+		return nil, fmt.Errorf("xz: preset %d (0 to 9)", o.Preset)
+	}
+	if o.BlockSize < 0 || o.Threads < 0 || size < 0 {
+		return nil, fmt.Errorf("xz: block size %d, threads %d, size %d", o.BlockSize, o.Threads, size)
+	}
+	if o.BlockSize == 0 {
+		o.BlockSize = max(3*presetDict[o.Preset], 1<<20)
+	}
+	o.Threads = min(max(o.Threads, 1), 64)
+	if size > 0 {
+		o.Threads = min(o.Threads, int(max(1, (size+int64(o.BlockSize)-1)/int64(o.BlockSize))))
+	}
+	return newEncoder(w, o)
+}
+
+// Write compresses p; the first error of liblzma or of w is every later
+// call's.
+func (x *Encoder) Write(p []byte) (int, error) {
+	if x.closed {
+		return 0, errors.New("xz: write to a closed encoder")
+	}
+	if err := x.e.code(p, false); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Close ends the Stream and frees the encoder.
+func (x *Encoder) Close() error {
+	if x.closed {
+		return nil
+	}
+	x.closed = true
+	defer x.e.end()
+	return x.e.code(nil, true)
 }
 
 // encodeBound is room for the Stream of n bytes: LZMA2 stores what it

@@ -2,6 +2,8 @@
 
 package xzdec
 
+import "io"
+
 // CanEncode says whether Encode works in this build: without cgo, no.
 const CanEncode = false
 
@@ -10,3 +12,9 @@ const CanEncode = false
 const EncoderModule = ""
 
 func encode([]byte, EncodeOptions) ([]byte, error) { return nil, ErrNoEncoder }
+
+type encoder struct{}
+
+func newEncoder(io.Writer, EncodeOptions) (*Encoder, error) { return nil, ErrNoEncoder }
+func (*encoder) code([]byte, bool) error                    { return ErrNoEncoder }
+func (*encoder) end()                                       {}

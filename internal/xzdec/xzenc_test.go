@@ -114,3 +114,75 @@ func xzList(t *testing.T, c []byte) string {
 	}
 	return string(xzTool(t, nil, "--robot", "-lv", p))
 }
+
+// failWriter fails every write.
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestEncoder: the streaming encoder writes Encode's bytes, however the
+// input comes (whole, in small pieces, in pieces of random sizes), on one
+// thread or several, with or without a size; empty input is Encode's
+// empty Stream; the writer's error is Write's or Close's. Without cgo
+// NewEncoder says it has no encoder.
+func TestEncoder(t *testing.T) {
+	data := encodeInput(5<<16 + 12345)
+	o := EncodeOptions{Preset: 6, BlockSize: 64 << 10, Threads: 2}
+	if !CanEncode {
+		if _, err := NewEncoder(io.Discard, 0, o); !errors.Is(err, ErrNoEncoder) {
+			t.Fatalf("without cgo: %v", err)
+		}
+		return
+	}
+	want, err := Encode(data, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct {
+		name    string
+		piece   func() int
+		size    int64
+		threads int
+	}{
+		{"whole", func() int { return len(data) }, int64(len(data)), 2},
+		{"4 KiB", func() int { return 4096 }, 0, 3},
+		{"random", func() int { return 1 + rng.IntN(200<<10) }, int64(len(data)), 1},
+	} {
+		var got bytes.Buffer
+		o.Threads = c.threads
+		e, err := NewEncoder(&got, c.size, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rest := data; len(rest) > 0; {
+			n := min(c.piece(), len(rest))
+			if _, err := e.Write(rest[:n]); err != nil {
+				t.Fatal(err)
+			}
+			rest = rest[n:]
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Errorf("%s: %d bytes, not Encode's %d", c.name, got.Len(), len(want))
+		}
+	}
+	var empty bytes.Buffer
+	e, _ := NewEncoder(&empty, 0, o)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := Encode(nil, o); !bytes.Equal(empty.Bytes(), want) {
+		t.Errorf("empty: %x, want %x", empty.Bytes(), want)
+	}
+	e, _ = NewEncoder(failWriter{}, 0, o)
+	_, werr := e.Write(data)
+	if cerr := e.Close(); werr == nil && cerr == nil || (werr != nil && werr.Error() != "disk full") {
+		t.Errorf("a failing writer: Write %v, Close %v", werr, cerr)
+	}
+	if _, err := NewEncoder(io.Discard, 0, EncodeOptions{Preset: 10}); err == nil {
+		t.Error("preset 10 accepted")
+	}
+}

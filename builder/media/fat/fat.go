@@ -148,6 +148,15 @@ func WriteExtentsTo(w io.Writer, files []File, o Options) ([]Extent, int64, erro
 	return ext, size, nil
 }
 
+// Size is the size of the image Write renders of files with o.
+func Size(files []File, o Options) (int64, error) {
+	p, err := newPlan(files, o)
+	if err != nil {
+		return 0, err
+	}
+	return int64(p.g.size()), nil
+}
+
 // writeZeros writes n zero bytes to w.
 func writeZeros(w io.Writer, n int64) error {
 	if n < 0 {

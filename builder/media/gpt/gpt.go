@@ -125,28 +125,43 @@ func Layout(sectorSize int, names []string, types []GUID, sizes []int64, guids [
 // is the disk size (a multiple of sectorSize): the header at LBA 1 and the entry array after it (UEFI 2.10, 5.3.2), the
 // protective MBR in LBA 0's first 512 bytes counting the disk's sectors.
 func Write(sectorSize int, disk []byte, diskGUID GUID, parts []Partition) error {
-	g, err := geometryOf(sectorSize)
+	head, tail, err := Tables(sectorSize, int64(len(disk)), diskGUID, parts)
 	if err != nil {
 		return err
 	}
-	ss, entryLBAs, firstUsable := g.size, g.entryLBAs, g.firstUsable
-	if uint64(len(disk))%ss != 0 || uint64(len(disk)) < (2*firstUsable+1)*ss {
-		return fmt.Errorf("gpt: disk of %d bytes", len(disk))
+	copy(disk, head)
+	copy(disk[len(disk)-len(tail):], tail)
+	return nil
+}
+
+// Tables are what Write writes on a disk of diskSize bytes: head, its
+// first sectors up to the first usable one (the protective MBR, the
+// header, the entries), and tail, its last ones (the backup entries and
+// header). Everything between is the partitions' (a disk written as a
+// stream: head, the partitions, tail).
+func Tables(sectorSize int, diskSize int64, diskGUID GUID, parts []Partition) (head, tail []byte, err error) {
+	g, err := geometryOf(sectorSize)
+	if err != nil {
+		return nil, nil, err
 	}
-	last := uint64(len(disk))/ss - 1
+	ss, entryLBAs, firstUsable := g.size, g.entryLBAs, g.firstUsable
+	if diskSize < 0 || uint64(diskSize)%ss != 0 || uint64(diskSize) < (2*firstUsable+1)*ss {
+		return nil, nil, fmt.Errorf("gpt: disk of %d bytes", diskSize)
+	}
+	last := uint64(diskSize)/ss - 1
 	lastUsable := last - 1 - entryLBAs
 	if len(parts) > entryCount {
-		return errors.New("gpt: more than 128 partitions")
+		return nil, nil, errors.New("gpt: more than 128 partitions")
 	}
 	entries := make([]byte, entryCount*entrySize)
 	for i, p := range parts {
 		if p.Start < firstUsable || p.Sectors == 0 || p.Start+p.Sectors-1 > lastUsable {
-			return fmt.Errorf("gpt: partition %s (%d+%d) does not fit in %d..%d", p.Name, p.Start, p.Sectors, firstUsable, lastUsable)
+			return nil, nil, fmt.Errorf("gpt: partition %s (%d+%d) does not fit in %d..%d", p.Name, p.Start, p.Sectors, firstUsable, lastUsable)
 		}
 		for j := 0; j < i; j++ {
 			q := parts[j]
 			if p.Start < q.Start+q.Sectors && q.Start < p.Start+p.Sectors {
-				return fmt.Errorf("gpt: partitions %s and %s overlap", q.Name, p.Name)
+				return nil, nil, fmt.Errorf("gpt: partitions %s and %s overlap", q.Name, p.Name)
 			}
 		}
 		e := entries[i*entrySize:]
@@ -158,7 +173,7 @@ func Write(sectorSize int, disk []byte, diskGUID GUID, parts []Partition) error 
 		binary.LittleEndian.PutUint64(e[48:], p.Attrs)
 		u := utf16.Encode([]rune(p.Name))
 		if len(u) > 36 {
-			return fmt.Errorf("gpt: partition name %q is longer than 36 UTF-16 units", p.Name)
+			return nil, nil, fmt.Errorf("gpt: partition name %q is longer than 36 UTF-16 units", p.Name)
 		}
 		for k, c := range u {
 			binary.LittleEndian.PutUint16(e[56+2*k:], c)
@@ -167,8 +182,8 @@ func Write(sectorSize int, disk []byte, diskGUID GUID, parts []Partition) error 
 	entriesCRC := crc32.ChecksumIEEE(entries)
 
 	// Protective MBR: one partition of type 0xEE over the disk.
-	clear(disk[:ss])
-	mbr := disk[:512]
+	head = make([]byte, firstUsable*ss)
+	mbr := head[:512]
 	pe := mbr[446:]
 	pe[1], pe[2], pe[3] = 0x00, 0x02, 0x00 // CHS of LBA 1
 	pe[4] = 0xEE
@@ -199,10 +214,11 @@ func Write(sectorSize int, disk []byte, diskGUID GUID, parts []Partition) error 
 		binary.LittleEndian.PutUint32(h[16:], crc32.ChecksumIEEE(h[:headerSize]))
 		return h
 	}
-	copy(disk[1*ss:], header(1, last, 2))
-	copy(disk[2*ss:], entries)
+	copy(head[1*ss:], header(1, last, 2))
+	copy(head[2*ss:], entries)
 	backupEntries := last - entryLBAs
-	copy(disk[backupEntries*ss:], entries)
-	copy(disk[last*ss:], header(last, 1, backupEntries))
-	return nil
+	tail = make([]byte, (entryLBAs+1)*ss)
+	copy(tail, entries)
+	copy(tail[entryLBAs*ss:], header(last, 1, backupEntries))
+	return head, tail, nil
 }
