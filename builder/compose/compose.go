@@ -343,6 +343,74 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	return r, nil
 }
 
+// fromRaw makes the formats of want made from the raw disk (qcow2, vhd,
+// raw.tar.gz, ova), in that order: qcow2 and VHD from its file into
+// files, never whole in memory; the others (and all without a scratch
+// directory) from its bytes.
+func fromRaw(work string, rawFile File, want map[string]bool, app ova.Options) ([]File, error) {
+	var out []File
+	var raw []byte // read for the formats made from it whole
+	for _, f := range []string{"qcow2", "vhd", "raw.tar.gz", "ova"} {
+		if !want[f] {
+			continue
+		}
+		if rawFile.Path != "" && (f == "qcow2" || f == "vhd") {
+			p, err := scratchFile(work, "disk-*."+f, func(w io.Writer) error { return fromRawFile(w, rawFile.Path, f, app.SourceDate) })
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			out = append(out, File{Name: f, Path: p})
+			continue
+		}
+		if raw == nil {
+			var err error
+			if raw, err = rawFile.Bytes(); err != nil {
+				return nil, err
+			}
+		}
+		var buf bytes.Buffer
+		var err error
+		switch f {
+		case "qcow2":
+			// Sparse already: no compressed variants. The buffer is
+			// sized at once: growing it copied and zeroed 150 MB
+			// several times.
+			buf.Grow(int(qcow2.Size(raw)))
+			err = qcow2.Write(&buf, raw)
+		case "vhd":
+			buf.Grow(len(raw) + 512)
+			err = vhd.Write(&buf, raw, app.SourceDate)
+		case "raw.tar.gz":
+			err = disktar.Write(&buf, raw, app.SourceDate)
+		case "ova":
+			err = ova.Write(&buf, raw, app)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		out = append(out, File{Name: f, Data: buf.Bytes()})
+	}
+	return out, nil
+}
+
+// fromRawFile writes the qcow2 or VHD image of the raw disk in the file
+// path to w.
+func fromRawFile(w io.Writer, path, format string, sde int64) error {
+	r, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	fi, err := r.Stat()
+	if err != nil {
+		return err
+	}
+	if format == "qcow2" {
+		return qcow2.WriteFrom(w, r, fi.Size())
+	}
+	return vhd.WriteFrom(w, r, fi.Size(), sde)
+}
+
 // rawDisk is the raw disk image (rawImageTo) as a file of work: its
 // .xz and .zst variants are made from the file, and it is never whole in
 // memory. Without a scratch directory it is in memory.
@@ -596,37 +664,11 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 		} else if rawFile.Path != "" {
 			defer os.Remove(rawFile.Path)
 		}
-		var raw []byte // read for the formats made from it whole
-		for _, f := range []string{"qcow2", "vhd", "raw.tar.gz", "ova"} {
-			if !want[f] {
-				continue
-			}
-			if raw == nil {
-				if raw, err = rawFile.Bytes(); err != nil {
-					return nil, "", err
-				}
-			}
-			var buf bytes.Buffer
-			switch f {
-			case "qcow2":
-				// Sparse already: no compressed variants. The buffer is
-				// sized at once: growing it copied and zeroed 150 MB
-				// several times.
-				buf.Grow(int(qcow2.Size(raw)))
-				err = qcow2.Write(&buf, raw)
-			case "vhd":
-				buf.Grow(len(raw) + 512)
-				err = vhd.Write(&buf, raw, sde)
-			case "raw.tar.gz":
-				err = disktar.Write(&buf, raw, sde)
-			case "ova":
-				err = ova.Write(&buf, raw, app)
-			}
-			if err != nil {
-				return nil, "", fmt.Errorf("%s: %w", f, err)
-			}
-			out = append(out, File{Name: f, Data: buf.Bytes()})
+		made, err := fromRaw(work, rawFile, want, app)
+		if err != nil {
+			return nil, "", err
 		}
+		out = append(out, made...)
 	}
 	// The large ones also compressed, as downloads.
 	var variants []File

@@ -6,6 +6,7 @@
 package qcow2
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -33,9 +34,9 @@ type layout struct {
 	total                  int64   // host clusters in all
 }
 
-func plan(raw []byte) layout {
-	lo := layout{size: uint64(len(raw))}
-	guest := (len(raw) + clusterSize - 1) / clusterSize
+func plan(raw io.ReaderAt, size int64) (layout, error) {
+	lo := layout{size: uint64(size)}
+	guest := int((size + clusterSize - 1) / clusterSize)
 	lo.l1Entries = max(1, (guest+l2Entries-1)/l2Entries)
 	lo.l1Size = int64((lo.l1Entries*8 + clusterSize - 1) / clusterSize)
 	lo.data = make([]int64, guest)
@@ -44,9 +45,14 @@ func plan(raw []byte) layout {
 	for i := range lo.l2 {
 		lo.l2[i] = -1
 	}
+	buf := make([]byte, clusterSize)
 	for g := range lo.data {
 		lo.data[g] = -1
-		if !zero(cluster(raw, g)) {
+		b, err := cluster(raw, size, g, buf)
+		if err != nil {
+			return lo, err
+		}
+		if !zero(b) {
 			lo.data[g] = nData // relative for now
 			nData++
 			if lo.l2[g/l2Entries] < 0 {
@@ -76,12 +82,19 @@ func plan(raw []byte) layout {
 		}
 	}
 	lo.total = firstData + nData
-	return lo
+	return lo, nil
 }
 
-// cluster is guest cluster g of raw (shorter at the end).
-func cluster(raw []byte, g int) []byte {
-	return raw[g*clusterSize : min((g+1)*clusterSize, len(raw))]
+// cluster reads guest cluster g of raw (size bytes) into buf: the slice of
+// it read (shorter at the end).
+func cluster(raw io.ReaderAt, size int64, g int, buf []byte) ([]byte, error) {
+	off := int64(g) * clusterSize
+	b := buf[:min(clusterSize, size-off)]
+	_, err := raw.ReadAt(b, off)
+	if err == io.EOF {
+		err = nil
+	}
+	return b, err
 }
 
 func zero(b []byte) bool {
@@ -99,19 +112,30 @@ func Size(raw []byte) int64 {
 	if len(raw) == 0 {
 		return 0
 	}
-	return plan(raw).total * clusterSize
+	lo, _ := plan(bytes.NewReader(raw), int64(len(raw)))
+	return lo.total * clusterSize
 }
 
 // Write writes raw as a qcow2 image. The raw image's size is the virtual
 // size; it must be a whole number of 512-byte sectors.
 func Write(w io.Writer, raw []byte) error {
-	if len(raw)%512 != 0 {
+	return WriteFrom(w, bytes.NewReader(raw), int64(len(raw)))
+}
+
+// WriteFrom is Write of the size bytes of raw, read twice a cluster at a
+// time (to find the clusters of zeros, then to copy the others): a disk
+// in a file is never whole in memory.
+func WriteFrom(w io.Writer, raw io.ReaderAt, size int64) error {
+	if size%512 != 0 {
 		return errors.New("qcow2: the raw image is not a whole number of 512-byte sectors")
 	}
-	if len(raw) == 0 {
+	if size == 0 {
 		return errors.New("qcow2: the raw image is empty")
 	}
-	lo := plan(raw)
+	lo, err := plan(raw, size)
+	if err != nil {
+		return err
+	}
 	if lo.nRefblocks*8 > clusterSize {
 		return errors.New("qcow2: the image needs more than one cluster of refcount table")
 	}
@@ -165,12 +189,15 @@ func Write(w io.Writer, raw []byte) error {
 		}
 	}
 	// The data clusters, in guest order (the last one padded).
-	pad := make([]byte, clusterSize)
+	pad, buf := make([]byte, clusterSize), make([]byte, clusterSize)
 	for g, c := range lo.data {
 		if c < 0 {
 			continue
 		}
-		b := cluster(raw, g)
+		b, err := cluster(raw, size, g, buf)
+		if err != nil {
+			return err
+		}
 		if _, err := w.Write(b); err != nil {
 			return err
 		}

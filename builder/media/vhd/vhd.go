@@ -11,6 +11,7 @@
 package vhd
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -32,29 +33,51 @@ const (
 // length must be a positive multiple of 1 MiB (Azure refuses anything
 // else); sourceDate (seconds since 1970) is the footer's timestamp.
 func Write(w io.Writer, raw []byte, sourceDate int64) error {
-	f, err := Footer(raw, sourceDate)
+	return WriteFrom(w, bytes.NewReader(raw), int64(len(raw)), sourceDate)
+}
+
+// WriteFrom is Write of the size bytes raw reads, copied as they come
+// (hashed on the way for the footer's id): a disk in a file is never
+// whole in memory.
+func WriteFrom(w io.Writer, raw io.Reader, size, sourceDate int64) error {
+	if err := checkSize(size); err != nil {
+		return err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(raw, size))
 	if err != nil {
 		return err
 	}
-	if _, err := w.Write(raw); err != nil {
-		return err
+	if n != size {
+		return fmt.Errorf("vhd: the raw image ended at %d bytes of %d", n, size)
 	}
-	_, err = w.Write(f)
+	_, err = w.Write(footer(size, [sha256.Size]byte(h.Sum(nil)), sourceDate))
 	return err
 }
 
 // Footer returns the 512-byte footer of raw as a fixed disk.
 func Footer(raw []byte, sourceDate int64) ([]byte, error) {
-	size := int64(len(raw))
-	if size == 0 || size%(1<<20) != 0 {
-		return nil, fmt.Errorf("vhd: a fixed disk for Azure is a whole number of MiB, not %d bytes", size)
+	if err := checkSize(int64(len(raw))); err != nil {
+		return nil, err
+	}
+	return footer(int64(len(raw)), sha256.Sum256(raw), sourceDate), nil
+}
+
+// checkSize refuses a disk size the format or Azure does not take.
+func checkSize(size int64) error {
+	if size <= 0 || size%(1<<20) != 0 {
+		return fmt.Errorf("vhd: a fixed disk for Azure is a whole number of MiB, not %d bytes", size)
 	}
 	if size/sector > maxSectors {
-		return nil, errors.New("vhd: the disk is larger than the format's 2040 GiB")
+		return errors.New("vhd: the disk is larger than the format's 2040 GiB")
 	}
+	return nil
+}
+
+// footer is the footer of a disk of size bytes whose SHA-256 is id.
+func footer(size int64, id [sha256.Size]byte, sourceDate int64) []byte {
 	ts := max(sourceDate-vhdEpoch, 0)
 	ts = min(ts, 1<<32-1)
-	id := sha256.Sum256(raw)
 
 	f := make([]byte, footerSize)
 	copy(f[0:], "conectix")
@@ -81,7 +104,7 @@ func Footer(raw []byte, sourceDate int64) ([]byte, error) {
 	f[68+6] = f[68+6]&0x0f | 0x80
 	f[68+8] = f[68+8]&0x3f | 0x80
 	binary.BigEndian.PutUint32(f[64:], checksum(f))
-	return f, nil
+	return f
 }
 
 // checksum is the ones' complement of the sum of the footer's bytes, the
