@@ -184,6 +184,10 @@ func TestHelmChart(t *testing.T) {
 	if at(c, "env", 0, "name") != "COSIGN_PASSWORD" || at(c, "env", 0, "valueFrom", "secretKeyRef", "name") != "nodeforge-factory-signing" {
 		t.Errorf("COSIGN_PASSWORD is not the signing Secret's: %v", at(c, "env"))
 	}
+	// The Go runtime's soft memory limit is the container's.
+	if env, _ := at(c, "env").([]any); len(env) == 0 || at(env[len(env)-1], "name") != "GOMEMLIMIT" || at(env[len(env)-1], "valueFrom", "resourceFieldRef", "resource") != "limits.memory" {
+		t.Errorf("no GOMEMLIMIT from the memory limit: %v", at(c, "env"))
+	}
 	if at(pod, "securityContext", "runAsNonRoot") != true || at(c, "securityContext", "readOnlyRootFilesystem") != true {
 		t.Errorf("the pod may run as root or write its root: %v %v", at(pod, "securityContext"), at(c, "securityContext"))
 	}
