@@ -189,14 +189,20 @@ func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []strin
 	if err != nil {
 		return fail(err)
 	}
-	// The root filesystem is read only when an extension ships modules.
-	assets, err := layersByType(img, compose.MediaTypeVmlinuz, compose.MediaTypeInitramfs)
+	// The root filesystem is read only when an extension ships modules,
+	// the initramfs once the segment that follows it is made.
+	assets, err := layersByType(img, compose.MediaTypeVmlinuz)
+	if err != nil {
+		return fail(err)
+	}
+	initramfs, err := layerOfType(img, compose.MediaTypeInitramfs)
 	if err != nil {
 		return fail(err)
 	}
 	k := r.Params.Kernel[arch]
-	b := compose.Boot{Arch: arch, Vmlinuz: assets[compose.MediaTypeVmlinuz], Initramfs: assets[compose.MediaTypeInitramfs],
-		Cmdline: r.Params.Cmdline, KernelVersion: k.Version, Key: imageKey(img),
+	b := compose.Boot{Arch: arch, Vmlinuz: assets[compose.MediaTypeVmlinuz],
+		ReadInitramfs: func(spare int) ([]byte, error) { return readLayer(initramfs, spare) },
+		Cmdline:       r.Params.Cmdline, KernelVersion: k.Version, Key: imageKey(img),
 		Modules: func() (map[string][]byte, error) {
 			sq, err := layersByType(img, compose.MediaTypeRootfs)
 			if err != nil {
@@ -204,7 +210,7 @@ func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []strin
 			}
 			return moduleFiles(sq[compose.MediaTypeRootfs], k.ModulesDir)
 		}}
-	if b.Vmlinuz == nil || b.Initramfs == nil {
+	if b.Vmlinuz == nil || initramfs == nil {
 		return fail(fmt.Errorf("the boot image lacks the kernel or the initramfs"))
 	}
 	ib, err := r.bootFiles(ctx, arch)
@@ -419,11 +425,11 @@ func layerReader(l v1.Layer) (io.ReadCloser, error) {
 // into one allocation, then on to its end, where the store checks its
 // digest: growing a buffer as io.ReadAll does zeroed and copied a 164 MB
 // initramfs several times over.
-func readBlob(r io.Reader, size, limit int64) ([]byte, error) {
-	if size < 0 || size > limit {
+func readBlob(r io.Reader, size, limit int64, spare int) ([]byte, error) {
+	if size < 0 || size > limit || spare < 0 {
 		return nil, fmt.Errorf("%d bytes, more than the %d read into memory", size, limit)
 	}
-	b := make([]byte, size)
+	b := make([]byte, size, size+int64(spare))
 	if _, err := io.ReadFull(r, b); err != nil {
 		return nil, err
 	}
@@ -468,24 +474,55 @@ func layersByType(img v1.Image, wanted ...string) (map[string][]byte, error) {
 		if !slices.Contains(wanted, string(mt)) {
 			continue
 		}
-		// The blob as stored: a boot asset is a file (an initramfs is
-		// zstd or xz, and must stay so), not a compressed layer.
-		size, err := l.Size()
+		b, err := readLayer(l, 0)
 		if err != nil {
 			return nil, err
-		}
-		rc, err := l.Compressed()
-		if err != nil {
-			return nil, err
-		}
-		b, err := readBlob(rc, size, maxAsset)
-		rc.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", mt, err)
 		}
 		out[string(mt)] = b
 	}
 	return out, nil
+}
+
+// layerOfType is img's first layer of media type mt (nil: none).
+func layerOfType(img v1.Image, mt string) (v1.Layer, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range layers {
+		t, err := l.MediaType()
+		if err != nil {
+			return nil, err
+		}
+		if string(t) == mt {
+			return l, nil
+		}
+	}
+	return nil, nil
+}
+
+// readLayer reads a boot asset's blob as stored (a boot asset is a file:
+// an initramfs is zstd or xz, and must stay so), into one allocation
+// with spare bytes of room after it.
+func readLayer(l v1.Layer, spare int) ([]byte, error) {
+	mt, err := l.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	size, err := l.Size()
+	if err != nil {
+		return nil, err
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := readBlob(rc, size, maxAsset, spare)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", mt, err)
+	}
+	return b, nil
 }
 
 // moduleFiles reads the regular files below dir of a squashfs image, by

@@ -43,8 +43,14 @@ import (
 type Boot struct {
 	Arch      string
 	Vmlinuz   []byte
-	Initramfs []byte   // the release's, which the extensions' segment follows
-	Cmdline   []string // the image's kernel arguments
+	Initramfs []byte // the release's, which the extensions' segment follows
+	// ReadInitramfs, set instead of Initramfs, reads the release's
+	// initramfs into a buffer with spare bytes of room after it: called
+	// once the segment is made, which is appended there without a copy
+	// (a real base's initramfs is 140 MiB), and which it does not hold
+	// while the segment's squashfs is written.
+	ReadInitramfs func(spare int) ([]byte, error)
+	Cmdline       []string // the image's kernel arguments
 	// Bootloader is the EFI boot manager (systemd-boot) of the base; nil
 	// makes no disk images.
 	Bootloader    []byte
@@ -268,8 +274,11 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	isoArgs := table.KernelArgs(p, ta.OCI, a)
 	kernelName, initrdName := "kernel-"+arch, "initramfs-"+arch+".xz"
 	ipxe := fmt.Sprintf("#!ipxe\nkernel %s %s\ninitrd %s\nboot\n", kernelName, strings.Join(args, " "), initrdName)
-	initramfs := append(append(make([]byte, 0, len(b.Initramfs)+len(seg)), b.Initramfs...), seg...)
-	b.Initramfs = nil // in initramfs now: this copy (a real base's is 164 MB) may be freed
+	initramfs, err := b.initramfs(seg)
+	if err != nil {
+		return nil, err
+	}
+	b.Initramfs = nil // in initramfs now: this copy (a real base's is 140 MiB) may be freed
 	r := &Result{Schematic: id, Platform: p.Name, Initramfs: initramfs, Segment: entries, Files: []File{
 		{Name: kernelName, Data: b.Vmlinuz},
 		{Name: initrdName, Data: initramfs},
@@ -480,6 +489,18 @@ func variantFile(work string, big File, algo string) (File, error) {
 		return File{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return File{Name: name, Path: p}, nil
+}
+
+// initramfs is the release's initramfs with seg appended.
+func (b Boot) initramfs(seg []byte) ([]byte, error) {
+	if b.ReadInitramfs == nil {
+		return append(append(make([]byte, 0, len(b.Initramfs)+len(seg)), b.Initramfs...), seg...), nil
+	}
+	init, err := b.ReadInitramfs(len(seg))
+	if err != nil {
+		return nil, fmt.Errorf("the release's initramfs: %w", err)
+	}
+	return append(init, seg...), nil
 }
 
 // platform is the options' platform and the architecture.

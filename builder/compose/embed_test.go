@@ -168,3 +168,36 @@ func TestSupportsEmbeddedConfig(t *testing.T) {
 		t.Errorf("no configuration: %v", err)
 	}
 }
+
+// A release's initramfs read once the segment is made (ReadInitramfs,
+// asked for room for the segment) gives the same media as one given
+// whole, appended in place; its error is Media's.
+func TestReadInitramfs(t *testing.T) {
+	r, b := embedMedia(t, "", "zstd", nil)
+	zfs := &Extension{Name: "zfs", Metadata: extensions.Metadata{Name: "zfs", Version: "2.3.4"}, Tree: rootfs.New()}
+	if err := zfs.Tree.Add(&rootfs.Node{Path: "/usr/local/lib/zfs.txt", Kind: rootfs.KindFile, Mode: 0o644, User: "root", Group: "root",
+		Data: []byte("zfs\n"), Digest: digest.SHA256Hex([]byte("zfs\n"))}); err != nil {
+		t.Fatal(err)
+	}
+	sch := &schematic.Schematic{}
+	sch.Customization.SystemExtensions.OfficialExtensions = []string{"siderolabs/zfs"}
+	o := Options{Schematic: sch, Platform: "metal", Squashfs: rootfs.SquashfsOptions{Compressor: "zstd"}, InitramfsCompression: "zstd",
+		SourceDate: 1700000000, Work: t.TempDir(), PrettyName: "Nodeforge embed"}
+	var buf []byte
+	lazy := b
+	lazy.Initramfs, lazy.ReadInitramfs = nil, func(spare int) ([]byte, error) {
+		buf = append(make([]byte, 0, len(b.Initramfs)+spare), b.Initramfs...)
+		return buf, nil
+	}
+	got, err := Media(context.Background(), lazy, []*Extension{zfs}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Initramfs, r.Initramfs) || &got.Initramfs[0] != &buf[:1][0] {
+		t.Errorf("the initramfs read late differs (%t) or was copied", !bytes.Equal(got.Initramfs, r.Initramfs))
+	}
+	lazy.ReadInitramfs = func(int) ([]byte, error) { return nil, os.ErrNotExist }
+	if _, err := Media(context.Background(), lazy, []*Extension{zfs}, o); err == nil || !strings.Contains(err.Error(), "the release's initramfs") {
+		t.Errorf("a failed read: %v", err)
+	}
+}
