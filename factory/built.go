@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
-	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -60,38 +59,19 @@ func fillBuiltFile(f *os.File, write func(io.Writer) error) (*builtFile, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &builtFile{path: f.Name(), desc: v1.Descriptor{Size: fi.Size(), Digest: sha256Hash(h)}}, nil
+	return &builtFile{path: f.Name(), desc: v1.Descriptor{Size: fi.Size(), Digest: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(h.Sum(nil))}}}, nil
 }
 
-// saveBuiltFile puts a file of compose's media in dir: the ISO, which
-// xorriso wrote in compose's scratch directory, moved and hashed; the
-// others written.
+// saveBuiltFile puts a file of compose's media in dir (compose.File.Save:
+// the ISO, which xorriso wrote in compose's scratch directory, moved; the
+// others written).
 func saveBuiltFile(dir string, f compose.File) (*builtFile, error) {
-	if f.Path == "" {
-		return writeBuiltFile(dir, func(w io.Writer) error { _, err := w.Write(f.Data); return err })
-	}
 	p := filepath.Join(dir, "artifact")
-	if err := os.Rename(f.Path, p); err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(p, 0o644); err != nil {
-		return nil, err
-	}
-	r, err := os.Open(p)
+	info, err := f.Save(p)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, r)
-	if err != nil {
-		return nil, err
-	}
-	return &builtFile{path: p, desc: v1.Descriptor{Size: n, Digest: sha256Hash(h)}}, nil
-}
-
-func sha256Hash(h hash.Hash) v1.Hash {
-	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(h.Sum(nil))}
+	return &builtFile{path: p, desc: v1.Descriptor{Size: info.Size, Digest: v1.Hash{Algorithm: "sha256", Hex: info.SHA256}}}, nil
 }
 
 // served is the artifact to serve: the file kept open, so that it

@@ -383,8 +383,6 @@ type espSum struct {
 	sum  [sha256.Size]byte
 }
 
-func espSumOf(esp []byte) espSum { return espSum{int64(len(esp)), sha256.Sum256(esp)} }
-
 // isoExtent is a directory record's extent: its first block and size.
 func isoExtent(rec []byte) (int64, int64) {
 	return int64(binary.LittleEndian.Uint32(rec[2:])), int64(binary.LittleEndian.Uint32(rec[10:]))

@@ -3,6 +3,7 @@ package compose
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -173,6 +174,9 @@ func TestISOImage(t *testing.T) {
 		t.Error("a refused ISO was changed")
 	}
 }
+
+// espSumOf is the espSum of an EFI image in memory.
+func espSumOf(esp []byte) espSum { return espSum{int64(len(esp)), sha256.Sum256(esp)} }
 
 // TestCompressVariant: the xz variant (liblzma's threaded encoder, or
 // without cgo independent streams compressed in parallel) and the zstd

@@ -25,6 +25,20 @@ import (
 // stand-in boot assets, its initramfs segment compressed with compression.
 func embedMedia(t *testing.T, config, compression string, stub []byte) (*Result, Boot) {
 	t.Helper()
+	b, zfs, o := embedInputs(t, config, compression, stub)
+	r, err := Media(context.Background(), b, []*Extension{zfs}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(r.Initramfs, b.Initramfs) || !bytes.Equal(r.file(t, "initramfs-x86_64.xz"), r.Initramfs) {
+		t.Fatal("the initramfs is not the release's with the segment appended")
+	}
+	return r, b
+}
+
+// embedInputs are embedMedia's boot assets, extension and options.
+func embedInputs(t *testing.T, config, compression string, stub []byte) (Boot, *Extension, Options) {
+	t.Helper()
 	zfs := &Extension{Name: "zfs", Metadata: extensions.Metadata{Name: "zfs", Version: "2.3.4"}, Tree: rootfs.New()}
 	if err := zfs.Tree.Add(&rootfs.Node{Path: "/usr/local/lib/zfs.txt", Kind: rootfs.KindFile, Mode: 0o644, User: "root", Group: "root",
 		Data: []byte("zfs\n"), Digest: digest.SHA256Hex([]byte("zfs\n"))}); err != nil {
@@ -36,14 +50,7 @@ func embedMedia(t *testing.T, config, compression string, stub []byte) (*Result,
 	b := Boot{Arch: "x86_64", Vmlinuz: []byte("vmlinuz"), Initramfs: []byte("the release's initramfs"), KernelVersion: "6.1.0-57-amd64", Stub: stub, Cmdline: []string{"console=ttyS0"}}
 	o := Options{Schematic: sch, Platform: "metal", Squashfs: rootfs.SquashfsOptions{Compressor: compression}, InitramfsCompression: compression,
 		SourceDate: 1700000000, Work: t.TempDir(), PrettyName: "Nodeforge embed", UKI: stub != nil}
-	r, err := Media(context.Background(), b, []*Extension{zfs}, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.HasPrefix(r.Initramfs, b.Initramfs) || !bytes.Equal(r.file(t, "initramfs-x86_64.xz"), r.Initramfs) {
-		t.Fatal("the initramfs is not the release's with the segment appended")
-	}
-	return r, b
+	return b, zfs, o
 }
 
 // TestEmbeddedConfig: customization.embeddedMachineConfiguration is the
@@ -173,16 +180,8 @@ func TestSupportsEmbeddedConfig(t *testing.T) {
 // asked for room for the segment) gives the same media as one given
 // whole, appended in place; its error is Media's.
 func TestReadInitramfs(t *testing.T) {
-	r, b := embedMedia(t, "", "zstd", nil)
-	zfs := &Extension{Name: "zfs", Metadata: extensions.Metadata{Name: "zfs", Version: "2.3.4"}, Tree: rootfs.New()}
-	if err := zfs.Tree.Add(&rootfs.Node{Path: "/usr/local/lib/zfs.txt", Kind: rootfs.KindFile, Mode: 0o644, User: "root", Group: "root",
-		Data: []byte("zfs\n"), Digest: digest.SHA256Hex([]byte("zfs\n"))}); err != nil {
-		t.Fatal(err)
-	}
-	sch := &schematic.Schematic{}
-	sch.Customization.SystemExtensions.OfficialExtensions = []string{"siderolabs/zfs"}
-	o := Options{Schematic: sch, Platform: "metal", Squashfs: rootfs.SquashfsOptions{Compressor: "zstd"}, InitramfsCompression: "zstd",
-		SourceDate: 1700000000, Work: t.TempDir(), PrettyName: "Nodeforge embed"}
+	r, _ := embedMedia(t, "", "zstd", nil)
+	b, zfs, o := embedInputs(t, "", "zstd", nil)
 	var buf []byte
 	lazy := b
 	lazy.Initramfs, lazy.ReadInitramfs = nil, func(spare int) ([]byte, error) {

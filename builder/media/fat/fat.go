@@ -51,10 +51,6 @@ type Options struct {
 	// large. An ISO 9660 tree can then point at the files' data in the
 	// image (2048, its block size).
 	Align int
-	// Into, when set, gives the buffer the image is rendered in: zeroed,
-	// of the size asked (a disk's partition, so that the image is not
-	// made apart and copied there). nil: a buffer of its own.
-	Into func(size int) []byte
 }
 
 // Extent is where a file's data is in the image: Size bytes from Offset,
@@ -94,11 +90,8 @@ func WriteExtents(files []File, o Options) ([]byte, []Extent, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	img, err := p.o.buffer(p.g.size())
+	img, err := render(make([]byte, p.g.size()), p.root, p.dirs, p.g, p.o, p.stamp)
 	if err != nil {
-		return nil, nil, err
-	}
-	if img, err = render(img, p.root, p.dirs, p.g, p.o, p.stamp); err != nil {
 		return nil, nil, err
 	}
 	return img, p.extents(files), nil
@@ -110,7 +103,7 @@ func WriteExtents(files []File, o Options) ([]byte, []Extent, error) {
 // buffer of their size, then each file's data from its File, then the
 // free clusters' zeros. It returns the extents and the image's size.
 // An ISO's EFI image of a real base is 150 MB, nearly all the initramfs,
-// which the caller holds already. Options.Into is not used.
+// which the caller holds already.
 func WriteExtentsTo(w io.Writer, files []File, o Options) ([]Extent, int64, error) {
 	p, err := newPlan(files, o)
 	if err != nil {
@@ -465,19 +458,6 @@ func dosTime(t time.Time) [2]uint16 {
 		uint16(t.Hour()<<11 | t.Minute()<<5 | t.Second()/2),
 		uint16((t.Year()-1980)<<9 | int(t.Month())<<5 | t.Day()),
 	}
-}
-
-// buffer is the zeroed buffer of size bytes the image is rendered in:
-// Into's, or one of its own.
-func (o Options) buffer(size int) ([]byte, error) {
-	if o.Into == nil {
-		return make([]byte, size), nil
-	}
-	img := o.Into(size)
-	if len(img) != size {
-		return nil, fmt.Errorf("fat: a buffer of %d bytes for an image of %d", len(img), size)
-	}
-	return img, nil
 }
 
 // render lays the image out in g (setting each node's first cluster), in
