@@ -648,9 +648,13 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 	// command line.
 	boot, _, o := b.composeInputs(initramfs, b.bootloaderData, "")
 	o.Schematic, o.Platform = nil, ""
-	uki, err := compose.InstallerUKI(boot, initramfs, o)
+	u, err := compose.InstallerUKI(boot, initramfs, o)
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.arch, err)
+	}
+	var uki []byte
+	if u != nil {
+		uki = u.Bytes()
 	}
 	base := installerFiles{bin: instBin, binPkg: instPkg, bootloader: b.bootloaderData, bootloaderPkg: b.bootloaderPkg, stub: b.stubData, stubPkg: b.stubPkg}
 	if ref := b.spec.Image.Talosctl; ref != nil {
@@ -688,9 +692,11 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 	o.Schematic = b.opts.Schematic
 	in := compose.InstallerAssets{Initramfs: media.Initramfs}
 	if uki != nil {
-		if in.UKI, err = compose.InstallerUKI(boot, media.Initramfs, o); err != nil {
+		su, err := compose.InstallerUKI(boot, media.Initramfs, o)
+		if err != nil {
 			return err
 		}
+		in.UKI = su // not nil: the plain one was made
 	}
 	ml, err := schematicLayer(assets, b.arch, in, b.sde)
 	if err != nil {

@@ -227,8 +227,12 @@ func (r *VerifiedRelease) installerLayers(ctx context.Context, arch string, o In
 		in.Cmdline = res.InstallerCmdline
 	}
 	if o.SecureBoot == nil {
-		if in.UKI, err = compose.InstallerUKI(boot, res.Initramfs, co); err != nil {
+		u, err := compose.InstallerUKI(boot, res.Initramfs, co)
+		if err != nil {
 			return nil, err
+		}
+		if u != nil { // a nil *uki.Image is no body
+			in.UKI = u
 		}
 	}
 	img, err := r.Image(ctx, release.RepoInstaller, arch)

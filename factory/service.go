@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -323,23 +324,33 @@ func (s *Service) build(ctx context.Context, rel *VerifiedRelease, sch *schemati
 	}
 	if a.kind == "disk" {
 		o.DiskFormats = []string{a.format}
-		if a.compression != "" {
-			o.Compressions, o.CompressedFormats = []string{a.compression}, []string{a.format}
-		}
 	}
 	res, err := compose.Media(ctx, boot, exts, o)
 	if err != nil {
 		return nil, err
 	}
 	want := a.FileName(arch)
-	for _, f := range res.Files {
-		if f.Name == want {
-			// The ISO moves from compose's scratch directory, the others
-			// are written.
-			return saveBuiltFile(dir, f)
-		}
+	// A compressed disk is compressed here, from the disk's file, once
+	// the composition (its initramfs, 150 MB and more) is let go: xz
+	// needs 330 MiB of its own on two threads.
+	uncompressed := strings.TrimSuffix(want, "."+a.compression)
+	i := slices.IndexFunc(res.Files, func(f compose.File) bool { return f.Name == uncompressed })
+	if i < 0 {
+		return nil, fmt.Errorf("%s was not made (the release has no EFI boot manager for disk images?)", want)
 	}
-	return nil, fmt.Errorf("%s was not made (the release has no EFI boot manager for disk images?)", want)
+	f := res.Files[i]
+	if a.compression == "" {
+		// The ISO moves from compose's scratch directory, the others
+		// are written.
+		return saveBuiltFile(dir, f)
+	}
+	res, exts = nil, nil // the composition is let go, and collected
+	giveBackMemory()
+	v, err := compose.Variant(work, f, a.compression)
+	if err != nil {
+		return nil, err
+	}
+	return saveBuiltFile(dir, v)
 }
 
 // layerCache is the service's compose.LayerCache: nil (an interface

@@ -350,7 +350,7 @@ func (r *VerifiedRelease) extension(ctx context.Context, name, arch string) (*co
 	if err != nil {
 		return nil, rootfs.Owners{}, err
 	}
-	e.Key = key
+	e.Key, e.Load = key, load // Load: read again if dropped
 	owners := rootfs.NumericOwners(e.Tree)
 	if key != "" {
 		r.mu.Lock()

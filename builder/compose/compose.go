@@ -74,7 +74,8 @@ type Extension struct {
 	Tree     *rootfs.Tree // its files as on the node
 	// Load reads Tree when it is nil, the first time the files are
 	// needed: an Image Factory's extension whose squashfs Options.Layers
-	// keeps is not read at all. Modules must be set without it.
+	// keeps is not read at all. Modules must be set without it. A Tree
+	// that Load can read again is dropped once its squashfs is made.
 	Load    func() (*rootfs.Tree, error)
 	Modules bool // it ships kernel modules
 	// Generator names what made a virtual extension (the schematic's,
@@ -295,7 +296,7 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		if err != nil {
 			return nil, err
 		}
-		r.Files = append(r.Files, File{Name: prefix + "-uki.efi", Data: u})
+		r.Files = append(r.Files, File{Name: prefix + "-uki.efi", Data: u.Bytes()})
 	}
 	if b.Bootloader == nil {
 		return r, nil
@@ -459,10 +460,11 @@ func scratchFile(work, pattern string, write func(io.Writer) error) (string, err
 	return out.Name(), nil
 }
 
-// variantFile compresses big with algo (compressVariantTo) into a file of
+// Variant compresses big with algo (xz, zst, gz: the downloads' variants,
+// as Media makes them) into a file of
 // work, read from big's file or bytes: a variant is never whole in
 // memory.
-func variantFile(work string, big File, algo string) (File, error) {
+func Variant(work string, big File, algo string) (File, error) {
 	name := big.Name + "." + algo
 	if work == "" { // no scratch directory: in memory
 		data, err := big.Bytes()
@@ -518,7 +520,7 @@ func (o Options) platform(arch string) (platform.Platform, target.Arch, error) {
 // it for systemd-boot: the base's systemd-stub with the kernel, initramfs
 // (the schematic's) and the command line of the disk images; nil when the
 // base has no stub.
-func InstallerUKI(b Boot, initramfs []byte, o Options) ([]byte, error) {
+func InstallerUKI(b Boot, initramfs []byte, o Options) (*uki.Image, error) {
 	if b.Stub == nil {
 		return nil, nil
 	}
@@ -541,8 +543,8 @@ func (o Options) kernelArgs(b Boot) platform.Args {
 
 // plainUKI is an unsigned UKI: the stub with the kernel, the initramfs,
 // the command line, an os-release of prettyName and the kernel's version.
-func plainUKI(b Boot, initramfs []byte, args []string, prettyName string) ([]byte, error) {
-	u, err := uki.Build(b.Stub, ukiSections(b, initramfs, args, prettyName))
+func plainUKI(b Boot, initramfs []byte, args []string, prettyName string) (*uki.Image, error) {
+	u, err := uki.Layout(b.Stub, ukiSections(b, initramfs, args, prettyName))
 	if err != nil {
 		return nil, fmt.Errorf("unified kernel image: %w", err)
 	}
@@ -617,6 +619,14 @@ func extensionSegment(b Boot, layers []*Extension, o Options) ([]byte, []rootfs.
 			Name: "modules.dep", Version: b.KernelVersion, Description: "module indexes of the kernel's and the extensions' modules",
 		}})
 		entries = append(entries, rootfs.CpioEntry{Name: img, Mode: 0o100444, Data: data, Origin: report.Origin{Generator: "depmod"}})
+	}
+	// The squashfs images are made: a tree that can be read again lets go
+	// of its files (a real extension's are tens of MB) before the
+	// initramfs is read.
+	for _, e := range layers {
+		if e.Load != nil {
+			e.Tree = nil
+		}
 	}
 	var y bytes.Buffer
 	enc := yaml.NewEncoder(&y)
@@ -698,7 +708,7 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 			continue
 		}
 		for _, c := range compressions {
-			v, err := variantFile(work, big, c)
+			v, err := Variant(work, big, c)
 			if err != nil {
 				return nil, "", err
 			}

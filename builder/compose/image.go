@@ -234,8 +234,9 @@ type InstallerAssets struct {
 	// command line, at usr/install/<arch>/cmdline.
 	Cmdline []byte
 	// UKI is the plain UKI for vmlinuz.efi (InstallerUKI), when the
-	// release's layer has one.
-	UKI []byte
+	// release's layer has one: laid out on Initramfs, not copied
+	// (*uki.Image; never a nil one).
+	UKI rootfs.Body
 	// ESP, for the Secure Boot installer, are the Secure Boot media's ESP
 	// files.
 	ESP []fat.File
@@ -257,7 +258,10 @@ type InstallerAssets struct {
 // to the ESP's.
 func SchematicInstaller(base []byte, arch string, in InstallerAssets, sde int64) ([]byte, error) {
 	var b bytes.Buffer
-	b.Grow(len(base) + len(in.Initramfs) + len(in.UKI) + 4096)
+	b.Grow(len(base) + len(in.Initramfs) + 4096)
+	if in.UKI != nil {
+		b.Grow(int(in.UKI.Size()))
+	}
 	if err := WriteSchematicInstaller(&b, bytes.NewReader(base), arch, in, sde); err != nil {
 		return nil, err
 	}
@@ -269,28 +273,66 @@ func SchematicInstaller(base []byte, arch string, in InstallerAssets, sde int64)
 // from the release's blob into a file (NewFileLayer), and neither tar is
 // ever whole in memory.
 func WriteSchematicInstaller(w io.Writer, base io.Reader, arch string, in InstallerAssets, sde int64) error {
-	t, err := schematicInstallerTree(base, arch, in)
+	t, bodies, err := schematicInstallerTree(base, arch, in)
 	if err != nil {
 		return err
 	}
-	return t.WriteTar(w, rootfs.NumericOwners(t), sde)
+	return t.WriteTarBodies(w, rootfs.NumericOwners(t), sde, bodies)
 }
 
-// schematicInstallerTree is the tree of SchematicInstaller's layer.
-func schematicInstallerTree(base io.Reader, arch string, in InstallerAssets) (*rootfs.Tree, error) {
-	t, err := rootfs.ReadTar(base, maxInstallerFile)
-	if err != nil {
-		return nil, fmt.Errorf("installer layer: %w", err)
+// replacedAssets are the files of a release's installer layer that a
+// schematic's always replaces or removes (the ones the ESP's files
+// replace besides, with one): their data is not read.
+func replacedAssets(arch string, esp bool) map[string]bool {
+	names := []string{"initramfs.xz", UKIName}
+	if esp {
+		names = append(names, "vmlinuz", BootloaderName, LegacyBootloaderName, StubName)
 	}
+	m := map[string]bool{}
+	for _, dir := range []string{InstallDir(arch), LegacyInstallDir(arch)} {
+		for _, n := range names {
+			m["/"+dir+n] = true
+		}
+	}
+	return m
+}
+
+// schematicInstallerTree is the tree of SchematicInstaller's layer, with
+// the bodies of the files written from where they are (the initramfs,
+// the UKI laid out on it).
+func schematicInstallerTree(base io.Reader, arch string, in InstallerAssets) (*rootfs.Tree, map[string]rootfs.Body, error) {
+	replaced := replacedAssets(arch, in.ESP != nil)
+	t, err := rootfs.ReadTarSkipping(base, maxInstallerFile, func(p string) bool { return replaced[p] })
+	if err != nil {
+		return nil, nil, fmt.Errorf("installer layer: %w", err)
+	}
+	t, bodies, err := replaceInstallerAssets(t, arch, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Every file left without its data has been given new data.
+	for p := range replaced {
+		if n := t.Get(p); n != nil && n.Data == nil && bodies[p] == nil {
+			return nil, nil, fmt.Errorf("installer layer: %s is neither replaced nor removed", p)
+		}
+	}
+	return t, bodies, nil
+}
+
+// replaceInstallerAssets puts the schematic's boot assets into t, the
+// release's installer layer.
+func replaceInstallerAssets(t *rootfs.Tree, arch string, in InstallerAssets) (*rootfs.Tree, map[string]rootfs.Body, error) {
 	dir, legacy := "/"+InstallDir(arch), false
 	if t.Get(dir+"initramfs.xz") == nil {
 		dir, legacy = "/"+LegacyInstallDir(arch), true
 	}
 	n := t.Get(dir + "initramfs.xz")
 	if n == nil || n.Kind != rootfs.KindFile {
-		return nil, fmt.Errorf("installer layer: no %sinitramfs.xz", InstallDir(arch))
+		return nil, nil, fmt.Errorf("installer layer: no %sinitramfs.xz", InstallDir(arch))
 	}
-	n.Data, n.Digest = in.Initramfs, digest.SHA256Hex(in.Initramfs)
+	bodies := map[string]rootfs.Body{}
+	n.Data, n.Digest = nil, ""
+	bodies[n.Path] = bytes.NewReader(in.Initramfs)
 	// add puts a file of data, whose digest is sum ("": not taken yet).
 	add := func(name, generator string, data []byte, sum string) (*rootfs.Node, error) {
 		if sum == "" {
@@ -306,13 +348,14 @@ func schematicInstallerTree(base io.Reader, arch string, in InstallerAssets) (*r
 	}
 	if u := t.Get(dir + UKIName); u != nil && in.ESP == nil {
 		if in.UKI == nil {
-			return nil, fmt.Errorf("installer layer: the release's has %s%s, and no UKI of the schematic was made", InstallDir(arch), UKIName)
+			return nil, nil, fmt.Errorf("installer layer: the release's has %s%s, and no UKI of the schematic was made", InstallDir(arch), UKIName)
 		}
-		u.Data, u.Digest = in.UKI, digest.SHA256Hex(in.UKI)
+		u.Data, u.Digest = nil, ""
+		bodies[u.Path] = in.UKI
 	}
 	if in.Cmdline != nil {
 		if _, err := add("cmdline", "cmdline", in.Cmdline, ""); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if in.ESP != nil {
@@ -321,13 +364,13 @@ func schematicInstallerTree(base io.Reader, arch string, in InstallerAssets) (*r
 		}
 		ta, err := target.Lookup(arch)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		talos := map[string]string{ta.EFIBootFile(): BootloaderName, ukiName: UKIName}
 		for _, f := range in.ESP {
 			leader, err := add(ESPDir+"/"+f.Path, "secureboot", f.Data, "")
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			name := talos[f.Path]
 			if name == "" || legacy {
@@ -336,10 +379,10 @@ func schematicInstallerTree(base io.Reader, arch string, in InstallerAssets) (*r
 			// A link to the leader: its bytes, hashed once.
 			link, err := add(name, "secureboot", f.Data, leader.Digest)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			leader.LinkGroup, link.LinkGroup = leader.Path, leader.Path
 		}
 	}
-	return t, nil
+	return t, bodies, nil
 }

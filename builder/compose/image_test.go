@@ -53,11 +53,11 @@ func TestSchematicInstaller(t *testing.T) {
 		return &rootfs.Node{Path: "/" + d + UKIName, Data: []byte(data)}
 	}
 	base := installerTar(t, dir, []byte("release initramfs"), uki(dir, "release UKI"))
-	same, err := SchematicInstaller(base, "x86_64", InstallerAssets{Initramfs: []byte("release initramfs"), UKI: []byte("release UKI")}, 1700000000)
+	same, err := SchematicInstaller(base, "x86_64", InstallerAssets{Initramfs: []byte("release initramfs"), UKI: bytes.NewReader([]byte("release UKI"))}, 1700000000)
 	if err != nil || !bytes.Equal(same, base) {
 		t.Fatalf("round trip: %v, equal %t", err, bytes.Equal(same, base))
 	}
-	got, err := SchematicInstaller(base, "x86_64", InstallerAssets{Initramfs: []byte("schematic initramfs"), UKI: []byte("schematic UKI"), Cmdline: []byte("console=ttyS0")}, 1700000000)
+	got, err := SchematicInstaller(base, "x86_64", InstallerAssets{Initramfs: []byte("schematic initramfs"), UKI: bytes.NewReader([]byte("schematic UKI")), Cmdline: []byte("console=ttyS0")}, 1700000000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestSchematicInstaller(t *testing.T) {
 		t.Errorf("a UKI left with the release's initramfs: %v", err)
 	}
 	legacy := installerTar(t, old, []byte("release initramfs"))
-	got, err = SchematicInstaller(legacy, "x86_64", InstallerAssets{Initramfs: []byte("schematic initramfs"), UKI: []byte("unused")}, 1700000000)
+	got, err = SchematicInstaller(legacy, "x86_64", InstallerAssets{Initramfs: []byte("schematic initramfs"), UKI: bytes.NewReader([]byte("unused"))}, 1700000000)
 	if err != nil || !bytes.Equal(got, installerTar(t, old, []byte("schematic initramfs"))) {
 		t.Errorf("a release laid out before: %v", err)
 	}

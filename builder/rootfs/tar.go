@@ -49,6 +49,21 @@ func (o Owners) IDs(n *Node) (int, int, error) {
 // numeric owners only, hard links as links to their group's first path,
 // xattrs as PAX SCHILY.xattr records. Nothing about the host reaches it.
 func (t *Tree) WriteTar(w io.Writer, owners Owners, mtime int64) error {
+	return t.WriteTarBodies(w, owners, mtime, nil)
+}
+
+// Body is a file's content held out of its tree (*bytes.Reader is one;
+// a UKI laid out, uki.Image, another): written once, by WriteTarBodies.
+type Body interface {
+	Size() int64
+	WriteTo(w io.Writer) (int64, error)
+}
+
+// WriteTarBodies is WriteTar with the content of the files that bodies
+// names (by path) taken from there instead of their nodes' Data: an
+// installer's layer carries an initramfs and a UKI of 150 MB or more,
+// which are written from where they are without a copy in a tree.
+func (t *Tree) WriteTarBodies(w io.Writer, owners Owners, mtime int64, bodies map[string]Body) error {
 	tw := tar.NewWriter(w)
 	mt := time.Unix(mtime, 0).UTC()
 	written := map[string]bool{}
@@ -71,6 +86,9 @@ func (t *Tree) WriteTar(w io.Writer, owners Owners, mtime int64) error {
 		case KindFile:
 			h.Typeflag = tar.TypeReg
 			h.Size = n.Size()
+			if b := bodies[n.Path]; b != nil {
+				h.Size = b.Size()
+			}
 			if n.LinkGroup != "" && n.LinkGroup != n.Path && written[n.LinkGroup] {
 				h.Typeflag, h.Linkname, h.Size = tar.TypeLink, "."+n.LinkGroup, 0
 			}
@@ -98,8 +116,14 @@ func (t *Tree) WriteTar(w io.Writer, owners Owners, mtime int64) error {
 			return fmt.Errorf("tar %s: %w", n.Path, err)
 		}
 		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write(n.Data); err != nil {
-				return err
+			var err error
+			if b := bodies[n.Path]; b != nil {
+				_, err = b.WriteTo(tw)
+			} else {
+				_, err = tw.Write(n.Data)
+			}
+			if err != nil {
+				return fmt.Errorf("tar %s: %w", n.Path, err)
 			}
 			written[n.Path] = true
 		}
@@ -114,7 +138,17 @@ func (t *Tree) WriteTar(w io.Writer, owners Owners, mtime int64) error {
 // and absolute names are cleaned into it), unknown types and files over
 // maxFile bytes are refused.
 func ReadTar(r io.Reader, maxFile int64) (*Tree, error) {
+	return ReadTarSkipping(r, maxFile, nil)
+}
+
+// ReadTarSkipping is ReadTar leaving out the data of the files skip
+// names (skip nil: none): their nodes are in the tree, with no data, for
+// the caller to replace or remove (an installer's layer has its
+// initramfs and UKI replaced: reading the release's, 300 MB, would be
+// for nothing). A hard link to a skipped file is refused.
+func ReadTarSkipping(r io.Reader, maxFile int64, skip func(path string) bool) (*Tree, error) {
 	t := New()
+	skipped := map[string]bool{}
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
@@ -133,7 +167,12 @@ func ReadTar(r io.Reader, maxFile int64) (*Tree, error) {
 			if h.Size > maxFile {
 				return nil, fmt.Errorf("tar: %s: %d bytes, more than %d", p, h.Size, maxFile)
 			}
-			n.Kind, n.Data = KindFile, make([]byte, h.Size)
+			n.Kind = KindFile
+			if skip != nil && skip(p) {
+				skipped[p] = true // tr.Next skips its data
+				break
+			}
+			n.Data = make([]byte, h.Size)
 			if _, err := io.ReadFull(tr, n.Data); err != nil {
 				return nil, fmt.Errorf("tar: %s: %w", p, err)
 			}
@@ -142,6 +181,9 @@ func ReadTar(r io.Reader, maxFile int64) (*Tree, error) {
 			to := t.Get(path.Clean("/" + h.Linkname))
 			if to == nil || to.Kind != KindFile {
 				return nil, fmt.Errorf("tar: %s: hard link to %s, which is not a file before it", p, h.Linkname)
+			}
+			if skipped[to.Path] {
+				return nil, fmt.Errorf("tar: %s: hard link to %s, whose data is left out", p, h.Linkname)
 			}
 			if to.LinkGroup == "" {
 				to.LinkGroup = to.Path

@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/nodeforge/builder/internal/pechecksum"
@@ -47,11 +48,33 @@ const (
 	dataReadOnly = 0x40000040
 )
 
-// Build returns the stub with the sections appended. The stub must be a
-// PE32+ image with room in its headers for the new section headers (the
-// systemd-stub of every distribution leaves it), and carry no section
-// of the names added.
+// Build returns the stub with the sections appended (Layout's image,
+// as one buffer).
 func Build(stub []byte, sections []Section) ([]byte, error) {
+	im, err := Layout(stub, sections)
+	if err != nil {
+		return nil, err
+	}
+	return im.Bytes(), nil
+}
+
+// Image is a UKI laid out and not copied: its headers, then each
+// section's bytes (the caller's, not copied) padded to the file
+// alignment. A UKI is mostly its initramfs, which its maker already
+// holds: an Image writes it out without a second copy in memory.
+type Image struct {
+	head     []byte // the headers and the stub's sections, padded
+	sections []Section
+	pads     []int64 // zeros after each section
+	size     int64
+}
+
+// Layout lays out the stub with the sections appended. The stub must be
+// a PE32+ image with room in its headers for the new section headers (the
+// systemd-stub of every distribution leaves it), and carry no section of
+// the names added. The sections' bytes must not change while the Image
+// is in use.
+func Layout(stub []byte, sections []Section) (*Image, error) {
 	h, err := parseHeaders(stub)
 	if err != nil {
 		return nil, err
@@ -78,44 +101,74 @@ func Build(stub []byte, sections []Section) ([]byte, error) {
 	// no gap lies between the sections: Authenticode hashes the sections
 	// in file order, and signing tools disagree on the bytes of a gap.
 	fileEnd := alignUp(h.rawEnd, h.fileAlign)
-	// One buffer of the image's size: the initrd is most of it, and
-	// growing it as the sections are appended costs several copies of it.
-	total := fileEnd
-	for _, s := range sections {
-		total += alignUp(uint64(len(s.Data)), h.fileAlign)
+	if len(sections) == 0 {
+		fileEnd = h.rawEnd // nothing after the stub to pad for
 	}
-	if total > math.MaxUint32 {
-		total = 0 // refused below, section by section
-	}
-	out := append(make([]byte, 0, total), stub[:min(len(stub), int(h.rawEnd))]...)
-	binary.LittleEndian.PutUint64(out[h.coff+8:], 0) // PointerToSymbolTable, NumberOfSymbols
+	head := make([]byte, fileEnd)
+	copy(head, stub[:h.rawEnd])
+	binary.LittleEndian.PutUint64(head[h.coff+8:], 0) // PointerToSymbolTable, NumberOfSymbols
+	im := &Image{head: head, sections: sections}
 	vaEnd := alignUp(h.imageEnd, h.sectionAlign)
 	for i, s := range sections {
 		rawSize := alignUp(uint64(len(s.Data)), h.fileAlign)
 		if fileEnd+rawSize > math.MaxUint32 || vaEnd+uint64(len(s.Data)) > math.MaxUint32 {
 			return nil, fmt.Errorf("section %s: the image would pass 4 GiB", s.Name)
 		}
-		hdr := make([]byte, sectionHdrSize)
+		hdr := head[h.tableOffset+(h.sections+i)*sectionHdrSize:]
 		copy(hdr[0:8], s.Name)
 		binary.LittleEndian.PutUint32(hdr[8:], uint32(len(s.Data))) // VirtualSize
 		binary.LittleEndian.PutUint32(hdr[12:], uint32(vaEnd))      // VirtualAddress
 		binary.LittleEndian.PutUint32(hdr[16:], uint32(rawSize))    // SizeOfRawData
 		binary.LittleEndian.PutUint32(hdr[20:], uint32(fileEnd))    // PointerToRawData
 		binary.LittleEndian.PutUint32(hdr[36:], dataReadOnly)
-		copy(out[h.tableOffset+(h.sections+i)*sectionHdrSize:], hdr)
-		out = append(out, make([]byte, int(fileEnd)-len(out))...)
-		out = append(out, s.Data...)
-		out = append(out, make([]byte, int(rawSize)-len(s.Data))...)
+		im.pads = append(im.pads, int64(rawSize)-int64(len(s.Data)))
 		fileEnd += rawSize
 		vaEnd = alignUp(vaEnd+uint64(len(s.Data)), h.sectionAlign)
 	}
+	im.size = int64(fileEnd)
 	le := binary.LittleEndian
-	le.PutUint16(out[h.coff+2:], uint16(newCount))
-	le.PutUint32(out[h.coff+4:], 0)                  // TimeDateStamp: no clock in the image
-	le.PutUint32(out[h.optional+56:], uint32(vaEnd)) // SizeOfImage
-	le.PutUint32(out[h.optional+64:], 0)
-	le.PutUint32(out[h.optional+64:], pechecksum.Of(out, h.optional+64))
-	return out, nil
+	le.PutUint16(head[h.coff+2:], uint16(newCount))
+	le.PutUint32(head[h.coff+4:], 0)                  // TimeDateStamp: no clock in the image
+	le.PutUint32(head[h.optional+56:], uint32(vaEnd)) // SizeOfImage
+	le.PutUint32(head[h.optional+64:], 0)
+	// Every part starts at an even offset, and an odd section is
+	// followed by its padding's zeros: the parts' sums are the image's.
+	sum := pechecksum.Add(0, head)
+	for _, s := range sections {
+		sum = pechecksum.Add(sum, s.Data)
+	}
+	le.PutUint32(head[h.optional+64:], pechecksum.Finish(sum, im.size))
+	return im, nil
+}
+
+// Size is the image's size in bytes.
+func (im *Image) Size() int64 { return im.size }
+
+// WriteTo writes the image to w.
+func (im *Image) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(im.head)
+	total := int64(n)
+	var zeros [4096]byte
+	for i, s := range im.sections {
+		if err != nil {
+			return total, err
+		}
+		n, err = w.Write(s.Data)
+		total += int64(n)
+		for pad := im.pads[i]; pad > 0 && err == nil; pad -= int64(n) {
+			n, err = w.Write(zeros[:min(pad, int64(len(zeros)))])
+			total += int64(n)
+		}
+	}
+	return total, err
+}
+
+// Bytes is the image in one buffer.
+func (im *Image) Bytes() []byte {
+	var b bytes.Buffer
+	b.Grow(int(im.size))
+	im.WriteTo(&b) // a bytes.Buffer takes all
+	return b.Bytes()
 }
 
 // headers are what Build reads of the stub.

@@ -49,6 +49,15 @@ func TestBuild(t *testing.T) {
 	if !bytes.Equal(uki, again) {
 		t.Error("two builds differ")
 	}
+	// Laid out, the image writes Build's bytes, of the size it says.
+	im, err := Layout(stub, secs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written bytes.Buffer
+	if n, err := im.WriteTo(&written); err != nil || n != im.Size() || !bytes.Equal(written.Bytes(), uki) {
+		t.Errorf("Layout wrote %d bytes (%v), size %d, Build's %d: equal %t", n, err, im.Size(), len(uki), bytes.Equal(written.Bytes(), uki))
+	}
 	f, err := pe.NewFile(bytes.NewReader(uki))
 	if err != nil {
 		t.Fatalf("debug/pe: %v", err)
