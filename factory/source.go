@@ -201,8 +201,15 @@ func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []strin
 	}
 	k := r.Params.Kernel[arch]
 	b := compose.Boot{Arch: arch, Vmlinuz: assets[compose.MediaTypeVmlinuz],
-		ReadInitramfs: func(spare int) ([]byte, error) { return readLayer(initramfs, spare) },
-		Cmdline:       r.Params.Cmdline, KernelVersion: k.Version, Key: imageKey(img),
+		ReadInitramfs: func(spare int) ([]byte, error) {
+			// The extensions' trees, let go once their squashfs is
+			// made (100 MB and more), go back to the system before the
+			// initramfs takes as much: the heap would not reuse them
+			// for one allocation of its size.
+			giveBackMemory()
+			return readLayer(initramfs, spare)
+		},
+		Cmdline: r.Params.Cmdline, KernelVersion: k.Version, Key: imageKey(img),
 		Modules: func() (map[string][]byte, error) {
 			sq, err := layersByType(img, compose.MediaTypeRootfs)
 			if err != nil {
