@@ -68,6 +68,13 @@ func TestSchematicInstaller(t *testing.T) {
 	if _, err := SchematicInstaller(base, "x86_64", InstallerAssets{Initramfs: []byte("x")}, 1); err == nil || !strings.Contains(err.Error(), "no UKI of the schematic") {
 		t.Errorf("a UKI left with the release's initramfs: %v", err)
 	}
+	// A UKI under the legacy directory beside an initramfs under the
+	// new one: its data was not read, and it is not replaced either.
+	mixed := installerTar(t, dir, []byte("release initramfs"), uki(old, "release UKI"))
+	if _, err := SchematicInstaller(mixed, "x86_64", InstallerAssets{Initramfs: []byte("x"), UKI: bytes.NewReader([]byte("u"))}, 1); err == nil ||
+		!strings.Contains(err.Error(), "neither replaced nor removed") {
+		t.Errorf("a release file left out and not replaced: %v", err)
+	}
 	legacy := installerTar(t, old, []byte("release initramfs"))
 	got, err = SchematicInstaller(legacy, "x86_64", InstallerAssets{Initramfs: []byte("schematic initramfs"), UKI: bytes.NewReader([]byte("unused"))}, 1700000000)
 	if err != nil || !bytes.Equal(got, installerTar(t, old, []byte("schematic initramfs"))) {
