@@ -648,7 +648,7 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 	// command line.
 	boot, _, o := b.composeInputs(initramfs, b.bootloaderData, "")
 	o.Schematic, o.Platform = nil, ""
-	u, err := compose.InstallerUKI(boot, initramfs, o)
+	u, err := compose.InstallerUKI(boot, bytes.NewReader(initramfs), o)
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.arch, err)
 	}
@@ -690,9 +690,9 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 	// The schematic's installer: the same, with its initramfs, made as the
 	// Image Factory makes it from the release's.
 	o.Schematic = b.opts.Schematic
-	in := compose.InstallerAssets{Initramfs: media.Initramfs}
+	in := compose.InstallerAssets{Initramfs: bytes.NewReader(media.Initramfs)}
 	if uki != nil {
-		su, err := compose.InstallerUKI(boot, media.Initramfs, o)
+		su, err := compose.InstallerUKI(boot, bytes.NewReader(media.Initramfs), o)
 		if err != nil {
 			return err
 		}
@@ -705,7 +705,7 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 	b.mediaInstaller[b.arch] = []v1.Layer{binLayer, ml}
 	if media.ESP != nil {
 		// The Secure Boot installer: the signed ESP for the unsigned boot code.
-		sl, err := schematicLayer(assets, b.arch, compose.InstallerAssets{Initramfs: media.Initramfs, ESP: media.ESP}, b.sde)
+		sl, err := schematicLayer(assets, b.arch, compose.InstallerAssets{Initramfs: bytes.NewReader(media.Initramfs), ESP: media.ESP}, b.sde)
 		if err != nil {
 			return err
 		}

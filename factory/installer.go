@@ -222,12 +222,12 @@ func (r *VerifiedRelease) installerLayers(ctx context.Context, arch string, o In
 	if o.SecureBoot != nil && res.ESP == nil {
 		return nil, errors.New("a Secure Boot installer needs the release's EFI boot manager, and it has none (image.bootloader)")
 	}
-	in := compose.InstallerAssets{Initramfs: res.Initramfs, ESP: res.ESP}
+	in := compose.InstallerAssets{Initramfs: res.InitramfsBlob, ESP: res.ESP}
 	if o.Platform != "" {
 		in.Cmdline = res.InstallerCmdline
 	}
 	if o.SecureBoot == nil {
-		u, err := compose.InstallerUKI(boot, res.Initramfs, co)
+		u, err := compose.InstallerUKI(boot, res.InitramfsBlob, co)
 		if err != nil {
 			return nil, err
 		}

@@ -209,7 +209,8 @@ func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []strin
 			giveBackMemory()
 			return readLayer(initramfs, spare)
 		},
-		Cmdline: r.Params.Cmdline, KernelVersion: k.Version, Key: imageKey(img),
+		WriteInitramfs: func(w io.Writer) error { return writeLayer(initramfs, w) },
+		Cmdline:        r.Params.Cmdline, KernelVersion: k.Version, Key: imageKey(img),
 		Modules: func() (map[string][]byte, error) {
 			sq, err := layersByType(img, compose.MediaTypeRootfs)
 			if err != nil {
@@ -512,15 +513,7 @@ func layerOfType(img v1.Image, mt string) (v1.Layer, error) {
 // an initramfs is zstd or xz, and must stay so), into one allocation
 // with spare bytes of room after it.
 func readLayer(l v1.Layer, spare int) ([]byte, error) {
-	mt, err := l.MediaType()
-	if err != nil {
-		return nil, err
-	}
-	size, err := l.Size()
-	if err != nil {
-		return nil, err
-	}
-	rc, err := l.Compressed()
+	mt, size, rc, err := openLayer(l)
 	if err != nil {
 		return nil, err
 	}
@@ -530,6 +523,42 @@ func readLayer(l v1.Layer, spare int) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", mt, err)
 	}
 	return b, nil
+}
+
+// openLayer is a layer's blob as stored, its media type and its size.
+func openLayer(l v1.Layer) (types.MediaType, int64, io.ReadCloser, error) {
+	mt, err := l.MediaType()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	size, err := l.Size()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	rc, err := l.Compressed()
+	return mt, size, rc, err
+}
+
+// writeLayer writes a layer's blob as stored to w: all of it, to its
+// end, where the store checks its digest (an error then, and the caller
+// drops what was written), and of the size its descriptor says.
+func writeLayer(l v1.Layer, w io.Writer) error {
+	mt, size, rc, err := openLayer(l)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	n, err := io.Copy(w, io.LimitReader(rc, size+1))
+	if err == nil && n != size {
+		err = fmt.Errorf("%d bytes where its descriptor says %d", n, size)
+	}
+	if err == nil { // on to the end, where the digest is checked
+		_, err = io.Copy(io.Discard, rc)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", mt, err)
+	}
+	return nil
 }
 
 // moduleFiles reads the regular files below dir of a squashfs image, by

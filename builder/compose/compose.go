@@ -50,7 +50,12 @@ type Boot struct {
 	// (a real base's initramfs is 140 MiB), and which it does not hold
 	// while the segment's squashfs is written.
 	ReadInitramfs func(spare int) ([]byte, error)
-	Cmdline       []string // the image's kernel arguments
+	// WriteInitramfs, set beside ReadInitramfs, writes the release's
+	// initramfs to w, checked as it is read: with a scratch directory
+	// (Options.Work) the initramfs with its segment is made in a file
+	// there and read from it, never held in memory.
+	WriteInitramfs func(w io.Writer) error
+	Cmdline        []string // the image's kernel arguments
 	// Bootloader is the EFI boot manager (systemd-boot) of the base; nil
 	// makes no disk images.
 	Bootloader    []byte
@@ -207,9 +212,13 @@ func (f File) copyTo(w io.Writer) error {
 type Result struct {
 	Schematic, Platform string
 	Files               []File
-	Initramfs           []byte             // with the extensions appended
-	Segment             []rootfs.CpioEntry // what the appended segment holds
-	ISOTool             string             // what made the ISO, when there is one
+	// Initramfs is the release's initramfs with the extensions'
+	// segment appended; nil when it is in a file (Boot.WriteInitramfs),
+	// as InitramfsBlob is.
+	Initramfs     []byte
+	InitramfsBlob Blob
+	Segment       []rootfs.CpioEntry // what the appended segment holds
+	ISOTool       string             // what made the ISO, when there is one
 	// PCR11 is what systemd-stub leaves in PCR 11 booting the Secure Boot
 	// disk images' UKI (the -uki.efi file), when it carries signed PCR
 	// policies; the ISO's UKI (the ISO's command line) has its own.
@@ -275,28 +284,25 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	isoArgs := table.KernelArgs(p, ta.OCI, a)
 	kernelName, initrdName := "kernel-"+arch, "initramfs-"+arch+".xz"
 	ipxe := fmt.Sprintf("#!ipxe\nkernel %s %s\ninitrd %s\nboot\n", kernelName, strings.Join(args, " "), initrdName)
-	initramfs, err := b.initramfs(seg)
+	initramfs, blob, initrdPath, err := b.initramfsWith(seg, o.Work)
 	if err != nil {
 		return nil, err
 	}
 	b.Initramfs = nil // in initramfs now: this copy (a real base's is 140 MiB) may be freed
-	r := &Result{Schematic: id, Platform: p.Name, Initramfs: initramfs, Segment: entries, Files: []File{
+	r := &Result{Schematic: id, Platform: p.Name, Initramfs: initramfs, InitramfsBlob: blob, Segment: entries, Files: []File{
 		{Name: kernelName, Data: b.Vmlinuz},
-		{Name: initrdName, Data: initramfs},
+		{Name: initrdName, Data: initramfs, Path: initrdPath},
 		// No newline: the kernel's and Talos's command line asset have none.
 		{Name: CmdlineName(p.Name, arch), Data: []byte(strings.Join(args, " "))},
 		{Name: "ipxe-" + p.Name + "-" + arch, Data: []byte(ipxe)},
 	}, InstallerCmdline: []byte(strings.Join(diskArgs, " "))}
 	prefix := p.Name + "-" + arch
 	if o.UKI && o.SecureBoot == nil {
-		if b.Stub == nil {
-			return nil, errors.New("a UKI needs the base's systemd-stub, and the release has none (image.stub)")
-		}
-		u, err := plainUKI(b, initramfs, diskArgs, o.PrettyName)
+		uf, err := plainUKIFile(b, blob, diskArgs, o, prefix+"-uki.efi")
 		if err != nil {
 			return nil, err
 		}
-		r.Files = append(r.Files, File{Name: prefix + "-uki.efi", Data: u.Bytes()})
+		r.Files = append(r.Files, uf)
 	}
 	if b.Bootloader == nil {
 		return r, nil
@@ -311,9 +317,14 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 		}
 	}
 	// The disk images boot with the base's EFI boot manager.
-	isoFiles := bootFiles(ta, b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, isoArgs)
-	diskFiles := bootFiles(ta, b.Bootloader, b.Vmlinuz, initramfs, o.PrettyName, diskArgs)
+	isoFiles := bootFiles(ta, b.Bootloader, b.Vmlinuz, blob, o.PrettyName, isoArgs)
+	diskFiles := bootFiles(ta, b.Bootloader, b.Vmlinuz, blob, o.PrettyName, diskArgs)
 	if o.SecureBoot != nil {
+		// Signing hashes the UKI whole: Secure Boot media read the
+		// initramfs into memory.
+		if initramfs, err = blobBytes(initramfs, blob); err != nil {
+			return nil, err
+		}
 		// The UKI's .osrel is made from the release's pretty name, which
 		// a release records (its /etc/os-release is inside the root):
 		// media from a build and from its release are the same bytes.
@@ -493,6 +504,85 @@ func Variant(work string, big File, algo string) (File, error) {
 	return File{Name: name, Path: p}, nil
 }
 
+// Blob is content read at offsets, of a known size: the initramfs, in
+// memory (*bytes.Reader) or in a scratch file (*io.SectionReader).
+type Blob interface {
+	io.ReaderAt
+	Size() int64
+}
+
+// initramfsWith is the release's initramfs with seg appended: in a new
+// file of work when the release writes its initramfs
+// (Boot.WriteInitramfs) and there is a scratch directory (its path and
+// the open file as the blob; the file closes when the blob is
+// collected), else in memory (the bytes, and the blob reading them).
+func (b Boot) initramfsWith(seg []byte, work string) ([]byte, Blob, string, error) {
+	if b.WriteInitramfs == nil || work == "" {
+		data, err := b.initramfs(seg)
+		return data, bytes.NewReader(data), "", err
+	}
+	p, err := scratchFile(work, "initramfs-*.xz", func(w io.Writer) error {
+		if err := b.WriteInitramfs(w); err != nil {
+			return fmt.Errorf("the release's initramfs: %w", err)
+		}
+		_, err := w.Write(seg)
+		return err
+	})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, "", err
+	}
+	return nil, io.NewSectionReader(f, 0, fi.Size()), p, nil
+}
+
+// plainUKIFile is plainUKI as the medium name, a file of o.Work.
+func plainUKIFile(b Boot, initramfs Blob, args []string, o Options, name string) (File, error) {
+	if b.Stub == nil {
+		return File{}, errors.New("a UKI needs the base's systemd-stub, and the release has none (image.stub)")
+	}
+	u, err := plainUKI(b, initramfs, args, o.PrettyName)
+	if err != nil {
+		return File{}, err
+	}
+	return fileOf(o.Work, name, u.Size(), u.WriteTo)
+}
+
+// blobBytes is data, or when nil blob's bytes read whole.
+func blobBytes(data []byte, blob Blob) ([]byte, error) {
+	if data != nil {
+		return data, nil
+	}
+	return readBlob(blob)
+}
+
+// readBlob reads a blob whole.
+func readBlob(b Blob) ([]byte, error) {
+	data := make([]byte, b.Size())
+	_, err := io.ReadFull(io.NewSectionReader(b, 0, b.Size()), data)
+	return data, err
+}
+
+// fileOf is a medium of size bytes that write makes: a file of work,
+// or bytes without one.
+func fileOf(work, name string, size int64, write func(io.Writer) (int64, error)) (File, error) {
+	if work == "" {
+		var b bytes.Buffer
+		b.Grow(int(size))
+		_, err := write(&b)
+		return File{Name: name, Data: b.Bytes()}, err
+	}
+	p, err := scratchFile(work, "medium-*-"+name, func(w io.Writer) error { _, err := write(w); return err })
+	return File{Name: name, Path: p}, err
+}
+
 // initramfs is the release's initramfs with seg appended.
 func (b Boot) initramfs(seg []byte) ([]byte, error) {
 	if b.ReadInitramfs == nil {
@@ -520,7 +610,7 @@ func (o Options) platform(arch string) (platform.Platform, target.Arch, error) {
 // it for systemd-boot: the base's systemd-stub with the kernel, initramfs
 // (the schematic's) and the command line of the disk images; nil when the
 // base has no stub.
-func InstallerUKI(b Boot, initramfs []byte, o Options) (*uki.Image, error) {
+func InstallerUKI(b Boot, initramfs Blob, o Options) (*uki.Image, error) {
 	if b.Stub == nil {
 		return nil, nil
 	}
@@ -543,8 +633,14 @@ func (o Options) kernelArgs(b Boot) platform.Args {
 
 // plainUKI is an unsigned UKI: the stub with the kernel, the initramfs,
 // the command line, an os-release of prettyName and the kernel's version.
-func plainUKI(b Boot, initramfs []byte, args []string, prettyName string) (*uki.Image, error) {
-	u, err := uki.Layout(b.Stub, ukiSections(b, initramfs, args, prettyName))
+func plainUKI(b Boot, initramfs Blob, args []string, prettyName string) (*uki.Image, error) {
+	secs := ukiSections(b, nil, args, prettyName)
+	for i := range secs {
+		if secs[i].Name == ".initrd" {
+			secs[i].Body = initramfs // read where it is, not copied
+		}
+	}
+	u, err := uki.Layout(b.Stub, secs)
 	if err != nil {
 		return nil, fmt.Errorf("unified kernel image: %w", err)
 	}

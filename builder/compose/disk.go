@@ -29,14 +29,14 @@ import (
 // bootFiles are what an EFI system partition holds: systemd-boot as the
 // removable-media boot path, its configuration with one entry, the kernel
 // and the initramfs.
-func bootFiles(a target.Arch, bootloader, vmlinuz, initramfs []byte, title string, args []string) []fat.File {
+func bootFiles(a target.Arch, bootloader, vmlinuz []byte, initramfs Blob, title string, args []string) []fat.File {
 	entry := fmt.Sprintf("title %s\nlinux /nodeforge/vmlinuz\ninitrd /nodeforge/initramfs.xz\noptions %s\n", title, strings.Join(args, " "))
 	return []fat.File{
 		{Path: a.EFIBootFile(), Data: bootloader},
 		{Path: "loader/loader.conf", Data: []byte("timeout 0\ndefault nodeforge.conf\n")},
 		{Path: "loader/entries/nodeforge.conf", Data: []byte(entry)},
 		{Path: "nodeforge/vmlinuz", Data: vmlinuz},
-		{Path: "nodeforge/initramfs.xz", Data: initramfs},
+		{Path: "nodeforge/initramfs.xz", Body: initramfs},
 	}
 }
 
@@ -57,7 +57,7 @@ func espOptions(files []fat.File, sde int64, id string, hidden uint32, sectorSiz
 func espSize(files []fat.File) int64 {
 	var total int64
 	for _, f := range files {
-		total += int64(len(f.Data))
+		total += f.Len()
 	}
 	return total*11/10 + 8<<20
 }

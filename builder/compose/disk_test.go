@@ -32,7 +32,7 @@ func TestRawImage(t *testing.T) {
 	sfdisk := testutil.NeedTool(t, "sfdisk")
 	mtype := testutil.NeedTool(t, "mtype")
 	bl, initrd := testBootFiles()
-	files := bootFiles(x86, bl, []byte("vmlinuz"), initrd, "Nodeforge test", []string{"console=ttyS0"})
+	files := bootFiles(x86, bl, []byte("vmlinuz"), bytes.NewReader(initrd), "Nodeforge test", []string{"console=ttyS0"})
 	const id = "0123456789abcdef"
 	mv := map[uint8][]byte{0x0a: []byte(`{"externalIPs": []}`)}
 	a, err := rawImage(files, 1700000000, id, mv, 0)
@@ -92,7 +92,7 @@ func TestISOImage(t *testing.T) {
 	for i := range initrd {
 		initrd[i] = byte(rng.Uint32())
 	}
-	files := bootFiles(x86, bl, []byte("vmlinuz"), initrd, "Nodeforge test", nil)
+	files := bootFiles(x86, bl, []byte("vmlinuz"), bytes.NewReader(initrd), "Nodeforge test", nil)
 	esp, ext, err := fat.WriteExtents(files, fat.Options{Label: "NODEFORGE", VolumeID: espVolumeID("0123456789abcdef"), Time: time.Unix(1700000000, 0), Align: isoSector})
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestISOImage(t *testing.T) {
 	}
 	payload := 0
 	for _, f := range files {
-		payload += len(f.Data)
+		payload += int(f.Len())
 	}
 	if len(a) > payload*105/100 {
 		t.Errorf("the ISO is %d bytes for %d bytes of boot files: %.3f times", len(a), payload, float64(len(a))/float64(payload))
@@ -137,6 +137,9 @@ func TestISOImage(t *testing.T) {
 		fmt.Sscanf(strings.Fields(string(lba)[i+len("File data lba:"):])[4], "%d", &blocks)
 	}
 	for _, f := range files {
+		if f.Body != nil {
+			f.Data, _ = readBlob(f.Body)
+		}
 		got := filepath.Join(dir, filepath.Base(f.Path))
 		if out, err := exec.Command(xorriso, "-osirrox", "on", "-indev", p, "-extract", "/"+f.Path, got).CombinedOutput(); err != nil {
 			t.Errorf("xorriso -extract %s: %v\n%s", f.Path, err, out)

@@ -3,6 +3,8 @@ package compose
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,5 +200,53 @@ func TestReadInitramfs(t *testing.T) {
 	lazy.ReadInitramfs = func(int) ([]byte, error) { return nil, os.ErrNotExist }
 	if _, err := Media(context.Background(), lazy, []*Extension{zfs}, o); err == nil || !strings.Contains(err.Error(), "the release's initramfs") {
 		t.Errorf("a failed read: %v", err)
+	}
+}
+
+// TestInitramfsInAFile: a release that writes its initramfs
+// (Boot.WriteInitramfs), given a scratch directory, gets the same media
+// with the initramfs made in a file there and never held (Result's
+// Initramfs nil, its blob the file); the UKI, laid out on that file, is
+// the same bytes. A failed write is an error that leaves no file.
+func TestInitramfsInAFile(t *testing.T) {
+	stub := testbase.EFIForTest(t, "linuxx64.efi.stub")
+	if stub == nil {
+		return
+	}
+	r, b := embedMedia(t, "", "zstd", stub)
+	_, zfs, o := embedInputs(t, "", "zstd", stub)
+	lazy := b
+	lazy.Initramfs, lazy.ReadInitramfs = nil, func(int) ([]byte, error) { return nil, errors.New("read, not written") }
+	lazy.WriteInitramfs = func(w io.Writer) error { _, err := w.Write(b.Initramfs); return err }
+	got, err := Media(context.Background(), lazy, []*Extension{zfs}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Initramfs != nil {
+		t.Error("the initramfs is held in memory")
+	}
+	if data, err := readBlob(got.InitramfsBlob); err != nil || !bytes.Equal(data, r.Initramfs) {
+		t.Errorf("the initramfs's blob: %v, same bytes %t", err, bytes.Equal(data, r.Initramfs))
+	}
+	if len(got.Files) != len(r.Files) {
+		t.Fatalf("%d media, want %d", len(got.Files), len(r.Files))
+	}
+	for i, f := range r.Files {
+		if g := got.file(t, f.Name); !bytes.Equal(g, r.file(t, f.Name)) || got.Files[i].Name != f.Name {
+			t.Errorf("%s differs", f.Name)
+		}
+		if strings.HasSuffix(f.Name, ".xz") || strings.HasSuffix(f.Name, ".efi") {
+			if got.Files[i].Path == "" {
+				t.Errorf("%s is in memory, not a file", f.Name)
+			}
+		}
+	}
+	lazy.WriteInitramfs = func(w io.Writer) error { w.Write([]byte("half")); return os.ErrNotExist }
+	o.Work = t.TempDir()
+	if _, err := Media(context.Background(), lazy, []*Extension{zfs}, o); err == nil || !strings.Contains(err.Error(), "the release's initramfs") {
+		t.Errorf("a failed write: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(o.Work, "initramfs-*")); len(left) > 0 {
+		t.Errorf("a failed write left %q", left)
 	}
 }

@@ -3,6 +3,7 @@ package compose
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -229,7 +230,7 @@ const maxInstallerFile = 4 << 30
 
 // InstallerAssets are what a schematic's installer takes from its media.
 type InstallerAssets struct {
-	Initramfs []byte // the schematic's (with its extensions)
+	Initramfs Blob // the schematic's (with its extensions)
 	// Cmdline, when not nil (a platform's installer), is the platform's
 	// command line, at usr/install/<arch>/cmdline.
 	Cmdline []byte
@@ -258,7 +259,10 @@ type InstallerAssets struct {
 // to the ESP's.
 func SchematicInstaller(base []byte, arch string, in InstallerAssets, sde int64) ([]byte, error) {
 	var b bytes.Buffer
-	b.Grow(len(base) + len(in.Initramfs) + 4096)
+	b.Grow(len(base) + 4096)
+	if in.Initramfs != nil {
+		b.Grow(int(in.Initramfs.Size()))
+	}
 	if in.UKI != nil {
 		b.Grow(int(in.UKI.Size()))
 	}
@@ -330,9 +334,12 @@ func replaceInstallerAssets(t *rootfs.Tree, arch string, in InstallerAssets) (*r
 	if n == nil || n.Kind != rootfs.KindFile {
 		return nil, nil, fmt.Errorf("installer layer: no %sinitramfs.xz", InstallDir(arch))
 	}
+	if in.Initramfs == nil {
+		return nil, nil, errors.New("installer layer: no initramfs of the schematic was given")
+	}
 	bodies := map[string]rootfs.Body{}
 	n.Data, n.Digest = nil, ""
-	bodies[n.Path] = bytes.NewReader(in.Initramfs)
+	bodies[n.Path] = blobBody{in.Initramfs}
 	// add puts a file of data, whose digest is sum ("": not taken yet).
 	add := func(name, generator string, data []byte, sum string) (*rootfs.Node, error) {
 		if sum == "" {
@@ -385,4 +392,11 @@ func replaceInstallerAssets(t *rootfs.Tree, arch string, in InstallerAssets) (*r
 		}
 	}
 	return t, bodies, nil
+}
+
+// blobBody is a blob as a tar body, written from its start each time.
+type blobBody struct{ Blob }
+
+func (b blobBody) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, io.NewSectionReader(b.Blob, 0, b.Size()))
 }

@@ -53,11 +53,11 @@ func TestSchematicInstaller(t *testing.T) {
 		return &rootfs.Node{Path: "/" + d + UKIName, Data: []byte(data)}
 	}
 	base := installerTar(t, dir, []byte("release initramfs"), uki(dir, "release UKI"))
-	same, err := SchematicInstaller(base, "x86_64", InstallerAssets{Initramfs: []byte("release initramfs"), UKI: bytes.NewReader([]byte("release UKI"))}, 1700000000)
+	same, err := SchematicInstaller(base, "x86_64", InstallerAssets{Initramfs: bytes.NewReader([]byte("release initramfs")), UKI: bytes.NewReader([]byte("release UKI"))}, 1700000000)
 	if err != nil || !bytes.Equal(same, base) {
 		t.Fatalf("round trip: %v, equal %t", err, bytes.Equal(same, base))
 	}
-	got, err := SchematicInstaller(base, "x86_64", InstallerAssets{Initramfs: []byte("schematic initramfs"), UKI: bytes.NewReader([]byte("schematic UKI")), Cmdline: []byte("console=ttyS0")}, 1700000000)
+	got, err := SchematicInstaller(base, "x86_64", InstallerAssets{Initramfs: bytes.NewReader([]byte("schematic initramfs")), UKI: bytes.NewReader([]byte("schematic UKI")), Cmdline: []byte("console=ttyS0")}, 1700000000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,18 +65,18 @@ func TestSchematicInstaller(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Error("the schematic's installer differs from the layer a build writes")
 	}
-	if _, err := SchematicInstaller(base, "x86_64", InstallerAssets{Initramfs: []byte("x")}, 1); err == nil || !strings.Contains(err.Error(), "no UKI of the schematic") {
+	if _, err := SchematicInstaller(base, "x86_64", InstallerAssets{Initramfs: bytes.NewReader([]byte("x"))}, 1); err == nil || !strings.Contains(err.Error(), "no UKI of the schematic") {
 		t.Errorf("a UKI left with the release's initramfs: %v", err)
 	}
 	// A UKI under the legacy directory beside an initramfs under the
 	// new one: its data was not read, and it is not replaced either.
 	mixed := installerTar(t, dir, []byte("release initramfs"), uki(old, "release UKI"))
-	if _, err := SchematicInstaller(mixed, "x86_64", InstallerAssets{Initramfs: []byte("x"), UKI: bytes.NewReader([]byte("u"))}, 1); err == nil ||
+	if _, err := SchematicInstaller(mixed, "x86_64", InstallerAssets{Initramfs: bytes.NewReader([]byte("x")), UKI: bytes.NewReader([]byte("u"))}, 1); err == nil ||
 		!strings.Contains(err.Error(), "neither replaced nor removed") {
 		t.Errorf("a release file left out and not replaced: %v", err)
 	}
 	legacy := installerTar(t, old, []byte("release initramfs"))
-	got, err = SchematicInstaller(legacy, "x86_64", InstallerAssets{Initramfs: []byte("schematic initramfs"), UKI: bytes.NewReader([]byte("unused"))}, 1700000000)
+	got, err = SchematicInstaller(legacy, "x86_64", InstallerAssets{Initramfs: bytes.NewReader([]byte("schematic initramfs")), UKI: bytes.NewReader([]byte("unused"))}, 1700000000)
 	if err != nil || !bytes.Equal(got, installerTar(t, old, []byte("schematic initramfs"))) {
 		t.Errorf("a release laid out before: %v", err)
 	}
@@ -86,7 +86,7 @@ func TestSchematicInstaller(t *testing.T) {
 	esp := []fat.File{{Path: "EFI/BOOT/BOOTX64.EFI", Data: []byte("signed boot")}, {Path: "EFI/Linux/nodeforge.efi", Data: []byte("signed UKI")}, {Path: "loader/loader.conf", Data: []byte("timeout 0\n")}}
 	withBoot := installerTar(t, dir, []byte("release initramfs"), &rootfs.Node{Path: "/" + dir + BootloaderName, Data: []byte("boot")},
 		&rootfs.Node{Path: "/" + dir + StubName, Data: []byte("stub")}, uki(dir, "release UKI"), &rootfs.Node{Path: "/" + dir + "demo.spdx.json", Data: []byte("{}")})
-	sb, err := SchematicInstaller(withBoot, "x86_64", InstallerAssets{Initramfs: []byte("schematic initramfs"), ESP: esp}, 1700000000)
+	sb, err := SchematicInstaller(withBoot, "x86_64", InstallerAssets{Initramfs: bytes.NewReader([]byte("schematic initramfs")), ESP: esp}, 1700000000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,24 @@ import (
 type File struct {
 	Path string // slash-separated, relative: "EFI/BOOT/BOOTX64.EFI"
 	Data []byte
+	// Body, when not nil, is the content instead of Data, read where it
+	// is (an initramfs of 150 MB in a file, never held in memory).
+	Body Body
+}
+
+// Body is a file's content read at offsets, of a known size:
+// *bytes.Reader and *io.SectionReader are bodies.
+type Body interface {
+	io.ReaderAt
+	Size() int64
+}
+
+// Len is the file's size in bytes.
+func (f File) Len() int64 {
+	if f.Body != nil {
+		return f.Body.Size()
+	}
+	return int64(len(f.Data))
 }
 
 // Options of an image.
@@ -71,6 +89,7 @@ type node struct {
 	name     string
 	dir      bool
 	data     []byte
+	body     Body // instead of data
 	children []*node
 	cluster  uint16
 	clusters int
@@ -94,7 +113,15 @@ func WriteExtents(files []File, o Options) ([]byte, []Extent, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return img, p.extents(files), nil
+	ext := p.extents(files)
+	for i, n := range p.leaves {
+		if n.body != nil && ext[i].Size > 0 {
+			if err := n.readBody(img[ext[i].Offset:]); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return img, ext, nil
 }
 
 // WriteExtentsTo writes the image WriteExtents renders to w, in order,
@@ -129,7 +156,16 @@ func WriteExtentsTo(w io.Writer, files []File, o Options) ([]Extent, int64, erro
 		if err := writeZeros(w, ext[i].Offset-at); err != nil {
 			return nil, 0, err
 		}
-		if _, err := w.Write(files[i].Data); err != nil {
+		var err error
+		if b := files[i].Body; b != nil {
+			var n int64
+			if n, err = io.Copy(w, io.NewSectionReader(b, 0, b.Size())); err == nil && n != b.Size() {
+				err = fmt.Errorf("fat: %s: %d bytes of %d", files[i].Path, n, b.Size())
+			}
+		} else {
+			_, err = w.Write(files[i].Data)
+		}
+		if err != nil {
 			return nil, 0, err
 		}
 		at = ext[i].Offset + ext[i].Size
@@ -165,6 +201,22 @@ func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // plan is an image laid out: its tree (files and directories), the
 // geometry that holds it, and the options with their defaults.
+// length is a file node's size in bytes.
+func (n *node) length() int {
+	if n.body != nil {
+		return int(n.body.Size())
+	}
+	return len(n.data)
+}
+
+// readBody puts a file node's body at the start of dst.
+func (n *node) readBody(dst []byte) error {
+	if _, err := io.ReadFull(io.NewSectionReader(n.body, 0, n.body.Size()), dst[:n.length()]); err != nil {
+		return fmt.Errorf("fat: %s: %w", n.name, err)
+	}
+	return nil
+}
+
 type plan struct {
 	root   *node
 	leaves []*node // the nodes of the files, in their order
@@ -189,7 +241,7 @@ func (p *plan) metaSize() int {
 func (p *plan) extents(files []File) []Extent {
 	ext := make([]Extent, len(files))
 	for i, n := range p.leaves {
-		ext[i] = Extent{Path: files[i].Path, Size: int64(len(n.data))}
+		ext[i] = Extent{Path: files[i].Path, Size: int64(n.length())}
 		if n.clusters > 0 {
 			ext[i].Offset = int64(p.g.dataStart() + (int(n.cluster)-2)*p.g.spc*p.g.ss)
 		}
@@ -266,7 +318,7 @@ func newPlan(files []File, o Options) (*plan, error) {
 				if c.dir {
 					collect(c)
 				} else {
-					need += ceil(len(c.data), cs)
+					need += ceil(c.length(), cs)
 				}
 			}
 		}
@@ -341,7 +393,7 @@ func add(root *node, f File) (*node, error) {
 		if next == nil {
 			next = &node{name: name, dir: !last}
 			if last {
-				next.data = f.Data
+				next.data, next.body = f.Data, f.Body
 			}
 			cur.children = append(cur.children, next)
 		} else if last || !next.dir {
@@ -499,8 +551,8 @@ func render(img []byte, root *node, dirs []*node, g geometry, o Options, stamp [
 			if c.dir {
 				files(c)
 			} else {
-				alloc(c, len(c.data))
-				if len(img) == g.size() { // else WriteExtentsTo writes it
+				alloc(c, c.length())
+				if len(img) == g.size() { // else WriteExtentsTo writes it (WriteExtents a body)
 					copy(img[dataStart+(int(c.cluster)-2)*cs:], c.data)
 				}
 			}
@@ -551,7 +603,7 @@ func render(img []byte, root *node, dirs []*node, g geometry, o Options, stamp [
 				short = genShort(c.name, 1, used)
 				b.Write(lfnEntries(c.name, short))
 			}
-			attr, size := byte(0x20), uint32(len(c.data))
+			attr, size := byte(0x20), uint32(c.length())
 			if c.dir {
 				attr, size = 0x10, 0
 			}

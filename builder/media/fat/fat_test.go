@@ -3,6 +3,7 @@ package fat
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -21,13 +22,13 @@ func sample() []File {
 		big[i] = byte(r.Uint32())
 	}
 	return []File{
-		{"EFI/BOOT/BOOTX64.EFI", []byte("MZ not really an EFI binary")},
-		{"loader/loader.conf", []byte("timeout 0\ndefault nodeforge.conf\n")},
-		{"loader/entries/nodeforge.conf", []byte("title Nodeforge\nlinux /nodeforge/vmlinuz\ninitrd /nodeforge/initramfs.xz\n")},
-		{"nodeforge/vmlinuz", big},
-		{"nodeforge/initramfs.xz", big[:1000]},
-		{"A long file name with spaces.txt", []byte("long")},
-		{"empty", nil},
+		{Path: "EFI/BOOT/BOOTX64.EFI", Data: []byte("MZ not really an EFI binary")},
+		{Path: "loader/loader.conf", Data: []byte("timeout 0\ndefault nodeforge.conf\n")},
+		{Path: "loader/entries/nodeforge.conf", Data: []byte("title Nodeforge\nlinux /nodeforge/vmlinuz\ninitrd /nodeforge/initramfs.xz\n")},
+		{Path: "nodeforge/vmlinuz", Data: big},
+		{Path: "nodeforge/initramfs.xz", Data: big[:1000]},
+		{Path: "A long file name with spaces.txt", Data: []byte("long")},
+		{Path: "empty", Data: nil},
 	}
 }
 
@@ -119,10 +120,10 @@ func TestDeterministic(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	for _, fs := range [][]File{
-		{{"../x", nil}},
-		{{"a/b", nil}, {"a", nil}},
-		{{"a", nil}, {"A", nil}},
-		{{"bad:name", nil}},
+		{{Path: "../x"}},
+		{{Path: "a/b"}, {Path: "a"}},
+		{{Path: "a"}, {Path: "A"}},
+		{{Path: "bad:name"}},
 	} {
 		if _, err := Write(fs, Options{}); err == nil {
 			t.Errorf("accepted %v", fs)
@@ -173,7 +174,7 @@ func TestAlign(t *testing.T) {
 func TestWriteExtentsTo(t *testing.T) {
 	many := sample()
 	for i := range 40 {
-		many = append(many, File{fmt.Sprintf("dir%d/sub/file %d.txt", i%7, i), bytes.Repeat([]byte{byte(i)}, i*1000)})
+		many = append(many, File{Path: fmt.Sprintf("dir%d/sub/file %d.txt", i%7, i), Data: bytes.Repeat([]byte{byte(i)}, i*1000)})
 	}
 	for _, c := range []struct {
 		name  string
@@ -199,3 +200,41 @@ func TestWriteExtentsTo(t *testing.T) {
 		}
 	}
 }
+
+// TestBodies: files whose content is a Body (read at offsets, never a
+// slice of the caller's) make the image their Data makes, in memory and
+// written out; a body shorter than it says is an error.
+func TestBodies(t *testing.T) {
+	o := Options{Label: "NODEFORGE", VolumeID: 1, Time: time.Unix(1700000000, 0), Align: 2048}
+	want, wantExt, err := WriteExtents(sample(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := sample()
+	for i := range bodies {
+		if len(bodies[i].Data) > 100 {
+			bodies[i].Body, bodies[i].Data = bytes.NewReader(bodies[i].Data), nil
+		}
+	}
+	got, ext, err := WriteExtents(bodies, o)
+	if err != nil || !bytes.Equal(got, want) || fmt.Sprint(ext) != fmt.Sprint(wantExt) {
+		t.Errorf("in memory: %v; same bytes %t, same extents %t", err, bytes.Equal(got, want), fmt.Sprint(ext) == fmt.Sprint(wantExt))
+	}
+	var out bytes.Buffer
+	if _, _, err := WriteExtentsTo(&out, bodies, o); err != nil || !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("written out: %v; same bytes %t", err, bytes.Equal(out.Bytes(), want))
+	}
+	short := sample()
+	short[3].Body, short[3].Data = shortBody{bytes.NewReader(short[3].Data)}, nil
+	if _, _, err := WriteExtents(short, o); err == nil {
+		t.Error("in memory: a short body was taken")
+	}
+	if _, _, err := WriteExtentsTo(io.Discard, short, o); err == nil {
+		t.Error("written out: a short body was taken")
+	}
+}
+
+// shortBody says it is a byte longer than it is.
+type shortBody struct{ *bytes.Reader }
+
+func (s shortBody) Size() int64 { return s.Reader.Size() + 1 }

@@ -26,16 +26,38 @@ import (
 type Section struct {
 	Name string // ".linux", at most 8 bytes
 	Data []byte
+	// Body, when not nil, is the content instead of Data, read where it
+	// is (an initramfs of 150 MB in a file).
+	Body interface {
+		io.ReaderAt
+		Size() int64
+	}
+}
+
+// size is the section's content size in bytes.
+func (s Section) size() int64 {
+	if s.Body != nil {
+		return s.Body.Size()
+	}
+	return int64(len(s.Data))
+}
+
+// reader reads the section's content from its start.
+func (s Section) reader() io.Reader {
+	if s.Body != nil {
+		return io.NewSectionReader(s.Body, 0, s.Body.Size())
+	}
+	return bytes.NewReader(s.Data)
 }
 
 // Sections are the parts of a UKI in the order systemd's ukify writes
 // them: the small ones first, the kernel last.
 func Sections(osRelease, cmdline, uname, initrd, kernel []byte) []Section {
-	out := []Section{{".osrel", osRelease}, {".cmdline", cmdline}}
+	out := []Section{{Name: ".osrel", Data: osRelease}, {Name: ".cmdline", Data: cmdline}}
 	if len(uname) > 0 {
-		out = append(out, Section{".uname", uname})
+		out = append(out, Section{Name: ".uname", Data: uname})
 	}
-	return append(out, Section{".initrd", initrd}, Section{".linux", kernel})
+	return append(out, Section{Name: ".initrd", Data: initrd}, Section{Name: ".linux", Data: kernel})
 }
 
 const (
@@ -110,20 +132,21 @@ func Layout(stub []byte, sections []Section) (*Image, error) {
 	im := &Image{head: head, sections: sections}
 	vaEnd := alignUp(h.imageEnd, h.sectionAlign)
 	for i, s := range sections {
-		rawSize := alignUp(uint64(len(s.Data)), h.fileAlign)
-		if fileEnd+rawSize > math.MaxUint32 || vaEnd+uint64(len(s.Data)) > math.MaxUint32 {
+		size := uint64(s.size())
+		rawSize := alignUp(size, h.fileAlign)
+		if fileEnd+rawSize > math.MaxUint32 || vaEnd+size > math.MaxUint32 {
 			return nil, fmt.Errorf("section %s: the image would pass 4 GiB", s.Name)
 		}
 		hdr := head[h.tableOffset+(h.sections+i)*sectionHdrSize:]
 		copy(hdr[0:8], s.Name)
-		binary.LittleEndian.PutUint32(hdr[8:], uint32(len(s.Data))) // VirtualSize
-		binary.LittleEndian.PutUint32(hdr[12:], uint32(vaEnd))      // VirtualAddress
-		binary.LittleEndian.PutUint32(hdr[16:], uint32(rawSize))    // SizeOfRawData
-		binary.LittleEndian.PutUint32(hdr[20:], uint32(fileEnd))    // PointerToRawData
+		binary.LittleEndian.PutUint32(hdr[8:], uint32(size))     // VirtualSize
+		binary.LittleEndian.PutUint32(hdr[12:], uint32(vaEnd))   // VirtualAddress
+		binary.LittleEndian.PutUint32(hdr[16:], uint32(rawSize)) // SizeOfRawData
+		binary.LittleEndian.PutUint32(hdr[20:], uint32(fileEnd)) // PointerToRawData
 		binary.LittleEndian.PutUint32(hdr[36:], dataReadOnly)
-		im.pads = append(im.pads, int64(rawSize)-int64(len(s.Data)))
+		im.pads = append(im.pads, int64(rawSize-size))
 		fileEnd += rawSize
-		vaEnd = alignUp(vaEnd+uint64(len(s.Data)), h.sectionAlign)
+		vaEnd = alignUp(vaEnd+size, h.sectionAlign)
 	}
 	im.size = int64(fileEnd)
 	le := binary.LittleEndian
@@ -134,8 +157,23 @@ func Layout(stub []byte, sections []Section) (*Image, error) {
 	// Every part starts at an even offset, and an odd section is
 	// followed by its padding's zeros: the parts' sums are the image's.
 	sum := pechecksum.Add(0, head)
+	buf := make([]byte, 1<<20) // even: each piece starts at an even offset
 	for _, s := range sections {
-		sum = pechecksum.Add(sum, s.Data)
+		if s.Body == nil {
+			sum = pechecksum.Add(sum, s.Data)
+			continue
+		}
+		r := s.reader()
+		for {
+			n, err := io.ReadFull(r, buf)
+			sum = pechecksum.Add(sum, buf[:n])
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("section %s: %w", s.Name, err)
+			}
+		}
 	}
 	le.PutUint32(head[h.optional+64:], pechecksum.Finish(sum, im.size))
 	return im, nil
@@ -153,8 +191,12 @@ func (im *Image) WriteTo(w io.Writer) (int64, error) {
 		if err != nil {
 			return total, err
 		}
-		n, err = w.Write(s.Data)
-		total += int64(n)
+		var m int64
+		m, err = io.Copy(w, s.reader())
+		total += m
+		if err == nil && m != s.size() {
+			err = fmt.Errorf("section %s: %d bytes of %d", s.Name, m, s.size())
+		}
 		for pad := im.pads[i]; pad > 0 && err == nil; pad -= int64(n) {
 			n, err = w.Write(zeros[:min(pad, int64(len(zeros)))])
 			total += int64(n)

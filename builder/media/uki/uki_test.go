@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +58,17 @@ func TestBuild(t *testing.T) {
 	var written bytes.Buffer
 	if n, err := im.WriteTo(&written); err != nil || n != im.Size() || !bytes.Equal(written.Bytes(), uki) {
 		t.Errorf("Layout wrote %d bytes (%v), size %d, Build's %d: equal %t", n, err, im.Size(), len(uki), bytes.Equal(written.Bytes(), uki))
+	}
+	// Sections read where they are (Body; .osrel of an odd size) make the
+	// same image.
+	bodies := slices.Clone(secs)
+	for i := range bodies {
+		if bodies[i].Name != ".cmdline" {
+			bodies[i].Body, bodies[i].Data = bytes.NewReader(bodies[i].Data), nil
+		}
+	}
+	if im, err := Layout(stub, bodies); err != nil || !bytes.Equal(im.Bytes(), uki) {
+		t.Errorf("with bodies: %v", err)
 	}
 	f, err := pe.NewFile(bytes.NewReader(uki))
 	if err != nil {
@@ -124,10 +136,10 @@ func TestBuildRefuses(t *testing.T) {
 	if stub == nil {
 		return
 	}
-	if _, err := Build(stub, []Section{{".sdmagic", []byte("x")}}); err == nil || !strings.Contains(err.Error(), "already has a section .sdmagic") {
+	if _, err := Build(stub, []Section{{Name: ".sdmagic", Data: []byte("x")}}); err == nil || !strings.Contains(err.Error(), "already has a section .sdmagic") {
 		t.Errorf("a section of the stub's name: %v", err)
 	}
-	if _, err := Build(stub, []Section{{".toolongname", nil}}); err == nil {
+	if _, err := Build(stub, []Section{{Name: ".toolongname", Data: nil}}); err == nil {
 		t.Error("a section name of 12 bytes was taken")
 	}
 	many := make([]Section, 30)
