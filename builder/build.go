@@ -652,9 +652,9 @@ func (b *archBuild) installers(spdx, initramfs []byte, media *mediaResult) error
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.arch, err)
 	}
-	var uki []byte
+	var uki rootfs.Body // a nil *uki.Image is no body
 	if u != nil {
-		uki = u.Bytes()
+		uki = u
 	}
 	base := installerFiles{bin: instBin, binPkg: instPkg, bootloader: b.bootloaderData, bootloaderPkg: b.bootloaderPkg, stub: b.stubData, stubPkg: b.stubPkg}
 	if ref := b.spec.Image.Talosctl; ref != nil {

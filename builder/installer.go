@@ -43,7 +43,7 @@ type installerFiles struct {
 // UKI). A schematic's installer shares the first and replaces the second.
 // The second is returned as the writer of its tar: it is as large as the
 // initramfs and the UKI together, and streams into its layer's file.
-func installerLayers(arch, name string, vmlinuz, initramfs, spdx, uki []byte, base installerFiles, sde int64) (bin []byte, assets func(io.Writer) error, err error) {
+func installerLayers(arch, name string, vmlinuz, initramfs, spdx []byte, uki rootfs.Body, base installerFiles, sde int64) (bin []byte, assets func(io.Writer) error, err error) {
 	dir := "/" + compose.InstallDir(arch)
 	type file struct {
 		path string
@@ -62,8 +62,12 @@ func installerLayers(arch, name string, vmlinuz, initramfs, spdx, uki []byte, ba
 	if base.stub != nil {
 		files = append(files, file{dir + compose.StubName, base.stub, 0o644, report.Origin{Package: base.stubPkg}})
 	}
+	// The UKI is written from where it is laid out (uki.Image): it is
+	// mostly the initramfs, which is not copied again.
+	var bodies map[string]rootfs.Body
 	if uki != nil {
-		files = append(files, file{dir + compose.UKIName, uki, 0o644, generated("uki")})
+		files = append(files, file{dir + compose.UKIName, nil, 0o644, generated("uki")})
+		bodies = map[string]rootfs.Body{dir + compose.UKIName: uki}
 	}
 	tree := func(files []file) (*rootfs.Tree, int, error) {
 		t := rootfs.New()
@@ -99,5 +103,5 @@ func installerLayers(arch, name string, vmlinuz, initramfs, spdx, uki []byte, ba
 	if err != nil {
 		return nil, nil, err
 	}
-	return b.Bytes(), func(w io.Writer) error { return at.WriteTar(w, owners, sde) }, nil
+	return b.Bytes(), func(w io.Writer) error { return at.WriteTarBodies(w, owners, sde, bodies) }, nil
 }

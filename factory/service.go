@@ -344,8 +344,7 @@ func (s *Service) build(ctx context.Context, rel *VerifiedRelease, sch *schemati
 		// are written.
 		return saveBuiltFile(dir, f)
 	}
-	res, exts = nil, nil // the composition is let go, and collected
-	giveBackMemory()
+	giveBackMemory() // res and exts are no longer used: the composition is collected
 	v, err := compose.Variant(work, f, a.compression)
 	if err != nil {
 		return nil, err

@@ -201,14 +201,6 @@ func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []strin
 	}
 	k := r.Params.Kernel[arch]
 	b := compose.Boot{Arch: arch, Vmlinuz: assets[compose.MediaTypeVmlinuz],
-		ReadInitramfs: func(spare int) ([]byte, error) {
-			// The extensions' trees, let go once their squashfs is
-			// made (100 MB and more), go back to the system before the
-			// initramfs takes as much: the heap would not reuse them
-			// for one allocation of its size.
-			giveBackMemory()
-			return readLayer(initramfs, spare)
-		},
 		WriteInitramfs: func(w io.Writer) error { return writeLayer(initramfs, w) },
 		Cmdline:        r.Params.Cmdline, KernelVersion: k.Version, Key: imageKey(img),
 		Modules: func() (map[string][]byte, error) {
@@ -433,11 +425,11 @@ func layerReader(l v1.Layer) (io.ReadCloser, error) {
 // into one allocation, then on to its end, where the store checks its
 // digest: growing a buffer as io.ReadAll does zeroed and copied a 164 MB
 // initramfs several times over.
-func readBlob(r io.Reader, size, limit int64, spare int) ([]byte, error) {
-	if size < 0 || size > limit || spare < 0 {
+func readBlob(r io.Reader, size, limit int64) ([]byte, error) {
+	if size < 0 || size > limit {
 		return nil, fmt.Errorf("%d bytes, more than the %d read into memory", size, limit)
 	}
-	b := make([]byte, size, size+int64(spare))
+	b := make([]byte, size)
 	if _, err := io.ReadFull(r, b); err != nil {
 		return nil, err
 	}
@@ -482,7 +474,7 @@ func layersByType(img v1.Image, wanted ...string) (map[string][]byte, error) {
 		if !slices.Contains(wanted, string(mt)) {
 			continue
 		}
-		b, err := readLayer(l, 0)
+		b, err := readLayer(l)
 		if err != nil {
 			return nil, err
 		}
@@ -510,15 +502,14 @@ func layerOfType(img v1.Image, mt string) (v1.Layer, error) {
 }
 
 // readLayer reads a boot asset's blob as stored (a boot asset is a file:
-// an initramfs is zstd or xz, and must stay so), into one allocation
-// with spare bytes of room after it.
-func readLayer(l v1.Layer, spare int) ([]byte, error) {
+// an initramfs is zstd or xz, and must stay so), into one allocation.
+func readLayer(l v1.Layer) ([]byte, error) {
 	mt, size, rc, err := openLayer(l)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	b, err := readBlob(rc, size, maxAsset, spare)
+	b, err := readBlob(rc, size, maxAsset)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", mt, err)
 	}

@@ -44,16 +44,12 @@ type Boot struct {
 	Arch      string
 	Vmlinuz   []byte
 	Initramfs []byte // the release's, which the extensions' segment follows
-	// ReadInitramfs, set instead of Initramfs, reads the release's
-	// initramfs into a buffer with spare bytes of room after it: called
-	// once the segment is made, which is appended there without a copy
-	// (a real base's initramfs is 140 MiB), and which it does not hold
-	// while the segment's squashfs is written.
-	ReadInitramfs func(spare int) ([]byte, error)
-	// WriteInitramfs, set beside ReadInitramfs, writes the release's
-	// initramfs to w, checked as it is read: with a scratch directory
-	// (Options.Work) the initramfs with its segment is made in a file
-	// there and read from it, never held in memory.
+	// WriteInitramfs, set instead of Initramfs, writes the release's
+	// initramfs to w, checked as it is read: called once the segment is
+	// made (it is not held while the segment's squashfs is written), and
+	// with a scratch directory (Options.Work) into a file there, with the
+	// segment after it, which the media read from (a real base's
+	// initramfs is 140 MiB, never held in memory).
 	WriteInitramfs func(w io.Writer) error
 	Cmdline        []string // the image's kernel arguments
 	// Bootloader is the EFI boot manager (systemd-boot) of the base; nil
@@ -517,13 +513,29 @@ type Blob interface {
 // the open file as the blob; the file closes when the blob is
 // collected), else in memory (the bytes, and the blob reading them).
 func (b Boot) initramfsWith(seg []byte, work string) ([]byte, Blob, string, error) {
-	if b.WriteInitramfs == nil || work == "" {
-		data, err := b.initramfs(seg)
-		return data, bytes.NewReader(data), "", err
-	}
-	p, err := scratchFile(work, "initramfs-*.xz", func(w io.Writer) error {
+	write := func(w io.Writer) error {
+		if b.WriteInitramfs == nil {
+			_, err := w.Write(b.Initramfs)
+			return err
+		}
 		if err := b.WriteInitramfs(w); err != nil {
 			return fmt.Errorf("the release's initramfs: %w", err)
+		}
+		return nil
+	}
+	if b.WriteInitramfs == nil || work == "" {
+		var buf bytes.Buffer
+		buf.Grow(len(b.Initramfs) + len(seg))
+		err := write(&buf)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		buf.Write(seg)
+		return buf.Bytes(), bytes.NewReader(buf.Bytes()), "", nil
+	}
+	p, err := scratchFile(work, "initramfs-*.xz", func(w io.Writer) error {
+		if err := write(w); err != nil {
+			return err
 		}
 		_, err := w.Write(seg)
 		return err
@@ -581,18 +593,6 @@ func fileOf(work, name string, size int64, write func(io.Writer) (int64, error))
 	}
 	p, err := scratchFile(work, "medium-*-"+name, func(w io.Writer) error { _, err := write(w); return err })
 	return File{Name: name, Path: p}, err
-}
-
-// initramfs is the release's initramfs with seg appended.
-func (b Boot) initramfs(seg []byte) ([]byte, error) {
-	if b.ReadInitramfs == nil {
-		return append(append(make([]byte, 0, len(b.Initramfs)+len(seg)), b.Initramfs...), seg...), nil
-	}
-	init, err := b.ReadInitramfs(len(seg))
-	if err != nil {
-		return nil, fmt.Errorf("the release's initramfs: %w", err)
-	}
-	return append(init, seg...), nil
 }
 
 // platform is the options' platform and the architecture.
