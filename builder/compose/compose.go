@@ -480,7 +480,7 @@ func Variant(work string, big File, algo string) (File, error) {
 		}
 		return File{Name: name, Data: data}, err
 	}
-	src, size := io.Reader(bytes.NewReader(big.Data)), int64(len(big.Data))
+	src, size := io.ReaderAt(bytes.NewReader(big.Data)), int64(len(big.Data))
 	if big.Path != "" {
 		f, err := os.Open(big.Path)
 		if err != nil {
@@ -493,7 +493,7 @@ func Variant(work string, big File, algo string) (File, error) {
 		}
 		src, size = f, fi.Size()
 	}
-	p, err := scratchFile(work, "variant-*."+name, func(w io.Writer) error { return compressVariantTo(w, algo, src, size) })
+	p, err := scratchFile(work, "variant-*."+name, func(w io.Writer) error { return compressVariantTo(w, algo, src, size, work) })
 	if err != nil {
 		return File{}, fmt.Errorf("%s: %w", name, err)
 	}

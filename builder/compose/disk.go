@@ -455,14 +455,14 @@ func isoRecordName(rec []byte) (string, bool) {
 }
 
 // compressVariant compresses a disk image: "zst" (zstd), "gz" (gzip) or
-// "xz". xz is liblzma's threaded encoder (xzdec.Encode): one Stream of
+// "xz". xz is liblzma's Block encoder (xzdec.EncodeTo): one Stream of
 // 24 MiB Blocks at -6, as `xz -T0` writes it, on every core, the bytes
 // independent of their number. A builder built without cgo has no
 // liblzma encoder: it writes xzChunks, other bytes (builder/compressors
 // says so, and refuses releases).
 func compressVariant(algo string, data []byte) ([]byte, error) {
 	var b bytes.Buffer
-	if err := compressVariantTo(&b, algo, bytes.NewReader(data), int64(len(data))); err != nil {
+	if err := compressVariantTo(&b, algo, bytes.NewReader(data), int64(len(data)), ""); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -470,8 +470,10 @@ func compressVariant(algo string, data []byte) ([]byte, error) {
 
 // compressVariantTo is compressVariant of the size bytes of src, written
 // to w as they come: neither the image nor its variant is held whole
-// (but by xzChunks, without cgo).
-func compressVariantTo(w io.Writer, algo string, src io.Reader, size int64) error {
+// (but by xzChunks, without cgo). xz's Blocks done ahead of their turn
+// wait in files of spill ("": in memory).
+func compressVariantTo(w io.Writer, algo string, at io.ReaderAt, size int64, spill string) error {
+	src := io.NewSectionReader(at, 0, size)
 	switch algo {
 	case "zst":
 		return CompressInitramfsTo(w, "zstd", func(w io.Writer) error { _, err := io.Copy(w, src); return err })
@@ -498,12 +500,7 @@ func compressVariantTo(w io.Writer, algo string, src io.Reader, size int64) erro
 			_, err = w.Write(data)
 			return err
 		}
-		xw, err := xzdec.NewEncoder(w, size, xzdec.EncodeOptions{Preset: diskXZPreset, Threads: runtime.GOMAXPROCS(0)})
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(xw, src)
-		return errors.Join(err, xw.Close())
+		return xzdec.EncodeTo(w, at, size, xzdec.EncodeOptions{Preset: diskXZPreset, Threads: runtime.GOMAXPROCS(0), SpillDir: spill})
 	}
 	return fmt.Errorf("unknown disk image compression %q (zst, xz or gz)", algo)
 }

@@ -181,7 +181,7 @@ func TestISOImage(t *testing.T) {
 // espSumOf is the espSum of an EFI image in memory.
 func espSumOf(esp []byte) espSum { return espSum{int64(len(esp)), sha256.Sum256(esp)} }
 
-// TestCompressVariant: the xz variant (liblzma's threaded encoder, or
+// TestCompressVariant: the xz variant (liblzma's Blocks in parallel, or
 // without cgo independent streams compressed in parallel) and the zstd
 // one decompress to the image with the stock tools, xz -t finds the xz
 // one sound, and the xz bytes are the same on one core as on all.

@@ -8,8 +8,8 @@
 // build of a source writes the same bytes, but for two: the squashfs
 // writer's zstd is libzstd through cgo (github.com/DataDog/zstd) and, in
 // a builder built with CGO_ENABLED=0, klauspost's pure-Go encoder, whose
-// blocks differ; the .xz disk images are liblzma's threaded encoder
-// (vendored in internal/xzdec, through cgo) and, without cgo, ulikunitz/xz
+// blocks differ; the .xz disk images are liblzma's Block encoder,
+// a Block per goroutine (vendored in internal/xzdec, through cgo) and, without cgo, ulikunitz/xz
 // in concatenated streams. Such a builder refuses to build releases
 // (Refusal) and still verifies, audits, mirrors and serves them.
 package compressors

@@ -41,12 +41,8 @@
 #define HAVE_MF_BT3 1
 #define HAVE_MF_BT4 1
 
-// Threads, for lzma_stream_encoder_mt (mythread.h): POSIX threads with a
-// monotonic clock, as configure finds them on glibc and musl.
-#define MYTHREAD_POSIX 1
-#define HAVE_CLOCK_GETTIME 1
-#define HAVE_CLOCK_MONOTONIC 1
-#define HAVE_PTHREAD_CONDATTR_SETCLOCK 1
+// No threads (mythread.h): the encoder's Blocks run on Go's goroutines
+// (xzenc.go), each with a Block encoder of its own.
 
 // Integrity checks (CRC32 is always built; the others are optional).
 #define HAVE_CHECK_CRC32 1

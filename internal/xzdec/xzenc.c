@@ -5,92 +5,130 @@
 #include <lzma.h>
 #include "xzenc.h"
 
-// start starts strm as the threaded encoder of xzenc.h's Streams.
-static lzma_ret start(lzma_stream *strm, uint32_t preset, uint64_t block_size,
-		uint32_t threads)
-{
-	// The Blocks' bytes depend on the data, the preset and the block
-	// size: the thread count only says how many are compressed at once.
-	lzma_mt mt = {
-		.flags = 0,
-		.threads = threads,
-		.block_size = block_size,
-		.timeout = 0,
-		.preset = preset,
-		.filters = NULL,
-		.check = LZMA_CHECK_CRC64,
-	};
-	return lzma_stream_encoder_mt(strm, &mt);
-}
+// A Block encoder: what one worker thread of liblzma's threaded encoder
+// (stream_encoder_mt.c) holds, so that its Blocks come out byte for byte
+// as that encoder's.
+typedef struct {
+	lzma_stream strm;
+	lzma_options_lzma opt;
+	lzma_filter filters[2];
+	lzma_block block;
+} xzblk;
 
-int xzenc_encode(const uint8_t *in, size_t in_len, uint8_t *out,
-		size_t out_len, size_t *out_n, uint32_t preset,
-		uint64_t block_size, uint32_t threads)
-{
-	lzma_stream strm = LZMA_STREAM_INIT;
-	*out_n = 0;
-	lzma_ret ret = start(&strm, preset, block_size, threads);
-	if (ret != LZMA_OK)
-		return ret;
-
-	strm.next_in = in;
-	strm.avail_in = in_len;
-	strm.next_out = out;
-	strm.avail_out = out_len;
-	do {
-		ret = lzma_code(&strm, LZMA_FINISH);
-	} while (ret == LZMA_OK && strm.avail_out > 0);
-
-	*out_n = out_len - strm.avail_out;
-	lzma_end(&strm);
-	if (ret == LZMA_STREAM_END)
-		return LZMA_OK;
-	if (ret == LZMA_OK)
-		return LZMA_BUF_ERROR;
-	return ret;
-}
-
-void *xzenc_new(uint32_t preset, uint64_t block_size, uint32_t threads,
-		int *ret)
+void *xzblk_new(uint32_t preset, int *ret)
 {
 	lzma_stream init = LZMA_STREAM_INIT;
-	lzma_stream *strm = malloc(sizeof(*strm));
-	if (strm == NULL) {
+	xzblk *b = calloc(1, sizeof(*b));
+	if (b == NULL) {
 		*ret = LZMA_MEM_ERROR;
 		return NULL;
 	}
-	*strm = init;
-	*ret = start(strm, preset, block_size, threads);
-	if (*ret != LZMA_OK) {
-		lzma_end(strm);
-		free(strm);
+	b->strm = init;
+	if (lzma_lzma_preset(&b->opt, preset)) {
+		free(b);
+		*ret = LZMA_OPTIONS_ERROR;
 		return NULL;
 	}
-	return strm;
+	// lzma_easy_preset's chain: LZMA2 alone.
+	b->filters[0].id = LZMA_FILTER_LZMA2;
+	b->filters[0].options = &b->opt;
+	b->filters[1].id = LZMA_VLI_UNKNOWN;
+	b->filters[1].options = NULL;
+	*ret = LZMA_OK;
+	return b;
 }
 
-int xzenc_code(void *s, const uint8_t *in, size_t in_len,
+int xzblk_start(void *v, uint64_t block_size, uint32_t *header_size,
+		uint64_t *bound)
+{
+	xzblk *b = v;
+	// As worker_encode: the header is sized for the Block's largest
+	// sizes, then written with its own (the padding makes up).
+	*bound = lzma_block_buffer_bound(block_size);
+	b->block = (lzma_block){
+		.version = 0,
+		.check = LZMA_CHECK_CRC64,
+		.compressed_size = *bound,
+		.uncompressed_size = block_size,
+		.filters = b->filters,
+	};
+	lzma_ret ret = lzma_block_header_size(&b->block);
+	if (ret != LZMA_OK)
+		return ret;
+	*header_size = b->block.header_size;
+	// The same strm again: liblzma keeps the match finder's memory.
+	return lzma_block_encoder(&b->strm, &b->block);
+}
+
+int xzblk_code(void *v, const uint8_t *in, size_t in_len,
 		size_t *in_used, uint8_t *out, size_t out_len, size_t *out_n,
 		int finish)
 {
-	lzma_stream *strm = s;
-	strm->next_in = in;
-	strm->avail_in = in_len;
-	strm->next_out = out;
-	strm->avail_out = out_len;
-	lzma_ret ret = lzma_code(strm, finish ? LZMA_FINISH : LZMA_RUN);
-	*in_used = in_len - strm->avail_in;
-	*out_n = out_len - strm->avail_out;
+	xzblk *b = v;
+	b->strm.next_in = in;
+	b->strm.avail_in = in_len;
+	b->strm.next_out = out;
+	b->strm.avail_out = out_len;
+	lzma_ret ret = lzma_code(&b->strm, finish ? LZMA_FINISH : LZMA_RUN);
+	*in_used = in_len - b->strm.avail_in;
+	*out_n = out_len - b->strm.avail_out;
 	// No pointer into the caller's memory outlives the call.
-	strm->next_in = NULL;
-	strm->avail_in = 0;
-	strm->next_out = NULL;
-	strm->avail_out = 0;
+	b->strm.next_in = NULL;
+	b->strm.avail_in = 0;
+	b->strm.next_out = NULL;
+	b->strm.avail_out = 0;
 	return ret;
 }
 
-void xzenc_end(void *s)
+int xzblk_header(void *v, uint8_t *hdr, uint64_t *unpadded,
+		uint64_t *uncompressed)
 {
-	lzma_end(s);
-	free(s);
+	xzblk *b = v;
+	lzma_ret ret = lzma_block_header_encode(&b->block, hdr);
+	if (ret != LZMA_OK)
+		return ret;
+	*unpadded = lzma_block_unpadded_size(&b->block);
+	*uncompressed = b->block.uncompressed_size;
+	return *unpadded == 0 ? LZMA_PROG_ERROR : LZMA_OK;
+}
+
+void xzblk_end(void *v)
+{
+	xzblk *b = v;
+	lzma_end(&b->strm);
+	free(b);
+}
+
+int xzs_header(uint8_t *out)
+{
+	lzma_stream_flags f = { .version = 0, .check = LZMA_CHECK_CRC64 };
+	return lzma_stream_header_encode(&f, out);
+}
+
+int xzs_tail(const uint64_t *unpadded, const uint64_t *uncompressed,
+		size_t n, uint8_t *out, size_t out_len, size_t *out_n)
+{
+	*out_n = 0;
+	lzma_index *i = lzma_index_init(NULL);
+	if (i == NULL)
+		return LZMA_MEM_ERROR;
+	lzma_ret ret = LZMA_OK;
+	for (size_t k = 0; k < n && ret == LZMA_OK; k++)
+		ret = lzma_index_append(i, NULL, unpadded[k], uncompressed[k]);
+	size_t pos = 0;
+	if (ret == LZMA_OK)
+		ret = lzma_index_buffer_encode(i, out, &pos, out_len);
+	lzma_stream_flags f = {
+		.version = 0,
+		.check = LZMA_CHECK_CRC64,
+		.backward_size = lzma_index_size(i),
+	};
+	lzma_index_end(i, NULL);
+	if (ret == LZMA_OK && out_len - pos < LZMA_STREAM_HEADER_SIZE)
+		ret = LZMA_BUF_ERROR;
+	if (ret == LZMA_OK)
+		ret = lzma_stream_footer_encode(&f, out + pos);
+	if (ret == LZMA_OK)
+		*out_n = pos + LZMA_STREAM_HEADER_SIZE;
+	return ret;
 }

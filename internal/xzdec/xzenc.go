@@ -1,9 +1,13 @@
 package xzdec
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"sync"
+	"sync/atomic"
 )
 
 // EncodeOptions say how Encode compresses.
@@ -17,6 +21,10 @@ type EncodeOptions struct {
 	// Threads is how many Blocks are compressed at once (0: 1). It
 	// changes no byte of the output.
 	Threads int
+	// SpillDir is where a Block compressed ahead of its turn waits to be
+	// written (in a file removed as it is made), as EncodeTo's output
+	// must be written in order; "" keeps such Blocks in memory.
+	SpillDir string
 }
 
 // LiblzmaVersion is the version of the vendored liblzma (upstream/).
@@ -27,81 +35,209 @@ const LiblzmaVersion = "5.4.1"
 // bytes differ) or refuse.
 var ErrNoEncoder = errors.New("xz: this program was built without cgo and has no liblzma encoder")
 
+var (
+	errStopped    = errors.New("xz: stopped")
+	errShortInput = errors.New("xz: the input ended before its size")
+)
+
 // presetDict is the dictionary size of each preset (liblzma's
 // lzma_lzma_preset), which the default block size is three times.
 var presetDict = [10]int{256 << 10, 1 << 20, 2 << 20, 4 << 20, 4 << 20, 8 << 20, 8 << 20, 16 << 20, 32 << 20, 64 << 20}
 
 // Encode compresses data as one .xz Stream (CRC64 checks) of independent
-// Blocks of o.BlockSize bytes, compressed on o.Threads threads by
-// liblzma's threaded encoder (lzma_stream_encoder_mt): the bytes depend
-// on data, the preset and the block size only, not on the threads, and
-// are those `xz -T2 --block-size=N -P` (xz-utils 5.4.1) writes.
+// Blocks of o.BlockSize bytes, o.Threads at a time (see EncodeTo): the
+// bytes depend on data, the preset and the block size only, and are
+// those `xz -T2 --block-size=N -P` (xz-utils 5.4.1) writes.
 func Encode(data []byte, o EncodeOptions) ([]byte, error) {
-	if o.Preset < 0 || o.Preset > 9 {
-		return nil, fmt.Errorf("xz: preset %d (0 to 9)", o.Preset)
+	var b bytes.Buffer
+	b.Grow(encodeBound(len(data), max(o.BlockSize, 1<<20)))
+	o.SpillDir = ""
+	if err := EncodeTo(&b, bytes.NewReader(data), int64(len(data)), o); err != nil {
+		return nil, err
 	}
-	if o.BlockSize < 0 || o.Threads < 0 {
-		return nil, fmt.Errorf("xz: block size %d, threads %d", o.BlockSize, o.Threads)
-	}
-	if o.BlockSize == 0 {
-		o.BlockSize = max(3*presetDict[o.Preset], 1<<20)
-	}
-	// More threads than Blocks would only allocate encoders.
-	blocks := max(1, (len(data)+o.BlockSize-1)/o.BlockSize)
-	o.Threads = min(max(o.Threads, 1), blocks, 64)
-	return encode(data, o)
+	return b.Bytes(), nil
 }
 
-// Encoder writes the Stream Encode makes of what is written to it, as
-// it comes: the bytes are Encode's of the whole input, and neither the
-// input nor the Stream is ever whole in memory (liblzma holds
-// o.Threads Blocks in and out). Close writes the Stream's end and frees
-// the encoder; an Encoder that is not closed leaks its threads.
-type Encoder struct {
-	e      *encoder
-	closed bool
+// blockInfo is a compressed Block: its header, and its sizes for the
+// Index.
+type blockInfo struct {
+	header                 []byte
+	unpadded, uncompressed uint64
 }
 
-// NewEncoder starts a Stream written to w (see Encode); size, when known
-// (else 0), bounds the threads by the Blocks it makes. Without cgo it
-// returns ErrNoEncoder.
-func NewEncoder(w io.Writer, size int64, o EncodeOptions) (*Encoder, error) {
+// EncodeTo writes to w the Stream Encode makes of the size bytes of src.
+// Each of o.Threads goroutines runs one liblzma Block encoder (as a
+// worker thread of liblzma's lzma_stream_encoder_mt, whose Blocks,
+// Index and Stream these are byte for byte) over the Blocks it takes,
+// reading its input a chunk at a time: memory is the threads' encoders
+// (94 MiB each at -6), not their Blocks, whose output waits in
+// o.SpillDir. On an error nothing more is written to w and every
+// goroutine has ended; without cgo it returns ErrNoEncoder.
+func EncodeTo(w io.Writer, src io.ReaderAt, size int64, o EncodeOptions) error {
 	if o.Preset < 0 || o.Preset > 9 {
-		return nil, fmt.Errorf("xz: preset %d (0 to 9)", o.Preset)
+		return fmt.Errorf("xz: preset %d (0 to 9)", o.Preset)
 	}
 	if o.BlockSize < 0 || o.Threads < 0 || size < 0 {
-		return nil, fmt.Errorf("xz: block size %d, threads %d, size %d", o.BlockSize, o.Threads, size)
+		return fmt.Errorf("xz: block size %d, threads %d, size %d", o.BlockSize, o.Threads, size)
+	}
+	if !CanEncode {
+		return ErrNoEncoder
 	}
 	if o.BlockSize == 0 {
 		o.BlockSize = max(3*presetDict[o.Preset], 1<<20)
 	}
-	o.Threads = min(max(o.Threads, 1), 64)
-	if size > 0 {
-		o.Threads = min(o.Threads, int(max(1, (size+int64(o.BlockSize)-1)/int64(o.BlockSize))))
+	bs := int64(o.BlockSize)
+	blocks := int((size + bs - 1) / bs)
+	// More threads than Blocks would only allocate encoders.
+	threads := min(max(o.Threads, 1), max(blocks, 1), 64)
+	encoders := make([]*blockEncoder, 0, threads)
+	defer func() {
+		for _, e := range encoders {
+			e.end()
+		}
+	}()
+	for range threads {
+		e, err := newBlockEncoder(o.Preset)
+		if err != nil {
+			return err
+		}
+		encoders = append(encoders, e)
 	}
-	return newEncoder(w, o)
+	type result struct {
+		info blockInfo
+		body *spill
+		err  error
+	}
+	results := make([]chan result, blocks)
+	for k := range results {
+		results[k] = make(chan result, 1)
+	}
+	var next atomic.Int64
+	var failed atomic.Bool
+	stop := failed.Load
+	// Blocks done but not yet written are at most twice the threads.
+	ahead := make(chan struct{}, 2*threads)
+	var wg sync.WaitGroup
+	for _, e := range encoders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !failed.Load() {
+				ahead <- struct{}{}
+				k := next.Add(1) - 1
+				if k >= int64(blocks) {
+					return
+				}
+				body, err := newSpill(o.SpillDir)
+				var info blockInfo
+				if err == nil {
+					n := min(bs, size-k*bs)
+					info, err = e.encode(io.NewSectionReader(src, k*bs, n), n, o.BlockSize, body, stop)
+				}
+				if err != nil {
+					body.close()
+					body = nil
+				}
+				results[k] <- result{info, body, err}
+			}
+		}()
+	}
+	err := func() error {
+		if _, err := w.Write(streamHeader()); err != nil {
+			return err
+		}
+		infos := make([]blockInfo, blocks)
+		for k := range blocks {
+			r := <-results[k]
+			if r.err != nil {
+				if errors.Is(r.err, errShortInput) {
+					return fmt.Errorf("xz: the input ended before its %d bytes", size)
+				}
+				return r.err
+			}
+			infos[k] = r.info
+			err := r.body.writeTo(w, r.info.header)
+			r.body.close()
+			<-ahead
+			if err != nil {
+				return err
+			}
+		}
+		tail, err := streamTail(infos)
+		if err == nil {
+			_, err = w.Write(tail)
+		}
+		return err
+	}()
+	// Let every goroutine see the end (one waiting for room gets it),
+	// then free what they left.
+	failed.Store(true)
+	go func() {
+		for range ahead {
+		}
+	}()
+	wg.Wait()
+	close(ahead)
+	for _, c := range results {
+		select {
+		case r := <-c:
+			r.body.close()
+		default:
+		}
+	}
+	return err
 }
 
-// Write compresses p; the first error of liblzma or of w is every later
-// call's.
-func (x *Encoder) Write(p []byte) (int, error) {
-	if x.closed {
-		return 0, errors.New("xz: write to a closed encoder")
-	}
-	if err := x.e.code(p, false); err != nil {
-		return 0, err
-	}
-	return len(p), nil
+// spill holds a Block's data until its turn: in a file of its
+// directory, removed as soon as it is made, or in memory.
+type spill struct {
+	f   *os.File
+	mem bytes.Buffer
 }
 
-// Close ends the Stream and frees the encoder.
-func (x *Encoder) Close() error {
-	if x.closed {
-		return nil
+func newSpill(dir string) (*spill, error) {
+	if dir == "" {
+		return &spill{}, nil
 	}
-	x.closed = true
-	defer x.e.end()
-	return x.e.code(nil, true)
+	f, err := os.CreateTemp(dir, "xz-block-*")
+	if err != nil {
+		return nil, fmt.Errorf("xz: a Block's spill file: %w", err)
+	}
+	// Nothing is left behind, whatever happens after.
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("xz: a Block's spill file: %w", err)
+	}
+	return &spill{f: f}, nil
+}
+
+func (s *spill) Write(p []byte) (int, error) {
+	if s.f != nil {
+		return s.f.Write(p)
+	}
+	return s.mem.Write(p)
+}
+
+// writeTo writes header, then the Block's data, to w.
+func (s *spill) writeTo(w io.Writer, header []byte) error {
+	if _, err := w.Write(header); err != nil {
+		return err
+	}
+	if s.f == nil {
+		_, err := s.mem.WriteTo(w)
+		return err
+	}
+	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err := io.Copy(w, s.f)
+	return err
+}
+
+func (s *spill) close() {
+	if s != nil && s.f != nil {
+		s.f.Close()
+	}
 }
 
 // encodeBound is room for the Stream of n bytes: LZMA2 stores what it

@@ -1,7 +1,7 @@
-// The C interface of the encoder (xzenc.c): one call compresses a whole
-// buffer. Go memory is used during the call only: liblzma's worker
-// threads read copies of the input that the calling thread makes, and
-// every thread has ended when the call returns.
+// The C interface of the encoder (xzenc.c): one Block encoder, run by
+// one Go goroutine over the Blocks it is given, and the Stream's header,
+// Index and footer. Go memory is used during a call only, and no thread
+// other than the caller's runs liblzma.
 
 #ifndef XZENC_H
 #define XZENC_H
@@ -9,31 +9,39 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// xzenc_encode compresses in[0:in_len] into out[0:out_len] as one .xz
-// Stream (CRC64) of independent Blocks of block_size bytes, each
-// compressed with preset by one of up to threads threads, and sets
-// *out_n. It returns an lzma_ret: LZMA_OK (0) when the Stream is
-// complete, LZMA_BUF_ERROR when out is too small.
-int xzenc_encode(const uint8_t *in, size_t in_len, uint8_t *out,
-		size_t out_len, size_t *out_n, uint32_t preset,
-		uint64_t block_size, uint32_t threads);
+// xzblk_new makes a Block encoder of preset (LZMA2, CRC64): C memory,
+// opaque here; NULL, with *ret the lzma_ret, when liblzma refuses.
+void *xzblk_new(uint32_t preset, int *ret);
 
-// xzenc_new starts the same Stream as xzenc_encode, to be given its
-// input in pieces (xzenc_code) and ended with xzenc_end: an lzma_stream
-// in C memory, opaque here; NULL, with *ret the lzma_ret, when liblzma
-// refuses.
-void *xzenc_new(uint32_t preset, uint64_t block_size, uint32_t threads,
-		int *ret);
+// xzblk_start begins a Block of a Stream whose Blocks hold block_size
+// bytes (this one may hold fewer) and sets the size of its header, as
+// liblzma's threaded encoder reserves it: for block_size bytes and the
+// largest compressed size it allows (*bound). It returns an lzma_ret.
+int xzblk_start(void *b, uint64_t block_size, uint32_t *header_size,
+		uint64_t *bound);
 
-// xzenc_code runs lzma_code once on in[0:in_len] (LZMA_RUN, or with finish
-// LZMA_FINISH) into out[0:out_len], and sets how much of each was used.
-// It returns the lzma_ret (LZMA_STREAM_END once a finished Stream is
-// whole). Neither buffer is referred to after it returns.
-int xzenc_code(void *strm, const uint8_t *in, size_t in_len,
+// xzblk_code runs the Block encoder once on in[0:in_len] (with finish,
+// to the Block's end) into out[0:out_len], and sets how much of each was
+// used. It returns the lzma_ret: LZMA_STREAM_END once a finished Block is
+// whole. Neither buffer is referred to after it returns.
+int xzblk_code(void *b, const uint8_t *in, size_t in_len,
 		size_t *in_used, uint8_t *out, size_t out_len, size_t *out_n,
 		int finish);
 
-// xzenc_end frees the encoder and its threads.
-void xzenc_end(void *strm);
+// xzblk_header writes the header of the Block just ended into
+// hdr[0:header_size], with its sizes, and sets the Index's sizes of it.
+int xzblk_header(void *b, uint8_t *hdr, uint64_t *unpadded,
+		uint64_t *uncompressed);
+
+// xzblk_end frees the encoder.
+void xzblk_end(void *b);
+
+// xzs_header writes the 12-byte Stream Header (CRC64).
+int xzs_header(uint8_t *out);
+
+// xzs_tail writes the Index of n Blocks and the Stream Footer into
+// out[0:out_len] and sets *out_n.
+int xzs_tail(const uint64_t *unpadded, const uint64_t *uncompressed,
+		size_t n, uint8_t *out, size_t out_len, size_t *out_n);
 
 #endif

@@ -3,12 +3,12 @@
 package xzdec
 
 /*
-#cgo LDFLAGS: -lpthread
 #include "xzenc.h"
 */
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"unsafe"
@@ -22,47 +22,74 @@ const CanEncode = true
 // records it.
 const EncoderModule = "liblzma"
 
-func encode(data []byte, o EncodeOptions) ([]byte, error) {
-	out := make([]byte, encodeBound(len(data), o.BlockSize))
-	var in *C.uint8_t
-	if len(data) > 0 {
-		in = (*C.uint8_t)(unsafe.Pointer(&data[0]))
-	}
-	var n C.size_t
-	// data and out are Go memory that C uses during the call only (they
-	// hold no Go pointers): see xzenc.h.
-	ret := C.xzenc_encode(in, C.size_t(len(data)), (*C.uint8_t)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &n,
-		C.uint32_t(o.Preset), C.uint64_t(o.BlockSize), C.uint32_t(o.Threads))
-	if ret != 0 {
-		return nil, fmt.Errorf("xz: liblzma's encoder failed (lzma_ret %d) on %d bytes", int(ret), len(data))
-	}
-	return out[:n:n], nil
+// blockEncoder is one liblzma Block encoder (C memory) and the Go
+// buffers it reads and writes a chunk at a time.
+type blockEncoder struct {
+	b       unsafe.Pointer
+	in, out []byte
 }
 
-// encoder is liblzma's threaded encoder, given its input in pieces.
-type encoder struct {
-	strm unsafe.Pointer // C memory: xzenc_new's
-	w    io.Writer
-	out  []byte
-	err  error
-}
+// encodeChunk is how much input and output one call of the encoder
+// takes: small beside the encoder's own memory.
+const encodeChunk = 256 << 10
 
-func newEncoder(w io.Writer, o EncodeOptions) (*Encoder, error) {
+func newBlockEncoder(preset int) (*blockEncoder, error) {
 	var ret C.int
-	strm := C.xzenc_new(C.uint32_t(o.Preset), C.uint64_t(o.BlockSize), C.uint32_t(o.Threads), &ret)
-	if strm == nil {
+	b := C.xzblk_new(C.uint32_t(preset), &ret)
+	if b == nil {
 		return nil, fmt.Errorf("xz: liblzma's encoder refused to start (lzma_ret %d)", int(ret))
 	}
-	e := &encoder{strm: strm, w: w, out: make([]byte, 1<<20)}
-	return &Encoder{e: e}, nil
+	return &blockEncoder{b: b, in: make([]byte, encodeChunk), out: make([]byte, encodeChunk)}, nil
 }
 
-// code runs liblzma on p (all of it, or with finish to the Stream's end),
-// writing what comes out to w.
-func (e *encoder) code(p []byte, finish bool) error {
-	if e.err != nil {
-		return e.err
+// encode compresses the n bytes of r as one Block of a Stream of
+// blockSize Blocks, writing its data (not its header) to w; stop, polled
+// between chunks, abandons it.
+func (e *blockEncoder) encode(r io.Reader, n int64, blockSize int, w io.Writer, stop func() bool) (blockInfo, error) {
+	var hs C.uint32_t
+	var bound C.uint64_t
+	if ret := C.xzblk_start(e.b, C.uint64_t(blockSize), &hs, &bound); ret != 0 {
+		return blockInfo{}, fmt.Errorf("xz: liblzma refused a Block (lzma_ret %d)", int(ret))
 	}
+	var written uint64
+	for left := n; ; {
+		if stop() {
+			return blockInfo{}, errStopped
+		}
+		m := min(left, int64(len(e.in)))
+		if _, err := io.ReadFull(r, e.in[:m]); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				err = errShortInput
+			}
+			return blockInfo{}, err
+		}
+		left -= m
+		done, err := e.code(e.in[:m], left == 0, w, &written)
+		if err != nil {
+			return blockInfo{}, err
+		}
+		if done {
+			break
+		}
+	}
+	// The threaded encoder would store a Block past its bound as
+	// uncompressed LZMA2 chunks; LZMA2 already stores any chunk it cannot
+	// shrink that way, so no Block comes near it.
+	if uint64(hs)+written > uint64(bound) {
+		return blockInfo{}, fmt.Errorf("xz: a Block of %d bytes came to %d, past liblzma's bound %d", n, written, uint64(bound))
+	}
+	info := blockInfo{header: make([]byte, hs)}
+	var unpadded, uncompressed C.uint64_t
+	if ret := C.xzblk_header(e.b, (*C.uint8_t)(unsafe.Pointer(&info.header[0])), &unpadded, &uncompressed); ret != 0 {
+		return blockInfo{}, fmt.Errorf("xz: liblzma's Block header failed (lzma_ret %d)", int(ret))
+	}
+	info.unpadded, info.uncompressed = uint64(unpadded), uint64(uncompressed)
+	return info, nil
+}
+
+// code gives p to the encoder (all of it, or with finish to the Block's
+// end), writing what comes out to w; done says the Block ended.
+func (e *blockEncoder) code(p []byte, finish bool, w io.Writer, written *uint64) (done bool, err error) {
 	fin := C.int(0)
 	if finish {
 		fin = 1
@@ -74,29 +101,47 @@ func (e *encoder) code(p []byte, finish bool) error {
 		}
 		var used, n C.size_t
 		// p and out are Go memory that C uses during the call only.
-		ret := C.xzenc_code(e.strm, in, C.size_t(len(p)), &used, (*C.uint8_t)(unsafe.Pointer(&e.out[0])), C.size_t(len(e.out)), &n, fin)
+		ret := C.xzblk_code(e.b, in, C.size_t(len(p)), &used, (*C.uint8_t)(unsafe.Pointer(&e.out[0])), C.size_t(len(e.out)), &n, fin)
 		p = p[used:]
 		if n > 0 {
-			if _, err := e.w.Write(e.out[:n]); err != nil {
-				e.err = err
-				return err
+			if _, err := w.Write(e.out[:n]); err != nil {
+				return false, err
 			}
+			*written += uint64(n)
 		}
 		switch {
 		case ret == 1 && finish: // LZMA_STREAM_END
-			return nil
+			return true, nil
 		case ret != 0:
-			e.err = fmt.Errorf("xz: liblzma's encoder failed (lzma_ret %d)", int(ret))
-			return e.err
+			return false, fmt.Errorf("xz: liblzma's encoder failed (lzma_ret %d)", int(ret))
 		case !finish && len(p) == 0:
-			return nil
+			return false, nil
 		}
 	}
 }
 
-func (e *encoder) end() {
-	if e.strm != nil {
-		C.xzenc_end(e.strm)
-		e.strm = nil
+func (e *blockEncoder) end() { C.xzblk_end(e.b) }
+
+// streamHeader is the Stream Header (CRC64 checks).
+func streamHeader() []byte {
+	h := make([]byte, 12)
+	C.xzs_header((*C.uint8_t)(unsafe.Pointer(&h[0])))
+	return h
+}
+
+// streamTail is the Index of blocks and the Stream Footer.
+func streamTail(blocks []blockInfo) ([]byte, error) {
+	unpadded := make([]C.uint64_t, len(blocks)+1)
+	uncompressed := make([]C.uint64_t, len(blocks)+1)
+	for i, b := range blocks {
+		unpadded[i], uncompressed[i] = C.uint64_t(b.unpadded), C.uint64_t(b.uncompressed)
 	}
+	// An Index record is at most two 9-byte numbers.
+	out := make([]byte, 64+18*len(blocks))
+	var n C.size_t
+	ret := C.xzs_tail(&unpadded[0], &uncompressed[0], C.size_t(len(blocks)), (*C.uint8_t)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &n)
+	if ret != 0 {
+		return nil, fmt.Errorf("xz: liblzma's Index failed (lzma_ret %d)", int(ret))
+	}
+	return out[:n], nil
 }

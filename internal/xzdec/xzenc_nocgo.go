@@ -11,10 +11,12 @@ const CanEncode = false
 // records it: none ("").
 const EncoderModule = ""
 
-func encode([]byte, EncodeOptions) ([]byte, error) { return nil, ErrNoEncoder }
+type blockEncoder struct{}
 
-type encoder struct{}
-
-func newEncoder(io.Writer, EncodeOptions) (*Encoder, error) { return nil, ErrNoEncoder }
-func (*encoder) code([]byte, bool) error                    { return ErrNoEncoder }
-func (*encoder) end()                                       {}
+func newBlockEncoder(int) (*blockEncoder, error) { return nil, ErrNoEncoder }
+func (*blockEncoder) encode(io.Reader, int64, int, io.Writer, func() bool) (blockInfo, error) {
+	return blockInfo{}, ErrNoEncoder
+}
+func (*blockEncoder) end()                   {}
+func streamHeader() []byte                   { return nil }
+func streamTail([]blockInfo) ([]byte, error) { return nil, ErrNoEncoder }

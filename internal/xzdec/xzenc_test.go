@@ -120,16 +120,30 @@ type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
-// TestEncoder: the streaming encoder writes Encode's bytes, however the
-// input comes (whole, in small pieces, in pieces of random sizes), on one
-// thread or several, with or without a size; empty input is Encode's
-// empty Stream; the writer's error is Write's or Close's. Without cgo
-// NewEncoder says it has no encoder.
-func TestEncoder(t *testing.T) {
+// failReader fails every read past its first n bytes.
+type failReader struct {
+	r io.ReaderAt
+	n int64
+}
+
+func (f failReader) ReadAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > f.n {
+		return 0, errors.New("read error")
+	}
+	return f.r.ReadAt(p, off)
+}
+
+// TestEncodeTo: the Stream written as it comes is Encode's, its Blocks
+// waiting in a spill directory or in memory, on one thread or several;
+// the spill directory is left empty; empty input is Encode's empty
+// Stream; the writer's error, a reader's error and input shorter than
+// its size are EncodeTo's, and leave no goroutine or spill file behind.
+// Without cgo EncodeTo says it has no encoder.
+func TestEncodeTo(t *testing.T) {
 	data := encodeInput(5<<16 + 12345)
 	o := EncodeOptions{Preset: 6, BlockSize: 64 << 10, Threads: 2}
 	if !CanEncode {
-		if _, err := NewEncoder(io.Discard, 0, o); !errors.Is(err, ErrNoEncoder) {
+		if err := EncodeTo(io.Discard, bytes.NewReader(data), int64(len(data)), o); !errors.Is(err, ErrNoEncoder) {
 			t.Fatalf("without cgo: %v", err)
 		}
 		return
@@ -138,51 +152,47 @@ func TestEncoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(5, 6))
+	spill := t.TempDir()
 	for _, c := range []struct {
-		name    string
-		piece   func() int
-		size    int64
 		threads int
-	}{
-		{"whole", func() int { return len(data) }, int64(len(data)), 2},
-		{"4 KiB", func() int { return 4096 }, 0, 3},
-		{"random", func() int { return 1 + rng.IntN(200<<10) }, int64(len(data)), 1},
-	} {
+		dir     string
+	}{{1, spill}, {2, spill}, {3, ""}, {8, spill}} {
 		var got bytes.Buffer
-		o.Threads = c.threads
-		e, err := NewEncoder(&got, c.size, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rest := data; len(rest) > 0; {
-			n := min(c.piece(), len(rest))
-			if _, err := e.Write(rest[:n]); err != nil {
-				t.Fatal(err)
-			}
-			rest = rest[n:]
-		}
-		if err := e.Close(); err != nil {
+		o.Threads, o.SpillDir = c.threads, c.dir
+		if err := EncodeTo(&got, bytes.NewReader(data), int64(len(data)), o); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got.Bytes(), want) {
-			t.Errorf("%s: %d bytes, not Encode's %d", c.name, got.Len(), len(want))
+			t.Errorf("%d threads, spill %q: %d bytes, not Encode's %d", c.threads, c.dir, got.Len(), len(want))
 		}
 	}
+	o.Threads, o.SpillDir = 2, spill
 	var empty bytes.Buffer
-	e, _ := NewEncoder(&empty, 0, o)
-	if err := e.Close(); err != nil {
+	if err := EncodeTo(&empty, bytes.NewReader(nil), 0, o); err != nil {
 		t.Fatal(err)
 	}
 	if want, _ := Encode(nil, o); !bytes.Equal(empty.Bytes(), want) {
 		t.Errorf("empty: %x, want %x", empty.Bytes(), want)
 	}
-	e, _ = NewEncoder(failWriter{}, 0, o)
-	_, werr := e.Write(data)
-	if cerr := e.Close(); werr == nil && cerr == nil || (werr != nil && werr.Error() != "disk full") {
-		t.Errorf("a failing writer: Write %v, Close %v", werr, cerr)
+	for _, c := range []struct {
+		name string
+		w    io.Writer
+		r    io.ReaderAt
+		size int64
+		want string
+	}{
+		{"a failing writer", failWriter{}, bytes.NewReader(data), int64(len(data)), "disk full"},
+		{"a failing reader", io.Discard, failReader{bytes.NewReader(data), 3 << 16}, int64(len(data)), "read error"},
+		{"short input", io.Discard, bytes.NewReader(data), int64(len(data)) + 1, "ended before its"},
+	} {
+		if err := EncodeTo(c.w, c.r, c.size, o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.name, err)
+		}
 	}
-	if _, err := NewEncoder(io.Discard, 0, EncodeOptions{Preset: 10}); err == nil {
+	if left, _ := os.ReadDir(spill); len(left) > 0 {
+		t.Errorf("spill directory: %d files left", len(left))
+	}
+	if err := EncodeTo(io.Discard, bytes.NewReader(nil), 0, EncodeOptions{Preset: 10}); err == nil {
 		t.Error("preset 10 accepted")
 	}
 }
