@@ -69,6 +69,7 @@ func (s *Service) load(ctx context.Context, c *catalog) *catalog {
 				continue
 			}
 			next.releases[versionKey(v)] = rel
+			go rel.prefetch(context.WithoutCancel(ctx))
 		}
 	}
 	next.versions = slices.Sorted(maps.Keys(next.releases))

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"maps"
 	"path"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -185,6 +186,42 @@ func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []strin
 	if !slices.Contains(r.Params.Architectures, arch) {
 		return fail(fmt.Errorf("not an architecture of the release (it has %s)", strings.Join(r.Params.Architectures, ", ")))
 	}
+	// The extensions first: the squashfs blocks of the trees read for the
+	// first time are compressed on the cores the reading leaves (gunzip
+	// and tar take one) while the rest is read, and held for the
+	// composition's images.
+	held := rootfs.NewHeldBlocks()
+	var feed func(*rootfs.Node)
+	if len(names) > 0 {
+		// An error is the image writer's to meet: nothing is fed then.
+		if pre, err := rootfs.NewPrecompressor(r.Params.SquashfsOptions(), held, max(runtime.GOMAXPROCS(0)-1, 1)); err == nil {
+			feed = pre.Add
+			defer pre.Stop()
+		}
+	}
+	defer held.Seal()
+	var exts []*compose.Extension
+	owners := rootfs.NumericOwners()
+	if missing, ok := r.Missing(names); ok {
+		return fail(fmt.Errorf("extension %q is not in the release (it has %s)", missing, strings.Join(r.Extensions, ", ")))
+	}
+	var bare []string
+	for _, name := range names {
+		n, _ := r.Namespace.Resolve(name)
+		bare = append(bare, n)
+	}
+	slices.Sort(bare)
+	for _, name := range slices.Compact(bare) {
+		e, own, err := r.extension(ctx, name, arch, feed)
+		if err != nil {
+			return fail(err)
+		}
+		if e != nil {
+			exts = append(exts, e)
+			maps.Copy(owners.Users, own.Users)
+			maps.Copy(owners.Groups, own.Groups)
+		}
+	}
 	img, err := r.Image(ctx, release.RepoBoot, arch)
 	if err != nil {
 		return fail(err)
@@ -218,29 +255,7 @@ func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []strin
 		return fail(err)
 	}
 	b.Bootloader, b.Stub = ib.bootloader, ib.stub
-	var exts []*compose.Extension
-	owners := rootfs.NumericOwners()
-	if missing, ok := r.Missing(names); ok {
-		return fail(fmt.Errorf("extension %q is not in the release (it has %s)", missing, strings.Join(r.Extensions, ", ")))
-	}
-	var bare []string
-	for _, name := range names {
-		n, _ := r.Namespace.Resolve(name)
-		bare = append(bare, n)
-	}
-	slices.Sort(bare)
-	for _, name := range slices.Compact(bare) {
-		e, own, err := r.extension(ctx, name, arch)
-		if err != nil {
-			return fail(err)
-		}
-		if e != nil {
-			exts = append(exts, e)
-			maps.Copy(owners.Users, own.Users)
-			maps.Copy(owners.Groups, own.Groups)
-		}
-	}
-	o := compose.Options{Squashfs: r.Params.SquashfsOptions(), InitramfsCompression: r.Params.InitramfsCompression,
+	o := compose.Options{Squashfs: r.Params.SquashfsOptions(), Cache: held, InitramfsCompression: r.Params.InitramfsCompression,
 		Owners: owners, PrettyName: r.Params.PrettyName, SourceDate: r.SourceDate, Platforms: r.Platforms, Version: r.Version}
 	return b, exts, o, nil
 }
@@ -259,6 +274,15 @@ func (r *VerifiedRelease) Missing(names []string) (string, bool) {
 // installerBoot are the EFI files of a release's installer image.
 type installerBoot struct {
 	bootloader, stub []byte // nil when the release has none
+}
+
+// prefetch reads what every composition of the release needs and keeps
+// (the installer's EFI files, per architecture), so that the first
+// request does not wait for it; a failure is the request's to report.
+func (r *VerifiedRelease) prefetch(ctx context.Context) {
+	for _, arch := range r.Params.Architectures {
+		_, _ = r.bootFiles(ctx, arch) // on failure read again, and reported, by the request
+	}
 }
 
 // bootFiles reads the EFI boot manager and systemd-stub from the
@@ -324,7 +348,7 @@ func (r *VerifiedRelease) bootFiles(ctx context.Context, arch string) (installer
 // read only when composing needs it (compose.Extension.Load), what the
 // first read said (manifest, modules, owners) kept by the image's digest
 // (a release's images do not change).
-func (r *VerifiedRelease) extension(ctx context.Context, name, arch string) (*compose.Extension, rootfs.Owners, error) {
+func (r *VerifiedRelease) extension(ctx context.Context, name, arch string, onFile func(*rootfs.Node)) (*compose.Extension, rootfs.Owners, error) {
 	img, err := r.Image(ctx, release.RepoExtension+name, arch)
 	if errors.Is(err, errNoArch) {
 		return nil, rootfs.Owners{}, nil
@@ -334,7 +358,7 @@ func (r *VerifiedRelease) extension(ctx context.Context, name, arch string) (*co
 	}
 	key := imageKey(img)
 	load := func() (*rootfs.Tree, error) {
-		e, err := readExtension(img, name)
+		e, err := readExtension(img, name, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -346,7 +370,7 @@ func (r *VerifiedRelease) extension(ctx context.Context, name, arch string) (*co
 	if ok {
 		return &compose.Extension{Name: name, Metadata: was.meta, Modules: was.modules, Key: key, Load: load}, was.owners, nil
 	}
-	e, err := readExtension(img, name)
+	e, err := readExtension(img, name, onFile)
 	if err != nil {
 		return nil, rootfs.Owners{}, err
 	}
@@ -370,14 +394,15 @@ type extensionRead struct {
 	owners  rootfs.Owners // its numeric owners
 }
 
-// readExtension reads an extension's layer.
-func readExtension(img v1.Image, name string) (*compose.Extension, error) {
+// readExtension reads an extension's layer, handing its files to onFile
+// (nil: none) as they are read.
+func readExtension(img v1.Image, name string, onFile func(*rootfs.Node)) (*compose.Extension, error) {
 	rc, err := extensionLayerReader(img)
 	if err != nil {
 		return nil, fmt.Errorf("extension %s: %w", name, err)
 	}
 	defer rc.Close()
-	e, err := compose.ExtensionFromLayer(rc)
+	e, err := compose.ExtensionFromLayerFeeding(rc, onFile)
 	if err == nil {
 		// Through the end: the gzip trailer's and the store's digest
 		// checks come there, past the tar's last block.
@@ -592,7 +617,7 @@ func (r *VerifiedRelease) ExtensionMetadata(ctx context.Context, name string) (e
 		return m, nil
 	}
 	for _, arch := range r.Params.Architectures {
-		e, _, err := r.extension(ctx, name, arch)
+		e, _, err := r.extension(ctx, name, arch, nil)
 		if err != nil {
 			return m, err
 		}

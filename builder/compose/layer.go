@@ -17,7 +17,13 @@ const maxLayerFile = 4 << 30
 // beside rootfs/, as builds write it) back into an Extension: its files as
 // on the node, owners as numbers (rootfs.NumericOwners maps them).
 func ExtensionFromLayer(layer io.Reader) (*Extension, error) {
-	img, err := rootfs.ReadTar(layer, maxLayerFile)
+	return ExtensionFromLayerFeeding(layer, nil)
+}
+
+// ExtensionFromLayerFeeding is ExtensionFromLayer handing each file's
+// node to onFile as it is read (rootfs.ReadTarFeeding).
+func ExtensionFromLayerFeeding(layer io.Reader, onFile func(*rootfs.Node)) (*Extension, error) {
+	img, err := rootfs.ReadTarFeeding(layer, maxLayerFile, onFile)
 	if err != nil {
 		return nil, err
 	}

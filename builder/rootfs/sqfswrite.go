@@ -104,6 +104,11 @@ func NewPrecompressor(opts SquashfsOptions, cache sqfs.BlockCache, workers int) 
 	return &Precompressor{p}, nil
 }
 
+// NewHeldBlocks is a cache for a Precompressor whose blocks the images of
+// one composition take (sqfs.Held: each block once, nothing kept once
+// sealed).
+func NewHeldBlocks() *sqfs.Held { return sqfs.NewHeld() }
+
 // Precompressor takes the tree's file nodes.
 type Precompressor struct{ p *sqfs.Precompressor }
 

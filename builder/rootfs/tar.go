@@ -147,6 +147,17 @@ func ReadTar(r io.Reader, maxFile int64) (*Tree, error) {
 // initramfs and UKI replaced: reading the release's, 300 MB, would be
 // for nothing). A hard link to a skipped file is refused.
 func ReadTarSkipping(r io.Reader, maxFile int64, skip func(path string) bool) (*Tree, error) {
+	return readTar(r, maxFile, skip, nil)
+}
+
+// ReadTarFeeding is ReadTar handing each file's node to onFile as soon as
+// its data is read (a Precompressor's Add: its blocks are compressed
+// while the rest of the tar is read).
+func ReadTarFeeding(r io.Reader, maxFile int64, onFile func(*Node)) (*Tree, error) {
+	return readTar(r, maxFile, nil, onFile)
+}
+
+func readTar(r io.Reader, maxFile int64, skip func(path string) bool, onFile func(*Node)) (*Tree, error) {
 	t := New()
 	skipped := map[string]bool{}
 	tr := tar.NewReader(r)
@@ -177,6 +188,9 @@ func ReadTarSkipping(r io.Reader, maxFile int64, skip func(path string) bool) (*
 				return nil, fmt.Errorf("tar: %s: %w", p, err)
 			}
 			n.Digest = digest.SHA256Hex(n.Data)
+			if onFile != nil {
+				onFile(n)
+			}
 		case tar.TypeLink:
 			to := t.Get(path.Clean("/" + h.Linkname))
 			if to == nil || to.Kind != KindFile {

@@ -76,3 +76,30 @@ func TestTarSkippedAndBodies(t *testing.T) {
 type shortBody struct{ *bytes.Reader }
 
 func (s shortBody) Size() int64 { return s.Reader.Size() + 1 }
+
+// TestTarFeeding: ReadTarFeeding hands each regular file to onFile with
+// its data and digest, as it is read; a hard link to one is not handed
+// again; the tree is ReadTar's.
+func TestTarFeeding(t *testing.T) {
+	data := writeTar(t, tarTree(t, []byte("initramfs")), nil)
+	var fed []string
+	got, err := ReadTarFeeding(bytes.NewReader(data), 1<<20, func(n *Node) {
+		if n.Data == nil || len(n.Digest) != 64 {
+			t.Errorf("%s fed without its data or digest", n.Path)
+		}
+		fed = append(fed, n.Path)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(fed, " ") != "/boot/initramfs.xz /boot/kernel" {
+		t.Errorf("fed %q", fed)
+	}
+	want, err := ReadTar(bytes.NewReader(data), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(writeTar(t, got, nil), writeTar(t, want, nil)) {
+		t.Error("the tree differs from ReadTar's")
+	}
+}

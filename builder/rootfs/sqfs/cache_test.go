@@ -188,12 +188,7 @@ func TestDigestKeys(t *testing.T) {
 // image is the same, and Write compresses only what was not done ahead
 // (the fragment blocks).
 func TestPrecompressor(t *testing.T) {
-	es := packageTree()
-	for i := range es {
-		if es[i].Mode&sIFMT == sIFREG {
-			es[i].Digest = sha256.Sum256(es[i].Data)
-		}
-	}
+	es := digestedPackageTree()
 	want := plainPackageImage(t) // digests change no byte (TestDigestKeys)
 	dc, err := blobcache.Open(t.TempDir())
 	if err != nil {
@@ -204,20 +199,7 @@ func TestPrecompressor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range es {
-		p.Add(e.Data, e.Digest)
-	}
-	// Let the queue drain, then stop.
-	for {
-		p.mu.Lock()
-		n := len(p.queue)
-		p.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		runtime.Gosched()
-	}
-	p.Stop()
+	precompressAll(p, es)
 	ahead := cache.puts.Load()
 	cache.reset()
 	if got := imageBytes(t, es, Options{Cache: cache}); !bytes.Equal(got, want) {
@@ -238,4 +220,63 @@ func newDir(t *testing.T) *blobcache.Dir {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestHeld: blocks a Precompressor held are taken by Write, each once,
+// for the same image; once sealed, what Write compresses itself is not
+// kept.
+func TestHeld(t *testing.T) {
+	es := digestedPackageTree()
+	want := plainPackageImage(t)
+	h := NewHeld()
+	p, err := NewPrecompressor(Options{Cache: h}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	precompressAll(p, es)
+	h.Seal()
+	held := len(h.blocks)
+	if held == 0 {
+		t.Fatal("nothing held")
+	}
+	if got := imageBytes(t, es, Options{Cache: h}); !bytes.Equal(got, want) {
+		t.Fatal("the image differs when blocks were held")
+	}
+	if len(h.blocks) != 0 {
+		t.Errorf("%d of %d blocks left after the image took them; sealed, Write's own kept", len(h.blocks), held)
+	}
+	var k [32]byte
+	h.Put(k, []byte("x"))
+	if h.Has(k) {
+		t.Error("a sealed Held kept a block")
+	}
+}
+
+// digestedPackageTree is packageTree with its files' digests.
+func digestedPackageTree() []Entry {
+	es := packageTree()
+	for i := range es {
+		if es[i].Mode&sIFMT == sIFREG {
+			es[i].Digest = sha256.Sum256(es[i].Data)
+		}
+	}
+	return es
+}
+
+// precompressAll gives p every file of es, lets its queue drain, then
+// stops it.
+func precompressAll(p *Precompressor, es []Entry) {
+	for _, e := range es {
+		p.Add(e.Data, e.Digest)
+	}
+	for {
+		p.mu.Lock()
+		n := len(p.queue)
+		p.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		runtime.Gosched()
+	}
+	p.Stop()
 }
