@@ -24,10 +24,10 @@
 #   xorriso writing the same tree, its payload once; raw.xz: xz -T0 -6
 #   of the same raw disk; qcow2 and initramfs: none; installer: gzip -6
 #   of its layers the release does not hold, pigz when installed). A
-#   second floor adds the schematic's initramfs segment (mksquashfs of
-#   the extensions' trees at the release's squashfs settings on all
-#   cores, then zstd -1), which every medium of a new set of extensions
-#   needs once;
+#   second floor adds the schematic's initramfs segment (reading the
+#   extensions' layers, gunzip and tar, then mksquashfs of their trees
+#   at the release's squashfs settings on all cores, then zstd -1),
+#   which every medium of a new set of extensions needs once;
 #   the second schematic differing by one extension (cri+btrfs, then cri
 #   alone): its first ISO against the first's (target <= 0.5);
 #   the factory's peak RSS (VmHWM) per phase (reset through clear_refs;
@@ -405,8 +405,9 @@ measure floor_compress_installer sh -c '"$1" -6 -c "$2" >"$3"' _ "$gz" "$fl/laye
 measure floor_write_installer sh -c 'find "$1" -type f -exec cat {} + >"$2"' _ "$art/installer/blobs" "$fl/copy"
 rm -f "$fl/copy"
 rm -f "$fl/layers.tar" "$fl/layers.tar.gz"
-# The segment: the extensions' trees (from the factory's extensions/NAME)
-# as squashfs at the release's settings on all cores, then zstd -1.
+# The segment: the extensions' layers read (from the factory's
+# extensions/NAME, gunzip and tar as the factory must), their trees as
+# squashfs at the release's settings on all cores, then zstd -1.
 read -r sq_comp sq_level sq_block < <(python3 - "$layout" <<'PY'
 import json, os, sys
 root = os.path.join(sys.argv[1], "blobs", "sha256")
@@ -430,14 +431,15 @@ print("zstd", 13, 131072)
 PY
 )
 put squashfs "$sq_comp-$sq_level/$sq_block"
-for e in cri btrfs; do
-  mkdir -p "$fl/ext-$e"
-  crane export --insecure "127.0.0.1:$port/extensions/$e:$version" - | tar -x -C "$fl/ext-$e"
-done
 comp_opt=(-comp "$sq_comp")
 [ "$sq_comp" = zstd ] && comp_opt+=(-Xcompression-level "$sq_level")
 segment() {
   local e
+  for e in cri btrfs; do
+    rm -rf "$fl/ext-$e"
+    mkdir -p "$fl/ext-$e"
+    crane export --insecure "127.0.0.1:$port/extensions/$e:$version" - | tar -x -C "$fl/ext-$e"
+  done
   for e in cri btrfs; do
     mksquashfs "$fl/ext-$e/rootfs" "$fl/$e.sqsh" -noappend -quiet -no-progress -all-root -b "$sq_block" "${comp_opt[@]}" >/dev/null
   done
