@@ -477,7 +477,7 @@ mib = lambda b: b / 1048576
 rd, seg = f("floor_read"), f("floor_segment")
 print(f"factory at real size, release {version} ({mib(f('release_blobs')):.0f} MiB of blobs), {cores} cores")
 print(f"release: into a layout {f('release_layout'):.1f} s (cold step caches), into a registry {f('release_registry'):.1f} s")
-print(f"floor parts: reading the release's blobs {rd:.2f} s; the initramfs segment (cri+btrfs squashfs {figs['squashfs']}, all cores, + zstd -1) {seg:.2f} s")
+print(f"floor parts: reading the release's blobs {rd:.2f} s; the initramfs segment (cri+btrfs layers read, squashfs {figs['squashfs']}, all cores, + zstd -1) {seg:.2f} s")
 print()
 print(f"{'first request (new schematic)':32} {'size MiB':>9} {'time s':>8} {'floor s':>8} {'ratio':>6} {'+segment':>9} {'ratio':>6}  floor is")
 rows = [
