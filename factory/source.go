@@ -191,6 +191,7 @@ func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []strin
 	// and tar take one) while the rest is read, and held for the
 	// composition's images.
 	held := rootfs.NewHeldBlocks()
+	defer held.Seal() // after the Precompressor's Stop: what it finished is kept
 	var feed func(*rootfs.Node)
 	if len(names) > 0 {
 		// An error is the image writer's to meet: nothing is fed then.
@@ -199,7 +200,6 @@ func (r *VerifiedRelease) Inputs(ctx context.Context, arch string, names []strin
 			defer pre.Stop()
 		}
 	}
-	defer held.Seal()
 	var exts []*compose.Extension
 	owners := rootfs.NumericOwners()
 	if missing, ok := r.Missing(names); ok {

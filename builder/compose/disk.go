@@ -468,7 +468,7 @@ func compressVariant(algo string, data []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// compressVariantTo is compressVariant of the size bytes of src, written
+// compressVariantTo is compressVariant of the size bytes at at, written
 // to w as they come: neither the image nor its variant is held whole
 // (but by xzChunks, without cgo). xz's Blocks done ahead of their turn
 // wait in files of spill ("": in memory).
