@@ -137,7 +137,9 @@ func (f failReader) ReadAt(p []byte, off int64) (int, error) {
 // waiting in a spill directory or in memory, on one thread or several;
 // the spill directory is left empty; empty input is Encode's empty
 // Stream; the writer's error, a reader's error and input shorter than
-// its size are EncodeTo's, and leave no goroutine or spill file behind.
+// its size are EncodeTo's, and leave no goroutine or spill file behind;
+// at Block boundaries and on incompressible data the bytes are xz
+// 5.4.1's (when the host's xz is that version).
 // Without cgo EncodeTo says it has no encoder.
 func TestEncodeTo(t *testing.T) {
 	data := encodeInput(5<<16 + 12345)
@@ -187,6 +189,24 @@ func TestEncodeTo(t *testing.T) {
 	} {
 		if err := EncodeTo(c.w, c.r, c.size, o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	// Block boundaries: exactly two Blocks, one byte past them, one
+	// incompressible Block; xz 5.4.1 writes the same bytes.
+	if v, err := runXZ(t, nil, "--version"); err == nil && strings.Contains(string(v), "liblzma "+LiblzmaVersion+"\n") {
+		random := make([]byte, 64<<10)
+		rng := rand.New(rand.NewPCG(7, 8))
+		for i := range random {
+			random[i] = byte(rng.Uint32())
+		}
+		for _, in := range [][]byte{data[:2*64<<10], data[:2*64<<10+1], random} {
+			var got bytes.Buffer
+			if err := EncodeTo(&got, bytes.NewReader(in), int64(len(in)), o); err != nil {
+				t.Fatal(err)
+			}
+			if ref := xzTool(t, in, "-c", "-6", "-T2", "--block-size=64KiB"); !bytes.Equal(ref, got.Bytes()) {
+				t.Errorf("%d bytes: xz writes %d bytes, EncodeTo %d: not the same", len(in), len(ref), got.Len())
+			}
 		}
 	}
 	if left, _ := os.ReadDir(spill); len(left) > 0 {
