@@ -257,10 +257,11 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	seg, entries, err := extensionSegment(b, layers, o)
+	initramfs, blob, initrdPath, entries, err := b.withSegment(layers, o)
 	if err != nil {
 		return nil, err
 	}
+	b.Initramfs = nil // in initramfs now: this copy (a real base's is 140 MiB) may be freed
 	// As Talos's: the media with no META partition (the command line, PXE,
 	// the ISO) carry the META values on the command line, for the
 	// installer to write; the disk images, the UKIs and the installer
@@ -280,11 +281,6 @@ func Media(ctx context.Context, b Boot, exts []*Extension, o Options) (*Result, 
 	isoArgs := table.KernelArgs(p, ta.OCI, a)
 	kernelName, initrdName := "kernel-"+arch, "initramfs-"+arch+".xz"
 	ipxe := fmt.Sprintf("#!ipxe\nkernel %s %s\ninitrd %s\nboot\n", kernelName, strings.Join(args, " "), initrdName)
-	initramfs, blob, initrdPath, err := b.initramfsWith(seg, o.Work)
-	if err != nil {
-		return nil, err
-	}
-	b.Initramfs = nil // in initramfs now: this copy (a real base's is 140 MiB) may be freed
 	r := &Result{Schematic: id, Platform: p.Name, Initramfs: initramfs, InitramfsBlob: blob, Segment: entries, Files: []File{
 		{Name: kernelName, Data: b.Vmlinuz},
 		{Name: initrdName, Data: initramfs, Path: initrdPath},
@@ -507,52 +503,109 @@ type Blob interface {
 	Size() int64
 }
 
-// initramfsWith is the release's initramfs with seg appended: in a new
-// file of work when the release writes its initramfs
-// (Boot.WriteInitramfs) and there is a scratch directory (its path and
-// the open file as the blob; the file closes when the blob is
-// collected), else in memory (the bytes, and the blob reading them).
-func (b Boot) initramfsWith(seg []byte, work string) ([]byte, Blob, string, error) {
-	write := func(w io.Writer) error {
-		if b.WriteInitramfs == nil {
-			_, err := w.Write(b.Initramfs)
-			return err
-		}
-		if err := b.WriteInitramfs(w); err != nil {
-			return fmt.Errorf("the release's initramfs: %w", err)
-		}
+// initramfsWith is the release's initramfs with seg appended, in memory
+// (the bytes, and the blob reading them): without a scratch directory,
+// or for a release that gives its initramfs as bytes (startInitramfs
+// writes it into a file otherwise).
+func (b Boot) initramfsWith(seg []byte) ([]byte, Blob, string, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(b.Initramfs) + len(seg))
+	if b.WriteInitramfs == nil {
+		buf.Write(b.Initramfs)
+	} else if err := b.WriteInitramfs(&buf); err != nil {
+		return nil, nil, "", fmt.Errorf("the release's initramfs: %w", err)
+	}
+	buf.Write(seg)
+	return buf.Bytes(), bytes.NewReader(buf.Bytes()), "", nil
+}
+
+// withSegment is the release's initramfs with the segment of layers
+// appended (initramfsFile.finish's results) and the segment's entries.
+// The release's initramfs goes into its file while the segment is made:
+// a copy, for which the squashfs compression leaves room.
+func (b Boot) withSegment(layers []*Extension, o Options) ([]byte, Blob, string, []rootfs.CpioEntry, error) {
+	pending := b.startInitramfs(o.Work)
+	seg, entries, err := extensionSegment(b, layers, o)
+	if err != nil {
+		pending.abort()
+		return nil, nil, "", nil, err
+	}
+	initramfs, blob, path, err := pending.finish(b, seg)
+	return initramfs, blob, path, entries, err
+}
+
+// initramfsFile is the release's initramfs being written into a new file
+// of the scratch directory while the segment is made; finish appends the
+// segment, abort drops the file.
+type initramfsFile struct {
+	f    *os.File
+	err  error      // the file could not be made
+	done chan error // the copy's end
+}
+
+// startInitramfs starts the copy when the release writes its initramfs
+// (Boot.WriteInitramfs) and there is a scratch directory; otherwise nil,
+// and finish is initramfsWith.
+func (b Boot) startInitramfs(work string) *initramfsFile {
+	if b.WriteInitramfs == nil || work == "" {
 		return nil
 	}
-	if b.WriteInitramfs == nil || work == "" {
-		var buf bytes.Buffer
-		buf.Grow(len(b.Initramfs) + len(seg))
-		err := write(&buf)
+	p := &initramfsFile{done: make(chan error, 1)}
+	if p.err = os.MkdirAll(work, 0o755); p.err == nil {
+		p.f, p.err = os.CreateTemp(work, "initramfs-*.xz")
+	}
+	if p.err != nil {
+		p.done <- nil
+		return p
+	}
+	go func() {
+		bw := bufio.NewWriterSize(p.f, 1<<20)
+		err := b.WriteInitramfs(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
 		if err != nil {
-			return nil, nil, "", err
+			err = fmt.Errorf("the release's initramfs: %w", err)
 		}
-		buf.Write(seg)
-		return buf.Bytes(), bytes.NewReader(buf.Bytes()), "", nil
+		p.done <- err
+	}()
+	return p
+}
+
+// finish is initramfsWith of the copy started: the segment appended, the
+// file as the blob (it closes when the blob is collected), its path.
+func (p *initramfsFile) finish(b Boot, seg []byte) ([]byte, Blob, string, error) {
+	if p == nil {
+		return b.initramfsWith(seg)
 	}
-	p, err := scratchFile(work, "initramfs-*.xz", func(w io.Writer) error {
-		if err := write(w); err != nil {
-			return err
-		}
-		_, err := w.Write(seg)
-		return err
-	})
+	err := errors.Join(<-p.done, p.err)
+	if err == nil {
+		_, err = p.f.Write(seg)
+	}
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = p.f.Stat()
+	}
 	if err != nil {
+		p.drop()
 		return nil, nil, "", err
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, nil, "", err
+	return nil, io.NewSectionReader(p.f, 0, fi.Size()), p.f.Name(), nil
+}
+
+// abort waits for the copy and drops its file.
+func (p *initramfsFile) abort() {
+	if p != nil {
+		<-p.done
+		p.drop()
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, "", err
+}
+
+func (p *initramfsFile) drop() {
+	if p.f != nil {
+		p.f.Close()
+		os.Remove(p.f.Name())
 	}
-	return nil, io.NewSectionReader(f, 0, fi.Size()), p, nil
 }
 
 // plainUKIFile is plainUKI as the medium name, a file of o.Work.

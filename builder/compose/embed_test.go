@@ -244,4 +244,13 @@ func TestInitramfsInAFile(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(o.Work, "initramfs-*")); len(left) > 0 {
 		t.Errorf("a failed write left %q", left)
 	}
+	// The copy starts before the segment: a segment that fails drops it.
+	lazy.WriteInitramfs = func(w io.Writer) error { _, err := w.Write(b.Initramfs); return err }
+	broken := &Extension{Name: zfs.Name, Metadata: zfs.Metadata, Load: func() (*rootfs.Tree, error) { return nil, os.ErrPermission }}
+	if _, err := Media(context.Background(), lazy, []*Extension{broken}, o); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("an extension that cannot be read: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(o.Work, "initramfs-*")); len(left) > 0 {
+		t.Errorf("a failed segment left %q", left)
+	}
 }
