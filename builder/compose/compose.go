@@ -142,6 +142,9 @@ type File struct {
 	Name string
 	Data []byte
 	Path string
+	// SHA256 is Path's SHA-256 (hex) when its maker hashed it (the ISO's
+	// was, as its records were pointed): Save moving it need not read it.
+	SHA256 string
 }
 
 // Bytes are the file's bytes, read from Path when it has one.
@@ -169,6 +172,12 @@ func (f File) Save(path string) (report.ArtifactInfo, error) {
 		}
 	} else if err := os.Chmod(path, 0o644); err != nil {
 		return report.ArtifactInfo{}, err
+	} else if f.SHA256 != "" {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return report.ArtifactInfo{}, err
+		}
+		return report.ArtifactInfo{SHA256: f.SHA256, Size: fi.Size()}, nil
 	}
 	r, err := os.Open(path)
 	if err != nil {
@@ -827,12 +836,12 @@ func diskImages(ctx context.Context, work string, esps espFiles, id string, meta
 	var out []File
 	var tool string
 	if want["iso"] {
-		iso, t, err := isoImage(ctx, work, isoFiles, sde, id, "NODEFORGE")
+		iso, sum, t, err := isoImage(ctx, work, isoFiles, sde, id, "NODEFORGE")
 		if err != nil {
 			return nil, "", err
 		}
 		tool = t
-		out = append(out, File{Name: "iso", Path: iso})
+		out = append(out, File{Name: "iso", Path: iso, SHA256: sum})
 	}
 	if want["raw"] || want["qcow2"] || want["vhd"] || want["raw.tar.gz"] || want["ova"] {
 		rawFile, err := rawDisk(work, diskFiles, sde, id, metaValues, fs.sectorSize)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -194,13 +195,15 @@ func isoESP(path string, files []fat.File, sde int64, id string) ([]fat.Extent, 
 	if err != nil {
 		return nil, espSum{}, err
 	}
+	// Hashed on another goroutine while the file is written.
 	h := sha256.New()
-	bw := bufio.NewWriterSize(io.MultiWriter(f, h), 1<<20)
+	hw := newAsyncWriter(h)
+	bw := bufio.NewWriterSize(io.MultiWriter(f, hw), 1<<20)
 	ext, size, err := fat.WriteExtentsTo(bw, files, fat.Options{Label: "NODEFORGE", VolumeID: espVolumeID(id), Time: time.Unix(sde, 0), Align: isoSector})
 	if err == nil {
 		err = bw.Flush()
 	}
-	if err = errors.Join(err, f.Close()); err != nil {
+	if err = errors.Join(err, hw.Close(), f.Close()); err != nil {
 		os.Remove(path)
 		return nil, espSum{}, err
 	}
@@ -215,25 +218,26 @@ func isoESP(path string, files []fat.File, sde int64, id string) ([]fat.Extent, 
 // its data inside efiboot.img (pointISOFiles). Every date is the source
 // date (SOURCE_DATE_EPOCH, which xorriso honours, and the staged files'
 // times). The image stays in the file xorriso wrote, work/image.iso,
-// whose path it returns: a real base's is 150 MB, never read into memory.
-func isoImage(ctx context.Context, work string, files []fat.File, sde int64, id, label string) (string, string, error) {
+// whose path it returns with its SHA-256 (hex): a real base's is 150 MB,
+// never read into memory.
+func isoImage(ctx context.Context, work string, files []fat.File, sde int64, id, label string) (path, sum, tool string, err error) {
 	xorriso, err := exec.LookPath("xorriso")
 	if err != nil {
-		return "", "", fmt.Errorf("the ISO needs xorriso (Debian's xorriso): %w", err)
+		return "", "", "", fmt.Errorf("the ISO needs xorriso (Debian's xorriso): %w", err)
 	}
 	root := filepath.Join(work, "iso-root")
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	defer os.RemoveAll(root)
 	img := filepath.Join(root, "efiboot.img")
 	// Its size and digest say what the ISO's efiboot.img must hold.
 	ext, espSum, err := isoESP(img, files, sde, id)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	if err := stageISOTree(root, img, ext, sde); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	out := filepath.Join(work, "image.iso")
 	// -r (not -R): Rock Ridge with owners 0:0 and rationalised modes, so
@@ -248,15 +252,15 @@ func isoImage(ctx context.Context, work string, files []fat.File, sde int64, id,
 	cmd.Env = []string{"SOURCE_DATE_EPOCH=" + fmt.Sprint(sde), "LC_ALL=C", "TZ=UTC"}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(out)
-		return "", "", fmt.Errorf("xorriso: %v\n%s", err, b)
+		return "", "", "", fmt.Errorf("xorriso: %v\n%s", err, b)
 	}
-	if err := pointISOFile(out, espSum, ext); err != nil {
+	if sum, err = pointISOFile(out, espSum, ext); err != nil {
 		os.Remove(out)
-		return "", "", fmt.Errorf("the ISO xorriso wrote: %w", err)
+		return "", "", "", fmt.Errorf("the ISO xorriso wrote: %w", err)
 	}
 	ver, _ := exec.Command(xorriso, "-version").Output()
 	first, _, _ := strings.Cut(string(ver), "\n")
-	return out, strings.TrimSpace(first), nil
+	return out, sum, strings.TrimSpace(first), nil
 }
 
 // stageISOTree lays out the ISO's tree in root beside efiboot.img (img):
@@ -289,17 +293,23 @@ func stageISOTree(root, img string, ext []fat.Extent, sde int64) error {
 	return nil
 }
 
-// pointISOFile is pointISOFiles on the ISO at path, changed in place.
-func pointISOFile(path string, esp espSum, ext []fat.Extent) error {
+// pointISOFile is pointISOFiles on the ISO at path, changed in place. It
+// returns the SHA-256 of the changed ISO, hex-encoded.
+func pointISOFile(path string, esp espSum, ext []fat.Extent) (string, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return err
+		return "", err
 	}
+	startWriteback(f)
 	fi, err := f.Stat()
+	var sum [sha256.Size]byte
 	if err == nil {
-		err = pointISOFiles(f, fi.Size(), esp, ext)
+		sum, err = pointISOFiles(f, fi.Size(), esp, ext)
 	}
-	return errors.Join(err, f.Close())
+	if err = errors.Join(err, f.Close()); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // isoFile is an ISO image read and changed in place.
@@ -324,57 +334,107 @@ const maxISODir = 16 << 20
 // the FAT image (a multiple of 2048), its size the file's. Both file
 // systems then read the same blocks; ISO 9660 lets extents overlap (as
 // hard links share one). The records are found by their Rock Ridge
-// names; efiboot.img must be the EFI image esp sums. iso is size bytes.
-func pointISOFiles(iso isoFile, size int64, esp espSum, ext []fat.Extent) error {
+// names; efiboot.img must be the EFI image esp sums, checked before any
+// record is changed. iso is size bytes. It returns the SHA-256 of the ISO
+// as changed: one read of the ISO checks efiboot.img and hashes the whole.
+func pointISOFiles(iso isoFile, size int64, esp espSum, ext []fat.Extent) ([sha256.Size]byte, error) {
+	var none [sha256.Size]byte
 	pvd := make([]byte, isoSector)
 	if size < 17*isoSector {
-		return errors.New("no ISO 9660 primary volume descriptor at block 16")
+		return none, errors.New("no ISO 9660 primary volume descriptor at block 16")
 	}
 	if _, err := iso.ReadAt(pvd, 16*isoSector); err != nil {
-		return err
+		return none, err
 	}
 	if pvd[0] != 1 || string(pvd[1:6]) != "CD001" {
-		return errors.New("no ISO 9660 primary volume descriptor at block 16")
+		return none, errors.New("no ISO 9660 primary volume descriptor at block 16")
 	}
 	root := isoRecord{pvd[156 : 156+34], 16*isoSector + 156}
 	efi, err := isoLookup(iso, size, root, "efiboot.img")
 	if err != nil {
-		return err
+		return none, err
 	}
 	base, n := isoExtent(efi.b)
 	if n != esp.size || base*isoSector+n > size {
-		return errors.New("/efiboot.img is not the EFI image given")
+		return none, errors.New("/efiboot.img is not the EFI image given")
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(iso, base*isoSector, n)); err != nil {
-		return err
+	// Each record's change, made once efiboot.img is known to be the
+	// image given: that is checked first, whatever else is wrong.
+	patches, recErr := isoPatches(iso, size, root, base, n, ext)
+	got, sum, err := sumPatched(iso, size, base*isoSector, n, patches)
+	if err != nil {
+		return none, err
 	}
-	if [sha256.Size]byte(h.Sum(nil)) != esp.sum {
-		return errors.New("/efiboot.img is not the EFI image given")
+	if got != esp.sum {
+		return none, errors.New("/efiboot.img is not the EFI image given")
 	}
+	if recErr != nil {
+		return none, recErr
+	}
+	for _, p := range patches {
+		if _, err := iso.WriteAt(p.b, p.off); err != nil {
+			return none, err
+		}
+	}
+	return sum, nil
+}
+
+// isoPatches finds the directory record of each file of ext and returns
+// the change that points it into efiboot.img (n bytes at block base).
+func isoPatches(iso isoFile, size int64, root isoRecord, base, n int64, ext []fat.Extent) ([]isoRecord, error) {
+	var patches []isoRecord
 	for _, e := range ext {
 		if e.Size == 0 {
 			continue
 		}
 		if e.Offset%isoSector != 0 || e.Offset+e.Size > n {
-			return fmt.Errorf("%s: at %d (%d bytes) in the EFI image, not a 2048-byte block inside it", e.Path, e.Offset, e.Size)
+			return nil, fmt.Errorf("%s: at %d (%d bytes) in the EFI image, not a 2048-byte block inside it", e.Path, e.Offset, e.Size)
 		}
 		rec := root
+		var err error
 		for _, name := range strings.Split(e.Path, "/") {
 			if rec, err = isoLookup(iso, size, rec, name); err != nil {
-				return fmt.Errorf("%s: %w", e.Path, err)
+				return nil, fmt.Errorf("%s: %w", e.Path, err)
 			}
 		}
 		if _, n := isoExtent(rec.b); n != 0 || rec.b[25]&2 != 0 {
-			return fmt.Errorf("%s: not the empty file staged (%d bytes)", e.Path, n)
+			return nil, fmt.Errorf("%s: not the empty file staged (%d bytes)", e.Path, n)
 		}
-		bothEndian32(rec.b[2:10], uint32(base+e.Offset/isoSector))
-		bothEndian32(rec.b[10:18], uint32(e.Size))
-		if _, err := iso.WriteAt(rec.b[2:18], rec.off+2); err != nil {
-			return err
-		}
+		b := make([]byte, 16)
+		bothEndian32(b[0:8], uint32(base+e.Offset/isoSector))
+		bothEndian32(b[8:16], uint32(e.Size))
+		patches = append(patches, isoRecord{b, rec.off + 2})
 	}
-	return nil
+	return patches, nil
+}
+
+// sumPatched reads iso (size bytes) once and returns the SHA-256 of its
+// n bytes at off as they are, and of the whole as it will be once the
+// patches (bytes and where they go) are written. The whole is hashed on
+// another goroutine.
+func sumPatched(iso io.ReaderAt, size, off, n int64, patches []isoRecord) (region, whole [sha256.Size]byte, err error) {
+	hr, hw := sha256.New(), sha256.New()
+	aw := newAsyncWriter(hw)
+	buf := make([]byte, 1<<20)
+	for at := int64(0); at < size && err == nil; at += int64(len(buf)) {
+		b := buf[:min(int64(len(buf)), size-at)]
+		if _, err = iso.ReadAt(b, at); err != nil {
+			break
+		}
+		if lo, hi := max(at, off), min(at+int64(len(b)), off+n); lo < hi {
+			hr.Write(b[lo-at : hi-at])
+		}
+		for _, p := range patches {
+			if lo, hi := max(at, p.off), min(at+int64(len(b)), p.off+int64(len(p.b))); lo < hi {
+				copy(b[lo-at:hi-at], p.b[lo-p.off:hi-p.off])
+			}
+		}
+		aw.Write(b) // copied: buf is read into again
+	}
+	if cerr := aw.Close(); err == nil {
+		err = cerr
+	}
+	return [sha256.Size]byte(hr.Sum(nil)), [sha256.Size]byte(hw.Sum(nil)), err
 }
 
 // espSum is what an EFI image's copy must match: its size and SHA-256.

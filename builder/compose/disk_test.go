@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -97,12 +98,15 @@ func TestISOImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, tool, err := isoImage(context.Background(), t.TempDir(), files, 1700000000, "0123456789abcdef", "NODEFORGE")
+	p, sum, tool, err := isoImage(context.Background(), t.TempDir(), files, 1700000000, "0123456789abcdef", "NODEFORGE")
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, _ := os.ReadFile(p)
-	pb, _, err := isoImage(context.Background(), t.TempDir(), files, 1700000000, "0123456789abcdef", "NODEFORGE")
+	if got := sha256.Sum256(a); hex.EncodeToString(got[:]) != sum {
+		t.Errorf("isoImage's SHA-256 %s, the file's %x", sum, got)
+	}
+	pb, _, _, err := isoImage(context.Background(), t.TempDir(), files, 1700000000, "0123456789abcdef", "NODEFORGE")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,12 +169,12 @@ func TestISOImage(t *testing.T) {
 	// an efiboot.img other than the image given, is an error.
 	noISO := filepath.Join(dir, "no.iso")
 	os.WriteFile(noISO, make([]byte, 40000), 0o644)
-	if err := pointISOFile(noISO, espSumOf(esp), ext); err == nil || !strings.Contains(err.Error(), "primary volume descriptor") {
+	if _, err := pointISOFile(noISO, espSumOf(esp), ext); err == nil || !strings.Contains(err.Error(), "primary volume descriptor") {
 		t.Errorf("no ISO: %v", err)
 	}
 	other := bytes.Clone(esp)
 	other[len(other)-1] ^= 1
-	if err := pointISOFile(pb, espSumOf(other), ext); err == nil || !strings.Contains(err.Error(), "not the EFI image given") {
+	if _, err := pointISOFile(pb, espSumOf(other), ext); err == nil || !strings.Contains(err.Error(), "not the EFI image given") {
 		t.Errorf("another EFI image: %v", err)
 	}
 	if again, _ := os.ReadFile(pb); !bytes.Equal(again, b) {
@@ -282,5 +286,28 @@ func TestDiskSectorSize(t *testing.T) {
 		if out, err := exec.Command(qemuImg, "compare", "-f", "raw", "-F", format, paths["raw"], paths[f]).CombinedOutput(); err != nil {
 			t.Errorf("qemu-img compare %s: %v\n%s", f, err, out)
 		}
+	}
+}
+
+// sumPatched hashes the region as it is and the whole as patched, with
+// patches across its 1 MiB reads.
+func TestSumPatched(t *testing.T) {
+	data := make([]byte, 3<<20+123)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	patches := []isoRecord{{bytes.Repeat([]byte{1}, 16), 1<<20 - 5}, {[]byte{2, 3}, 7}, {[]byte{4}, int64(len(data) - 1)}}
+	off, n := int64(100), int64(5<<19)
+	region, whole, err := sumPatched(bytes.NewReader(data), int64(len(data)), off, n, patches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched := bytes.Clone(data)
+	for _, p := range patches {
+		copy(patched[p.off:], p.b)
+	}
+	if region != sha256.Sum256(data[off:off+n]) || whole != sha256.Sum256(patched) {
+		t.Error("sums differ from the data's")
 	}
 }
