@@ -18,7 +18,7 @@ struct xzdec_state {
 };
 
 xzdec_new_result
-xzdec_new(int format, uint64_t memlimit)
+xzdec_new(int format, uint64_t memlimit, int ignore_check)
 {
 	xzdec_new_result r = { NULL, LZMA_MEM_ERROR };
 	xzdec_state *s = malloc(sizeof(*s));
@@ -34,7 +34,8 @@ xzdec_new(int format, uint64_t memlimit)
 		// Padding like xz -d does, and treat anything else after
 		// the last Stream as an error.
 		r.ret = lzma_stream_decoder(&s->strm, memlimit,
-				LZMA_CONCATENATED);
+				LZMA_CONCATENATED
+				| (ignore_check ? LZMA_IGNORE_CHECK : 0));
 		break;
 	case XZDEC_FORMAT_LZMA:
 		r.ret = lzma_alone_decoder(&s->strm, memlimit);

@@ -29,8 +29,9 @@ typedef struct {
 	size_t avail_in; // input bytes not consumed yet
 } xzdec_code_result;
 
-// xzdec_new allocates a decoder for format with the given memory limit.
-xzdec_new_result xzdec_new(int format, uint64_t memlimit);
+// xzdec_new allocates a decoder for format with the given memory limit;
+// ignore_check non-zero skips the .xz integrity checks (LZMA_IGNORE_CHECK).
+xzdec_new_result xzdec_new(int format, uint64_t memlimit, int ignore_check);
 
 // xzdec_inbuf returns the decoder's input buffer of XZDEC_INBUF_SIZE bytes.
 uint8_t *xzdec_inbuf(xzdec_state *s);

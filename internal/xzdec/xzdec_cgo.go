@@ -29,7 +29,11 @@ import (
 )
 
 func newReader(r io.Reader, f Format, limit uint64) (io.ReadCloser, error) {
-	return newCgoReader(r, f, limit)
+	return newCgoReader(r, f, limit, false)
+}
+
+func newUncheckedReader(r io.Reader, f Format, limit uint64) (io.ReadCloser, error) {
+	return newCgoReader(r, f, limit, true)
 }
 
 // cgoReader decodes with liblzma. Its state, including the input buffer
@@ -53,8 +57,12 @@ type cgoReader struct {
 	err error // sticky: io.EOF at the end, or the error Read returned
 }
 
-func newCgoReader(r io.Reader, f Format, limit uint64) (*cgoReader, error) {
-	res := C.xzdec_new(C.int(f), C.uint64_t(limit))
+func newCgoReader(r io.Reader, f Format, limit uint64, ignoreCheck bool) (*cgoReader, error) {
+	ignore := C.int(0)
+	if ignoreCheck {
+		ignore = 1
+	}
+	res := C.xzdec_new(C.int(f), C.uint64_t(limit), ignore)
 	if res.state == nil {
 		return nil, lzmaError(res.ret, f, limit, nil)
 	}

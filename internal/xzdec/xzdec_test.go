@@ -603,3 +603,50 @@ func TestConcurrentReaders(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestUncheckedReader: a wrong Check (SHA-256, as rpm writes) fails
+// NewReader; NewUncheckedReader, with liblzma, decodes the data; a broken
+// header fails both.
+func TestUncheckedReader(t *testing.T) {
+	data := textData(300<<10, 7)
+	x := xzTool(t, data, "-z", "-c", "-6", "--check=sha256")
+	at, n := checkOffset(t, x)
+	if n != 32 {
+		t.Fatalf("check size %d, want 32 (SHA-256)", n)
+	}
+	bad := bytes.Clone(x)
+	bad[at+5] ^= 1
+	if _, err := io.ReadAll(mustOpen(t, NewReader, bad)); !errors.Is(err, errCheck) {
+		t.Errorf("NewReader: %v, want %v", err, errCheck)
+	}
+	got, err := io.ReadAll(mustOpen(t, NewUncheckedReader, bad))
+	switch {
+	case !haveCgo:
+		if !errors.Is(err, errCheck) {
+			t.Errorf("pure NewUncheckedReader: %v, want %v (it always checks)", err, errCheck)
+		}
+	case err != nil || !bytes.Equal(got, data):
+		t.Errorf("NewUncheckedReader: %v, %d bytes of %d", err, len(got), len(data))
+	}
+	if got, err := io.ReadAll(mustOpen(t, NewUncheckedReader, x)); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("NewUncheckedReader, good stream: %v", err)
+	}
+	head := bytes.Clone(bad)
+	head[8] ^= 0x55
+	if _, err := io.ReadAll(mustOpen(t, NewUncheckedReader, head)); !errors.Is(err, errCorrupt) {
+		t.Errorf("NewUncheckedReader, broken Stream Header: %v, want %v", err, errCorrupt)
+	}
+	if _, err := NewUncheckedReader(bytes.NewReader(x), Format(9)); err == nil {
+		t.Error("an unknown format was accepted")
+	}
+}
+
+func mustOpen(t *testing.T, open func(io.Reader, Format) (io.ReadCloser, error), b []byte) io.Reader {
+	t.Helper()
+	r, err := open(bytes.NewReader(b), XZ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}

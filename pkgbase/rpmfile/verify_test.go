@@ -2,6 +2,7 @@ package rpmfile
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nodeforge/builder/internal/testutil"
+	"github.com/nodeforge/builder/internal/xzdec"
 	"github.com/nodeforge/builder/pkgbase/cpio"
 )
 
@@ -81,6 +83,61 @@ func TestVerifyDigestsOnly(t *testing.T) {
 			if verify(bad, VerifyOptions{DigestsOnly: true}).DigestsOK() {
 				t.Errorf("%s: DigestsOnly accepted a damaged payload", filepath.Base(f))
 			}
+		}
+	}
+}
+
+// A payload whose xz Check is wrong is refused by the payload's digest
+// when the header has one, which is why Verify lets the decoder skip xz's
+// own checks then; without one, by the MD5 over header and payload.
+func TestVerifyXZCheck(t *testing.T) {
+	dir := testutil.Fixtures(t, "rpm")
+	for _, c := range []struct {
+		file, fails string
+	}{
+		{"payload-test-0.1-w6.xzdio.x86_64.rpm", "payload-digest"},
+		{"centos-release-6-0.el6.centos.5.x86_64.rpm", "md5"},
+	} {
+		data, err := os.ReadFile(filepath.Join(dir, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The Check of the payload's last Block: before the Index, whose
+		// size the Stream Footer (the file's last 12 bytes) gives.
+		footer := data[len(data)-12:]
+		if string(footer[10:]) != "YZ" || footer[9]&0x0F != 0x0A {
+			t.Fatalf("%s: no .xz Stream Footer with a SHA-256 Check at the end", c.file)
+		}
+		index := (int(binary.LittleEndian.Uint32(footer[4:8])) + 1) * 4
+		bad := bytes.Clone(data)
+		bad[len(bad)-12-index-1] ^= 1
+		payload := bad[bytes.Index(bad, []byte("\xfd7zXZ\x00")):]
+		for _, digested := range []bool{false, true} {
+			r, err := decompress("xz", bytes.NewReader(payload), digested)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Without cgo the pure Go decoder checks all the same.
+			if _, err := io.ReadAll(r); (err == nil) != (digested && xzdec.CanEncode) {
+				t.Errorf("%s: the payload decompressed with digested %v: %v", c.file, digested, err)
+			}
+			r.Close()
+		}
+		p, err := Open(bytes.NewReader(bad))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := p.Verify(VerifyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range v.Checks {
+			if ch.Name == c.fails && ch.OK {
+				t.Errorf("%s: %s passed with a wrong xz Check", c.file, ch.Name)
+			}
+		}
+		if v.Err(false) == nil {
+			t.Errorf("%s: a wrong xz Check was accepted", c.file)
 		}
 	}
 }
