@@ -1,9 +1,7 @@
 package factory
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"io"
 	"sync"
 
 	"golang.org/x/sync/singleflight"
@@ -31,9 +29,9 @@ func newLayerCache(dir *blobcache.Dir) *layerCache {
 	return &layerCache{dir: dir, sums: map[[32]byte][sha256.Size]byte{}}
 }
 
-// Layer returns the image kept under key, or writes it. One write per
-// key runs at once; others wait for it.
-func (c *layerCache) Layer(key [32]byte, write func(io.Writer) error) ([]byte, error) {
+// Layer returns the image kept under key, or makes it. One build per key
+// runs at once; others wait for it.
+func (c *layerCache) Layer(key [32]byte, build func() ([]byte, error)) ([]byte, error) {
 	if b, ok := c.read(key); ok {
 		return b, nil
 	}
@@ -41,7 +39,7 @@ func (c *layerCache) Layer(key [32]byte, write func(io.Writer) error) ([]byte, e
 		if b, ok := c.read(key); ok {
 			return b, nil
 		}
-		return c.write(key, write)
+		return c.keep(key, build)
 	})
 	if err != nil {
 		return nil, err
@@ -64,14 +62,13 @@ func (c *layerCache) read(key [32]byte) ([]byte, bool) {
 	return b, true
 }
 
-// write makes the image, keeps it under key and returns it (not kept, the
-// next schematic writes it again).
-func (c *layerCache) write(key [32]byte, write func(io.Writer) error) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := write(&buf); err != nil {
+// keep makes the image, keeps it under key and returns it (not kept, the
+// next schematic builds it again).
+func (c *layerCache) keep(key [32]byte, build func() ([]byte, error)) ([]byte, error) {
+	b, err := build()
+	if err != nil {
 		return nil, err
 	}
-	b := buf.Bytes()
 	c.dir.Put(key, b)
 	c.mu.Lock()
 	c.sums[key] = sha256.Sum256(b)

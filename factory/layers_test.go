@@ -3,7 +3,6 @@ package factory
 import (
 	"crypto/sha256"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,12 +24,11 @@ func TestLayerCacheFiles(t *testing.T) {
 	c := newLayerCache(d)
 	var mu sync.Mutex
 	writes := 0
-	write := func(w io.Writer) error {
+	write := func() ([]byte, error) {
 		mu.Lock()
 		writes++
 		mu.Unlock()
-		_, err := w.Write([]byte("squashfs image"))
-		return err
+		return []byte("squashfs image"), nil
 	}
 	k1, k2 := sha256.Sum256([]byte("k1")), sha256.Sum256([]byte("k2"))
 	var wg sync.WaitGroup
@@ -58,7 +56,7 @@ func TestLayerCacheFiles(t *testing.T) {
 		t.Errorf("removed file: %q, %v, %d writes (want it written again)", b, err, writes)
 	}
 	boom := errors.New("boom")
-	if _, err := c.Layer(k2, func(io.Writer) error { return boom }); !errors.Is(err, boom) {
+	if _, err := c.Layer(k2, func() ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
 		t.Errorf("a failed write: %v", err)
 	}
 	if d.Has(k2) {

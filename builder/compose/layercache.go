@@ -1,10 +1,8 @@
 package compose
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,22 +19,22 @@ import (
 // a new schematic's media; with the images kept, a schematic pays only
 // for what it does not share. The Image Factory keeps one.
 type LayerCache interface {
-	// Layer returns the image kept under key, or writes it with write,
+	// Layer returns the image kept under key, or makes it with build,
 	// keeps it and returns it.
-	Layer(key [32]byte, write func(io.Writer) error) ([]byte, error)
+	Layer(key [32]byte, build func() ([]byte, error)) ([]byte, error)
 }
 
 // layerImage is an extension's squashfs for the segment: from o.Layers
 // when the extension has a Key, else written.
 func (o Options) layerImage(e *Extension) ([]byte, error) {
-	write := func(w io.Writer) error {
+	build := func() ([]byte, error) {
 		t, err := e.tree()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return t.WriteSquashfsTo(w, o.Owners, o.SourceDate, o.Squashfs, o.Cache)
+		return t.SquashfsBytes(o.Owners, o.SourceDate, o.Squashfs, o.Cache)
 	}
-	data, err := o.cached(write, "extension", e.Key)
+	data, err := o.cached(build, "extension", e.Key)
 	if err != nil {
 		return nil, fmt.Errorf("extension %s: %w", e.Name, err)
 	}
@@ -63,12 +61,12 @@ func (e *Extension) tree() (*rootfs.Tree, error) {
 // kernel's modules (b.Modules) and the modules of exts together. It is
 // kept in o.Layers when the boot assets and every one of exts have a Key.
 func (o Options) modulesImage(b Boot, exts []*Extension) ([]byte, error) {
-	write := func(w io.Writer) error {
+	build := func() ([]byte, error) {
 		t, err := moduleIndexTree(b, exts)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return t.WriteSquashfsTo(w, o.Owners, o.SourceDate, o.Squashfs, o.Cache)
+		return t.SquashfsBytes(o.Owners, o.SourceDate, o.Squashfs, o.Cache)
 	}
 	var keys []string
 	for _, e := range exts {
@@ -76,28 +74,24 @@ func (o Options) modulesImage(b Boot, exts []*Extension) ([]byte, error) {
 	}
 	slices.Sort(keys)
 	if b.Key == "" || slices.Contains(keys, "") {
-		return o.cached(write, "modules")
+		return o.cached(build, "modules")
 	}
-	return o.cached(write, "modules", append([]string{b.Key, b.KernelVersion}, keys...)...)
+	return o.cached(build, "modules", append([]string{b.Key, b.KernelVersion}, keys...)...)
 }
 
-// cached writes an image with write, through o.Layers when there is one
+// cached makes an image with build, through o.Layers when there is one
 // and ids name the content (none, or an empty first id: not cached). The key adds
 // what else decides the bytes: the squashfs options and the source date
 // (the owners are the release's numeric ones, a tree's the same whatever
 // else is composed with it).
-func (o Options) cached(write func(io.Writer) error, kind string, ids ...string) ([]byte, error) {
+func (o Options) cached(build func() ([]byte, error), kind string, ids ...string) ([]byte, error) {
 	if o.Layers == nil || len(ids) == 0 || ids[0] == "" {
-		var buf bytes.Buffer
-		if err := write(&buf); err != nil {
-			return nil, err
-		}
-		return buf.Bytes(), nil
+		return build()
 	}
 	sq := o.Squashfs
 	parts := append([]string{kind, sq.Compressor, strconv.Itoa(sq.Level), strconv.Itoa(sq.BlockSize), sq.Tool,
 		strconv.FormatInt(o.SourceDate, 10)}, ids...)
-	return o.Layers.Layer(sha256.Sum256([]byte(strings.Join(parts, "\x00"))), write)
+	return o.Layers.Layer(sha256.Sum256([]byte(strings.Join(parts, "\x00"))), build)
 }
 
 // moduleIndexTree is the tree of the module indexes (depmod's) of the

@@ -3,7 +3,6 @@ package compose
 import (
 	"bytes"
 	"context"
-	"io"
 	"testing"
 
 	"github.com/nodeforge/builder/api/extensions"
@@ -18,17 +17,17 @@ type mapLayers struct {
 	writes int
 }
 
-func (m *mapLayers) Layer(key [32]byte, write func(io.Writer) error) ([]byte, error) {
+func (m *mapLayers) Layer(key [32]byte, build func() ([]byte, error)) ([]byte, error) {
 	if b, ok := m.kept[key]; ok {
 		return b, nil
 	}
-	var buf bytes.Buffer
-	if err := write(&buf); err != nil {
+	b, err := build()
+	if err != nil {
 		return nil, err
 	}
 	m.writes++
-	m.kept[key] = buf.Bytes()
-	return buf.Bytes(), nil
+	m.kept[key] = b
+	return b, nil
 }
 
 // TestLayerCache: with a LayerCache, a second schematic sharing an

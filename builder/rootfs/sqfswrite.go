@@ -73,8 +73,7 @@ func (t *Tree) WriteSquashfsGo(dst string, owners Owners, mtime int64, opts Squa
 	return os.Rename(tmp, dst)
 }
 
-// WriteSquashfsTo writes the image with rootfs/sqfs to w (small images:
-// extension layers).
+// WriteSquashfsTo writes the image with rootfs/sqfs to w.
 func (t *Tree) WriteSquashfsTo(w io.Writer, owners Owners, mtime int64, opts SquashfsOptions, cache sqfs.BlockCache) error {
 	es, err := t.SqfsEntries(owners, mtime)
 	if err != nil {
@@ -84,6 +83,21 @@ func (t *Tree) WriteSquashfsTo(w io.Writer, owners Owners, mtime int64, opts Squ
 		return fmt.Errorf("squashfs: %w", err)
 	}
 	return nil
+}
+
+// SquashfsBytes is the image WriteSquashfsTo writes, in memory (small
+// images: extension layers), its data blocks copied as they are
+// compressed (sqfs.WriteBytes).
+func (t *Tree) SquashfsBytes(owners Owners, mtime int64, opts SquashfsOptions, cache sqfs.BlockCache) ([]byte, error) {
+	es, err := t.SqfsEntries(owners, mtime)
+	if err != nil {
+		return nil, err
+	}
+	b, err := sqfs.WriteBytes(es, opts.sqfsOptions(mtime, cache))
+	if err != nil {
+		return nil, fmt.Errorf("squashfs: %w", err)
+	}
+	return b, nil
 }
 
 // sqfsOptions are the Go writer's options; the same for the image and for

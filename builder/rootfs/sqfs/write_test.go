@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -101,6 +102,10 @@ func TestReproducible(t *testing.T) {
 			// last; the image may start anywhere in the file.
 			if f := streamedBytes(t, es, Options{Compressor: comp, Workers: 2, MkfsTime: 42}); !bytes.Equal(a, f) {
 				t.Fatalf("the image streamed into a file differs: %d bytes, %d in memory", len(f), len(a))
+			}
+			// And into WriteBytes's seekable buffer.
+			if m, err := WriteBytes(es, Options{Compressor: comp, Workers: 2, MkfsTime: 42}); err != nil || !bytes.Equal(a, m) {
+				t.Fatalf("WriteBytes: %v, %d bytes, %d in a bytes.Buffer", err, len(m), len(a))
 			}
 			if len(a)%devBlockSize != 0 {
 				t.Errorf("image of %d bytes is not padded to 4 KiB", len(a))
@@ -339,5 +344,43 @@ func TestUncompressedMetadata(t *testing.T) {
 		compareTree(t, mnt, wants, true)
 	} else {
 		run(t, "unsquashfs", "-lln", p)
+	}
+}
+
+// memFile writes as a file does: at the offset, past the end extending
+// with zeros, and refuses a seek before the start.
+func TestMemFile(t *testing.T) {
+	var m memFile
+	m.Write([]byte("abcdef"))
+	if _, err := m.Seek(2, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	m.Write([]byte("XY"))
+	if off, _ := m.Seek(3, io.SeekEnd); off != 9 {
+		t.Fatalf("SeekEnd: %d", off)
+	}
+	m.Write([]byte("Z"))
+	if off, _ := m.Seek(-4, io.SeekCurrent); off != 6 {
+		t.Fatalf("SeekCurrent: %d", off)
+	}
+	m.Write([]byte("12345"))
+	if want := "abXYef12345"; string(m.bytes()) != want {
+		t.Errorf("%q, want %q", m.bytes(), want)
+	}
+	// Across chunks.
+	big := make([]byte, 2*memChunk+10)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	m.Seek(3, io.SeekStart)
+	m.Write(big)
+	if got := m.bytes(); len(got) != len(big)+3 || !bytes.Equal(got[3:], big) || string(got[:3]) != "abX" {
+		t.Errorf("a write across chunks: %d bytes", len(got))
+	}
+	if _, err := m.Seek(-1, io.SeekStart); err == nil {
+		t.Error("a seek before the start was accepted")
+	}
+	if _, err := m.Seek(0, 7); err == nil {
+		t.Error("a bad whence was accepted")
 	}
 }
