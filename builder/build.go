@@ -36,6 +36,7 @@ import (
 	"github.com/nodeforge/builder/internal/blobcache"
 	"github.com/nodeforge/builder/internal/digest"
 	"github.com/nodeforge/builder/internal/flock"
+	"github.com/nodeforge/builder/internal/hugepage"
 	"github.com/nodeforge/builder/internal/progress"
 	"github.com/nodeforge/builder/internal/workdir"
 	"github.com/nodeforge/builder/pkgbase/cache"
@@ -536,7 +537,8 @@ func (b *archBuild) writeRootfs(ctx context.Context, dir string) ([]byte, []repo
 	if b.opts.Schematic == nil {
 		b.releaseTree() // the boot media would still need it
 	}
-	sqsh, err := os.ReadFile(sqPath)
+	// Into huge pages: the tree's memory went back to the system just above.
+	sqsh, err := hugepage.ReadFile(sqPath)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,13 +8,15 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
+
+	"github.com/nodeforge/builder/internal/hugepage"
 )
 
 // CompressInitramfs compresses what write writes (the cpio, streamed into
 // the encoder): zstd (what Talos uses) or xz with CRC32, the check the
 // kernel's xz decoder always supports. sizeHint is about the input size.
 func CompressInitramfs(algo string, sizeHint int, write func(io.Writer) error) ([]byte, error) {
-	buf := bytes.NewBuffer(make([]byte, 0, sizeHint+sizeHint/32+1<<20))
+	buf := bytes.NewBuffer(hugepage.Bytes(sizeHint + sizeHint/32 + 1<<20)[:0])
 	if err := CompressInitramfsTo(buf, algo, write); err != nil {
 		return nil, err
 	}

@@ -34,6 +34,8 @@ type LayOptions struct {
 	// OnPackage, when set, hears of each package AddRPMs has laid: how
 	// many of how many, in order, from the goroutine that called it.
 	OnPackage func(laid, of int, r *PackageResult)
+
+	arena *contentArena // AddRPMs's, for the files' contents
 }
 
 // PackageResult describes what one package contributed.
@@ -105,6 +107,7 @@ func readRPM(ctx context.Context, rpmPath string, origin report.Origin, opts Lay
 		return nil, fmt.Errorf("%s: %w", origin.Package, err)
 	}
 	pr.origin = origin
+	pr.arena = opts.arena
 	// Contents are hashed and checked on other cores while the payload is
 	// decompressed.
 	pr.hashes = newHasher(runtime.NumCPU(), opts.OnFile)
@@ -150,6 +153,7 @@ type payloadReader struct {
 	max      int64 // the most the payload may unpack to
 	unpacked int64
 	hashes   *hasher
+	arena    *contentArena // the contents' memory (nil: make)
 	lp       *laidPackage
 	// Hard links: rpm stores the data with the last entry of a link set.
 	links     []pendingLink
@@ -228,7 +232,7 @@ func (pr *payloadReader) entry(e *cpio.Entry, r io.Reader) error {
 		n.Kind = KindDir
 	case cpio.TypeLink:
 		n.Kind = KindSymlink
-		target, err := readAllLimit(r, 4096)
+		target, err := readAllLimit(r, make([]byte, 4096))
 		if err != nil {
 			return err
 		}
@@ -286,7 +290,7 @@ func (pr *payloadReader) regular(n *Node, e *cpio.Entry, r io.Reader, hf *rpmfil
 	if e.Size > hf.Size {
 		return false, fmt.Errorf("payload entry is %d bytes, the header says %d", e.Size, hf.Size)
 	}
-	data, err := readAllLimit(r, e.Size)
+	data, err := readAllLimit(r, pr.arena.alloc(e.Size))
 	if err != nil {
 		return false, err
 	}
@@ -412,11 +416,10 @@ func (h *hasher) wait() error {
 	return h.err
 }
 
-// readAllLimit reads exactly what r holds, refusing more than n bytes.
-// n is what the entry declares (bounded by the header before): the buffer
-// is allocated once at that size.
-func readAllLimit(r io.Reader, n int64) ([]byte, error) {
-	b := make([]byte, n)
+// readAllLimit reads exactly what r holds into b, refusing more than
+// len(b) bytes. b is sized by what the entry declares (bounded by the
+// header before): the buffer is allocated once.
+func readAllLimit(r io.Reader, b []byte) ([]byte, error) {
 	k, err := io.ReadFull(r, b)
 	if err == io.ErrUnexpectedEOF || err == io.EOF {
 		return b[:k], nil
@@ -426,7 +429,7 @@ func readAllLimit(r io.Reader, n int64) ([]byte, error) {
 	}
 	var one [1]byte
 	if m, _ := io.ReadFull(r, one[:]); m > 0 {
-		return nil, fmt.Errorf("entry holds more than %d bytes", n)
+		return nil, fmt.Errorf("entry holds more than %d bytes", len(b))
 	}
 	return b, nil
 }

@@ -43,6 +43,7 @@ func (t *Tree) AddRPMs(ctx context.Context, pkgs []RPMToLay, opts LayOptions, c 
 	}
 	slices.SortStableFunc(schedule, func(a, b int) int { return cmp.Compare(sizes[b], sizes[a]) })
 
+	opts.arena = &contentArena{}
 	ctx, cancel := context.WithCancel(ctx)
 	next := make(chan int)
 	var wg sync.WaitGroup

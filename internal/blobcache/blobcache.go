@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 
 	"github.com/nodeforge/builder/internal/atomicfile"
+	"github.com/nodeforge/builder/internal/hugepage"
 )
 
 // Dir is a store of blobs by 32-byte key (a sha256) in a directory: one
@@ -62,7 +63,8 @@ func (c *Dir) path(key [32]byte) string {
 
 // Get returns the blob stored under key; a missing or damaged entry is a miss.
 func (c *Dir) Get(key [32]byte) ([]byte, bool) {
-	b, err := os.ReadFile(c.path(key))
+	// Large entries (a laid package's files) fill fresh memory.
+	b, err := hugepage.ReadFile(c.path(key))
 	if err != nil || len(b) <= trailer {
 		return nil, false
 	}

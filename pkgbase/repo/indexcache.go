@@ -37,6 +37,7 @@ import (
 	"unsafe"
 
 	"github.com/nodeforge/builder/internal/atomicfile"
+	"github.com/nodeforge/builder/internal/hugepage"
 	"github.com/nodeforge/builder/pkgbase/evr"
 )
 
@@ -434,13 +435,13 @@ func decodeIndex(data, repoURL string) (*cachedIndex, error) {
 		depSlab := make([]Dep, ndeps)
 		fileSlab := make([]string, nfiles)
 		if np > 0 {
-			hugePages(unsafe.Pointer(&slab[0]), uintptr(np)*unsafe.Sizeof(slab[0]))
+			hugepage.Advise(unsafe.Pointer(&slab[0]), uintptr(np)*unsafe.Sizeof(slab[0]))
 		}
 		if ndeps > 0 {
-			hugePages(unsafe.Pointer(&depSlab[0]), uintptr(ndeps)*unsafe.Sizeof(depSlab[0]))
+			hugepage.Advise(unsafe.Pointer(&depSlab[0]), uintptr(ndeps)*unsafe.Sizeof(depSlab[0]))
 		}
 		if nfiles > 0 {
-			hugePages(unsafe.Pointer(&fileSlab[0]), uintptr(nfiles)*unsafe.Sizeof(fileSlab[0]))
+			hugepage.Advise(unsafe.Pointer(&fileSlab[0]), uintptr(nfiles)*unsafe.Sizeof(fileSlab[0]))
 		}
 		for i := range np {
 			if d.uvarint() == 0 {

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/nodeforge/builder/internal/hugepage"
 	"github.com/nodeforge/builder/pkgbase/evr"
 )
 
@@ -355,7 +356,7 @@ func max2(a, b int) int {
 
 func hugeChunk(p unsafe.Pointer, bytes int) {
 	if bytes >= mdHugeChunk {
-		hugePages(p, uintptr(bytes))
+		hugepage.Advise(p, uintptr(bytes))
 	}
 }
 
