@@ -623,7 +623,8 @@ func (b *archBuild) bootAssets(dir string, a assetData) error {
 		f.file = filepath.Join(dir, f.name)
 		if f.name != "rootfs.sqsh" {
 			f.size = int64(len(f.data))
-			if err := os.WriteFile(f.file, f.data, 0o644); err != nil {
+			// The layout links it, synced: to disk now, beside the rest.
+			if err := atomicfile.WriteFileAhead(f.file, f.data, 0o644); err != nil {
 				return err
 			}
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/nodeforge/builder/builder/media/fat"
 	"github.com/nodeforge/builder/builder/media/gpt"
 	"github.com/nodeforge/builder/builder/media/meta"
+	"github.com/nodeforge/builder/internal/atomicfile"
 	"github.com/nodeforge/builder/internal/xzdec"
 )
 
@@ -300,7 +301,7 @@ func pointISOFile(path string, esp espSum, ext []fat.Extent) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	startWriteback(f)
+	atomicfile.StartWriteback(f)
 	fi, err := f.Stat()
 	var sum [sha256.Size]byte
 	if err == nil {

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/nodeforge/builder/builder/rootfs/sqfs"
+	"github.com/nodeforge/builder/internal/atomicfile"
 	"github.com/nodeforge/builder/pkgbase/cpio"
 )
 
@@ -63,6 +64,9 @@ func (t *Tree) WriteSquashfsGo(dst string, owners Owners, mtime int64, opts Squa
 	// A file, not a buffer in front of one: the writer streams the data
 	// blocks into it and seeks back for the superblock.
 	err = t.WriteSquashfsTo(f, owners, mtime, opts, cache)
+	if err == nil {
+		atomicfile.StartWriteback(f) // a layout links it, synced
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -149,3 +149,21 @@ func Sweep(dir string) error {
 	}
 	return nil
 }
+
+// WriteFileAhead is os.WriteFile with the file's writeback started
+// (StartWriteback): for large outputs that a layout links, and syncs,
+// afterwards.
+func WriteFileAhead(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		StartWriteback(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

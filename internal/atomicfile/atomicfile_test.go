@@ -1,6 +1,7 @@
 package atomicfile
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,5 +56,21 @@ func TestSweepSparesLiveWriters(t *testing.T) {
 		if fi, _ := e.Info(); fi.Mode().Perm() != 0o644 {
 			t.Errorf("%s: mode %v", e.Name(), fi.Mode().Perm())
 		}
+	}
+}
+
+// WriteFileAhead writes as os.WriteFile does, replacing what was there.
+func TestWriteFileAhead(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	for _, data := range [][]byte{bytes.Repeat([]byte("x"), 3<<20), []byte("short")} {
+		if err := WriteFileAhead(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read back %d bytes, %v; want %d", len(got), err, len(data))
+		}
+	}
+	if err := WriteFileAhead(filepath.Join(p, "under-a-file"), nil, 0o644); err == nil {
+		t.Error("a path under a file was written")
 	}
 }
