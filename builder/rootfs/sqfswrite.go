@@ -90,18 +90,14 @@ func (t *Tree) WriteSquashfsTo(w io.Writer, owners Owners, mtime int64, opts Squ
 }
 
 // SquashfsBytes is the image WriteSquashfsTo writes, in memory (small
-// images: extension layers), its data blocks copied as they are
-// compressed (sqfs.WriteBytes).
+// images: extension layers), its data blocks copied in as they are
+// compressed (sqfs.Buffer).
 func (t *Tree) SquashfsBytes(owners Owners, mtime int64, opts SquashfsOptions, cache sqfs.BlockCache) ([]byte, error) {
-	es, err := t.SqfsEntries(owners, mtime)
-	if err != nil {
+	var b sqfs.Buffer
+	if err := t.WriteSquashfsTo(&b, owners, mtime, opts, cache); err != nil {
 		return nil, err
 	}
-	b, err := sqfs.WriteBytes(es, opts.sqfsOptions(mtime, cache))
-	if err != nil {
-		return nil, fmt.Errorf("squashfs: %w", err)
-	}
-	return b, nil
+	return b.Bytes(), nil
 }
 
 // sqfsOptions are the Go writer's options; the same for the image and for

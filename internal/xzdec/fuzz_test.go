@@ -23,7 +23,7 @@ func FuzzNewReader(f *testing.F) {
 		if lzmaFormat {
 			format = LZMA
 		}
-		r, err := newReader(bytes.NewReader(data), format, fuzzMemLimit)
+		r, err := newReader(bytes.NewReader(data), format, fuzzMemLimit, false)
 		if err != nil {
 			t.Fatal(err)
 		}

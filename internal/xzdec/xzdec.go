@@ -52,10 +52,7 @@ const memLimit = 1 << 30
 // call. Close frees the decoder, whose memory lives outside the Go heap
 // with cgo, and must be called; it doesn't close r.
 func NewReader(r io.Reader, f Format) (io.ReadCloser, error) {
-	if f != XZ && f != LZMA {
-		return nil, fmt.Errorf("xz: unknown format %d", int(f))
-	}
-	return newReader(r, f, memLimit)
+	return open(r, f, false)
 }
 
 // NewUncheckedReader is NewReader for a stream whose caller verifies what
@@ -64,10 +61,14 @@ func NewReader(r io.Reader, f Format) (io.ReadCloser, error) {
 // rpm writes SHA-256 checks, which liblzma computes in software: about a
 // sixth of the decoding time. Everything else is checked as by NewReader.
 func NewUncheckedReader(r io.Reader, f Format) (io.ReadCloser, error) {
+	return open(r, f, true)
+}
+
+func open(r io.Reader, f Format, ignoreCheck bool) (io.ReadCloser, error) {
 	if f != XZ && f != LZMA {
 		return nil, fmt.Errorf("xz: unknown format %d", int(f))
 	}
-	return newUncheckedReader(r, f, memLimit)
+	return newReader(r, f, memLimit, ignoreCheck)
 }
 
 // Errors returned by Read. Both decoders map their errors to these, so

@@ -28,12 +28,8 @@ import (
 	"unsafe"
 )
 
-func newReader(r io.Reader, f Format, limit uint64) (io.ReadCloser, error) {
-	return newCgoReader(r, f, limit, false)
-}
-
-func newUncheckedReader(r io.Reader, f Format, limit uint64) (io.ReadCloser, error) {
-	return newCgoReader(r, f, limit, true)
+func newReader(r io.Reader, f Format, limit uint64, ignoreCheck bool) (io.ReadCloser, error) {
+	return newCgoReader(r, f, limit, ignoreCheck)
 }
 
 // cgoReader decodes with liblzma. Its state, including the input buffer

@@ -4,11 +4,8 @@ package xzdec
 
 import "io"
 
-func newReader(r io.Reader, f Format, limit uint64) (io.ReadCloser, error) {
-	return newPureReader(r, f, limit), nil
-}
-
-// The pure Go decoder always checks.
-func newUncheckedReader(r io.Reader, f Format, limit uint64) (io.ReadCloser, error) {
+// newReader is the pure Go decoder, which always checks: ignoreCheck
+// only permits skipping.
+func newReader(r io.Reader, f Format, limit uint64, _ bool) (io.ReadCloser, error) {
 	return newPureReader(r, f, limit), nil
 }

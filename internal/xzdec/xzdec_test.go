@@ -458,7 +458,7 @@ func TestMemLimit(t *testing.T) {
 		}
 		if haveCgo {
 			readers["NewReader"] = func() io.ReadCloser {
-				r, err := newReader(bytes.NewReader(in), f, 32<<20)
+				r, err := newReader(bytes.NewReader(in), f, 32<<20, false)
 				if err != nil {
 					t.Fatal(err)
 				}

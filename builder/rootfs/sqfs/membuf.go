@@ -5,31 +5,22 @@ import (
 	"io"
 )
 
-// WriteBytes is Write into memory, returning the image. The buffer can
-// seek, so each data block is copied into it as soon as it is compressed,
-// while later blocks still are, rather than all of them at the end; it
-// grows by chunks, never copying what it holds, and the image is copied
-// once into a slice of its size.
-func WriteBytes(entries []Entry, opts Options) ([]byte, error) {
-	var m memFile
-	if err := Write(&m, entries, opts); err != nil {
-		return nil, err
-	}
-	return m.bytes(), nil
-}
-
-// memChunk is the size of memFile's chunks.
+// memChunk is the size of a Buffer's chunks.
 const memChunk = 1 << 20
 
-// memFile is an io.WriteSeeker in memory: a write past the end extends
-// it (a gap left by a seek reads as zeros).
-type memFile struct {
+// Buffer is an io.WriteSeeker in memory for an image: Write, which can
+// seek it, copies each data block in as soon as it is compressed, while
+// later blocks still are, where a bytes.Buffer gets them all at the end.
+// It grows by chunks, never copying what it holds; Bytes copies the image
+// once into a slice of its size. A write past the end extends it (a gap
+// left by a seek reads as zeros).
+type Buffer struct {
 	chunks [][]byte // each memChunk bytes
 	size   int64
 	off    int64
 }
 
-func (m *memFile) Write(p []byte) (int, error) {
+func (m *Buffer) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		i, at := int(m.off/memChunk), int(m.off%memChunk)
@@ -44,7 +35,7 @@ func (m *memFile) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func (m *memFile) Seek(offset int64, whence int) (int64, error) {
+func (m *Buffer) Seek(offset int64, whence int) (int64, error) {
 	switch whence {
 	case io.SeekCurrent:
 		offset += m.off
@@ -61,8 +52,8 @@ func (m *memFile) Seek(offset int64, whence int) (int64, error) {
 	return offset, nil
 }
 
-// bytes are the file's bytes, in one slice.
-func (m *memFile) bytes() []byte {
+// Bytes are the buffer's bytes, in one slice.
+func (m *Buffer) Bytes() []byte {
 	b := make([]byte, m.size)
 	for i, c := range m.chunks {
 		copy(b[int64(i)*memChunk:], c)

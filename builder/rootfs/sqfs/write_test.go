@@ -103,9 +103,10 @@ func TestReproducible(t *testing.T) {
 			if f := streamedBytes(t, es, Options{Compressor: comp, Workers: 2, MkfsTime: 42}); !bytes.Equal(a, f) {
 				t.Fatalf("the image streamed into a file differs: %d bytes, %d in memory", len(f), len(a))
 			}
-			// And into WriteBytes's seekable buffer.
-			if m, err := WriteBytes(es, Options{Compressor: comp, Workers: 2, MkfsTime: 42}); err != nil || !bytes.Equal(a, m) {
-				t.Fatalf("WriteBytes: %v, %d bytes, %d in a bytes.Buffer", err, len(m), len(a))
+			// And into a Buffer, which seeks.
+			var m Buffer
+			if err := Write(&m, es, Options{Compressor: comp, Workers: 2, MkfsTime: 42}); err != nil || !bytes.Equal(a, m.Bytes()) {
+				t.Fatalf("into a Buffer: %v, %d bytes, %d in a bytes.Buffer", err, len(m.Bytes()), len(a))
 			}
 			if len(a)%devBlockSize != 0 {
 				t.Errorf("image of %d bytes is not padded to 4 KiB", len(a))
@@ -347,10 +348,10 @@ func TestUncompressedMetadata(t *testing.T) {
 	}
 }
 
-// memFile writes as a file does: at the offset, past the end extending
+// Buffer writes as a file does: at the offset, past the end extending
 // with zeros, and refuses a seek before the start.
-func TestMemFile(t *testing.T) {
-	var m memFile
+func TestBuffer(t *testing.T) {
+	var m Buffer
 	m.Write([]byte("abcdef"))
 	if _, err := m.Seek(2, io.SeekStart); err != nil {
 		t.Fatal(err)
@@ -364,8 +365,8 @@ func TestMemFile(t *testing.T) {
 		t.Fatalf("SeekCurrent: %d", off)
 	}
 	m.Write([]byte("12345"))
-	if want := "abXYef12345"; string(m.bytes()) != want {
-		t.Errorf("%q, want %q", m.bytes(), want)
+	if want := "abXYef12345"; string(m.Bytes()) != want {
+		t.Errorf("%q, want %q", m.Bytes(), want)
 	}
 	// Across chunks.
 	big := make([]byte, 2*memChunk+10)
@@ -374,7 +375,7 @@ func TestMemFile(t *testing.T) {
 	}
 	m.Seek(3, io.SeekStart)
 	m.Write(big)
-	if got := m.bytes(); len(got) != len(big)+3 || !bytes.Equal(got[3:], big) || string(got[:3]) != "abX" {
+	if got := m.Bytes(); len(got) != len(big)+3 || !bytes.Equal(got[3:], big) || string(got[:3]) != "abX" {
 		t.Errorf("a write across chunks: %d bytes", len(got))
 	}
 	if _, err := m.Seek(-1, io.SeekStart); err == nil {
