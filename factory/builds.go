@@ -87,3 +87,57 @@ func (s *Service) takeSlot(ctx context.Context) (release func(), err error) {
 		return nil, ctx.Err()
 	}
 }
+
+// committing holds the artifacts just built whose cache entries are being
+// written, by cache key: a request for one meanwhile is served the same
+// file instead of building it again.
+type committing struct {
+	mu sync.Mutex
+	m  map[string]*CachedArtifact
+}
+
+func (c *committing) get(key string) *CachedArtifact {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[key]
+}
+
+func (c *committing) set(key string, a *CachedArtifact) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a == nil {
+		delete(c.m, key)
+		return
+	}
+	if c.m == nil {
+		c.m = map[string]*CachedArtifact{}
+	}
+	c.m[key] = a
+}
+
+// commit writes the cache entry of the artifact just built while it is
+// served: the responses send all of it but its last byte meanwhile, and
+// that byte once the entry is written (CachedArtifact.Open), so the
+// entry's syncs to disk overlap the transfer, and a client that has the
+// whole artifact finds it cached, as before. A stop waits for the entry
+// (the build is counted running until it is written); cleanup runs after.
+func (s *Service) commit(ctx context.Context, e entryInfo, f *builtFile, served *CachedArtifact, cleanup func()) *CachedArtifact {
+	done := make(chan struct{})
+	served.committed = done
+	s.committing.set(e.Key, served)
+	s.running.start()
+	// The build's context ends when the build returns: the entry gets
+	// its own, within the same limit.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.BuildTimeout)
+	go func() {
+		defer s.running.done()
+		defer cancel()
+		if err := s.cache.put(cctx, e, f); err != nil {
+			s.o.Log.Warn("caching an artifact failed", "artifact", e.Name, "err", err)
+		}
+		s.committing.set(e.Key, nil)
+		close(done)
+		cleanup()
+	}()
+	return served
+}

@@ -157,6 +157,9 @@ type CachedArtifact struct {
 	// response before its end)
 	remote func(context.Context) (io.ReadCloser, error)
 	file   *os.File // otherwise, a file just built (builtFile.served)
+	// committed is closed once a file just built has its cache entry
+	// written (Service.commit); nil: nothing to wait for.
+	committed <-chan struct{}
 }
 
 func (a *CachedArtifact) Size() int64 { return a.desc.Size }
@@ -177,8 +180,43 @@ func (a *CachedArtifact) Open(ctx context.Context) (io.ReadCloser, error) {
 		return Verified(rc, a.desc), nil
 	}
 	// Each response its own reader: ReadAt does not move the file's offset.
-	return nopSeekCloser{io.NewSectionReader(a.file, 0, a.desc.Size)}, nil
+	sr := io.NewSectionReader(a.file, 0, a.desc.Size)
+	if a.committed != nil {
+		return &committingReader{sr: sr, ctx: ctx, committed: a.committed}, nil
+	}
+	return nopSeekCloser{sr}, nil
 }
+
+// committingReader reads a file just built, holding its last byte back
+// until the artifact's cache entry is written: a client that has the
+// whole artifact finds it cached.
+type committingReader struct {
+	sr        *io.SectionReader
+	ctx       context.Context
+	committed <-chan struct{}
+}
+
+func (r *committingReader) Read(p []byte) (int, error) {
+	pos, _ := r.sr.Seek(0, io.SeekCurrent)
+	if rest := r.sr.Size() - pos; rest > 0 && int64(len(p)) >= rest {
+		if rest > 1 {
+			p = p[:rest-1] // all but the last byte now
+		} else {
+			select {
+			case <-r.committed:
+			case <-r.ctx.Done():
+				return 0, r.ctx.Err()
+			}
+		}
+	}
+	return r.sr.Read(p)
+}
+
+func (r *committingReader) Seek(off int64, whence int) (int64, error) {
+	return r.sr.Seek(off, whence)
+}
+
+func (r *committingReader) Close() error { return nil }
 
 // Seekable says whether open gives a seeker (http.ServeContent's Range).
 func (a *CachedArtifact) Seekable() bool { return a.remote == nil }

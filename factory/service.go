@@ -50,6 +50,7 @@ type Service struct {
 	inst       installers      // the checked installer entries
 	exts       extensionImages // the releases' extension images read
 	layers     *layerCache     // the segments' squashfs images (nil: no scratch space)
+	committing committing      // artifacts served while their cache entries are written
 	// buildAllowed says whether the request in ctx may start a build (its
 	// login, its rate: the front's check), asked on a cache miss so that
 	// cached artifacts need no leave; nil: any may. An error it returns
@@ -211,22 +212,27 @@ func (s *Service) Compose(ctx context.Context, rel *VerifiedRelease, sch *schema
 	v, err := s.flight(ctx, flightJob{
 		key:    strings.Join([]string{id, rel.Version, arch, name}, "\x00"),
 		labels: []string{rel.Version, a.kind, arch},
-		lookup: func(bctx context.Context) (any, bool, bool) { return s.cache.get(bctx, e) },
+		lookup: func(bctx context.Context) (any, bool, bool) {
+			if a := s.committing.get(e.Key); a != nil {
+				return a, true, false
+			}
+			return s.cache.get(bctx, e)
+		},
 		build: func(bctx context.Context) (any, error) {
 			dir, err := os.MkdirTemp(s.o.Work, "built-")
 			if err != nil {
 				return nil, err
 			}
-			// The served file stays open (builtFile.served).
-			defer os.RemoveAll(dir)
 			f, err := s.buildFile(bctx, rel, sch, a, arch, dir)
-			if err != nil {
-				return nil, err
+			if err == nil {
+				var served *CachedArtifact
+				if served, err = f.served(); err == nil {
+					// The file stays open: its directory goes once the entry is written.
+					return s.commit(bctx, e, f, served, func() { os.RemoveAll(dir) }), nil
+				}
 			}
-			if err := s.cache.put(bctx, e, f); err != nil {
-				s.o.Log.Warn("caching an artifact failed", "artifact", name, "err", err)
-			}
-			return f.served() // later requests read the entry
+			os.RemoveAll(dir)
+			return nil, err
 		},
 	})
 	if err != nil {
