@@ -819,17 +819,11 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 	if len(s.ExtensionAliases) > 0 {
 		ann[schematic.AnnotationAliases] = strings.Join(s.ExtensionAliases, ",")
 	}
-	// The layouts are written side by side: each syncs its blobs and
-	// index to disk, and those waits overlap instead of adding up.
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		idx, err := writeOCILayout(gctx, filepath.Join(r.work, "oci"), sde, ann, arches, r.assets)
-		if err != nil {
-			return err
-		}
-		rep.OCIIndex = idx.String()
-		return nil
-	})
+	idx, err := writeOCILayout(ctx, filepath.Join(r.work, "oci"), sde, ann, arches, r.assets)
+	if err != nil {
+		return err
+	}
+	rep.OCIIndex = idx.String()
 	ia := map[string]string{
 		"org.opencontainers.image.title":    s.Name + "-installer",
 		"org.opencontainers.image.version":  s.Version,
@@ -837,69 +831,40 @@ func (r *buildRun) writeImages(ctx context.Context, arches []string) error {
 		"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
 		"dev.nodeforge.branch":              s.Branch,
 	}
-	g.Go(func() error {
-		inst, err := writeImageLayout(gctx, filepath.Join(r.work, "installer"), sde, ia, arches, r.installer, compose.InstallerEntrypoint)
-		if err != nil {
+	inst, err := writeImageLayout(ctx, filepath.Join(r.work, "installer"), sde, ia, arches, r.installer, compose.InstallerEntrypoint)
+	if err != nil {
+		return fmt.Errorf("installer: %w", err)
+	}
+	for _, arch := range arches {
+		// Linked as a blob of the layout, or copied: no second name.
+		if err := os.Remove(installerLayerFile(r.work, arch)); err != nil {
 			return fmt.Errorf("installer: %w", err)
 		}
-		for _, arch := range arches {
-			// Linked as a blob of the layout, or copied: no second name.
-			if err := os.Remove(installerLayerFile(r.work, arch)); err != nil {
-				return fmt.Errorf("installer: %w", err)
-			}
-		}
-		rep.Installer = inst.String()
-		return nil
-	})
+	}
+	rep.Installer = inst.String()
 	if rep.Media != nil {
 		ma := maps.Clone(ia)
 		ma["dev.nodeforge.schematic"] = rep.Media.Schematic
-		g.Go(func() error {
-			mi, err := writeImageLayout(gctx, filepath.Join(r.work, filepath.FromSlash(MediaInstallerDir(rep.Media.Schematic, false))), sde, ma, arches, r.mediaInstaller, compose.InstallerEntrypoint)
-			if err != nil {
-				return fmt.Errorf("installer for the schematic: %w", err)
-			}
-			rep.Media.Installer = mi.String()
-			return nil
-		})
+		mi, err := writeImageLayout(ctx, filepath.Join(r.work, filepath.FromSlash(MediaInstallerDir(rep.Media.Schematic, false))), sde, ma, arches, r.mediaInstaller, compose.InstallerEntrypoint)
+		if err != nil {
+			return fmt.Errorf("installer for the schematic: %w", err)
+		}
+		rep.Media.Installer = mi.String()
 		if sb := rep.Media.SecureBoot; sb != nil && len(r.sbInstaller) > 0 {
-			sa := maps.Clone(ma)
-			sa[compose.AnnotationSecureBoot] = sb.SigningCertSHA256
-			g.Go(func() error {
-				si, err := writeImageLayout(gctx, filepath.Join(r.work, filepath.FromSlash(MediaInstallerDir(rep.Media.Schematic, true))), sde, sa, arches, r.sbInstaller, compose.InstallerEntrypoint)
-				if err != nil {
-					return fmt.Errorf("Secure Boot installer for the schematic: %w", err)
-				}
-				sb.Installer = si.String()
-				return nil
-			})
+			ma[compose.AnnotationSecureBoot] = sb.SigningCertSHA256
+			si, err := writeImageLayout(ctx, filepath.Join(r.work, filepath.FromSlash(MediaInstallerDir(rep.Media.Schematic, true))), sde, ma, arches, r.sbInstaller, compose.InstallerEntrypoint)
+			if err != nil {
+				return fmt.Errorf("Secure Boot installer for the schematic: %w", err)
+			}
+			sb.Installer = si.String()
 		}
 	}
-	extIndexes := r.writeExtensionLayouts(gctx, g, arches)
-	g.Go(func() error { return r.writeContainers(gctx) })
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	for name, d := range extIndexes {
-		if rep.Extensions == nil {
-			rep.Extensions = map[string]string{}
-		}
-		rep.Extensions[name] = *d
-	}
-	return nil
-}
-
-// writeExtensionLayouts starts writing each extension's layout in g; the
-// indexes' digests are there once g is done.
-func (r *buildRun) writeExtensionLayouts(ctx context.Context, g *errgroup.Group, arches []string) map[string]*string {
-	s, sde := r.spec, r.sde
-	indexes := map[string]*string{}
 	for _, name := range slices.Sorted(maps.Keys(r.extLayers)) {
 		ea := map[string]string{
 			"org.opencontainers.image.title":    name,
 			"org.opencontainers.image.version":  r.extVersions[name],
 			"org.opencontainers.image.created":  time.Unix(sde, 0).UTC().Format(time.RFC3339),
-			"org.opencontainers.image.revision": "sha256:" + r.rep.LockSHA256,
+			"org.opencontainers.image.revision": "sha256:" + rep.LockSHA256,
 			"dev.nodeforge.branch":              s.Branch,
 			"dev.nodeforge.release":             s.Version,
 		}
@@ -910,18 +875,16 @@ func (r *buildRun) writeExtensionLayouts(ctx context.Context, g *errgroup.Group,
 		for arch, l := range r.extLayers[name] {
 			layers[arch] = []v1.Layer{l}
 		}
-		d := new(string)
-		indexes[name] = d
-		g.Go(func() error {
-			idx, err := writeImageLayout(ctx, filepath.Join(r.work, "extensions", name), sde, ea, arches, layers, nil)
-			if err != nil {
-				return fmt.Errorf("extension %s: %w", name, err)
-			}
-			*d = idx.String()
-			return nil
-		})
+		d, err := writeImageLayout(ctx, filepath.Join(r.work, "extensions", name), sde, ea, arches, layers, nil)
+		if err != nil {
+			return fmt.Errorf("extension %s: %w", name, err)
+		}
+		if rep.Extensions == nil {
+			rep.Extensions = map[string]string{}
+		}
+		rep.Extensions[name] = d.String()
 	}
-	return indexes
+	return r.writeContainers(ctx)
 }
 
 // step logs the start of a step and returns the func that logs its end
