@@ -2,6 +2,7 @@ package factory
 
 import (
 	"context"
+	"os"
 	"sync"
 )
 
@@ -102,29 +103,38 @@ func (c *committing) get(key string) *CachedArtifact {
 	return c.m[key]
 }
 
-func (c *committing) set(key string, a *CachedArtifact) {
+func (c *committing) add(key string, a *CachedArtifact) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if a == nil {
-		delete(c.m, key)
-		return
-	}
 	if c.m == nil {
 		c.m = map[string]*CachedArtifact{}
 	}
 	c.m[key] = a
 }
 
-// commit writes the cache entry of the artifact just built while it is
-// served: the responses send all of it but its last byte meanwhile, and
-// that byte once the entry is written (CachedArtifact.Open), so the
+func (c *committing) remove(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, key)
+}
+
+// commit writes the cache entry of the artifact just built in dir while
+// it is served: the responses send all of it but its last byte meanwhile,
+// and that byte once the entry is written (CachedArtifact.Open), so the
 // entry's syncs to disk overlap the transfer, and a client that has the
 // whole artifact finds it cached, as before. A stop waits for the entry
-// (the build is counted running until it is written); cleanup runs after.
-func (s *Service) commit(ctx context.Context, e entryInfo, f *builtFile, served *CachedArtifact, cleanup func()) *CachedArtifact {
+// (the build is counted running until it is written). dir is removed
+// once the entry is written (the served file stays open), or at once on
+// an error.
+func (s *Service) commit(ctx context.Context, e entryInfo, f *builtFile, dir string) (*CachedArtifact, error) {
+	served, err := f.served()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	done := make(chan struct{})
 	served.committed = done
-	s.committing.set(e.Key, served)
+	s.committing.add(e.Key, served)
 	s.running.start()
 	// The build's context ends when the build returns: the entry gets
 	// its own, within the same limit.
@@ -135,9 +145,9 @@ func (s *Service) commit(ctx context.Context, e entryInfo, f *builtFile, served 
 		if err := s.cache.put(cctx, e, f); err != nil {
 			s.o.Log.Warn("caching an artifact failed", "artifact", e.Name, "err", err)
 		}
-		s.committing.set(e.Key, nil)
+		s.committing.remove(e.Key)
 		close(done)
-		cleanup()
+		os.RemoveAll(dir)
 	}()
-	return served
+	return served, nil
 }

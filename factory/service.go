@@ -224,15 +224,11 @@ func (s *Service) Compose(ctx context.Context, rel *VerifiedRelease, sch *schema
 				return nil, err
 			}
 			f, err := s.buildFile(bctx, rel, sch, a, arch, dir)
-			if err == nil {
-				var served *CachedArtifact
-				if served, err = f.served(); err == nil {
-					// The file stays open: its directory goes once the entry is written.
-					return s.commit(bctx, e, f, served, func() { os.RemoveAll(dir) }), nil
-				}
+			if err != nil {
+				os.RemoveAll(dir)
+				return nil, err
 			}
-			os.RemoveAll(dir)
-			return nil, err
+			return s.commit(bctx, e, f, dir)
 		},
 	})
 	if err != nil {
