@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/nodeforge/builder/internal/testutil"
 )
 
 // TestMain lets the test binary stand in for the builder binary when a
@@ -23,8 +25,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	realHome = os.Getenv("HOME")
-	home, err := os.MkdirTemp("", "nodeforge-testhome-")
+	home, err := testutil.NewHome()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -32,10 +33,9 @@ func TestMain(m *testing.M) {
 	// What every test would otherwise set for itself, set once for the
 	// process: t.Setenv cannot be used by the tests that run in parallel.
 	// The keys the tests generate are sealed with this password; HOME has
-	// no ~/.docker/config.json of the machine; repro's builds (children of
-	// this test binary) run main().
+	// no ~/.docker/config.json of the machine (testutil.NewHome); repro's
+	// builds (children of this test binary) run main().
 	os.Setenv("COSIGN_PASSWORD", "test-password")
-	os.Setenv("HOME", home)
 	os.Setenv("NODEFORGE_TEST_AS_MAIN", "1")
 	code := m.Run()
 	if binDir != "" {
@@ -46,12 +46,9 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	// realHome is HOME before tests change it: the go command finds its
-	// build and module caches through it.
-	realHome string
-	binOnce  sync.Once
-	binDir   string
-	binPath  string
+	binOnce sync.Once
+	binDir  string
+	binPath string
 )
 
 // builderCommand is the builder as a child process: a binary built once
@@ -69,7 +66,6 @@ func builderCommand(t *testing.T, args ...string) *exec.Cmd {
 		p := filepath.Join(dir, "builder")
 		var out bytes.Buffer
 		build := exec.Command("go", "build", "-trimpath", "-o", p, ".")
-		build.Env = append(os.Environ(), "HOME="+realHome)
 		build.Stdout, build.Stderr = &out, &out
 		if err := build.Run(); err != nil {
 			t.Logf("building the builder for child processes failed, using the test binary: %v\n%s", err, out.String())

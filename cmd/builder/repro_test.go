@@ -19,7 +19,7 @@ func otherBuilder(t *testing.T, env []string, flags ...string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "builder-other")
 	build := exec.Command("go", append(append([]string{"build"}, flags...), "-o", p, ".")...)
-	build.Env = append(append(os.Environ(), "HOME="+realHome, "NODEFORGE_TEST_AS_MAIN="), env...)
+	build.Env = append(append(os.Environ(), "NODEFORGE_TEST_AS_MAIN="), env...)
 	start := time.Now()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build %v %v: %v\n%s", env, flags, err, out)

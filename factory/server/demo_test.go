@@ -22,12 +22,11 @@ import (
 // and gives the outside tools (crane, skopeo, cosign) a HOME of their own:
 // no ~/.docker/config.json of the machine.
 func TestMain(m *testing.M) {
-	home, err := os.MkdirTemp("", "nodeforge-testhome-")
+	home, err := testutil.NewHome()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Setenv("HOME", home)
 	code := m.Run()
 	pipelinetest.Cleanup()
 	os.RemoveAll(home)
