@@ -37,20 +37,30 @@ func pinGoEnv() error {
 		return nil
 	}
 	names := []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOENV"}
-	out, err := exec.Command(gobin, append([]string{"env", "-json"}, names...)...).Output()
+	env, err := goEnv(gobin, names...)
 	if err != nil {
-		return fmt.Errorf("go env: %w", err)
-	}
-	var env map[string]string
-	if err := json.Unmarshal(out, &env); err != nil {
-		return fmt.Errorf("go env: %w", err)
+		return err
 	}
 	for _, n := range names {
-		if v := env[n]; v != "" && v != "off" {
+		if v := env[n]; v != "" {
 			if err := os.Setenv(n, v); err != nil {
 				return err
 			}
 		}
 	}
 	return os.Setenv("GOPROXY", "off")
+}
+
+// goEnv is what go env says of the variables names, as the go command
+// resolves them in this process's environment.
+func goEnv(gobin string, names ...string) (map[string]string, error) {
+	out, err := exec.Command(gobin, append([]string{"env", "-json"}, names...)...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go env: %w", err)
+	}
+	var env map[string]string
+	if err := json.Unmarshal(out, &env); err != nil {
+		return nil, fmt.Errorf("go env: %w", err)
+	}
+	return env, nil
 }

@@ -1,9 +1,7 @@
 package testutil
 
 import (
-	"encoding/json"
 	"os"
-	"os/exec"
 	"testing"
 )
 
@@ -11,19 +9,15 @@ import (
 // machine's build and module caches and settings, and downloads nothing.
 func TestNewHomeKeepsGoCaches(t *testing.T) {
 	gobin := NeedTool(t, "go")
-	goEnv := func() map[string]string {
+	env := func() map[string]string {
 		t.Helper()
-		out, err := exec.Command(gobin, "env", "-json", "GOCACHE", "GOMODCACHE", "GOFLAGS", "GOPROXY").Output()
+		e, err := goEnv(gobin, "GOCACHE", "GOMODCACHE", "GOFLAGS", "GOPROXY")
 		if err != nil {
-			t.Fatalf("go env: %v", err)
-		}
-		var env map[string]string
-		if err := json.Unmarshal(out, &env); err != nil {
 			t.Fatal(err)
 		}
-		return env
+		return e
 	}
-	before := goEnv()
+	before := env()
 	for _, n := range []string{"HOME", "GOCACHE", "GOMODCACHE", "GOPATH", "GOENV", "GOPROXY"} {
 		t.Setenv(n, os.Getenv(n)) // restored after the test
 	}
@@ -35,7 +29,7 @@ func TestNewHomeKeepsGoCaches(t *testing.T) {
 	if os.Getenv("HOME") != home {
 		t.Fatalf("HOME is %q, want %q", os.Getenv("HOME"), home)
 	}
-	after := goEnv()
+	after := env()
 	for _, n := range []string{"GOCACHE", "GOMODCACHE", "GOFLAGS"} {
 		if after[n] != before[n] {
 			t.Errorf("%s: %q after NewHome, %q before", n, after[n], before[n])
