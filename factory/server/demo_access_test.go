@@ -37,6 +37,7 @@ func TestFactoryHangUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitBuildsAtEnd(t, srv)
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	resp, err := http.Post(hs.URL+"/schematics", "application/yaml", strings.NewReader("{}"))
@@ -112,6 +113,7 @@ func TestFactoryRegistryAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitBuildsAtEnd(t, srv)
 	hs := httptest.NewUnstartedServer(testutil.NoLocalPaths(t, srv.Handler(), rel.Dir))
 	hs.StartTLS()
 	t.Cleanup(hs.Close)

@@ -211,6 +211,10 @@ func (s *Server) RetryFailed(ctx context.Context, interval time.Duration) {
 // (see factory.Service.Stats).
 func (s *Server) Stats() factory.Stats { return s.svc.Stats() }
 
+// WaitBuilds waits until no build is in flight, cache entries still being
+// written after their response included (see factory.Service.WaitBuilds).
+func (s *Server) WaitBuilds(ctx context.Context) error { return s.svc.WaitBuilds(ctx) }
+
 // Handler routes the API.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
