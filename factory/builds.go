@@ -132,8 +132,8 @@ func (s *Service) commit(ctx context.Context, e entryInfo, f *builtFile, dir str
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	done := make(chan struct{})
-	served.committed = done
+	w := &entryWrite{done: make(chan struct{})}
+	served.committed = w
 	s.committing.add(e.Key, served)
 	s.running.start()
 	// The build's context ends when the build returns: the entry gets
@@ -142,11 +142,11 @@ func (s *Service) commit(ctx context.Context, e entryInfo, f *builtFile, dir str
 	go func() {
 		defer s.running.done()
 		defer cancel()
-		if err := s.cache.put(cctx, e, f); err != nil {
-			s.o.Log.Warn("caching an artifact failed", "artifact", e.Name, "err", err)
+		if w.err = s.cache.put(cctx, e, f); w.err != nil {
+			s.o.Log.Warn("caching an artifact failed", "artifact", e.Name, "err", w.err)
 		}
 		s.committing.remove(e.Key)
-		close(done)
+		close(w.done)
 		os.RemoveAll(dir)
 	}()
 	return served, nil

@@ -157,9 +157,30 @@ type CachedArtifact struct {
 	// response before its end)
 	remote func(context.Context) (io.ReadCloser, error)
 	file   *os.File // otherwise, a file just built (builtFile.served)
-	// committed is closed once a file just built has its cache entry
-	// written (Service.commit); nil: nothing to wait for.
-	committed <-chan struct{}
+	// committed is the cache entry of a file just built, being written
+	// while it is served (Service.commit); nil: nothing to wait for.
+	committed *entryWrite
+}
+
+// entryWrite is a cache entry written in the background.
+type entryWrite struct {
+	done chan struct{} // closed once the entry is written, or failed
+	err  error         // why it failed; set before done is closed
+}
+
+// Cached waits until the artifact has its cache entry (at once for one
+// read from the cache), and says why not when writing it failed: the
+// response was served all the same, but the next request builds again.
+func (a *CachedArtifact) Cached(ctx context.Context) error {
+	if a.committed == nil {
+		return nil
+	}
+	select {
+	case <-a.committed.done:
+		return a.committed.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (a *CachedArtifact) Size() int64 { return a.desc.Size }
@@ -182,7 +203,7 @@ func (a *CachedArtifact) Open(ctx context.Context) (io.ReadCloser, error) {
 	// Each response its own reader: ReadAt does not move the file's offset.
 	sr := io.NewSectionReader(a.file, 0, a.desc.Size)
 	if a.committed != nil {
-		return &committingReader{sr: sr, ctx: ctx, committed: a.committed}, nil
+		return &committingReader{sr: sr, ctx: ctx, committed: a.committed.done}, nil
 	}
 	return nopSeekCloser{sr}, nil
 }

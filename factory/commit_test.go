@@ -3,7 +3,10 @@ package factory
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,5 +94,64 @@ func TestServedWhileCached(t *testing.T) {
 	}
 	if b, err := cached.Bytes(ctx); err != nil || !bytes.Equal(b, want) || s.Stats().Builds != 1 {
 		t.Errorf("from the cache: %d bytes, %v, %+v", len(b), err, s.Stats())
+	}
+}
+
+// failingStore refuses every tagged write.
+type failingStore struct{ oci.Store }
+
+func (failingStore) WriteImage(context.Context, string, string, v1.Image) error {
+	return errors.New("disk full")
+}
+
+// TestWarmWaitsForTheEntry: warm reports an artifact built once its cache
+// entry is written (a request's is written while it is served, and the
+// warm command exits once it reports), and fails when writing it fails.
+func TestWarmWaitsForTheEntry(t *testing.T) {
+	ctx := context.Background()
+	s, _ := trustService(t, 1<<16)
+	gate := &gatedStore{Store: s.o.Cache, open: make(chan struct{})}
+	s.o.Cache, s.cache.st = gate, gate
+	openGate := sync.OnceFunc(func() { close(gate.open) })
+	defer openGate() // on a failure too: the test's end waits for the entry
+	_, id := addSchematic(t, s, "{}")
+	type result struct {
+		rep *WarmReport
+		err error
+	}
+	warmed := make(chan result, 1)
+	go func() {
+		rep, err := s.Warm(ctx, WarmOptions{Version: "1.0", Schematics: []string{id}, Artifacts: []string{"iso"}})
+		warmed <- result{rep, err}
+	}()
+	for s.Stats().Builds == 0 { // built: its entry is being written
+		select {
+		case r := <-warmed:
+			t.Fatalf("warm returned before the entry was written: %+v %v", r.rep, r.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	select {
+	case r := <-warmed:
+		t.Fatalf("warm returned before the entry was written: %+v %v", r.rep, r.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	openGate()
+	r := <-warmed
+	if r.err != nil || r.rep.Built != 1 {
+		t.Fatalf("warm: %+v %v", r.rep, r.err)
+	}
+	a, _ := ParseArtifact("metal-amd64.iso")
+	if _, err := gate.Head(ctx, RepoArtifacts, cacheKey(s.Release("1.0"), id, a.FileName("x86_64"), "test")); err != nil {
+		t.Errorf("no cache entry once warm reported it built: %v", err)
+	}
+
+	s, _ = trustService(t, 1<<16)
+	failing := failingStore{s.o.Cache}
+	_, id = addSchematic(t, s, "{}") // before the store fails: schematics are tagged too
+	s.o.Cache, s.cache.st = failing, failing
+	rep, err := s.Warm(ctx, WarmOptions{Version: "1.0", Schematics: []string{id}, Artifacts: []string{"iso"}})
+	if err == nil || !strings.Contains(err.Error(), "warming metal-x86_64.iso of schematic "+id) || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("warm whose entry cannot be written: %+v %v", rep, err)
 	}
 }

@@ -130,7 +130,12 @@ func (s *Service) warmOne(ctx context.Context, rel *VerifiedRelease, sch *schema
 	if installer {
 		_, err = s.Installer(ctx, rel, sch, InstallerKind{Platform: t.a.platform}, "")
 	} else {
-		_, err = s.Compose(ctx, rel, sch, t.a, t.arch)
+		var a *CachedArtifact
+		if a, err = s.Compose(ctx, rel, sch, t.a, t.arch); err == nil {
+			// Warmed means cached: a request's entry is written while it is
+			// served, and warm exits once it reports.
+			err = a.Cached(ctx)
+		}
 	}
 	if err != nil {
 		return it, fmt.Errorf("warming %s of schematic %s: %w", it.Artifact, id, err)
