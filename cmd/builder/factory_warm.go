@@ -112,8 +112,9 @@ FILE lists schematic IDs, one a line; # starts a comment. Each must be in the
 cache store already (created with POST /schematics, or carried by factory
 transfer): an unknown ID stops warm before anything is built, naming it.
 Artifacts the cache holds are counted and not built again; the others are built
-one at a time. Progress goes to stderr, the report to stdout (--json for JSON).
-An interrupted warm leaves only whole, signed entries: run it again to finish.`
+one at a time, each reported once its signed cache entry is written (an entry
+that cannot be written stops warm, naming the artifact and the cause). Progress
+goes to stderr, the report to stdout (--json for JSON). An interrupted warm leaves only whole, signed entries: run it again to finish.`
 
 func runFactoryWarm(cmd *cobra.Command, f *serveFlags, o factory.WarmOptions, list string, asJSON bool) error {
 	if o.Version == "" || list == "" {
