@@ -106,7 +106,8 @@ func (failingStore) WriteImage(context.Context, string, string, v1.Image) error 
 
 // TestWarmWaitsForTheEntry: warm reports an artifact built once its cache
 // entry is written (a request's is written while it is served, and the
-// warm command exits once it reports), and fails when writing it fails.
+// warm command exits once it reports), stopped or not, and fails when
+// writing it fails.
 func TestWarmWaitsForTheEntry(t *testing.T) {
 	ctx := context.Background()
 	s, _ := trustService(t, 1<<16)
@@ -120,8 +121,10 @@ func TestWarmWaitsForTheEntry(t *testing.T) {
 		err error
 	}
 	warmed := make(chan result, 1)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
 	go func() {
-		rep, err := s.Warm(ctx, WarmOptions{Version: "1.0", Schematics: []string{id}, Artifacts: []string{"iso"}})
+		rep, err := s.Warm(wctx, WarmOptions{Version: "1.0", Schematics: []string{id}, Artifacts: []string{"iso"}})
 		warmed <- result{rep, err}
 	}()
 	for s.Stats().Builds == 0 { // built: its entry is being written
@@ -131,6 +134,7 @@ func TestWarmWaitsForTheEntry(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	stop() // warm stopped: what is built is still cached
 	select {
 	case r := <-warmed:
 		t.Fatalf("warm returned before the entry was written: %+v %v", r.rep, r.err)

@@ -133,8 +133,10 @@ func (s *Service) warmOne(ctx context.Context, rel *VerifiedRelease, sch *schema
 		var a *CachedArtifact
 		if a, err = s.Compose(ctx, rel, sch, t.a, t.arch); err == nil {
 			// Warmed means cached: a request's entry is written while it is
-			// served, and warm exits once it reports.
-			err = a.Cached(ctx)
+			// served, and warm exits once it reports. Built, it is cached
+			// even when warm is being stopped (a moment, bounded by the
+			// build time limit): the build is not lost.
+			err = a.Cached(context.WithoutCancel(ctx))
 		}
 	}
 	if err != nil {
