@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -50,13 +49,7 @@ func trustService(t *testing.T, size int) (*Service, *testutil.Log) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { // entries are written after their response: before the cache's directory goes
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := s.WaitBuilds(ctx); err != nil {
-			t.Errorf("builds still in flight at the test's end: %v", err)
-		}
-	})
+	testutil.WaitBuildsAtEnd(t, s.WaitBuilds)
 	s.ServeUnverified(&VerifiedRelease{Version: "1.0", Params: compose.Params{Architectures: []string{"x86_64"}}, Digests: map[string]string{}})
 	s.BuildWith(func(_ context.Context, _ *VerifiedRelease, sch *schematic.Schematic, a Artifact, arch string) ([]byte, error) {
 		id, _ := sch.ID()

@@ -114,8 +114,9 @@ transfer): an unknown ID stops warm before anything is built, naming it.
 Artifacts the cache holds are counted and not built again; the others are built
 one at a time, each reported once its signed cache entry is written (an entry
 that cannot be written stops warm, naming the artifact and the cause). Progress
-goes to stderr, the report to stdout (--json for JSON). An interrupted warm caches the artifact it has just built and leaves only whole,
-signed entries: run it again to finish.`
+goes to stderr, the report to stdout (--json for JSON). An interrupted warm
+caches the artifact it has just built and leaves only whole, signed entries:
+run it again to finish.`
 
 func runFactoryWarm(cmd *cobra.Command, f *serveFlags, o factory.WarmOptions, list string, asJSON bool) error {
 	if o.Version == "" || list == "" {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nodeforge/builder/factory"
 	"github.com/nodeforge/builder/factory/server"
@@ -36,13 +35,7 @@ func servedFactory(t *testing.T, args ...string) (*server.Server, *httptest.Serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { // cache entries are written after their response: before the temporary directories go
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := srv.WaitBuilds(ctx); err != nil {
-			t.Errorf("builds still in flight at the test's end: %v", err)
-		}
-	})
+	testutil.WaitBuildsAtEnd(t, srv.WaitBuilds)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return srv, hs

@@ -118,20 +118,6 @@ func newServer(o Options) (*Server, error) {
 	return newFront(svc, o)
 }
 
-// waitBuildsAtEnd makes the test's end wait for s's builds in flight: a
-// build's cache entry is written after its response (factory's commit),
-// and the test's temporary directories must be removed after that write.
-// Registered after them, it runs before their removal.
-func waitBuildsAtEnd(t *testing.T, s *Server) {
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := s.WaitBuilds(ctx); err != nil {
-			t.Errorf("builds still in flight at the test's end: %v", err)
-		}
-	})
-}
-
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 // accessFactory is a factory serving one release ("1.0", x86_64) whose
@@ -169,7 +155,7 @@ func newAccessFactory(t *testing.T, o Options) *accessFactory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitBuildsAtEnd(t, s)
+	testutil.WaitBuildsAtEnd(t, s.WaitBuilds)
 	hs := httptest.NewServer(testutil.NoLocalPaths(t, s.Handler()))
 	t.Cleanup(hs.Close)
 	return &accessFactory{Server: s, url: hs.URL, id: id, log: logs}

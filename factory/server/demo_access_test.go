@@ -37,7 +37,7 @@ func TestFactoryHangUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitBuildsAtEnd(t, srv)
+	testutil.WaitBuildsAtEnd(t, srv.WaitBuilds)
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	resp, err := http.Post(hs.URL+"/schematics", "application/yaml", strings.NewReader("{}"))
@@ -113,7 +113,7 @@ func TestFactoryRegistryAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitBuildsAtEnd(t, srv)
+	testutil.WaitBuildsAtEnd(t, srv.WaitBuilds)
 	hs := httptest.NewUnstartedServer(testutil.NoLocalPaths(t, srv.Handler(), rel.Dir))
 	hs.StartTLS()
 	t.Cleanup(hs.Close)

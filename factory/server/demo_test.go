@@ -73,7 +73,7 @@ func (f *demoFactory) serve(t *testing.T, with ...func(*Options)) (*Server, *htt
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitBuildsAtEnd(t, srv)
+	testutil.WaitBuildsAtEnd(t, srv.WaitBuilds)
 	hs := httptest.NewServer(testutil.NoLocalPaths(t, srv.Handler(), f.rel.Dir, f.cacheDir))
 	t.Cleanup(hs.Close)
 	return srv, hs
